@@ -1,0 +1,29 @@
+"""pallas_sim: a NumPy simulator of JAX Pallas for TPU, for teaching and grading.
+
+Students write::
+
+    import numpy as np
+    from pallas_sim import jax, jnp, pl, pltpu
+
+and the same kernel runs on real Pallas once that line becomes the JAX imports.
+On top of JAX's behaviour the simulator counts what a TPU would do (DMAs, HBM
+bytes, VMEM bytes; see :func:`trace`) and poisons uninitialized memory so
+kernels that read garbage fail loudly.  Semantics: ``pallas-sim.md`` in the
+course specification; lecture §2.
+"""
+
+from . import jax, jnp, pl, pltpu
+from .config import config
+from .errors import (
+                     BlockIndexError,
+                     GridSemanticsError,
+                     KernelSignatureError,
+                     PallasSimError,
+                     RevisitedOutputBlockError,
+                     VmemOOMError,
+)
+from .tracing import CallTrace, OperandTrace, Trace, trace
+
+__all__ = ["BlockIndexError", "CallTrace", "GridSemanticsError", "KernelSignatureError",
+           "OperandTrace", "PallasSimError", "RevisitedOutputBlockError", "Trace",
+           "VmemOOMError", "config", "jax", "jnp", "pl", "pltpu", "trace"]

@@ -1,0 +1,71 @@
+"""Sanitizer switches of the simulator.
+
+``pallas_sim.config(uninitialized="zero")`` turns poisoning off;
+``pallas_sim.config(vmem_capacity_bytes=...)`` changes the physical VMEM size.
+Used as a plain call it sets the options for the rest of the process; used as
+a context manager it restores the previous options on exit::
+
+    with pallas_sim.config(uninitialized="zero"):
+        out = my_call(x)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+MiB = 1 << 20
+
+
+@dataclasses.dataclass
+class Options:
+    """Current simulator options.
+
+    Attributes:
+      uninitialized: "poison" fills fresh output blocks, scratch buffers and
+        ragged padding with NaN (floats), the dtype's minimum (ints) or False
+        (bool), as TPU interpret mode does with uninitialized memory; "zero"
+        fills them with zeros.
+      vmem_capacity_bytes: physical VMEM of one core in bytes (64 MiB, as on
+        v5e/v6e); it caps ``vmem_limit_bytes``.
+      default_vmem_limit_bytes: the scoped VMEM limit when CompilerParams
+        gives none (32 MiB, Mosaic's default).
+    """
+
+    uninitialized: Literal["poison", "zero"] = "poison"
+    vmem_capacity_bytes: int = 64 * MiB
+    default_vmem_limit_bytes: int = 32 * MiB
+
+
+OPTIONS = Options()
+
+
+class config:  # noqa: N801 - spelled like a function on purpose
+    """Set simulator options; restores the previous ones when used with ``with``.
+
+    Args:
+      uninitialized: "poison" (default) or "zero".
+      vmem_capacity_bytes: physical VMEM capacity in bytes (int > 0).
+      default_vmem_limit_bytes: scoped limit in bytes when none is given.
+
+    Raises:
+      ValueError: an unknown option value.
+    """
+
+    def __init__(self, **options: object) -> None:
+        self._previous = dataclasses.replace(OPTIONS)
+        for key, value in options.items():
+            if not hasattr(OPTIONS, key):
+                raise ValueError(f"unknown pallas_sim option {key!r}")
+            if key == "uninitialized" and value not in ("poison", "zero"):
+                raise ValueError(f"uninitialized={value!r}: expected 'poison' or 'zero'")
+            if key.endswith("_bytes") and (not isinstance(value, int) or value <= 0):
+                raise ValueError(f"{key}={value!r}: expected a positive int")
+            setattr(OPTIONS, key, value)
+
+    def __enter__(self) -> Options:
+        return OPTIONS
+
+    def __exit__(self, *exc: object) -> None:
+        for field in dataclasses.fields(Options):
+            setattr(OPTIONS, field.name, getattr(self._previous, field.name))

@@ -1,0 +1,80 @@
+"""Kernel-side state: which grid step is running (``pl.program_id``,
+``pl.num_programs``) and what ``pl.when`` has run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .errors import PallasSimError
+
+
+class KernelContext:
+    """State of the pallas_call whose kernel is running."""
+
+    __slots__ = ("grid", "program_ids", "when_bodies_run")
+
+    def __init__(self, grid: tuple[int, ...]) -> None:
+        self.grid = grid
+        self.program_ids: tuple[int, ...] = ()
+        self.when_bodies_run = 0
+
+
+_STACK: list[KernelContext] = []
+
+
+def current() -> KernelContext:
+    """The running kernel's context.
+
+    Raises:
+      PallasSimError: called outside a kernel.
+    """
+    if not _STACK:
+        raise PallasSimError(
+            "pl.program_id / pl.num_programs / pl.when can only be used inside a kernel "
+            "run by pl.pallas_call")
+    return _STACK[-1]
+
+
+def program_id(axis: int) -> int:
+    """Index of the current grid step along ``axis`` (JAX ``pl.program_id``).
+
+    Raises:
+      ValueError: ``axis`` is not an axis of the grid.
+      PallasSimError: called outside a kernel.
+    """
+    ctx = current()
+    if not -len(ctx.grid) <= axis < len(ctx.grid):
+        raise ValueError(f"program_id axis={axis} but the grid {ctx.grid} has "
+                         f"{len(ctx.grid)} axes")
+    return ctx.program_ids[axis]
+
+
+def num_programs(axis: int) -> int:
+    """Size of the grid along ``axis`` (JAX ``pl.num_programs``).
+
+    Raises:
+      ValueError: ``axis`` is not an axis of the grid.
+      PallasSimError: called outside a kernel.
+    """
+    ctx = current()
+    if not -len(ctx.grid) <= axis < len(ctx.grid):
+        raise ValueError(f"num_programs axis={axis} but the grid {ctx.grid} has "
+                         f"{len(ctx.grid)} axes")
+    return ctx.grid[axis]
+
+
+def when(condition: object) -> Callable[[Callable[[], None]], None]:
+    """Run the decorated body now if ``condition`` holds (JAX ``pl.when``).
+
+    Used as ``@pl.when(pl.program_id(2) == 0)`` over a function of no
+    arguments.  Each body that runs is counted in the trace's
+    ``when_bodies_run``, so skipped work is visible.  Outside a kernel it
+    simply runs or skips the body.
+    """
+    def decorate(body: Callable[[], None]) -> None:
+        if bool(condition):
+            if _STACK:
+                _STACK[-1].when_bodies_run += 1
+            body()
+        return None
+    return decorate

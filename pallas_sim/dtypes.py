@@ -1,0 +1,46 @@
+"""Dtype helpers: names, bfloat16 and the poison values of uninitialized memory."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+bfloat16 = ml_dtypes.bfloat16
+
+_NAMED = {"bfloat16": np.dtype(bfloat16), "bf16": np.dtype(bfloat16)}
+
+
+def as_dtype(dtype: object) -> np.dtype:
+    """Turn a dtype-like (numpy dtype or type, ``jnp.bfloat16``, a name) into ``np.dtype``.
+
+    Raises:
+      TypeError: ``dtype`` names no dtype.
+    """
+    if isinstance(dtype, str) and dtype in _NAMED:
+        return _NAMED[dtype]
+    try:
+        return np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"{dtype!r} is not a dtype") from exc
+
+
+def is_floating(dtype: np.dtype) -> bool:
+    """True for float16/32/64 and the ml_dtypes floats (bfloat16, float8...)."""
+    return np.issubdtype(dtype, np.floating) or dtype.type.__module__.startswith("ml_dtypes")
+
+
+def fill_value(dtype: np.dtype, mode: str) -> object:
+    """The value fresh buffers hold: poison (as TPU interpret mode) or zero.
+
+    Poison is NaN for floating dtypes, the minimum for integers, False for bool
+    (pallas-sim.md item 4).
+    """
+    if mode == "zero":
+        return 0
+    if dtype == np.bool_:
+        return False
+    if is_floating(dtype):
+        return np.nan
+    if np.issubdtype(dtype, np.integer):
+        return np.iinfo(dtype).min
+    return 0

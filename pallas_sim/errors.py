@@ -1,0 +1,54 @@
+"""Errors raised by pallas_sim.
+
+Every error the simulator raises on purpose derives from :class:`PallasSimError`
+so a grader can tell "the kernel broke a Pallas rule" from "the kernel has a bug
+of its own".  Messages follow JAX Pallas / Mosaic where the real stack has one
+(quoted in each class's docstring) and always name the operand, the grid step
+and the shapes involved.
+"""
+
+from __future__ import annotations
+
+
+class PallasSimError(Exception):
+    """Base class of every rule violation the simulator reports."""
+
+
+class BlockIndexError(PallasSimError, IndexError):
+    """An ``index_map`` returned a block index outside ``[0, cdiv(dim, block))``.
+
+    Mirrors TPU interpret mode's out-of-bounds block check
+    (pallas-sim.md item 6).  Example message::
+
+        Out-of-bounds block index (4, 0) for input 'x_ref' at grid step (3,):
+        the array has shape (16, 128) and block shape (4, 128)
+    """
+
+
+class RevisitedOutputBlockError(PallasSimError):
+    """An output block was visited again after it had been written back to HBM.
+
+    On a TPU the second visit starts from a fresh (garbage) VMEM buffer and the
+    first visit's result is overwritten, so the result is wrong; the reduction
+    axis must be the last (innermost) grid axis (pallas-sim.md item 3).
+    """
+
+
+class VmemOOMError(PallasSimError, MemoryError):
+    """The VMEM a pallas_call needs exceeds the scoped limit.
+
+    The first line follows the real Mosaic compiler:
+    ``Scoped allocation with size 48.00M and limit 32.00M`` (M = MiB), followed
+    by a table of what each operand and scratch buffer takes (lecture §2.1).
+    """
+
+
+class GridSemanticsError(PallasSimError, ValueError):
+    """``dimension_semantics`` does not fit the grid.
+
+    JAX: "Dimensions with parallel semantics must form a prefix of the grid."
+    """
+
+
+class KernelSignatureError(PallasSimError, TypeError):
+    """The kernel, an index map or a spec does not match the call's operands."""

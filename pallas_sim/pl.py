@@ -1,0 +1,31 @@
+"""The ``pl`` namespace: mirrors ``jax.experimental.pallas``.
+
+Use ``from pallas_sim import pl``; swap for ``from jax.experimental import
+pallas as pl`` to run the same kernel on real Pallas.
+"""
+
+from __future__ import annotations
+
+from .context import num_programs, program_id, when
+from .pallas_call import cdiv, pallas_call
+from .specs import ANY, BlockSpec, Buffered, GridSpec
+
+
+def ds(start: int, size: int) -> slice:
+    """``pl.ds(start, size)``: the slice ``start : start + size`` of a ref.
+
+    Returned as a Python ``slice``, so it indexes refs and plain arrays alike.
+
+    Raises:
+      ValueError: ``size`` is negative.
+    """
+    start, size = int(start), int(size)
+    if size < 0:
+        raise ValueError(f"pl.ds size={size} must be >= 0")
+    return slice(start, start + size)
+
+
+dslice = ds
+
+__all__ = ["ANY", "BlockSpec", "Buffered", "GridSpec", "cdiv", "ds", "dslice", "num_programs",
+           "pallas_call", "program_id", "when"]

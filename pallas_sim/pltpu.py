@@ -1,0 +1,17 @@
+"""The ``pltpu`` namespace: mirrors ``jax.experimental.pallas.tpu``."""
+
+from __future__ import annotations
+
+from .specs import (
+                    ANY,
+                    ARBITRARY,
+                    PARALLEL,
+                    SMEM,
+                    VMEM,
+                    CompilerParams,
+                    PrefetchScalarGridSpec,
+                    TPUCompilerParams,
+)
+
+__all__ = ["ANY", "ARBITRARY", "PARALLEL", "SMEM", "VMEM", "CompilerParams",
+           "PrefetchScalarGridSpec", "TPUCompilerParams"]

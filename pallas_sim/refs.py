@@ -1,0 +1,130 @@
+"""``Ref``: what a kernel receives for each operand and scratch buffer.
+
+A ref is a named, mutable view of one buffer (a VMEM block, an SMEM array, or a
+raw HBM array for ``memory_space=pl.ANY``).  Reading ``ref[idx]`` returns a copy,
+as reading a ref in JAX yields an immutable value; ``ref[idx] = v`` stores into
+the buffer.  Every index is bounds-checked: NumPy would silently clip a slice,
+a TPU would read garbage, and a student deserves an error naming the ref
+(pallas-sim.md item 6).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Ref:
+    """A kernel-side reference to a buffer.
+
+    Attributes:
+      name: the kernel parameter's name (e.g. ``"x_ref"``), used in errors.
+      memory_space: "vmem", "smem" or "any" (HBM).
+      shape, dtype, ndim, size: those of the buffer (``None`` block dims are
+        already squeezed out).
+
+    Raises (on indexing):
+      IndexError: an index or slice outside the ref's shape, naming the ref.
+    """
+
+    __slots__ = ("_buf", "name", "memory_space")
+
+    def __init__(self, buf: np.ndarray, name: str, memory_space: str = "vmem") -> None:
+        self._buf = buf
+        self.name = name
+        self.memory_space = memory_space
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._buf.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._buf.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._buf.ndim
+
+    @property
+    def size(self) -> int:
+        return self._buf.size
+
+    def __repr__(self) -> str:
+        return f"Ref({self.name}: {self.dtype}{list(self.shape)} in {self.memory_space})"
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self._buf.copy()
+        return out if dtype is None else out.astype(dtype)
+
+    def __getitem__(self, idx):
+        if idx is Ellipsis:
+            return self._buf.copy()
+        value = self._buf[self._checked(idx)]
+        return value.copy() if isinstance(value, np.ndarray) else value
+
+    def __setitem__(self, idx, value) -> None:
+        if idx is Ellipsis:
+            self._buf[...] = value
+            return
+        self._buf[self._checked(idx)] = value
+
+    def _checked(self, idx):
+        """Return ``idx`` after checking every entry against the ref's shape."""
+        entries = idx if isinstance(idx, tuple) else (idx,)
+        shape = self._buf.shape
+        n_real = sum(1 for e in entries if e is not None and e is not Ellipsis)
+        dim = 0
+        for entry in entries:
+            if entry is None:
+                continue
+            if entry is Ellipsis:
+                dim += len(shape) - n_real
+                continue
+            if dim >= len(shape):
+                raise IndexError(
+                    f"too many indices for {self.name}: {idx!r} on a ref of shape {shape}")
+            size = shape[dim]
+            if isinstance(entry, slice):
+                self._check_slice(entry, size, dim, idx)
+            elif isinstance(entry, (int, np.integer)):
+                if not -size <= int(entry) < size:
+                    self._raise(idx, dim, size)
+            else:
+                arr = np.asarray(entry)
+                if arr.dtype != np.bool_ and arr.size and (
+                        arr.max() >= size or arr.min() < -size):
+                    self._raise(idx, dim, size)
+            dim += 1
+        return idx
+
+    def _check_slice(self, s: slice, size: int, dim: int, idx) -> None:
+        step = 1 if s.step is None else s.step
+        if step <= 0:
+            raise IndexError(f"{self.name}: only positive slice steps are supported, got {s}")
+        start = 0 if s.start is None else int(s.start)
+        stop = size if s.stop is None else int(s.stop)
+        if start < 0 or stop > size or start > stop:
+            self._raise(idx, dim, size)
+
+    def _raise(self, idx, dim: int, size: int) -> None:
+        raise IndexError(
+            f"index {_fmt(idx)} is out of bounds for {self.name} of shape "
+            f"{self._buf.shape} (axis {dim} has size {size})")
+
+
+def _fmt(idx) -> str:
+    entries = idx if isinstance(idx, tuple) else (idx,)
+    parts = []
+    for e in entries:
+        if isinstance(e, slice):
+            start = "" if e.start is None else e.start
+            stop = "" if e.stop is None else e.stop
+            parts.append(f"{start}:{stop}")
+        elif e is Ellipsis:
+            parts.append("...")
+        else:
+            parts.append(repr(e))
+    return "[" + ", ".join(parts) + "]"

@@ -1,0 +1,312 @@
+"""The trace: what each pallas_call did, for students and graders to read.
+
+``with pallas_sim.trace() as t:`` records one :class:`CallTrace` per
+``pallas_call`` that runs inside the block (nested traces all record).  A trace
+entry is plain data: ``to_dict()`` gives JSON values plus NumPy int arrays,
+``CallTrace.from_dict`` rebuilds it, so a trace crosses a process boundary
+without pickling (pallas-sim.md, "Trace").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+MiB = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class OperandTrace:
+    """What one operand of a pallas_call did.  Shapes in elements, bytes in B.
+
+    Attributes:
+      role: "in", "out", "prefetch" or "scratch".
+      name: the kernel parameter's name.
+      shape: the whole array's shape (scratch: the buffer's shape).
+      dtype: dtype name, e.g. "float32", "bfloat16".
+      block_shape: one entry per array dim (``None`` = squeezed), or the
+        buffer shape for scratch and whole-array operands.
+      memory_space: "vmem", "smem" or "any".
+      buffers: buffers allocated (0 for "any").
+      dma_count: automatic copies (inputs: HBM→VMEM; outputs: VMEM→HBM).
+      hbm_bytes: bytes those copies moved (only the valid part of edge blocks).
+      block_indices: int32 [steps, ndim], the block index at every grid step
+        (empty [0, 0] for scratch and prefetch operands).
+    """
+
+    role: str
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    block_shape: tuple[int | None, ...]
+    memory_space: str
+    buffers: int
+    dma_count: int
+    hbm_bytes: int
+    block_indices: np.ndarray
+
+    @property
+    def vmem_bytes(self) -> int:
+        """Bytes this operand takes in VMEM (block bytes × buffers)."""
+        if self.memory_space != "vmem":
+            return 0
+        return self.block_bytes * self.buffers
+
+    @property
+    def block_bytes(self) -> int:
+        """Bytes of one block (squeezed dims count as 1)."""
+        n = 1
+        for d in self.block_shape:
+            n *= 1 if d is None else d
+        return n * np.dtype(_dtype(self.dtype)).itemsize
+
+    def to_dict(self) -> dict:
+        """Plain values plus the ``block_indices`` array."""
+        d = dataclasses.asdict(self)
+        d["shape"] = list(self.shape)
+        d["block_shape"] = list(self.block_shape)
+        d["block_indices"] = np.asarray(self.block_indices, dtype=np.int32)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> OperandTrace:
+        """Inverse of :meth:`to_dict`; accepts lists for ``block_indices``.
+
+        Raises:
+          KeyError, TypeError, ValueError: ``d`` is not an operand record.
+        """
+        bi = np.asarray(d["block_indices"], dtype=np.int32)
+        if bi.ndim != 2:
+            bi = bi.reshape(len(bi), -1) if bi.size else np.zeros((0, 0), np.int32)
+        return cls(
+            role=str(d["role"]), name=str(d["name"]),
+            shape=tuple(int(x) for x in d["shape"]), dtype=str(d["dtype"]),
+            block_shape=tuple(None if x is None else int(x) for x in d["block_shape"]),
+            memory_space=str(d["memory_space"]), buffers=int(d["buffers"]),
+            dma_count=int(d["dma_count"]), hbm_bytes=int(d["hbm_bytes"]),
+            block_indices=bi)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OperandTrace):
+            return NotImplemented
+        a, b = self.to_dict(), other.to_dict()
+        ia, ib = a.pop("block_indices"), b.pop("block_indices")
+        return a == b and np.array_equal(ia, ib)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CallTrace:
+    """One pallas_call: its grid, memory use, data movement and work.
+
+    Attributes:
+      name: the call's name (``name=`` or the kernel's ``__name__``).
+      grid: the grid (() for a single step).
+      dimension_semantics: "parallel"/"arbitrary" per axis.
+      num_steps: grid steps run (product of the grid).
+      vmem_bytes, smem_bytes: bytes allocated in VMEM and SMEM.
+      vmem_limit_bytes: the scoped limit in force.
+      operands: per operand, in kernel order (prefetch, in, out, scratch).
+      when_bodies_run: how many ``pl.when`` bodies executed over all steps.
+      manual_dma_count: copies started with ``make_async_copy`` (0 until manual
+        DMA is supported).
+    """
+
+    name: str
+    grid: tuple[int, ...]
+    dimension_semantics: tuple[str, ...]
+    num_steps: int
+    vmem_bytes: int
+    smem_bytes: int
+    vmem_limit_bytes: int
+    operands: tuple[OperandTrace, ...]
+    when_bodies_run: int = 0
+    manual_dma_count: int = 0
+
+    def operand(self, name: str) -> OperandTrace:
+        """The operand with this kernel parameter name.
+
+        Raises:
+          KeyError: no operand has that name.
+        """
+        for op in self.operands:
+            if op.name == name:
+                return op
+        raise KeyError(f"{self.name} has no operand {name!r}; it has "
+                       f"{[op.name for op in self.operands]}")
+
+    def role(self, role: str) -> tuple[OperandTrace, ...]:
+        """Operands of one role ("in", "out", "scratch", "prefetch"), in order."""
+        return tuple(op for op in self.operands if op.role == role)
+
+    @property
+    def dma_count(self) -> int:
+        """Automatic DMAs: input copies plus output write-backs."""
+        return sum(op.dma_count for op in self.operands if op.role in ("in", "out"))
+
+    @property
+    def hbm_bytes_read(self) -> int:
+        """Bytes copied HBM→VMEM by the automatic pipeline."""
+        return sum(op.hbm_bytes for op in self.operands if op.role == "in")
+
+    @property
+    def hbm_bytes_written(self) -> int:
+        """Bytes copied VMEM→HBM by the automatic pipeline."""
+        return sum(op.hbm_bytes for op in self.operands if op.role == "out")
+
+    @property
+    def elements_computed(self) -> int:
+        """Output elements produced, counting padded edge blocks in full.
+
+        Each write-back of an output block counts the whole block (lecture
+        §2.3: f32[1000,1000] with 256 blocks computes 1,048,576 elements).
+        """
+        return sum(op.dma_count * _block_elems(op.block_shape)
+                   for op in self.operands if op.role == "out")
+
+    @property
+    def elements_valid(self) -> int:
+        """Output elements written back inside the arrays' logical shapes."""
+        return sum(op.hbm_bytes // np.dtype(_dtype(op.dtype)).itemsize
+                   for op in self.operands if op.role == "out")
+
+    def to_dict(self) -> dict:
+        """JSON values plus int32 ``block_indices`` arrays (no pickling needed)."""
+        return {
+            "name": self.name, "grid": list(self.grid),
+            "dimension_semantics": list(self.dimension_semantics),
+            "num_steps": self.num_steps, "vmem_bytes": self.vmem_bytes,
+            "smem_bytes": self.smem_bytes, "vmem_limit_bytes": self.vmem_limit_bytes,
+            "when_bodies_run": self.when_bodies_run,
+            "manual_dma_count": self.manual_dma_count,
+            "operands": [op.to_dict() for op in self.operands],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CallTrace:
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+          KeyError, TypeError, ValueError: ``d`` is not a call record.
+        """
+        return cls(
+            name=str(d["name"]), grid=tuple(int(g) for g in d["grid"]),
+            dimension_semantics=tuple(str(s) for s in d["dimension_semantics"]),
+            num_steps=int(d["num_steps"]), vmem_bytes=int(d["vmem_bytes"]),
+            smem_bytes=int(d["smem_bytes"]), vmem_limit_bytes=int(d["vmem_limit_bytes"]),
+            when_bodies_run=int(d.get("when_bodies_run", 0)),
+            manual_dma_count=int(d.get("manual_dma_count", 0)),
+            operands=tuple(OperandTrace.from_dict(o) for o in d["operands"]))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CallTrace):
+            return NotImplemented
+        a, b = self.to_dict(), other.to_dict()
+        oa, ob = a.pop("operands"), b.pop("operands")
+        return a == b and self.operands == other.operands and len(oa) == len(ob)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __str__(self) -> str:
+        head = (f"pallas_call {self.name}: grid {self.grid} "
+                f"({', '.join(self.dimension_semantics) or 'no axes'}), {self.num_steps} steps, "
+                f"VMEM {_mib(self.vmem_bytes)} of {_mib(self.vmem_limit_bytes)}, "
+                f"SMEM {self.smem_bytes} B, DMAs {self.dma_count}, "
+                f"HBM read {_mib(self.hbm_bytes_read)} written {_mib(self.hbm_bytes_written)}")
+        rows = [("role", "name", "array", "block", "space", "bufs", "DMAs", "HBM bytes")]
+        for op in self.operands:
+            rows.append((op.role, op.name, f"{op.dtype}{list(op.shape)}",
+                         str(tuple(op.block_shape)), op.memory_space, str(op.buffers),
+                         str(op.dma_count), str(op.hbm_bytes)))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                 for r in rows]
+        return "\n".join([head, *lines])
+
+
+def _dtype(name: str) -> object:
+    from .dtypes import as_dtype
+    return as_dtype(name)
+
+
+def _block_elems(block_shape: tuple[int | None, ...]) -> int:
+    n = 1
+    for d in block_shape:
+        n *= 1 if d is None else d
+    return n
+
+
+def _mib(n: int) -> str:
+    return f"{n / MiB:.2f} MiB"
+
+
+class Trace:
+    """The record of every pallas_call run inside a ``trace()`` block.
+
+    Attributes:
+      calls: list of :class:`CallTrace`, in call order.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[CallTrace] = []
+
+    @property
+    def last(self) -> CallTrace:
+        """The most recent call.
+
+        Raises:
+          IndexError: no pallas_call ran inside the block.
+        """
+        if not self.calls:
+            raise IndexError("no pallas_call ran inside this trace")
+        return self.calls[-1]
+
+    @property
+    def dma_count(self) -> int:
+        """Automatic DMAs over all calls."""
+        return sum(c.dma_count for c in self.calls)
+
+    @property
+    def hbm_bytes_read(self) -> int:
+        """HBM bytes read over all calls."""
+        return sum(c.hbm_bytes_read for c in self.calls)
+
+    @property
+    def hbm_bytes_written(self) -> int:
+        """HBM bytes written over all calls."""
+        return sum(c.hbm_bytes_written for c in self.calls)
+
+    def to_list(self) -> list[dict]:
+        """Every call as :meth:`CallTrace.to_dict`."""
+        return [c.to_dict() for c in self.calls]
+
+    def __str__(self) -> str:
+        return "\n\n".join(str(c) for c in self.calls) or "(no pallas_call)"
+
+
+_ACTIVE: list[Trace] = []
+
+
+@contextmanager
+def trace() -> Iterator[Trace]:
+    """Record every pallas_call run inside the ``with`` block.
+
+    Yields:
+      A :class:`Trace` whose ``calls`` fill as calls finish.
+    """
+    t = Trace()
+    _ACTIVE.append(t)
+    try:
+        yield t
+    finally:
+        _ACTIVE.remove(t)
+
+
+def record(call: CallTrace) -> None:
+    """Append ``call`` to every active trace (called by pallas_call)."""
+    for t in _ACTIVE:
+        t.calls.append(call)
