@@ -1,0 +1,269 @@
+"""Checks of a1_pallas_basics (lecture §2): Tasks 1.1–1.5, 100 points.
+
+Each task is checked three ways where it applies: against the hidden reference
+on drawn inputs (shapes, blocks that divide and that do not, f32/bf16/int32),
+against the lecture's worked answers, and, for wrappers, on the pallas_call's
+trace (grid, block shapes, DMA count, VMEM bytes) against the reference's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from graders.checks.framework import CheckFailure, Session, check, run_property
+from hypothesis import strategies as st
+
+import pallas_sim
+import reference.a1_pallas_basics as ref
+from graders.checks.compare import assert_close, assert_equal_int, assert_same_trace, tolerance
+from graders.checks.strategies import F32, Case, blocked_2d, make_array, seeds
+
+A = "a1"
+MiB = 1 << 20
+
+
+def reference_run(fn, *args, **kwargs):
+    """Run a reference function under pallas_sim.trace(); (result, calls)."""
+    with pallas_sim.trace() as t:
+        out = fn(*args, **kwargs)
+    return out, t.calls
+
+
+# --- shared inputs -------------------------------------------------------------------------
+
+@st.composite
+def two_arrays(draw, dividing: bool | None = None) -> Case:
+    """x, y of one drawn shape and dtype, with a drawn block_shape."""
+    shape, block, dtype = draw(blocked_2d(dividing=dividing))
+    sx, sy = draw(seeds), draw(seeds)
+    return Case((make_array(shape, dtype, sx), make_array(shape, dtype, sy)),
+                {"block_shape": block}, ("x", "y"))
+
+
+@st.composite
+def bias_cases(draw) -> Case:
+    shape, block, dtype = draw(blocked_2d(dividing=True, max_blocks=4))
+    x = make_array(shape, dtype, draw(seeds))
+    bias = make_array((1, shape[1]), dtype, draw(seeds))
+    return Case((x, bias), {"block_shape": block}, ("x", "bias"))
+
+
+def _expected_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return a.astype(np.float64) + b.astype(np.float64)
+
+
+# --- Task 1.1 add_kernel -------------------------------------------------------------------
+
+def _check_add_kernel(s: Session, dividing: bool) -> None:
+    def body(case: Case) -> None:
+        x, y = case.args
+        got = s.invoke("add_kernel", case.args, case.kwargs, harness="a1").value
+        assert_close(got, _expected_sum(x, y), *_tol(x.dtype), what="the output block")
+    run_property(two_arrays(dividing=dividing), body, max_examples=15)
+
+
+def _tol(dtype: np.dtype) -> tuple[float, float]:
+    return tolerance(dtype)
+
+
+@check(A, "1.1", 10, "add_kernel, run in the grader's pallas_call, writes x + y for every "
+                     "block (shapes that are multiples of the block)")
+def add_kernel_dividing(s: Session) -> None:
+    _check_add_kernel(s, dividing=True)
+
+
+@check(A, "1.1", 5, "add_kernel is correct on edge blocks padded past the array's end")
+def add_kernel_ragged(s: Session) -> None:
+    _check_add_kernel(s, dividing=False)
+
+
+# --- Task 1.2 blocked_add ------------------------------------------------------------------
+
+@check(A, "1.2", 10, "blocked_add(x, y, block_shape=...) equals x + y, including shapes that "
+                     "are not multiples of the block")
+def blocked_add_values(s: Session) -> None:
+    def body(case: Case) -> None:
+        x, y = case.args
+        got = s.invoke("blocked_add", case.args, case.kwargs).value
+        expected = ref.blocked_add(x, y, **case.kwargs)
+        assert_close(got, expected.astype(np.float64), *_tol(x.dtype), what="blocked_add's result")
+    run_property(two_arrays(), body, max_examples=20)
+
+
+@check(A, "1.2", 10, "blocked_add makes one pallas_call with a cdiv grid of block_shape blocks "
+                     "(grid, block shapes, DMAs, VMEM equal the intended call's)")
+def blocked_add_trace(s: Session) -> None:
+    def body(case: Case) -> None:
+        reply = s.invoke("blocked_add", case.args, case.kwargs)
+        _, expected = reference_run(ref.blocked_add, *case.args, **case.kwargs)
+        assert_same_trace(reply.traces, expected)
+    run_property(two_arrays(), body, max_examples=10)
+
+
+@check(A, "1.2", 5, "worked answer: a blocked f32[2048, 2048] add with (512, 512) blocks reads "
+                    "32 MiB, writes 16 MiB and needs 6 MiB of VMEM (lecture §2.2)")
+def blocked_add_worked(s: Session) -> None:
+    x = make_array((2048, 2048), F32, 1)
+    y = make_array((2048, 2048), F32, 2)
+    reply = s.invoke("blocked_add", (x, y), {"block_shape": (512, 512)})
+    assert_close(reply.value, _expected_sum(x, y), *_tol(F32), what="blocked_add's result")
+    calls = reply.traces
+    if len(calls) != 1:
+        raise CheckFailure("blocked_add should make exactly one pallas_call",
+                           expected="1 pallas_call", got=f"{len(calls)}")
+    c = calls[0]
+    got = (c.hbm_bytes_read / MiB, c.hbm_bytes_written / MiB, c.vmem_bytes / MiB)
+    if got != (32.0, 16.0, 6.0):
+        raise CheckFailure(
+            "HBM traffic or VMEM of the blocked add is off",
+            expected="read 32 MiB, written 16 MiB, VMEM 6 MiB (3 operands x 2 buffers x 1 MiB)",
+            got=f"read {got[0]:g} MiB, written {got[1]:g} MiB, VMEM {got[2]:g} MiB",
+            hint="each element should be read once and written once, whatever the block")
+
+
+# --- Task 1.3 bias_add ---------------------------------------------------------------------
+
+@check(A, "1.3", 10, "bias_add(x, bias) equals x + bias broadcast over rows")
+def bias_add_values(s: Session) -> None:
+    def body(case: Case) -> None:
+        x, bias = case.args
+        got = s.invoke("bias_add", case.args, case.kwargs).value
+        assert_close(got, ref.bias_add(x, bias, **case.kwargs).astype(np.float64),
+                     *_tol(x.dtype), what="bias_add's result")
+    run_property(bias_cases(), body, max_examples=20)
+
+
+@check(A, "1.3", 10, "worked answer: f32[1024, 1024] + bias with (128, 128) blocks makes 136 "
+                     "DMAs, not 192 (each bias block fetched once per column of blocks)")
+def bias_add_worked_dmas(s: Session) -> None:
+    x = make_array((1024, 1024), F32, 3)
+    bias = make_array((1, 1024), F32, 4)
+    reply = s.invoke("bias_add", (x, bias), {"block_shape": (128, 128)})
+    assert_close(reply.value, x.astype(np.float64) + bias, *_tol(F32), what="bias_add's result")
+    got = sum(c.dma_count for c in reply.traces)
+    if got != 136:
+        diagnosis = None
+        if got == 192:
+            diagnosis = ("the column-block axis is the inner grid axis, so the bias block "
+                         "changes at every step and is fetched 64 times instead of 8; make the "
+                         "column-block axis the outer one (lecture §2.2)")
+        raise CheckFailure("bias_add's DMA count", expected="136 = 64 x copies + 8 bias copies "
+                           "+ 64 output write-backs", got=f"{got} DMAs", diagnosis=diagnosis)
+
+
+@check(A, "1.3", 5, "bias_add's pallas_call matches the DMA-minimal configuration on drawn "
+                    "shapes (grid, block shapes, DMAs, VMEM)")
+def bias_add_trace(s: Session) -> None:
+    def body(case: Case) -> None:
+        reply = s.invoke("bias_add", case.args, case.kwargs)
+        _, expected = reference_run(ref.bias_add, *case.args, **case.kwargs)
+        assert_same_trace(reply.traces, expected)
+    run_property(bias_cases(), body, max_examples=10)
+
+
+# --- Task 1.4 accumulate_inplace -----------------------------------------------------------
+
+@st.composite
+def accumulate_cases(draw) -> Case:
+    shape, block, dtype = draw(blocked_2d(dividing=True, max_blocks=4))
+    acc = make_array(shape, dtype, draw(seeds))
+    x = make_array(shape, dtype, draw(seeds))
+    return Case((acc, x), {"block_shape": block}, ("acc", "x"))
+
+
+@check(A, "1.4", 8, "accumulate_inplace(acc, x) returns acc + x")
+def accumulate_values(s: Session) -> None:
+    def body(case: Case) -> None:
+        acc, x = case.args
+        got = s.invoke("accumulate_inplace", case.args, case.kwargs).value
+        assert_close(got, _expected_sum(acc, x), *_tol(acc.dtype), what="the result")
+    run_property(accumulate_cases(), body, max_examples=15)
+
+
+@check(A, "1.4", 7, "accumulate_inplace updates acc in place: the returned array is acc itself "
+                    "(input_output_aliases={0: 0})")
+def accumulate_in_place(s: Session) -> None:
+    def body(case: Case) -> None:
+        acc, x = case.args
+        reply = s.invoke("accumulate_inplace", case.args, case.kwargs, return_args=True)
+        returned = reply.returned_arg
+        if isinstance(returned, (list, tuple)):
+            returned = returned[0] if len(returned) == 1 else None
+        if returned != 0:
+            raise CheckFailure(
+                "the returned array is a new array, not acc",
+                expected="the caller's acc, updated in place",
+                got="a different array" if returned is None else f"argument #{returned}",
+                hint="pass input_output_aliases={0: 0} to pl.pallas_call and return its "
+                     "result (lecture §2.2, output aliasing)")
+        assert_close(reply.args_after[0], _expected_sum(acc, x), *_tol(acc.dtype),
+                     what="acc after the call")
+    run_property(accumulate_cases(), body, max_examples=8)
+
+
+@check(A, "1.4", 5, "accumulate_inplace's pallas_call matches the intended one (grid, block "
+                    "shapes, DMAs, VMEM)")
+def accumulate_trace(s: Session) -> None:
+    def body(case: Case) -> None:
+        reply = s.invoke("accumulate_inplace", case.args, case.kwargs)
+        acc, x = case.args
+        _, expected = reference_run(ref.accumulate_inplace, acc.copy(), x, **case.kwargs)
+        assert_same_trace(reply.traces, expected)
+    run_property(accumulate_cases(), body, max_examples=8)
+
+
+# --- Task 1.5 vmem_bytes -------------------------------------------------------------------
+
+_WORKED_VMEM = [
+    ("three unblocked f32[2048, 2048] operands", ([(2048, 2048)] * 3, ["float32"] * 3, None, 2),
+     48 * MiB),
+    ("three unblocked f32[4096, 4096] operands (Ex1)",
+     ([(4096, 4096)] * 3, ["float32"] * 3, None, 2), 192 * MiB),
+    ("three f32[4096, 4096] operands in double-buffered (512, 512) blocks (Ex1)",
+     ([(4096, 4096)] * 3, ["float32"] * 3, (512, 512), 2), 6 * MiB),
+]
+
+
+@check(A, "1.5", 6, "worked answers: 48 MiB, 192 MiB and 6 MiB (lecture §2.1, Ex1)")
+def vmem_worked(s: Session) -> None:
+    for label, (shapes, dtypes, block, buffers), expected in _WORKED_VMEM:
+        got = s.invoke("vmem_bytes", (shapes, dtypes, block, buffers)).value
+        try:
+            assert_equal_int(got, expected, f"vmem_bytes for {label}")
+        except CheckFailure as failure:
+            failure.input = (f"shapes={shapes}, dtypes={dtypes}, block_shape={block}, "
+                             f"buffer_count={buffers}")
+            raise
+
+
+@st.composite
+def vmem_cases(draw) -> Case:
+    n = draw(st.integers(1, 4))
+    blocked = draw(st.booleans())
+    ndim = 2 if blocked else draw(st.integers(1, 3))
+    shapes = [tuple(draw(st.integers(1, 4096)) for _ in range(ndim)) for _ in range(n)]
+    dtypes = [draw(st.sampled_from(["float32", "bfloat16", "int32", "int8", "float16"]))
+              for _ in range(n)]
+    block = (draw(st.sampled_from([8, 128, 256, 512])),
+             draw(st.sampled_from([128, 256, 512, 1024]))) if blocked else None
+    buffers = draw(st.integers(1, 4))
+    return Case((shapes, dtypes, block, buffers), {},
+                ("shapes", "dtypes", "block_shape", "buffer_count"))
+
+
+@check(A, "1.5", 9, "vmem_bytes agrees with the reference on drawn shapes, dtypes, blocks "
+                    "and buffer counts")
+def vmem_property(s: Session) -> None:
+    def body(case: Case) -> None:
+        got = s.invoke("vmem_bytes", case.args).value
+        expected = ref.vmem_bytes(*case.args)
+        diagnosis = None
+        shapes, dtypes, block, buffers = case.args
+        if block is not None and buffers != 2 and got == ref.vmem_bytes(shapes, dtypes, block, 2):
+            diagnosis = "buffer_count is ignored: every operand holds buffer_count block buffers"
+        try:
+            assert_equal_int(got, int(expected), "vmem_bytes")
+        except CheckFailure as failure:
+            failure.diagnosis = diagnosis
+            raise
+    run_property(vmem_cases(), body, max_examples=30)
+

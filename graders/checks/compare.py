@@ -1,0 +1,180 @@
+"""Comparisons that turn a mismatch into feedback a student can act on.
+
+Every function here raises :class:`~graders.checks.framework.CheckFailure`
+with ``expected`` and ``got`` filled in; none raises anything else, whatever
+the submission returned (a list, None, an object array, a wrong shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import ml_dtypes
+import numpy as np
+from graders.checks.framework import CheckFailure
+
+from pallas_sim.tracing import CallTrace
+
+#: (rtol, atol) per result dtype: a float32 kernel summing a few hundred terms
+#: stays within 1e-5 relative of float64; bfloat16 keeps 8 bits of mantissa.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-9, 1e-12),
+    "float32": (2e-5, 1e-6),
+    "bfloat16": (1.6e-2, 1e-2),
+    "float16": (2e-3, 1e-3),
+}
+
+
+def tolerance(dtype: object) -> tuple[float, float]:
+    """(rtol, atol) for comparing results of this input dtype; integers exact."""
+    name = np.dtype(dtype).name
+    return TOLERANCES.get(name, (0.0, 0.0))
+
+
+def fmt_array(a: object, limit: int = 8) -> str:
+    """A short description: dtype[shape] and the values when there are few."""
+    try:
+        arr = np.asarray(a)
+    except Exception:  # noqa: BLE001 - any object the student returned
+        return f"{type(a).__name__} (not an array)"
+    if arr.dtype == object:
+        return f"{type(a).__name__} holding objects"
+    head = f"{arr.dtype.name}{list(arr.shape)}"
+    if arr.size <= limit:
+        vals = arr.astype(np.float64) if arr.dtype == ml_dtypes.bfloat16 else arr
+        body = np.array2string(np.asarray(vals), precision=4, separator=", ",
+                               suppress_small=True, max_line_width=200)
+        return f"{head} {body}" if arr.ndim else body
+    return head
+
+
+def as_array(got: object, what: str) -> np.ndarray:
+    """``got`` as a numeric/bool ndarray.
+
+    Raises:
+      CheckFailure: ``got`` is not array-like, or holds objects.
+    """
+    try:
+        arr = np.asarray(got)
+    except Exception:  # noqa: BLE001
+        raise CheckFailure(f"{what} is not an array", expected="an array",
+                           got=type(got).__name__) from None
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        raise CheckFailure(f"{what} is not a numeric array", expected="a numeric array",
+                           got=f"{type(got).__name__} of {arr.dtype}")
+    return arr
+
+
+def assert_close(got: object, expected: np.ndarray, rtol: float, atol: float, *,
+                 what: str = "output", check_dtype: object = None) -> None:
+    """Shape must match; values within ``atol + rtol·|expected|``; NaNs never match.
+
+    Args:
+      got: what the submission returned.
+      expected: float64 (or exact integer) reference values.
+      check_dtype: if given, the dtype ``got`` must have.
+
+    Raises:
+      CheckFailure: wrong type, shape, dtype, or values; the message names the
+        first mismatching index with both values and the largest error.
+    """
+    arr = as_array(got, what)
+    expected = np.asarray(expected)
+    if arr.shape != expected.shape:
+        raise CheckFailure(f"{what} has the wrong shape",
+                           expected=f"shape {tuple(expected.shape)}",
+                           got=f"shape {tuple(arr.shape)} ({fmt_array(arr)})")
+    if check_dtype is not None and arr.dtype != np.dtype(check_dtype):
+        raise CheckFailure(f"{what} has the wrong dtype",
+                           expected=np.dtype(check_dtype).name, got=arr.dtype.name)
+    g = arr.astype(np.float64) if arr.dtype.kind not in "b" else arr
+    e = expected.astype(np.float64) if expected.dtype.kind not in "b" else expected
+    if g.dtype.kind == "b" or e.dtype.kind == "b":
+        bad = g != e
+    else:
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.abs(g - e) <= atol + rtol * np.abs(e))
+    if not bad.any():
+        return
+    first = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+    n_bad = int(bad.sum())
+    nan_note = ""
+    if np.isnan(g).any() if g.dtype.kind == "f" else False:
+        nan_note = (" — NaN in the output usually means an element was never written, or "
+                    "uninitialized (poisoned) memory was read")
+    err = np.nanmax(np.abs(g - e)) if g.dtype.kind == "f" else None
+    raise CheckFailure(
+        f"{what} differs from the reference in {n_bad} of {bad.size} elements{nan_note}",
+        expected=f"{fmt_array(expected)}; at index {first}: {_scalar(e[first])}",
+        got=f"{fmt_array(arr)}; at index {first}: {_scalar(g[first])}"
+            + (f" (largest error {err:.3g}, tolerance {atol:g} + {rtol:g}·|expected|)"
+               if err is not None and np.isfinite(err) else ""))
+
+
+def _scalar(v: object) -> str:
+    v = np.asarray(v).item()
+    return f"{v:.6g}" if isinstance(v, float) else repr(v)
+
+
+def assert_equal_int(got: object, expected: int, what: str) -> None:
+    """``got`` must be an integer equal to ``expected`` (bools are not ints here).
+
+    Raises:
+      CheckFailure: not an integer, or a different value.
+    """
+    if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
+        if isinstance(got, (float, np.floating)) and float(got).is_integer():
+            raise CheckFailure(f"{what} must be an int", expected=f"{expected} (int)",
+                               got=f"{got!r} ({type(got).__name__})")
+        raise CheckFailure(f"{what} must be an int", expected=str(expected),
+                           got=f"{got!r} ({type(got).__name__})")
+    if int(got) != expected:
+        raise CheckFailure(f"{what} is wrong", expected=str(expected), got=str(int(got)))
+
+
+def trace_summary(calls: Sequence[CallTrace]) -> list[dict]:
+    """What the trace-discipline checks compare, per pallas_call."""
+    out = []
+    for c in calls:
+        out.append({
+            "grid": tuple(c.grid),
+            "block shapes": tuple(
+                (op.name, tuple(op.block_shape)) for op in c.operands if op.role in ("in", "out")),
+            "DMAs": c.dma_count,
+            "VMEM bytes": c.vmem_bytes,
+        })
+    return out
+
+
+def assert_same_trace(got: Sequence[CallTrace], expected: Sequence[CallTrace],
+                      fields: Iterable[str] = ("grid", "block shapes", "DMAs", "VMEM bytes"),
+                      *, what: str = "pallas_call") -> None:
+    """The submission's pallas_calls must match the reference's on ``fields``.
+
+    Block shapes are compared without operand names (students name their refs
+    as they like).
+
+    Raises:
+      CheckFailure: a different number of pallas_calls, or a field differs.
+    """
+    if len(got) != len(expected):
+        raise CheckFailure(f"the function should make {len(expected)} {what}(s)",
+                           expected=f"{len(expected)} pallas_call",
+                           got=f"{len(got)} pallas_call")
+    for n, (g, e) in enumerate(zip(trace_summary(got), trace_summary(expected), strict=True)):
+        for field in fields:
+            gv, ev = g[field], e[field]
+            if field == "block shapes":
+                gv = tuple(b for _, b in gv)
+                ev = tuple(b for _, b in ev)
+            if gv != ev:
+                label = f"{field} of pallas_call #{n + 1}" if len(got) > 1 else field
+                raise CheckFailure(f"the pallas_call's {label} differs from the intended "
+                                   "configuration", expected=_fmt_field(field, ev),
+                                   got=_fmt_field(field, gv))
+
+
+def _fmt_field(field: str, v: object) -> str:
+    if field == "VMEM bytes":
+        return f"{v} B ({int(v) / 2**20:.2f} MiB)"  # type: ignore[call-overload]
+    return str(v)
