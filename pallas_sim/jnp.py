@@ -181,7 +181,7 @@ def _compute_dtype(*xs: np.ndarray) -> np.dtype:
         return np.dtype(np.float64)
     if _builtins.any(is_floating(x.dtype) for x in xs):
         return np.dtype(np.float32)
-    return np.result_type(*xs)
+    return np.dtype(np.int64)  # integer products accumulate wide, as the MXU's int32
 
 
 def _result_dtype(xs: tuple[np.ndarray, ...], preferred: object) -> np.dtype:
