@@ -235,6 +235,10 @@ def test_none_block_dim_is_squeezed_but_still_indexed_by_the_index_map():
     assert tuple(x_op.block_shape) == (None, 8, 128), (
         f"trace block_shape {x_op.block_shape} keeps None for the squeezed dim"
     )
+    assert call.vmem_bytes == 2 * 2 * 8 * 128 * 4, (
+        f"vmem_bytes {call.vmem_bytes}; a squeezed dim counts 1: 2 operands x 2 buffers x "
+        "8*128*4 B = 16384"
+    )
 
 
 def test_no_in_specs_puts_every_whole_array_in_vmem():
@@ -438,3 +442,41 @@ def test_grid_spec_form_equals_the_keyword_form():
     )
     assert np.array_equal(keyword, via_spec) and np.array_equal(via_spec, 2 * x)
     assert call_a == call_b, "grid_spec=pl.GridSpec(...) is the same call as grid=/in_specs=/..."
+
+
+def test_ragged_aliased_accumulate_updates_the_callers_array_in_place():
+    def kernel(acc_ref, x_ref, o_ref):
+        o_ref[...] = acc_ref[...] + x_ref[...]
+
+    acc = np.arange(10 * 130, dtype=np.float32).reshape(10, 130)
+    before = acc.copy()
+    x = np.ones((10, 130), np.float32)
+    spec = pl.BlockSpec((8, 128), lambda i, j: (i, j))
+    out = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct(acc.shape, acc.dtype),
+        grid=(2, 2),
+        in_specs=[spec, spec],
+        out_specs=spec,
+        input_output_aliases={0: 0},
+    )(acc, x)
+    assert out is acc and np.array_equal(acc, before + 1), (
+        "f32[10,130] with (8,128) blocks is ragged on both axes; aliased, the caller's acc is "
+        "still the result and holds acc + x, with no padding leaking in"
+    )
+
+
+def test_a_call_without_aliasing_leaves_its_inputs_unchanged():
+    def kernel(x_ref, o_ref):
+        x_ref[...] = np.zeros(x_ref.shape, np.float32)  # scribbles on the VMEM copy only
+        o_ref[...] = x_ref[...]
+
+    x = np.ones((16, 128), np.float32)
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid=(2,), in_specs=[spec], out_specs=spec,
+    )(x)
+    assert np.all(x == 1), (
+        "writing an input ref changes its VMEM buffer, never the caller's HBM array"
+    )
