@@ -50,6 +50,28 @@ def test_partly_written_output_block_keeps_poison_where_not_written():
 
 
 @pytest.mark.parametrize("dtype", POISON_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_each_new_output_block_starts_poisoned_not_with_the_previous_blocks_data(dtype):
+    seen = []
+
+    def kernel(o_ref):
+        seen.append(np.array(o_ref[...]))
+        o_ref[...] = np.ones(o_ref.shape, dtype)
+
+    out = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((24, 128), dtype),
+        grid=(3,),
+        out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+    )()
+    assert all(np.all(is_poison(block)) for block in seen), (
+        f"{np.dtype(dtype).name}: at steps 0, 1, 2 the kernel reads output blocks 0, 1, 2 "
+        "before writing them; each is a fresh buffer holding poison "
+        f"({poison_value(dtype)}), not the 1s written into the previous block"
+    )
+    assert np.all(out == 1), "every block written with 1"
+
+
+@pytest.mark.parametrize("dtype", POISON_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_scratch_starts_poisoned(dtype):
     first = []
 
