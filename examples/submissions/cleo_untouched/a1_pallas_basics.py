@@ -89,8 +89,9 @@ if __name__ == "__main__":
 #
 # When a dimension is not a multiple of its block, round the grid up with
 # `pl.cdiv(dim, block)`. The last block then hangs over the edge: its missing
-# part is padded (`pallas_sim` fills it with NaN "poison" so you notice if
-# you rely on it) and whatever the kernel writes there is dropped.
+# part is padded (`pallas_sim` fills it with "poison": NaN for floats, the
+# smallest value for integers, so that relying on it shows) and whatever the
+# kernel writes there is dropped.
 #
 # **Task.** Write `blocked_add(x, y, *, block_shape=(256, 256))`: `x + y` for
 # 2-D arrays of the same shape through **one** `pl.pallas_call(add_kernel,
