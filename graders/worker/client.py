@@ -1,0 +1,655 @@
+"""The trusted side of the worker: spawn, talk to, time out, restart and clean up.
+
+``Worker(submission_path)`` runs one submission in a separate
+``python -I -S -B`` process (``graders/worker/main.py``) whose working
+directory holds only a copy of the submission and whose ``sys.path`` is that
+directory, a private library directory (symlinks to numpy, ml_dtypes and
+pallas_sim; copies of the protocol, the worker and ``graders/harnesses/``) and
+the standard library. The environment is scrubbed, rlimits are modest, and
+the process leads its own process group so that a timeout kills everything it
+started (design.md, "Grading architecture": a crash, timeout or exception fails
+only the call that caused it; the worker is restarted for the next call).
+
+Nothing read from the worker is unpickled: replies are ``protocol`` messages,
+validated here before use.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graders.worker import protocol
+
+WORKER_DIR = Path(__file__).resolve().parent
+HARNESS_DIR = WORKER_DIR.parent / "harnesses"
+
+#: Bytes of the worker's captured output kept for a reply (the end of it).
+OUTPUT_TAIL_BYTES = 4096
+#: Restarts after which a worker gives up (every later call fails at once).
+MAX_RESTARTS = 50
+#: Seconds allowed for the interpreter, numpy and pallas_sim to start.
+STARTUP_TIMEOUT = 30.0
+#: Resource limits of the worker (address space, file size, core dumps).
+ADDRESS_SPACE_BYTES = 4 * 1024**3
+FILE_SIZE_BYTES = 64 * 1024**2
+
+_PASSED_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_RESERVED_MODULE_NAMES = frozenset(
+    {"numpy", "ml_dtypes", "pallas_sim", "pallas_lab_protocol", "pallas_lab_worker",
+     "pallas_lab_harnesses", "reference", "graders", "solutions"}
+)
+
+
+@dataclass(frozen=True)
+class WorkerFailure:
+    """Why a load or call did not produce a value.
+
+    ``kind``: ``"exception"`` (the student's code raised), ``"not_implemented"``
+    (it raised NotImplementedError), ``"missing"`` (no such function),
+    ``"unencodable"`` (the result cannot be sent), ``"timeout"``, ``"crash"``
+    (the process died), ``"malformed"`` (a reply broke the protocol),
+    ``"harness"`` (a grader harness failed: our bug), ``"request"`` (a bad
+    request: our bug) or ``"not_loaded"`` (the submission failed to load).
+    ``type``/``message``: the exception's class name and text (student-facing);
+    ``traceback``: frames in the submission's file only; ``output``: the end of
+    what the worker printed meanwhile.
+    """
+
+    kind: str
+    type: str
+    message: str
+    traceback: str = ""
+    output: str = ""
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """Outcome of importing the submission: public ``names`` or the ``error``."""
+
+    ok: bool
+    names: frozenset[str] = frozenset()
+    error: WorkerFailure | None = None
+    output: str = ""
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """Outcome of one call.
+
+    On success: ``value`` (a decoded value tree), ``traces`` (one
+    ``CallTrace.to_dict()`` dict per pallas_call, in order), ``returned_arg``
+    (per top-level element of the value, or for the value itself when it is not
+    a tuple/list: the index of the positional argument it is, else None) and
+    ``args_after`` (the positional args after the call, when requested).
+    On failure: ``error``. ``output`` is the end of what the call printed.
+    """
+
+    ok: bool
+    value: Any = None
+    traces: tuple[dict[str, Any], ...] = ()
+    returned_arg: tuple[int | None, ...] = ()
+    args_after: tuple[Any, ...] | None = None
+    error: WorkerFailure | None = None
+    output: str = ""
+    seconds: float = 0.0
+
+
+class _Malformed(Exception):
+    """A reply that breaks the protocol."""
+
+
+def _package_dir(name: str) -> Path | None:
+    """Directory of an importable package, without importing it (None when absent)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def build_libdir(libdir: Path) -> None:
+    """Fill ``libdir`` with what the worker may import.
+
+    Symlinks to the numpy, ml_dtypes and pallas_sim package directories (and
+    their ``<name>.libs`` siblings holding vendored shared libraries), and
+    copies of the worker program (``pallas_lab_worker.py``), the protocol
+    (``pallas_lab_protocol.py``) and ``graders/harnesses/`` (as the package
+    ``pallas_lab_harnesses``; an empty package when it does not exist yet).
+    Raises ``RuntimeError`` when numpy or ml_dtypes cannot be found.
+    """
+    libdir.mkdir(parents=True, exist_ok=True)
+    for name in ("numpy", "ml_dtypes", "pallas_sim"):
+        package = _package_dir(name)
+        if package is None:
+            if name == "pallas_sim":
+                continue
+            raise RuntimeError(f"cannot find the {name} package to give to the worker")
+        (libdir / name).symlink_to(package, target_is_directory=True)
+        libs = package.parent / f"{name}.libs"
+        if libs.is_dir():
+            (libdir / libs.name).symlink_to(libs, target_is_directory=True)
+    shutil.copyfile(WORKER_DIR / "main.py", libdir / "pallas_lab_worker.py")
+    shutil.copyfile(WORKER_DIR / "protocol.py", libdir / "pallas_lab_protocol.py")
+    harnesses = libdir / "pallas_lab_harnesses"
+    if HARNESS_DIR.is_dir():
+        shutil.copytree(
+            HARNESS_DIR, harnesses, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
+    else:
+        harnesses.mkdir()
+    (harnesses / "__init__.py").touch()
+
+
+def worker_env(workdir: Path) -> dict[str, str]:
+    """The scrubbed environment of the worker (nothing else from the grader's)."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": str(workdir),
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    for name in _PASSED_ENV:
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def _limits() -> list[tuple[int, int]]:
+    import resource
+
+    return [
+        (resource.RLIMIT_AS, ADDRESS_SPACE_BYTES),
+        (resource.RLIMIT_FSIZE, FILE_SIZE_BYTES),
+        (resource.RLIMIT_CORE, 0),
+    ]
+
+
+def _apply_limits(pid: int | None = None) -> None:
+    """Lower the rlimits of ``pid`` (None: this process; used before exec)."""
+    import resource
+
+    for which, value in _limits():
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        if pid is None:
+            resource.setrlimit(which, (value, value))
+        else:
+            resource.prlimit(pid, which, (value, value))
+
+
+def _describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "the worker process stopped answering"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"the worker process was killed by {name}"
+    return f"the worker process exited with status {returncode}"
+
+
+def _safe_module_name(path: Path, module_name: str | None) -> str:
+    name = module_name or path.stem
+    if (
+        not name.isidentifier()
+        or name in _RESERVED_MODULE_NAMES
+        or name in sys.stdlib_module_names
+        or name.startswith("_")
+    ):
+        return "submission"
+    return name
+
+
+def _cleanup(live: dict[str, subprocess.Popen[bytes] | None], base: Path) -> None:
+    process = live.get("process")
+    if process is not None:
+        _kill_group(process)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the worker's whole process group and reap the worker."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.kill()
+    except ProcessLookupError:
+        pass
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not fail
+        pass
+
+
+@dataclass
+class _Conversation:
+    process: subprocess.Popen[bytes]
+    output_path: Path
+    started: float = field(default_factory=time.monotonic)
+
+
+class Worker:
+    """One untrusted worker process for one submission file.
+
+    ``Worker(path, timeout=10.0)`` prepares private temp directories; the
+    process starts on ``start()`` (or entering ``with``), which also loads the
+    submission. ``call`` never raises for anything the submission does: a
+    timeout, crash or malformed reply kills the process group, and the next
+    call restarts it and re-loads the submission. Raises ``FileNotFoundError``
+    when the submission does not exist and ``RuntimeError`` when numpy cannot
+    be found. ``close()`` (or leaving ``with``) kills the process and removes
+    every temp directory.
+    """
+
+    def __init__(
+        self,
+        submission_path: str | Path,
+        *,
+        timeout: float = 10.0,
+        module_name: str | None = None,
+        startup_timeout: float = STARTUP_TIMEOUT,
+        python: str | None = None,
+    ) -> None:
+        self.submission_path = Path(submission_path).resolve()
+        if not self.submission_path.is_file():
+            raise FileNotFoundError(f"no submission file at {submission_path}")
+        self.module_name = _safe_module_name(self.submission_path, module_name)
+        self.timeout = float(timeout)
+        self.startup_timeout = float(startup_timeout)
+        self.python = python or sys.executable
+        self.restarts = 0
+        self.pallas_sim_available = False
+        self.load_result: LoadResult | None = None
+        self._conversation: _Conversation | None = None
+        self._spawned = 0
+        self._loaded_once = False
+        self._mark = 0  # output offset where the current exchange began
+        self._live: dict[str, subprocess.Popen[bytes] | None] = {"process": None}
+        self._base = Path(tempfile.mkdtemp(prefix="pallas-lab-"))
+        self._finalizer = weakref.finalize(self, _cleanup, self._live, self._base)
+        try:
+            self.libdir = self._base / "lib"
+            build_libdir(self.libdir)
+        except BaseException:
+            self.close()
+            raise
+        self.workdir = self._base / "work"
+        self.logdir = self._base / "log"
+        self.logdir.mkdir()
+
+    # -- context manager -------------------------------------------------------------------------
+
+    def __enter__(self) -> Worker:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        """The running worker's process id (None when no process runs)."""
+        return self._conversation.process.pid if self._conversation else None
+
+    def close(self) -> None:
+        """Stop the worker (EOF, then SIGKILL to its process group) and delete the temp dirs."""
+        conversation, self._conversation = self._conversation, None
+        if conversation is not None:
+            process = conversation.process
+            try:
+                if process.stdin is not None:
+                    process.stdin.close()
+                process.wait(timeout=1.0)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            _kill_group(process)
+        self._live["process"] = None
+        self._finalizer()
+
+    # -- process lifecycle -----------------------------------------------------------------------
+
+    def _spawn(self) -> WorkerFailure | None:
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        self.workdir.mkdir()
+        shutil.copyfile(self.submission_path, self.workdir / f"{self.module_name}.py")
+        self._spawned += 1
+        output_path = self.logdir / f"output-{self._spawned}.txt"
+        use_prlimit = hasattr(__import__("resource"), "prlimit")
+        try:
+            with open(output_path, "wb") as output:
+                process = subprocess.Popen(
+                    [self.python, "-I", "-S", "-B", str(self.libdir / "pallas_lab_worker.py")],
+                    cwd=self.workdir,
+                    env=worker_env(self.workdir),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=output,
+                    start_new_session=True,
+                    close_fds=True,
+                    preexec_fn=None if use_prlimit else _apply_limits,
+                )
+        except OSError as exc:
+            return WorkerFailure("crash", "", f"the worker could not be started: {exc}")
+        self._live["process"] = process
+        if use_prlimit:
+            try:
+                _apply_limits(process.pid)
+            except (OSError, ValueError):
+                pass  # the process may already be gone; the ready message will tell
+        self._conversation = _Conversation(process, output_path)
+        self._mark = 0
+        deadline = time.monotonic() + self.startup_timeout
+        try:
+            ready = self._receive(deadline)
+        except TimeoutError:
+            return self._fail("crash", "the worker did not start in time")
+        except EOFError:
+            return self._fail("crash", "the worker could not start")
+        except _Malformed as exc:
+            return self._fail("malformed", f"the worker's first message is malformed: {exc}")
+        if not (isinstance(ready, dict) and ready.get("ok") is True and ready.get("ready") is True):
+            return self._fail("malformed", "the worker's first message is not 'ready'")
+        self.pallas_sim_available = ready.get("pallas_sim") is True
+        return None
+
+    def _fail(self, kind: str, message: str) -> WorkerFailure:
+        """Kill the current process and describe why (with the end of its output)."""
+        conversation, self._conversation = self._conversation, None
+        output = ""
+        if conversation is not None:
+            process = conversation.process
+            if kind == "crash":
+                try:
+                    process.wait(timeout=1.0)
+                except subprocess.TimeoutExpired:
+                    pass
+                message = f"{message}: {_describe_exit(process.returncode)}"
+            _kill_group(process)
+            self._live["process"] = None
+            output = self._read_output(conversation.output_path, self._mark)
+        return WorkerFailure(kind, "", message, "", output)
+
+    def start(self) -> LoadResult:
+        """Start the worker (if needed) and import the submission; returns the load outcome.
+
+        Raises nothing for anything the submission does; a process that cannot
+        start gives a failed ``LoadResult`` of kind ``"crash"``.
+        """
+        if self._conversation is not None and self.load_result is not None:
+            return self.load_result
+        failure = self._spawn()
+        if failure is not None:
+            self.load_result = LoadResult(False, error=failure, output=failure.output)
+            return self.load_result
+        self.load_result = self._load()
+        return self.load_result
+
+    def _load(self) -> LoadResult:
+        start = self._output_size()
+        try:
+            reply = self._exchange({"op": "load", "module": self.module_name}, self.timeout)
+        except _Failed as failed:
+            return LoadResult(False, error=failed.failure, output=failed.failure.output)
+        output = self._output_since(start)
+        if reply.get("ok") is True:
+            names = reply.get("names")
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                failure = self._fail("malformed", "the load reply has no list of names")
+                return LoadResult(False, error=failure)
+            self._loaded_once = True
+            return LoadResult(True, frozenset(names), output=output)
+        return LoadResult(False, error=self._error_from(reply, output), output=output)
+
+    # -- calls -----------------------------------------------------------------------------------
+
+    def call(
+        self,
+        func: str,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        harness: str | None = None,
+        return_args: bool = False,
+        timeout: float | None = None,
+    ) -> CallResult:
+        """Run ``func(*args, **kwargs)`` (or through ``harness``) in the worker.
+
+        ``args`` is a tuple and ``kwargs`` a dict of protocol values; ``harness``
+        names a module of ``graders/harnesses/`` whose function ``func`` is run
+        as ``func(submission_module, *args, **kwargs)``; ``timeout`` in
+        seconds defaults to the worker's. Returns a ``CallResult``; raises
+        ``protocol.EncodeError`` only when the arguments cannot be sent (a
+        grader bug).
+        """
+        began = time.monotonic()
+        request = {
+            "op": "call",
+            "func": func,
+            "args": tuple(args),
+            "kwargs": dict(kwargs or {}),
+            "harness": harness,
+            "return_args": bool(return_args),
+        }
+        packed = protocol.pack_message(request)  # EncodeError here is the grader's bug
+        load = self._ensure_running()
+        if not load.ok:
+            assert load.error is not None
+            error = load.error
+            if error.kind not in ("timeout", "crash", "malformed"):
+                error = WorkerFailure("not_loaded", error.type, error.message, error.traceback)
+            return CallResult(False, error=error, seconds=time.monotonic() - began)
+        start = self._output_size()
+        try:
+            reply = self._exchange(packed, self.timeout if timeout is None else timeout)
+        except _Failed as failed:
+            return CallResult(
+                False, error=failed.failure, output=failed.failure.output,
+                seconds=time.monotonic() - began,
+            )
+        output = self._output_since(start)
+        seconds = time.monotonic() - began
+        if reply.get("ok") is not True:
+            return CallResult(False, error=self._error_from(reply, output), output=output,
+                              seconds=seconds)
+        try:
+            result = _validate_call_reply(reply, len(request["args"]), return_args)
+        except _Malformed as exc:
+            failure = self._fail("malformed", f"the worker's reply is malformed: {exc}")
+            return CallResult(False, error=failure, output=output, seconds=seconds)
+        return CallResult(True, *result, output=output, seconds=seconds)
+
+    def _ensure_running(self) -> LoadResult:
+        if self._conversation is not None and self.load_result is not None:
+            return self.load_result
+        if not self._loaded_once and self.load_result is not None:
+            return self.load_result  # the first load failed: never retried
+        if self._spawned:
+            if self.restarts >= MAX_RESTARTS:
+                failure = WorkerFailure(
+                    "crash", "", f"the worker was restarted {MAX_RESTARTS} times; giving up"
+                )
+                return LoadResult(False, error=failure)
+            self.restarts += 1
+        self.load_result = None
+        return self.start()
+
+    # -- wire ------------------------------------------------------------------------------------
+
+    def _exchange(self, request: dict[str, Any] | bytes, timeout: float) -> dict[str, Any]:
+        """Send one request and wait for its reply; raises ``_Failed`` (process then killed)."""
+        if self._conversation is None:
+            raise _Failed(WorkerFailure("crash", "", "the worker is not running"))
+        data = request if isinstance(request, bytes) else protocol.pack_message(request)
+        self._mark = self._output_size()
+        deadline = time.monotonic() + timeout
+        try:
+            self._send(data, deadline)
+            reply = self._receive(deadline)
+        except TimeoutError:
+            raise _Failed(self._fail("timeout", f"did not finish within {timeout:g} s")) from None
+        except EOFError:
+            raise _Failed(self._fail("crash", "the worker stopped")) from None
+        except _Malformed as exc:
+            raise _Failed(self._fail("malformed", f"the worker's reply is malformed: {exc}")) \
+                from None
+        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+            raise _Failed(self._fail("malformed", "the worker's reply is not a status dict"))
+        return reply
+
+    def _send(self, data: bytes, deadline: float) -> None:
+        assert self._conversation is not None
+        stdin = self._conversation.process.stdin
+        assert stdin is not None
+        fd = stdin.fileno()
+        os.set_blocking(fd, False)
+        view = memoryview(data)
+        while view:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            _, writable, _ = select.select([], [fd], [], remaining)
+            if not writable:
+                continue
+            try:
+                written = os.write(fd, view[: 1 << 16])
+            except BlockingIOError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                raise EOFError from None
+            view = view[written:]
+
+    def _receive(self, deadline: float) -> Any:
+        assert self._conversation is not None
+        stdout = self._conversation.process.stdout
+        assert stdout is not None
+        fd = stdout.fileno()
+        buffer = bytearray()
+        needed = protocol.PREFIX_SIZE
+        while len(buffer) < needed:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            readable, _, _ = select.select([fd], [], [], remaining)
+            if not readable:
+                continue
+            chunk = os.read(fd, min(1 << 20, needed - len(buffer)))
+            if not chunk:
+                raise EOFError
+            buffer += chunk
+            if needed == protocol.PREFIX_SIZE and len(buffer) >= needed:
+                try:
+                    needed = protocol.frame_size(bytes(buffer[: protocol.PREFIX_SIZE]))
+                except protocol.ProtocolError as exc:
+                    raise _Malformed(str(exc)) from None
+        try:
+            return protocol.unpack_message(bytes(buffer))
+        except protocol.ProtocolError as exc:
+            raise _Malformed(str(exc)) from None
+
+    # -- output ----------------------------------------------------------------------------------
+
+    def _output_size(self) -> int:
+        if self._conversation is None:
+            return 0
+        try:
+            return self._conversation.output_path.stat().st_size
+        except OSError:
+            return 0
+
+    def _output_since(self, start: int) -> str:
+        if self._conversation is None:
+            return ""
+        return self._read_output(self._conversation.output_path, start)
+
+    def _read_output(self, path: Path, start: int) -> str:
+        try:
+            with open(path, "rb") as handle:
+                end = handle.seek(0, os.SEEK_END)
+                begin = max(start, end - OUTPUT_TAIL_BYTES)
+                handle.seek(begin)
+                data = handle.read(OUTPUT_TAIL_BYTES)
+        except OSError:
+            return ""
+        text = data.decode("utf-8", errors="replace")
+        if begin > start:
+            text = "..." + text
+        return self.scrub(text)
+
+    def scrub(self, text: str) -> str:
+        """Remove this worker's temp paths from student-facing text (keeps feedback stable)."""
+        return text.replace(f"{self.workdir}{os.sep}", "").replace(str(self._base), "<tmp>")
+
+    def _error_from(self, reply: dict[str, Any], output: str) -> WorkerFailure:
+        error = reply.get("error")
+        if not isinstance(error, dict):
+            return self._fail("malformed", "an error reply without an error record")
+        fields = [error.get(key) for key in ("kind", "type", "message", "traceback")]
+        if not all(isinstance(value, str) for value in fields):
+            return self._fail("malformed", "an error reply with a malformed error record")
+        kind, type_name, message, traceback_text = fields
+        known = {"exception", "not_implemented", "missing", "unencodable", "harness", "request"}
+        if kind not in known:
+            return self._fail("malformed", f"an error reply of unknown kind {kind!r}")
+        return WorkerFailure(
+            kind, type_name, self.scrub(message), self.scrub(traceback_text), output
+        )
+
+
+class _Failed(Exception):
+    def __init__(self, failure: WorkerFailure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+def _validate_call_reply(
+    reply: dict[str, Any], n_args: int, return_args: bool
+) -> tuple[Any, tuple[dict[str, Any], ...], tuple[int | None, ...], tuple[Any, ...] | None]:
+    """Check a successful call reply's keys and types; raises ``_Malformed``."""
+    expected = {"ok", "value", "traces", "returned_arg", "args_after"}
+    if set(reply) != expected:
+        raise _Malformed(f"keys {sorted(reply)} instead of {sorted(expected)}")
+    traces = reply["traces"]
+    if not isinstance(traces, list) or not all(isinstance(t, dict) for t in traces):
+        raise _Malformed("traces is not a list of dicts")
+    returned = reply["returned_arg"]
+    if not isinstance(returned, list) or not all(
+        r is None or (type(r) is int and 0 <= r < n_args) for r in returned
+    ):
+        raise _Malformed("returned_arg is not a list of argument indices")
+    value = reply["value"]
+    top = len(value) if isinstance(value, list | tuple) else 1
+    if len(returned) != top:
+        raise _Malformed("returned_arg does not match the returned value")
+    args_after = reply["args_after"]
+    if return_args:
+        if not isinstance(args_after, tuple) or len(args_after) != n_args:
+            raise _Malformed("args_after is not the tuple of positional arguments")
+    elif args_after is not None:
+        raise _Malformed("args_after was sent without being asked for")
+    return value, tuple(traces), tuple(returned), args_after

@@ -1,0 +1,282 @@
+"""The untrusted worker: imports one submission and runs its functions on request.
+
+This file is copied into the worker's private library directory as
+``pallas_lab_worker.py`` and started by ``graders.worker.client`` as
+``python -I -S -B <libdir>/pallas_lab_worker.py`` with the working directory
+holding only a copy of the submission (design.md, "Grading architecture").
+It must not import anything from the project: next to it in ``libdir`` are
+``pallas_lab_protocol.py`` (a copy of ``graders/worker/protocol.py``), the
+package ``pallas_lab_harnesses`` (a copy of ``graders/harnesses/``) and
+symlinks to numpy, ml_dtypes and pallas_sim.
+
+Conversation (every message is a ``pallas_lab_protocol`` value tree):
+
+* on start the worker sends ``{"ok": True, "ready": True, "pallas_sim": bool}``;
+* ``{"op": "load", "module": stem}`` imports ``<stem>.py`` from the working
+  directory; reply ``{"ok": True, "names": [public names]}`` or an error;
+* ``{"op": "call", "func", "args": tuple, "kwargs": dict, "harness": str | None,
+  "return_args": bool}`` runs the submission's ``func(*args, **kwargs)`` or,
+  when a harness module is named, ``pallas_lab_harnesses.<harness>.<func>(
+  submission_module, *args, **kwargs)``, inside ``pallas_sim.trace()``; reply
+  ``{"ok": True, "value", "traces": [dict], "returned_arg": [int | None],
+  "args_after": tuple | None}`` or an error;
+* ``{"op": "ping"}`` replies ``{"ok": True}``.
+
+An error reply is ``{"ok": False, "error": {"kind", "type", "message",
+"traceback"}}`` where kind is ``"exception"``, ``"not_implemented"``,
+``"missing"``, ``"unencodable"``, ``"harness"`` or ``"request"``, and the
+traceback lists only frames in the submission's file.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_WORKDIR = os.getcwd()
+_LIBDIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _restrict_sys_path() -> None:
+    """Make the project invisible: the work dir, the library dir, then the stdlib only."""
+    stdlib = [
+        entry
+        for entry in sys.path
+        if entry
+        and "site-packages" not in entry
+        and "dist-packages" not in entry
+        and os.path.abspath(entry) not in (_WORKDIR, _LIBDIR)
+    ]
+    sys.path[:] = [_WORKDIR, _LIBDIR, *stdlib]
+
+
+_restrict_sys_path()
+
+import importlib  # noqa: E402
+import importlib.util  # noqa: E402
+import traceback  # noqa: E402
+import types  # noqa: E402
+from typing import Any, BinaryIO  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pallas_lab_protocol as protocol  # noqa: E402
+
+try:
+    import pallas_sim  # noqa: E402
+except ImportError:  # the simulator is optional until it exists; calls then run untraced
+    pallas_sim = None
+
+MAX_MESSAGE_CHARS = 2000
+MAX_TRACEBACK_FRAMES = 20
+
+
+def _open_channel() -> tuple[BinaryIO, BinaryIO]:
+    """Move the protocol off fds 0/1 so that student prints and reads cannot touch it.
+
+    fd 1 is pointed at the captured stderr file and fd 0 at /dev/null.
+    """
+    channel_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    channel_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+    return channel_in, channel_out
+
+
+class Worker:
+    """The worker's state: the channel, the submission module once loaded."""
+
+    def __init__(self, channel_in: BinaryIO, channel_out: BinaryIO) -> None:
+        self.channel_in = channel_in
+        self.channel_out = channel_out
+        self.module: types.ModuleType | None = None
+        self.module_file: str | None = None
+
+    # -- error replies -------------------------------------------------------------------------
+
+    def _student_frames(self, tb: types.TracebackType | None) -> str:
+        if tb is None or self.module_file is None:
+            return ""
+        frames = [
+            frame
+            for frame in traceback.extract_tb(tb)
+            if os.path.abspath(frame.filename) == self.module_file
+        ][-MAX_TRACEBACK_FRAMES:]
+        name = os.path.basename(self.module_file)
+        lines = []
+        for frame in frames:
+            lines.append(f"  {name}, line {frame.lineno}, in {frame.name}")
+            if frame.line:
+                lines.append(f"    {frame.line.strip()}")
+        return "\n".join(lines)
+
+    def _error(self, kind: str, exc: BaseException | None, message: str = "") -> dict[str, Any]:
+        type_name = ""
+        text = message
+        tb = ""
+        if exc is not None:
+            type_name = type(exc).__name__
+            try:
+                text = str(exc)
+            except Exception:  # a student exception whose __str__ fails
+                text = f"<{type_name} whose message cannot be shown>"
+            if isinstance(exc, SyntaxError) and exc.lineno is not None:
+                text = f"{exc.msg} (line {exc.lineno})"
+            tb = self._student_frames(exc.__traceback__)
+        if len(text) > MAX_MESSAGE_CHARS:
+            text = text[: MAX_MESSAGE_CHARS - 3] + "..."
+        return {
+            "ok": False,
+            "error": {"kind": kind, "type": type_name, "message": text, "traceback": tb},
+        }
+
+    def _exception_reply(self, exc: BaseException) -> dict[str, Any]:
+        kind = "not_implemented" if isinstance(exc, NotImplementedError) else "exception"
+        return self._error(kind, exc)
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def load(self, request: dict[str, Any]) -> dict[str, Any]:
+        stem = request.get("module")
+        if not isinstance(stem, str) or not stem.isidentifier():
+            return self._error("request", None, f"bad module name {stem!r}")
+        path = os.path.join(_WORKDIR, stem + ".py")
+        self.module_file = os.path.abspath(path)
+        spec = importlib.util.spec_from_file_location(stem, path)
+        if spec is None or spec.loader is None:
+            return self._error("request", None, f"cannot load {stem}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[stem] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:  # noqa: BLE001 - anything the student's module does
+            sys.modules.pop(stem, None)
+            return self._exception_reply(exc)
+        self.module = module
+        names = sorted(name for name in vars(module) if not name.startswith("_"))
+        return {"ok": True, "names": names}
+
+    def _resolve(self, request: dict[str, Any]) -> Any:
+        """The callable to run and the error reply (one of the two is None)."""
+        func = request.get("func")
+        harness = request.get("harness")
+        if self.module is None:
+            return None, self._error("request", None, "no submission is loaded")
+        if not isinstance(func, str) or not func.isidentifier():
+            return None, self._error("request", None, f"bad function name {func!r}")
+        target = getattr(self.module, func, None) if not func.startswith("_") else None
+        if target is None:
+            return None, self._error("missing", None, f"{func} is not defined")
+        if harness is None:
+            if not callable(target):
+                return None, self._error("missing", None, f"{func} is not a function")
+            return target, None
+        if not isinstance(harness, str) or not harness.isidentifier():
+            return None, self._error("request", None, f"bad harness name {harness!r}")
+        try:
+            harness_module = importlib.import_module(f"pallas_lab_harnesses.{harness}")
+            runner = getattr(harness_module, func)
+        except Exception as exc:  # noqa: BLE001 - our bug, reported as such
+            return None, self._error("harness", exc, f"harness {harness}.{func} is not available")
+        submission = self.module
+
+        def run_harness(*args: Any, **kwargs: Any) -> Any:
+            return runner(submission, *args, **kwargs)
+
+        return run_harness, None
+
+    def call(self, request: dict[str, Any]) -> dict[str, Any]:
+        args = request.get("args", ())
+        kwargs = request.get("kwargs", {})
+        if not isinstance(args, tuple) or not isinstance(kwargs, dict):
+            return self._error("request", None, "args must be a tuple and kwargs a dict")
+        target, error = self._resolve(request)
+        if error is not None:
+            return error
+        calls: list[Any] = []
+        try:
+            if pallas_sim is None:
+                value = target(*args, **kwargs)
+            else:
+                with pallas_sim.trace() as recorded:
+                    value = target(*args, **kwargs)
+                calls = list(recorded.calls)
+        except BaseException as exc:  # noqa: BLE001 - anything the student's code raises
+            return self._exception_reply(exc)
+        try:
+            traces = [call.to_dict() for call in calls]
+        except Exception as exc:  # noqa: BLE001 - the simulator's bug, not the student's
+            return self._error("harness", exc, "the trace could not be converted")
+        try:
+            protocol.encode_tree(value)
+        except protocol.EncodeError as exc:
+            what = "returned a value that cannot be sent back"
+            return self._error("unencodable", None, f"{request.get('func')} {what}: {exc}")
+        top = list(value) if isinstance(value, tuple | list) else [value]
+        returned_arg = [_identity_index(item, args) for item in top]
+        reply = {
+            "ok": True,
+            "value": value,
+            "traces": traces,
+            "returned_arg": returned_arg,
+            "args_after": args if request.get("return_args") else None,
+        }
+        try:
+            return {"packed": protocol.pack_message(reply)}
+        except protocol.EncodeError as exc:
+            return self._error("unencodable", None, f"the result cannot be sent back: {exc}")
+        except protocol.ProtocolError as exc:
+            return self._error("unencodable", None, str(exc))
+
+    # -- loop ----------------------------------------------------------------------------------
+
+    def send(self, reply: dict[str, Any]) -> None:
+        packed = reply.get("packed")
+        data = packed if isinstance(packed, bytes) else protocol.pack_message(reply)
+        self.channel_out.write(data)
+        self.channel_out.flush()
+
+    def serve(self) -> int:
+        self.send({"ok": True, "ready": True, "pallas_sim": pallas_sim is not None})
+        while True:
+            try:
+                request = protocol.read_message(self.channel_in)
+            except EOFError:
+                return 0
+            if not isinstance(request, dict):
+                self.send(self._error("request", None, "a request must be a dict"))
+                continue
+            op = request.get("op")
+            if op == "load":
+                reply = self.load(request)
+            elif op == "call":
+                reply = self.call(request)
+            elif op == "ping":
+                reply = {"ok": True}
+            else:
+                reply = self._error("request", None, f"unknown op {op!r}")
+            self.send(reply)
+
+
+def _identity_index(item: Any, args: tuple[Any, ...]) -> int | None:
+    """Index of the positional argument that IS ``item`` (an array), else None."""
+    if not isinstance(item, np.ndarray):
+        return None
+    for index, arg in enumerate(args):
+        if arg is item:
+            return index
+    return None
+
+
+def main() -> int:
+    """Run the worker until the grader closes the channel; returns the exit status."""
+    sys.dont_write_bytecode = True
+    channel_in, channel_out = _open_channel()
+    return Worker(channel_in, channel_out).serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
