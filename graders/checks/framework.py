@@ -1,0 +1,550 @@
+"""What checks are written against: ``Check``, ``CheckFailure``, ``Session``, ``run_property``.
+
+A check is a function registered with ``@check(assignment, task, points, name)``;
+it receives a ``Session`` for one submission, calls the student's functions
+through it (each call runs in the untrusted worker, see ``graders/worker/``),
+compares the replies with the reference, and raises ``CheckFailure`` to fail.
+Hypothesis properties run through ``run_property`` under the deterministic
+``GRADING_SETTINGS`` profile (design.md, "Grading architecture": the same
+submission graded twice gives the same scores and feedback).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import strategies as st
+
+if TYPE_CHECKING:
+    from graders.worker.client import CallResult, Worker, WorkerFailure
+
+STATUSES = ("failed", "not started", "timeout", "error")
+
+
+class CheckFailure(Exception):
+    """A failed check, with everything the student's feedback needs (style.md).
+
+    ``what``: one line saying what went wrong (the table's reason).
+    ``input``: the (smallest) failing input; ``expected``/``got``: the values
+    compared; ``diagnosis``: the known mistake it looks like (name the lecture
+    section, e.g. ``"(lecture §5.1)"``); ``hint``: what to try.
+    ``status``: ``"failed"``, ``"not started"`` (NotImplementedError),
+    ``"timeout"`` or ``"error"`` (crash, malformed reply, unloadable file).
+    ``traceback``: the student's traceback trimmed to their file (set by
+    ``Session``); ``output``: what their code printed; ``internal``: True when
+    the grader itself is at fault (a broken harness or request).
+    Raises ``ValueError`` for an unknown status.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        input: str | None = None,  # noqa: A002 - the API's name for it
+        expected: str | None = None,
+        got: str | None = None,
+        diagnosis: str | None = None,
+        hint: str | None = None,
+        status: str = "failed",
+        traceback: str | None = None,
+        output: str | None = None,
+        internal: bool = False,
+    ) -> None:
+        if status not in STATUSES:
+            raise ValueError(f"status={status!r} is not one of {STATUSES}")
+        super().__init__(what)
+        self.what = what
+        self.input = input
+        self.expected = expected
+        self.got = got
+        self.diagnosis = diagnosis
+        self.hint = hint
+        self.status = status
+        self.traceback = traceback
+        self.output = output
+        self.internal = internal
+
+    def copy(self, **changes: Any) -> CheckFailure:
+        """A new CheckFailure with the same fields except ``changes``."""
+        fields = {
+            key: getattr(self, key)
+            for key in ("input", "expected", "got", "diagnosis", "hint", "status",
+                        "traceback", "output", "internal")
+        }
+        fields.update(changes)
+        what = fields.pop("what", self.what)
+        return CheckFailure(what, **fields)
+
+    def __str__(self) -> str:
+        return self.what
+
+
+@dataclass(frozen=True)
+class Check:
+    """One graded check: ``assignment`` ("a1"), ``task`` ("1.2"), ``name`` (one line saying
+    what is checked), ``points`` (> 0) and ``run(session)``, which returns on pass and
+    raises ``CheckFailure`` on failure."""
+
+    assignment: str
+    task: str
+    name: str
+    points: float
+    run: Callable[[Session], None]
+
+
+#: Checks by assignment id, in definition order.
+REGISTRY: dict[str, list[Check]] = {}
+
+_TASK_ID = re.compile(r"^\d+\.\d+$")
+
+
+def check(
+    assignment: str, task: str, points: float, name: str
+) -> Callable[[Callable[[Session], None]], Callable[[Session], None]]:
+    """Decorator registering ``fn(session)`` as a ``Check`` in ``REGISTRY[assignment]``.
+
+    Checks keep their definition order. Re-registering the same function (a
+    module reload) replaces the old entry; a different function with the same
+    assignment, task and name raises ``ValueError``, as do a task id not of
+    the form ``N.M`` and non-positive points. Returns ``fn`` unchanged.
+    """
+    if not _TASK_ID.match(task):
+        raise ValueError(f"task={task!r} is not a task id of the form 'N.M'")
+    if not points > 0:
+        raise ValueError(f"points={points!r} must be positive")
+
+    def register(fn: Callable[[Session], None]) -> Callable[[Session], None]:
+        entry = Check(assignment, task, name, float(points), fn)
+        checks = REGISTRY.setdefault(assignment, [])
+        for index, existing in enumerate(checks):
+            if (existing.task, existing.name) == (task, name):
+                same = (existing.run.__module__, existing.run.__qualname__) == (
+                    fn.__module__, fn.__qualname__
+                )
+                if not same:
+                    raise ValueError(f"{assignment} Task {task} already has a check {name!r}")
+                checks[index] = entry
+                return fn
+        checks.append(entry)
+        return fn
+
+    return register
+
+
+def load_checks(assignment: str) -> list[Check]:
+    """Import the checks module of ``assignment`` and return its registered checks, in order.
+
+    The module comes from ``graders.assignments`` (``graders.checks.<id>`` by
+    default; an assignment without a module uses whatever is already in
+    ``REGISTRY``). Raises ``KeyError`` for an unknown assignment and lets the
+    module's ``ImportError`` through (a grader bug).
+    """
+    from graders.assignments import get_assignment
+
+    module = get_assignment(assignment).checks_module
+    if module is not None:
+        importlib.import_module(module)
+    return list(REGISTRY.get(assignment, []))
+
+
+# -- hypothesis profiles -----------------------------------------------------------------------
+
+#: Deterministic grading profile: every setting pinned (design.md, "Grading architecture").
+GRADING_SETTINGS = settings(
+    max_examples=25,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=False,
+    suppress_health_check=list(HealthCheck),
+    report_multiple_bugs=False,
+    verbosity=Verbosity.quiet,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
+    stateful_step_count=50,
+    backend="hypothesis",
+)
+#: Random exploration for developing checks: fewer examples, a fresh seed every run.
+EXPLORATORY_SETTINGS = settings(GRADING_SETTINGS, derandomize=False, max_examples=10)
+
+settings.register_profile("grading", GRADING_SETTINGS)
+settings.register_profile("exploratory", EXPLORATORY_SETTINGS)
+
+
+class PropertyAbort(BaseException):
+    """Stops a running property at once (timeout, not started, crash): hypothesis does
+    not catch BaseException subclasses other than SystemExit/GeneratorExit, so no
+    shrinking happens. ``run_property`` turns it back into its ``failure``;
+    ``with_input`` says whether the example that caused it should be reported."""
+
+    def __init__(self, failure: CheckFailure, with_input: bool) -> None:
+        super().__init__(failure.what)
+        self.failure = failure
+        self.with_input = with_input
+
+
+_IN_PROPERTY: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "pallas_lab_in_property", default=False
+)
+
+
+def run_property(
+    strategy: st.SearchStrategy[Any],
+    body: Callable[[Any], None],
+    *,
+    max_examples: int = 25,
+    profile: settings | None = None,
+) -> None:
+    """Run ``body(example)`` on examples drawn from ``strategy``; raise the shrunk failure.
+
+    Uses ``GRADING_SETTINGS`` (or ``profile``) with ``max_examples`` overridden.
+    Returns when every example passes. Raises the ``CheckFailure`` of the
+    smallest failing example found by hypothesis' shrinker; when ``body``'s
+    CheckFailure has no ``input``, it is filled with ``describe_value(example)``.
+    A timeout, a crash or a "not started" inside the property stops hypothesis
+    at once (via ``PropertyAbort``) and is raised as its CheckFailure; timeouts
+    and crashes report the example that caused them. Anything else ``body``
+    raises (a grader bug) propagates unchanged.
+    """
+    last: dict[str, Any] = {}
+
+    def test(example: Any) -> None:
+        last["example"] = example
+        try:
+            body(example)
+        except CheckFailure as failure:
+            if failure.input is None:
+                failure.input = describe_value(example)
+            raise
+
+    chosen = settings(profile or GRADING_SETTINGS, max_examples=max_examples)
+    prop = chosen(given(strategy)(test))
+    token = _IN_PROPERTY.set(True)
+    try:
+        prop()
+    except PropertyAbort as abort:
+        failure = abort.failure
+        if abort.with_input and failure.input is None and "example" in last:
+            failure.input = describe_value(last["example"])
+        raise failure from None
+    except CheckFailure as failure:
+        raise failure.copy() from None
+    except BaseExceptionGroup as group:  # hypothesis' FlakyFailure and friends
+        inner = _first_check_failure(group)
+        if inner is None:
+            raise
+        raise inner.copy() from None
+    finally:
+        _IN_PROPERTY.reset(token)
+
+
+def _first_check_failure(group: BaseExceptionGroup) -> CheckFailure | None:
+    for exc in group.exceptions:
+        if isinstance(exc, CheckFailure):
+            return exc
+        if isinstance(exc, PropertyAbort):
+            return exc.failure
+        if isinstance(exc, BaseExceptionGroup):
+            found = _first_check_failure(exc)
+            if found is not None:
+                return found
+    return None
+
+
+# -- describing inputs -------------------------------------------------------------------------
+
+_SHORT_DTYPES = {
+    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
+    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8",
+    "uint64": "u64", "uint32": "u32", "uint16": "u16", "uint8": "u8", "bool": "bool",
+}
+MAX_SHOWN_ELEMENTS = 16
+MAX_DESCRIPTION_CHARS = 800
+
+
+def describe_array(array: np.ndarray) -> str:
+    """Compact text for an array: ``f32[2,3]`` plus its values when it has at most 16
+    elements, else its value range (e.g. ``f32[64,128] in [-2.1, 3.4]``)."""
+    name = _SHORT_DTYPES.get(array.dtype.name, array.dtype.name)
+    head = f"{name}[{','.join(str(d) for d in array.shape)}]"
+    shown = array
+    if array.dtype.name == "bfloat16" or array.dtype.kind == "V":
+        shown = array.astype(np.float32)
+    if array.size <= MAX_SHOWN_ELEMENTS:
+        body = np.array2string(
+            shown, separator=", ", threshold=MAX_SHOWN_ELEMENTS, max_line_width=10**6,
+            precision=4,
+        )
+        return f"{head} {body}"
+    if shown.dtype.kind in "fiu" and shown.size:
+        finite = shown[np.isfinite(shown)] if shown.dtype.kind == "f" else shown
+        if finite.size:
+            return f"{head} in [{finite.min():.4g}, {finite.max():.4g}]"
+    return head
+
+
+def describe_value(value: Any) -> str:
+    """Compact, deterministic text for a drawn example (the feedback's failing input).
+
+    A dict with str keys prints as ``k = v, ...`` (keyword style); tuples and
+    lists element-wise; arrays through ``describe_array``; objects with their
+    own ``__repr__`` (e.g. a strategy's case record) through it. Capped at
+    ``MAX_DESCRIPTION_CHARS`` characters.
+    """
+    text = _describe(value, top=True)
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        text = text[: MAX_DESCRIPTION_CHARS - 3] + "..."
+    return text
+
+
+def _describe(value: Any, top: bool = False) -> str:
+    if isinstance(value, np.ndarray):
+        return describe_array(value)
+    if isinstance(value, np.generic):
+        return repr(value.item()) if value.dtype.kind != "V" else str(value)
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        parts = [f"{k} = {_describe(v)}" for k, v in value.items()]
+        return ", ".join(parts) if top else "{" + ", ".join(parts) + "}"
+    if isinstance(value, tuple | list):
+        inner = ", ".join(_describe(v) for v in value)
+        if isinstance(value, list):
+            return f"[{inner}]"
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return repr(value)
+
+
+# -- replies and the session -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A successful call of a student function.
+
+    ``value``: the returned value tree (numpy arrays, tuples stay tuples).
+    ``traces``: one ``pallas_sim.tracing.CallTrace`` per pallas_call, in order.
+    ``returned_arg``: for a returned array, the index of the positional argument
+    it is (``is`` identity in the worker) or None; for a returned tuple/list,
+    a tuple with that entry per element (None for non-arrays).
+    ``args_after``: the positional args after the call (``return_args=True``), else None.
+    ``stdout_tail``: the end (at most 4 KiB) of what the call printed.
+    """
+
+    func: str
+    value: Any
+    traces: list[Any]
+    returned_arg: int | None | tuple[int | None, ...]
+    args_after: tuple[Any, ...] | None
+    stdout_tail: str
+    seconds: float = 0.0
+
+    @property
+    def trace(self) -> Any:
+        """The last pallas_call's ``CallTrace``; ``CheckFailure`` when the call made none."""
+        if not self.traces:
+            raise CheckFailure(
+                f"{self.func} did not run a pallas_call",
+                expected="one pl.pallas_call",
+                got="no pallas_call",
+            )
+        return self.traces[-1]
+
+
+def _to_call_traces(records: tuple[dict[str, Any], ...]) -> list[Any]:
+    try:
+        from pallas_sim.tracing import CallTrace
+    except ImportError:  # the simulator is not there yet: keep the plain records
+        return list(records)
+    return [CallTrace.from_dict(record) for record in records]
+
+
+class Session:
+    """One submission file, given to every check (``check.run(session)``).
+
+    ``stem`` (e.g. ``"a1_pallas_basics"``) and ``assignment`` (``"a1"``) name
+    it; ``file_name`` is what the student knows it as. ``call``/``invoke`` run
+    a student function in the worker and return a ``Reply``, or raise
+    ``CheckFailure`` (never anything else). Within one check (between
+    ``begin_check`` calls) a function that was not started, timed out or
+    crashed fails again at once without a worker round trip.
+    """
+
+    def __init__(
+        self,
+        *,
+        stem: str,
+        assignment: str,
+        worker: Worker | None,
+        load_failure: CheckFailure | None = None,
+        names: frozenset[str] = frozenset(),
+        file_name: str | None = None,
+    ) -> None:
+        self.stem = stem
+        self.assignment = assignment
+        self.file_name = file_name or f"{stem}.py"
+        self.names = names
+        self.round_trips = 0
+        self._worker = worker
+        self._load_failure = load_failure
+        self._memo: dict[str, PropertyAbort] = {}
+        self.current_check: Check | None = None
+        if worker is None and load_failure is None:
+            raise ValueError("a Session needs a worker or a load failure")
+
+    @property
+    def load_failure(self) -> CheckFailure | None:
+        """Why the submission cannot be run (static check or import), else None."""
+        return self._load_failure
+
+    def begin_check(self, check: Check | None) -> None:
+        """Start a new check: forget the previous check's memoized failures."""
+        self.current_check = check
+        self._memo.clear()
+
+    def has(self, func: str) -> bool:
+        """True when the loaded submission defines a public name ``func``."""
+        return self._load_failure is None and func in self.names
+
+    def call(self, func: str, /, *args: Any, **kwargs: Any) -> Reply:
+        """``invoke(func, args, kwargs)`` with the default timeout, no harness."""
+        return self.invoke(func, args, kwargs)
+
+    def invoke(
+        self,
+        func: str,
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        harness: str | None = None,
+        return_args: bool = False,
+        timeout: float | None = None,
+    ) -> Reply:
+        """Run the student's ``func(*args, **kwargs)`` in the worker and return its ``Reply``.
+
+        With ``harness="a1"`` the worker runs ``graders/harnesses/a1.py``'s
+        ``func(submission_module, *args, **kwargs)`` instead (``func`` must
+        still be defined by the submission). ``return_args`` asks for the
+        positional args after the call; ``timeout`` (s) overrides the worker's.
+        Raises ``CheckFailure``: the submission did not pass the static check
+        or load (status "error"); ``func`` is missing; the student raised
+        (type, message, trimmed traceback; status "not started" for
+        NotImplementedError); timeout (status "timeout"); crash or malformed
+        reply (status "error"); an unsendable result.
+        """
+        if self._load_failure is not None:
+            self._raise(self._load_failure.copy(), with_input=False)
+        memo = self._memo.get(func)
+        if memo is not None:
+            self._raise(memo.failure.copy(input=None), with_input=memo.with_input)
+        if func not in self.names:
+            failure = CheckFailure(
+                f"function '{func}' is not defined in {self.file_name}",
+                hint="keep the function names and signatures of the handout",
+            )
+            self._raise(failure, with_input=False)
+        assert self._worker is not None
+        from graders.worker.protocol import ProtocolError
+
+        self.round_trips += 1
+        try:
+            result = self._worker.call(
+                func, tuple(args), dict(kwargs or {}), harness=harness,
+                return_args=return_args, timeout=timeout,
+            )
+        except ProtocolError as exc:  # our arguments could not be sent: a grader bug
+            failure = CheckFailure(
+                f"internal grader error: the arguments of {func} cannot be sent ({exc})",
+                status="error", internal=True,
+            )
+            self._raise(failure, with_input=True)
+        if not result.ok:
+            assert result.error is not None
+            self._fail_call(func, result.error, timeout)
+        return self._reply(func, result)
+
+    def _reply(self, func: str, result: CallResult) -> Reply:
+        try:
+            traces = _to_call_traces(result.traces)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            failure = CheckFailure(
+                f"the trace of {func} could not be read ({type(exc).__name__}: {exc})",
+                status="error",
+            )
+            self._raise(failure, with_input=True)
+        returned: int | None | tuple[int | None, ...]
+        if isinstance(result.value, tuple | list):
+            returned = tuple(result.returned_arg)
+        else:
+            returned = result.returned_arg[0] if result.returned_arg else None
+        return Reply(
+            func=func,
+            value=result.value,
+            traces=traces,
+            returned_arg=returned,
+            args_after=result.args_after,
+            stdout_tail=result.output,
+            seconds=result.seconds,
+        )
+
+    def _fail_call(self, func: str, error: WorkerFailure, timeout: float | None) -> None:
+        output = error.output or None
+        trace = error.traceback or None
+        kind = error.kind
+        if kind == "not_implemented":
+            message = f": {error.message}" if error.message else ""
+            failure = CheckFailure(
+                f"{func} is not implemented yet (NotImplementedError{message})",
+                status="not started", output=output,
+            )
+            self._remember(func, failure, with_input=False)
+        elif kind == "timeout":
+            seconds = timeout if timeout is not None else getattr(self._worker, "timeout", None)
+            limit = f" within {seconds:g} s" if seconds is not None else ""
+            failure = CheckFailure(
+                f"{func} did not finish{limit}",
+                status="timeout", output=output,
+                hint="look for a loop that never ends (a while loop whose condition never "
+                     "changes, or a grid that is far too large)",
+            )
+            self._remember(func, failure, with_input=True)
+        elif kind in ("crash", "malformed"):
+            what = "crashed the grading process" if kind == "crash" else "broke the reply"
+            failure = CheckFailure(
+                f"{func} {what}: {error.message}", status="error", output=output
+            )
+            self._remember(func, failure, with_input=True)
+        elif kind == "exception":
+            message = f": {error.message}" if error.message else ""
+            failure = CheckFailure(
+                f"{func} raised {error.type}{message}", traceback=trace, output=output
+            )
+        elif kind == "missing":
+            failure = CheckFailure(f"function '{func}' is not defined in {self.file_name}")
+            self._raise(failure, with_input=False)
+        elif kind == "unencodable":
+            failure = CheckFailure(error.message, output=output)
+        elif kind == "not_loaded":
+            failure = CheckFailure(error.message, status="error", traceback=trace)
+            self._raise(failure, with_input=False)
+        else:  # "harness", "request": the grader's own fault
+            detail = f"{error.type}: {error.message}" if error.type else error.message
+            failure = CheckFailure(
+                f"internal grader error ({kind}): {detail}", status="error", internal=True
+            )
+            self._raise(failure, with_input=True)
+        self._raise(failure, with_input=True)
+
+    def _remember(self, func: str, failure: CheckFailure, *, with_input: bool) -> None:
+        self._memo[func] = PropertyAbort(failure, with_input)
+        self._raise(failure, with_input=with_input)
+
+    def _raise(self, failure: CheckFailure, *, with_input: bool) -> None:
+        """Raise ``failure``; inside ``run_property``, stop hypothesis for non-"failed" ones."""
+        if _IN_PROPERTY.get() and (failure.status != "failed" or not with_input):
+            raise PropertyAbort(failure, with_input)
+        raise failure
