@@ -1,0 +1,339 @@
+"""Grade one submission file: static check, worker, every check in order, results.
+
+design.md, "Grading architecture": student code never runs in this process;
+a crash, timeout or exception fails only the check that caused it; every
+registered check that produced no result counts as failed; a check that
+raises anything but ``CheckFailure`` is the grader's bug and is recorded as
+status "error" without losing the other results. Scores count only graded
+tasks (``graders.assignments``).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from graders.assignments import Assignment, assignment_for_stem, get_assignment
+from graders.checks.framework import Check, CheckFailure, PropertyAbort, Session, load_checks
+from graders.feedback import failure_text, passed_text
+from graders.worker.client import LoadResult, Worker
+from graders.worker.static_check import StaticCheckResult, check_file
+
+RESULT_STATUSES = ("passed", "failed", "not started", "timeout", "error")
+NO_CHECKS = "(no checks registered)"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check for one submission.
+
+    ``points`` earned of ``max_points``; ``status`` one of ``RESULT_STATUSES``;
+    ``feedback`` the student-facing text (style.md); ``reason`` its one-line
+    summary ("" when passed); ``graded`` whether the task counts; ``internal``
+    True when the grader itself failed (``internal_detail`` then holds our
+    traceback, for the staff only, never shown to students).
+    """
+
+    assignment: str
+    task: str
+    check: str
+    points: float
+    max_points: float
+    status: str
+    feedback: str
+    seconds: float = 0.0
+    graded: bool = True
+    reason: str = ""
+    internal: bool = False
+    internal_detail: str = ""
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """A task's rollup over its checks: points, the worst status and the first reason."""
+
+    task: str
+    title: str
+    points: float
+    max_points: float
+    status: str
+    reason: str
+    graded: bool
+
+
+@dataclass
+class SubmissionResult:
+    """Everything graded for one submission file.
+
+    ``checks`` in registration order; ``load_error`` the static-check or import
+    failure (None when the file loaded); ``score``/``max_score`` over graded tasks.
+    """
+
+    student: str
+    stem: str
+    assignment: str
+    file: str
+    checks: list[CheckResult] = field(default_factory=list)
+    load_error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def info(self) -> Assignment:
+        """The assignment's table entry."""
+        return get_assignment(self.assignment)
+
+    @property
+    def score(self) -> float:
+        """Points earned on graded tasks."""
+        return round(sum(c.points for c in self.checks if c.graded), 6)
+
+    @property
+    def max_score(self) -> float:
+        """Points available on graded tasks (from the assignments table)."""
+        return self.info.max_score
+
+    @property
+    def internal_errors(self) -> list[CheckResult]:
+        """Checks that failed because of the grader, not the student."""
+        return [c for c in self.checks if c.internal]
+
+    def tasks(self) -> list[TaskResult]:
+        """Per-task rollup in the assignment's task order (tasks without checks included)."""
+        rollup = []
+        for task in self.info.tasks:
+            checks = [c for c in self.checks if c.task == task.id]
+            if not checks and not task.graded:
+                continue
+            earned = sum(c.points for c in checks)
+            statuses = [c.status for c in checks]
+            if statuses and all(s == "passed" for s in statuses):
+                status = "passed"
+            elif statuses and all(s == "not started" for s in statuses):
+                status = "not started"
+            else:
+                failing = [s for s in statuses if s != "passed"]
+                status = next(
+                    (s for s in ("error", "timeout", "failed", "not started") if s in failing),
+                    "failed",
+                )
+            reason = next((c.reason for c in checks if c.status != "passed" and c.reason), "")
+            rollup.append(
+                TaskResult(task.id, task.title, round(earned, 6), task.points, status, reason,
+                           task.graded)
+            )
+        return rollup
+
+
+def _static_failure(result: StaticCheckResult, file_name: str) -> CheckFailure:
+    first = result.problems[0].message.splitlines()[0]
+    more = len(result.problems) - 1
+    extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return CheckFailure(
+        f"{file_name} was not run: {first}{extra}",
+        status="error",
+        traceback="\n".join("  " + line for line in result.message().splitlines()),
+        hint="fix the file so that it imports only the allowed modules and compiles",
+    )
+
+
+def _load_failure(load: LoadResult, file_name: str) -> CheckFailure:
+    error = load.error
+    if error is None:  # pragma: no cover - a failed LoadResult always has an error
+        return CheckFailure(f"{file_name} could not be loaded", status="error")
+    if error.kind in ("exception", "not_implemented"):
+        message = f": {error.message}" if error.message else ""
+        what = f"importing {file_name} raised {error.type}{message}"
+    elif error.kind == "timeout":
+        what = f"importing {file_name} {error.message}"
+    else:
+        what = f"{file_name} could not be loaded: {error.message}"
+    return CheckFailure(
+        what, status="error", traceback=error.traceback or None, output=error.output or None,
+        hint="code at the top level of the file runs on import: keep it to definitions",
+    )
+
+
+@contextmanager
+def open_session(
+    path: str | Path, assignment: Assignment, *, timeout: float = 10.0
+) -> Iterator[Session]:
+    """A ``Session`` for one submission file, its worker closed on exit.
+
+    Runs the static check first; a rejected file or one that fails to import
+    gives a Session whose every call raises that failure. Raises
+    ``FileNotFoundError`` when ``path`` does not exist.
+    """
+    path = Path(path)
+    file_name = path.name
+    static = check_file(path)
+    if not static.ok:
+        yield Session(
+            stem=assignment.stem, assignment=assignment.id, worker=None,
+            load_failure=_static_failure(static, file_name), file_name=file_name,
+        )
+        return
+    with Worker(path, timeout=timeout, module_name=assignment.stem) as worker:
+        load = worker.load_result
+        assert load is not None
+        if not load.ok:
+            session = Session(
+                stem=assignment.stem, assignment=assignment.id, worker=None,
+                load_failure=_load_failure(load, file_name), file_name=file_name,
+            )
+        else:
+            session = Session(
+                stem=assignment.stem, assignment=assignment.id, worker=worker,
+                names=load.names, file_name=file_name,
+            )
+        yield session
+
+
+def _result_for_failure(
+    check: Check, assignment: Assignment, failure: CheckFailure, seconds: float,
+    detail: str = "",
+) -> CheckResult:
+    task = _task_of(check, assignment)
+    feedback = failure_text(
+        failure, task_id=check.task, task_title=task[0], check_name=check.name,
+        points=check.points, lecture=assignment.lecture,
+    )
+    return CheckResult(
+        assignment.id, check.task, check.name, 0.0, check.points, failure.status, feedback,
+        seconds, task[1], failure.what.splitlines()[0] if failure.what else failure.status,
+        failure.internal or bool(detail), detail,
+    )
+
+
+def _task_of(check: Check, assignment: Assignment) -> tuple[str, bool]:
+    try:
+        task = assignment.task(check.task)
+    except KeyError:
+        return "(unknown task)", False
+    return task.title, task.graded
+
+
+def _internal_failure(exc: BaseException) -> tuple[CheckFailure, str]:
+    failure = CheckFailure(
+        f"internal grader error ({type(exc).__name__}); this is not your fault, "
+        "please tell the course staff",
+        status="error", internal=True,
+    )
+    return failure, "".join(traceback.format_exception(exc))
+
+
+def run_check(session: Session, check: Check, assignment: Assignment) -> CheckResult:
+    """Run one check against a session and turn its outcome into a ``CheckResult``.
+
+    Never raises for a check's failure or a check's bug (``Exception``);
+    ``KeyboardInterrupt`` and ``SystemExit`` propagate.
+    """
+    session.begin_check(check)
+    started = time.monotonic()
+    detail = ""
+    try:
+        check.run(session)
+    except CheckFailure as failure:
+        outcome: CheckFailure | None = failure
+    except PropertyAbort as abort:  # a session call in a property not run by run_property
+        outcome = abort.failure
+    except Exception as exc:  # noqa: BLE001 - the grader's bug, recorded not raised
+        outcome, detail = _internal_failure(exc)
+    else:
+        outcome = None
+    finally:
+        session.begin_check(None)
+    seconds = time.monotonic() - started
+    if outcome is not None:
+        return _result_for_failure(check, assignment, outcome, seconds, detail)
+    title, graded = _task_of(check, assignment)
+    feedback = passed_text(
+        task_id=check.task, task_title=title, check_name=check.name, points=check.points
+    )
+    return CheckResult(
+        assignment.id, check.task, check.name, check.points, check.points, "passed", feedback,
+        seconds, graded,
+    )
+
+
+def _missing_results(
+    assignment: Assignment, checks: list[Check], results: list[CheckResult], reason: str
+) -> list[CheckResult]:
+    """Results for every check that produced none, and for graded tasks without checks."""
+    done = {(r.task, r.check) for r in results}
+    extra = []
+    for check in checks:
+        if (check.task, check.name) not in done:
+            failure = CheckFailure(reason, status="error")
+            extra.append(_result_for_failure(check, assignment, failure, 0.0))
+    for task in assignment.graded_tasks:
+        if not any(c.task == task.id for c in checks):
+            stub = Check(assignment.id, task.id, NO_CHECKS, task.points, lambda s: None)
+            failure = CheckFailure(
+                f"internal grader error: no checks are registered for Task {task.id}",
+                status="error", internal=True,
+            )
+            extra.append(_result_for_failure(stub, assignment, failure, 0.0))
+    return extra
+
+
+def resolve_assignment(path: str | Path, assignment: str | None = None) -> Assignment:
+    """The assignment a file is graded as: ``assignment`` (an id) or the one its stem names.
+
+    Raises ``KeyError`` for an unknown id and ``ValueError`` when the stem names none.
+    """
+    if assignment is not None:
+        return get_assignment(assignment)
+    found = assignment_for_stem(Path(path).stem)
+    if found is None:
+        raise ValueError(
+            f"{Path(path).name} does not name an assignment; pass --assignment aN"
+        )
+    return found
+
+
+def grade_file(
+    path: str | Path,
+    *,
+    assignment: str | None = None,
+    timeout: float = 10.0,
+    student: str | None = None,
+) -> SubmissionResult:
+    """Grade one submission file against every registered check of its assignment.
+
+    ``assignment`` ("a1") overrides the assignment named by the file's stem;
+    ``timeout`` is each call's limit in seconds; ``student`` defaults to the
+    name of the file's folder. Returns a ``SubmissionResult`` with one
+    ``CheckResult`` per check in registration order (plus one per graded task
+    that has no checks). Raises ``KeyError``/``ValueError`` when the
+    assignment cannot be determined and lets the checks module's
+    ``ImportError`` through (both are the caller's or the grader's problem,
+    not the student's).
+    """
+    path = Path(path)
+    info = resolve_assignment(path, assignment)
+    checks = load_checks(info.id)
+    result = SubmissionResult(
+        student=student or path.resolve().parent.name,
+        stem=info.stem,
+        assignment=info.id,
+        file=str(path),
+    )
+    started = time.monotonic()
+    missing_reason = "this check produced no result"
+    try:
+        with open_session(path, info, timeout=timeout) as session:
+            if session.load_failure is not None:
+                result.load_error = session.load_failure.what
+            for check in checks:
+                result.checks.append(run_check(session, check, info))
+    except (OSError, RuntimeError) as exc:
+        result.load_error = f"the submission could not be graded: {exc}"
+        missing_reason = result.load_error
+    finally:
+        result.checks.extend(_missing_results(info, checks, result.checks, missing_reason))
+        result.seconds = time.monotonic() - started
+    return result
