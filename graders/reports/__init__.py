@@ -1,0 +1,1 @@
+"""Reports of grading results: a terminal table, Gradescope results.json, a CSV gradebook."""

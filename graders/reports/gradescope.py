@@ -1,0 +1,74 @@
+"""Gradescope ``results.json``: the canonical machine-readable result (design.md, "Reports").
+
+One test per check: ``name`` (the check), ``number`` (the task id), ``score``,
+``max_score``, ``status`` ("passed"/"failed"), ``output`` (the feedback text),
+``tags`` and ``visibility``. Checks of tasks that are not graded yet appear
+with ``max_score`` 0. Everything except ``execution_time`` is a pure function
+of the results, so grading twice gives identical files apart from timing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from graders.feedback import format_points
+from graders.grading import SubmissionResult
+from graders.reports.files import atomic_write_text
+
+
+def _number(value: float) -> float | int:
+    rounded = round(value, 6)
+    return int(rounded) if rounded == int(rounded) else rounded
+
+
+def results_json(result: SubmissionResult) -> dict[str, Any]:
+    """The results.json document for one submission (a dict ready for ``json.dump``)."""
+    tests = []
+    for check in result.checks:
+        tags = [result.assignment, f"task {check.task}", check.status]
+        if not check.graded:
+            tags.append("not graded")
+        tests.append({
+            "name": check.check,
+            "number": check.task,
+            "score": _number(check.points if check.graded else 0),
+            "max_score": _number(check.max_points if check.graded else 0),
+            "status": "passed" if check.status == "passed" else "failed",
+            "output": check.feedback,
+            "tags": tags,
+            "visibility": "visible",
+        })
+    info = result.info
+    lines = [
+        f"{info.id} {info.title} ({result.stem}.py): "
+        f"{format_points(result.score)}/{format_points(result.max_score)}"
+    ]
+    if result.load_error:
+        lines.append(result.load_error)
+    for task in result.tasks():
+        points = (f"{format_points(task.points)}/{format_points(task.max_points)}"
+                  if task.graded else "not graded")
+        lines.append(f"Task {task.task} {task.title}: {points} {task.status}")
+    return {
+        "score": _number(result.score),
+        "max_score": _number(result.max_score),
+        "execution_time": round(result.seconds, 3),
+        "output": "\n".join(lines),
+        "output_format": "text",
+        "test_output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+
+
+def results_text(result: SubmissionResult) -> str:
+    """results.json's text: indented JSON, keys in a fixed order, a final newline."""
+    return json.dumps(results_json(result), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_results_json(result: SubmissionResult, path: str | Path) -> Path:
+    """Write one submission's results.json atomically to ``path`` (parents created)."""
+    return atomic_write_text(path, results_text(result))

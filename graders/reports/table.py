@@ -1,0 +1,93 @@
+"""The terminal report: per student and assignment, one row per task, then totals.
+
+design.md, "Reports": per task the points, the status and a one-line reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from graders.feedback import format_points
+from graders.grading import SubmissionResult
+
+STATUS_STYLE = {
+    "passed": "green",
+    "partial": "yellow",
+    "failed": "red",
+    "not started": "dim",
+    "timeout": "magenta",
+    "error": "bold red",
+}
+MAX_REASON_CHARS = 90
+
+
+def _short(text: str) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= MAX_REASON_CHARS else line[: MAX_REASON_CHARS - 1] + "…"
+
+
+def submission_table(result: SubmissionResult) -> Table:
+    """A rich Table for one submission: Task, Title, Points, Status, Reason; total in the footer."""
+    info = result.info
+    title = f"{result.student} — {info.id} {info.title} ({result.stem}.py)"
+    table = Table(title=title, box=box.SIMPLE_HEAVY, show_footer=True, title_justify="left")
+    table.add_column("Task", footer="total")
+    table.add_column("Title")
+    table.add_column(
+        "Points", justify="right",
+        footer=f"{format_points(result.score)}/{format_points(result.max_score)}",
+    )
+    table.add_column("Status")
+    table.add_column("Reason", overflow="fold")
+    for task in result.tasks():
+        status = task.status
+        if status == "failed" and task.points > 0:
+            status = "partial"
+        points = f"{format_points(task.points)}/{format_points(task.max_points)}"
+        if not task.graded:
+            points = "not graded"
+        reason = "" if task.status == "passed" else _short(task.reason)
+        table.add_row(
+            task.task, task.title, points, Text(status, style=STATUS_STYLE.get(status, "")),
+            reason,
+        )
+    return table
+
+
+def print_report(
+    results: Sequence[SubmissionResult],
+    console: Console | None = None,
+    *,
+    problems: Sequence[str] = (),
+    feedback: bool = False,
+) -> None:
+    """Print every submission's table (and, with ``feedback``, each failed check's text),
+    then a summary of totals and the discovery ``problems``."""
+    console = console or Console()
+    for result in results:
+        console.print(submission_table(result))
+        if result.load_error:
+            console.print(Text(f"  {result.load_error}", style="red"))
+        if feedback:
+            for check in result.checks:
+                if check.status != "passed":
+                    console.print(Text(check.feedback))
+                    console.print()
+    if len(results) > 1:
+        summary = Table(title="Totals", box=box.SIMPLE, title_justify="left")
+        summary.add_column("Student")
+        summary.add_column("Assignment")
+        summary.add_column("Score", justify="right")
+        for result in results:
+            summary.add_row(
+                result.student, result.assignment,
+                f"{format_points(result.score)}/{format_points(result.max_score)}",
+            )
+        console.print(summary)
+    for problem in problems:
+        console.print(Text(f"skipped: {problem}", style="yellow"))
