@@ -1,0 +1,214 @@
+"""``pallas-lab``: grade submissions, check one's own file, regenerate handouts.
+
+::
+
+    pallas-lab grade [PATH ...] [--assignment aN] [--format table|gradescope|csv]
+                     [--out PATH] [--timeout S] [--feedback]
+    pallas-lab check FILE [--assignment aN] [--timeout S]
+    pallas-lab release [...]            # graders.release.main
+
+Exit status: 0 when grading ran (whatever the scores), 1 when the grader
+itself failed (a check's bug, a missing checks module), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from graders.assignments import ASSIGNMENTS
+from graders.discovery import DEFAULT_ROOT, Submission, discover
+from graders.grading import SubmissionResult, grade_file
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"the timeout must be positive, not {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``pallas-lab`` (subcommands grade, check, release)."""
+    parser = argparse.ArgumentParser(
+        prog="pallas-lab",
+        description="Grade Pallas kernel exercises in an isolated worker process.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    grade = commands.add_parser(
+        "grade", help="grade submission files, student folders or a class folder",
+        description="Grade PATHs: a submission file (its name names the assignment), a student "
+                    f"folder of such files, or a class folder of student folders. "
+                    f"No PATH grades {DEFAULT_ROOT.relative_to(DEFAULT_ROOT.parents[1])}/.",
+    )
+    grade.add_argument("paths", nargs="*", metavar="PATH", type=Path)
+    _common(grade)
+    grade.add_argument(
+        "--format", choices=("table", "gradescope", "csv"), default="table",
+        help="table: terminal summary (default); gradescope: results.json; csv: gradebook",
+    )
+    grade.add_argument(
+        "--out", type=Path, default=None,
+        help="gradescope: the results.json file (one submission) or a folder (several; "
+             "default results/); csv: the gradebook file (default gradebook.csv); "
+             "table: also write the report as text here",
+    )
+    grade.add_argument(
+        "--feedback", action="store_true", help="table: print the feedback of failed checks"
+    )
+    check = commands.add_parser(
+        "check", help="grade your own submission file and show the feedback",
+        description="Grade one file the way the course staff will, with full feedback.",
+    )
+    check.add_argument("file", type=Path, metavar="FILE")
+    _common(check)
+    commands.add_parser(
+        "release", help="regenerate assignments/ from solutions/ (instructors)", add_help=False
+    )
+    return parser
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--assignment", choices=sorted(ASSIGNMENTS), default=None,
+        help="grade as this assignment whatever the file is called",
+    )
+    parser.add_argument(
+        "--timeout", type=_positive_float, default=10.0,
+        help="seconds each call of a student function may take (default 10)",
+    )
+
+
+def _grade_all(
+    submissions: Sequence[Submission], timeout: float, err: Console
+) -> tuple[list[SubmissionResult], bool]:
+    results: list[SubmissionResult] = []
+    failed = False
+    for sub in submissions:
+        err.print(f"grading {sub.student}/{sub.file.name} as {sub.assignment} ...", style="dim")
+        try:
+            results.append(
+                grade_file(sub.file, assignment=sub.assignment, timeout=timeout,
+                           student=sub.student)
+            )
+        except Exception as exc:  # noqa: BLE001 - the grader's bug: report, go on
+            failed = True
+            err.print(f"internal error while grading {sub.file}: {type(exc).__name__}: {exc}",
+                      style="bold red")
+            err.print(traceback.format_exc(), markup=False, highlight=False)
+    return results, failed
+
+
+def _report_internal(results: Sequence[SubmissionResult], err: Console) -> bool:
+    found = False
+    for result in results:
+        for check in result.internal_errors:
+            found = True
+            err.print(
+                f"internal error in check {check.assignment} {check.task} "
+                f"{check.check!r} for {result.student}: {check.reason}",
+                style="bold red", markup=False,
+            )
+            if check.internal_detail:
+                err.print(check.internal_detail, markup=False, highlight=False)
+    return found
+
+
+def _write_gradescope(results: Sequence[SubmissionResult], out: Path | None, con: Console) -> None:
+    from graders.reports.gradescope import results_text, write_results_json
+
+    if len(results) == 1 and (out is None or not out.is_dir()):
+        if out is None:
+            sys.stdout.write(results_text(results[0]))
+        else:
+            con.print(f"wrote {write_results_json(results[0], out)}")
+        return
+    folder = out if out is not None else Path("results")
+    for result in results:
+        path = write_results_json(result, folder / result.student / result.stem / "results.json")
+        con.print(f"wrote {path}")
+
+
+def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
+    found = discover(args.paths, assignment=args.assignment)
+    if not found.submissions:
+        for problem in found.problems:
+            err.print(f"pallas-lab grade: {problem}", markup=False)
+        err.print("pallas-lab grade: nothing to grade", markup=False)
+        return EXIT_USAGE
+    if any(not Path(p).exists() for p in args.paths):
+        for problem in found.problems:
+            err.print(f"pallas-lab grade: {problem}", markup=False)
+        return EXIT_USAGE
+    results, failed = _grade_all(found.submissions, args.timeout, err)
+    if args.format == "table":
+        from graders.reports.table import print_report
+
+        print_report(results, con, problems=found.problems, feedback=args.feedback)
+        if args.out is not None:
+            from graders.reports.files import atomic_write_text
+
+            text = Console(record=True, width=120, file=io.StringIO())
+            print_report(results, text, problems=found.problems, feedback=args.feedback)
+            atomic_write_text(args.out, text.export_text())
+    elif args.format == "gradescope":
+        _write_gradescope(results, args.out, err if args.out is None else con)
+        for problem in found.problems:
+            err.print(f"skipped: {problem}", markup=False)
+    else:
+        from graders.reports.gradebook_csv import write_gradebook
+
+        path = write_gradebook(results, args.out or Path("gradebook.csv"))
+        con.print(f"wrote {path} ({len(results)} submission(s))")
+        for problem in found.problems:
+            err.print(f"skipped: {problem}", markup=False)
+    internal = _report_internal(results, err)
+    return EXIT_INTERNAL if failed or internal else EXIT_OK
+
+
+def _check(args: argparse.Namespace, con: Console, err: Console) -> int:
+    if not args.file.is_file():
+        err.print(f"pallas-lab check: no such file: {args.file}", markup=False)
+        return EXIT_USAGE
+    try:
+        result = grade_file(args.file, assignment=args.assignment, timeout=args.timeout,
+                            student=args.file.resolve().parent.name)
+    except (KeyError, ValueError) as exc:
+        err.print(f"pallas-lab check: {exc.args[0] if exc.args else exc}", markup=False)
+        return EXIT_USAGE
+    from graders.reports.table import print_report
+
+    print_report([result], con, feedback=True)
+    return EXIT_INTERNAL if _report_internal([result], err) else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``pallas-lab`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "release":
+        from graders import release
+
+        return int(release.main(argv[1:]) or 0)
+    args = build_parser().parse_args(argv)
+    con = Console()
+    err = Console(stderr=True)
+    if args.command == "grade":
+        return _grade(args, con, err)
+    return _check(args, con, err)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
