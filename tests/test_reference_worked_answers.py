@@ -32,6 +32,7 @@ WORKED_RTOL = 5e-3  # worked numbers are printed to 3-4 significant digits
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = np.dtype(np.float32)
+I32 = np.dtype(np.int32)
 
 AGREEMENT = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                      print_blob=False, suppress_health_check=[HealthCheck.too_slow])
@@ -219,6 +220,8 @@ def test_reference_exposes_exactly_the_student_api():
 # --- solutions agree with the reference on drawn inputs -------------------------------------
 
 def tolerance(dtype: np.dtype) -> dict[str, float]:
+    if dtype == I32:
+        return {"rtol": 0.0, "atol": 0.0}
     return {"rtol": 1e-2, "atol": 1e-2} if dtype == BF16 else {"rtol": 1e-5, "atol": 1e-6}
 
 
@@ -232,6 +235,7 @@ def array_of(shape: tuple[int, ...], dtype: np.dtype, seed: int, scale: float = 
 
 
 dtypes = st.sampled_from([F32, BF16])
+a1_dtypes = st.sampled_from([F32, BF16, I32])
 seeds = st.integers(0, 2**32 - 1)
 
 
@@ -246,7 +250,7 @@ def same_trace(a, b) -> None:
 
 @AGREEMENT
 @given(m=st.integers(1, 300), n=st.integers(1, 300), bm=st.sampled_from([8, 16, 64, 128, 256]),
-       bn=st.sampled_from([128, 256]), dtype=dtypes, seed=seeds)
+       bn=st.sampled_from([128, 256]), dtype=a1_dtypes, seed=seeds)
 def test_blocked_add_agrees_on_any_shape_and_block(m, n, bm, bn, dtype, seed):
     x, y = array_of((m, n), dtype, seed), array_of((m, n), dtype, seed + 1)
     got, got_call = traced(sol_a1.blocked_add, x, y, block_shape=(bm, bn))
@@ -258,7 +262,7 @@ def test_blocked_add_agrees_on_any_shape_and_block(m, n, bm, bn, dtype, seed):
 
 @AGREEMENT
 @given(rows=st.integers(1, 4), cols=st.integers(1, 4), bm=st.sampled_from([8, 32, 128]),
-       bn=st.sampled_from([128, 256]), dtype=dtypes, seed=seeds)
+       bn=st.sampled_from([128, 256]), dtype=a1_dtypes, seed=seeds)
 def test_bias_add_agrees_and_makes_the_dma_minimal_calls(rows, cols, bm, bn, dtype, seed):
     x = array_of((rows * bm, cols * bn), dtype, seed)
     bias = array_of((1, cols * bn), dtype, seed + 1)
@@ -272,7 +276,7 @@ def test_bias_add_agrees_and_makes_the_dma_minimal_calls(rows, cols, bm, bn, dty
 
 @AGREEMENT
 @given(m=st.integers(1, 300), n=st.integers(1, 300), bm=st.sampled_from([8, 64, 256]),
-       bn=st.sampled_from([128, 256]), dtype=dtypes, seed=seeds)
+       bn=st.sampled_from([128, 256]), dtype=a1_dtypes, seed=seeds)
 def test_accumulate_inplace_agrees_and_updates_in_place(m, n, bm, bn, dtype, seed):
     acc, x = array_of((m, n), dtype, seed), array_of((m, n), dtype, seed + 1)
     acc_ref = acc.copy()
