@@ -9,12 +9,12 @@ trace (grid, block shapes, DMA count, VMEM bytes) against the reference's.
 from __future__ import annotations
 
 import numpy as np
-from graders.checks.framework import CheckFailure, Session, check, run_property
 from hypothesis import strategies as st
 
 import pallas_sim
 import reference.a1_pallas_basics as ref
 from graders.checks.compare import assert_close, assert_equal_int, assert_same_trace, tolerance
+from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import F32, Case, blocked_2d, make_array, seeds
 
 A = "a1"

@@ -9,11 +9,11 @@ softmax which does not subtract the running maximum overflows float32.
 from __future__ import annotations
 
 import numpy as np
-from graders.checks.framework import CheckFailure, Session, check, run_property
 from hypothesis import strategies as st
 
 import reference.a4_flash_attention as ref
 from graders.checks.compare import as_array, assert_close, fmt_array, tolerance
+from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import Case, make_array, seeds
 
 A = "a4"

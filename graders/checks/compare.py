@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 
 import ml_dtypes
 import numpy as np
-from graders.checks.framework import CheckFailure
 
+from graders.checks.framework import CheckFailure
+from pallas_sim.dtypes import is_floating
 from pallas_sim.tracing import CallTrace
 
 #: (rtol, atol) per result dtype: a float32 kernel summing a few hundred terms
@@ -59,7 +60,8 @@ def as_array(got: object, what: str) -> np.ndarray:
     except Exception:  # noqa: BLE001
         raise CheckFailure(f"{what} is not an array", expected="an array",
                            got=type(got).__name__) from None
-    if arr.dtype == object or arr.dtype.kind in "USV":
+    if arr.dtype == object or arr.dtype.kind in "USM" or (
+            arr.dtype.kind == "V" and not is_floating(arr.dtype)):
         raise CheckFailure(f"{what} is not a numeric array", expected="a numeric array",
                            got=f"{type(got).__name__} of {arr.dtype}")
     return arr
