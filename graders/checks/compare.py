@@ -106,7 +106,7 @@ def assert_close(got: object, expected: np.ndarray, rtol: float, atol: float, *,
                     "uninitialized (poisoned) memory was read")
     err = np.nanmax(np.abs(g - e)) if g.dtype.kind == "f" else None
     raise CheckFailure(
-        f"{what} differs from the reference in {n_bad} of {bad.size} elements{nan_note}",
+        f"{what} is wrong in {n_bad} of {bad.size} elements{nan_note}",
         expected=f"{fmt_array(expected)}; at index {first}: {_scalar(e[first])}",
         got=f"{fmt_array(arr)}; at index {first}: {_scalar(g[first])}"
             + (f" (largest error {err:.3g}, tolerance {atol:g} + {rtol:g}·|expected|)"

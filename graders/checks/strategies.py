@@ -44,10 +44,18 @@ class Case:
     names: tuple[str, ...]
 
     def __repr__(self) -> str:
-        parts = [f"{n} = {fmt_array(a) if isinstance(a, np.ndarray) else repr(a)}"
-                 for n, a in zip(self.names, self.args, strict=True)]
-        parts += [f"{k} = {v!r}" for k, v in self.kwargs.items()]
+        parts = [f"{n} = {describe(a)}" for n, a in zip(self.names, self.args, strict=True)]
+        parts += [f"{k} = {describe(v)}" for k, v in self.kwargs.items()]
         return ", ".join(parts)
+
+
+def describe(value: Any) -> str:
+    """Arrays as ``dtype[shape] values``, containers element by element."""
+    if isinstance(value, np.ndarray):
+        return fmt_array(value)
+    if isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
+        return "(" + ", ".join(describe(v) for v in value) + ")"
+    return repr(value)
 
 
 def _block_and_dim(draw: st.DrawFn, dividing: bool | None, blocks: list[int],
