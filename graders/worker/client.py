@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import select
 import shutil
 import signal
@@ -46,6 +47,7 @@ ADDRESS_SPACE_BYTES = 4 * 1024**3
 FILE_SIZE_BYTES = 64 * 1024**2
 
 _PASSED_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _RESERVED_MODULE_NAMES = frozenset(
     {"numpy", "ml_dtypes", "pallas_sim", "pallas_lab_protocol", "pallas_lab_worker",
      "pallas_lab_harnesses", "reference", "graders", "solutions"}
@@ -289,6 +291,7 @@ class Worker:
         self._conversation: _Conversation | None = None
         self._spawned = 0
         self._loaded_once = False
+        self._closed = False
         self._mark = 0  # output offset where the current exchange began
         self._live: dict[str, subprocess.Popen[bytes] | None] = {"process": None}
         self._base = Path(tempfile.mkdtemp(prefix="pallas-lab-"))
@@ -319,6 +322,7 @@ class Worker:
 
     def close(self) -> None:
         """Stop the worker (EOF, then SIGKILL to its process group) and delete the temp dirs."""
+        self._closed = True
         conversation, self._conversation = self._conversation, None
         if conversation is not None:
             process = conversation.process
@@ -399,8 +403,11 @@ class Worker:
         """Start the worker (if needed) and import the submission; returns the load outcome.
 
         Raises nothing for anything the submission does; a process that cannot
-        start gives a failed ``LoadResult`` of kind ``"crash"``.
+        start gives a failed ``LoadResult`` of kind ``"crash"``. Raises
+        ``RuntimeError`` after ``close()``.
         """
+        if self._closed:
+            raise RuntimeError("this worker has been closed")
         if self._conversation is not None and self.load_result is not None:
             return self.load_result
         failure = self._spawn()
@@ -602,8 +609,10 @@ class Worker:
         return self.scrub(text)
 
     def scrub(self, text: str) -> str:
-        """Remove this worker's temp paths from student-facing text (keeps feedback stable)."""
-        return text.replace(f"{self.workdir}{os.sep}", "").replace(str(self._base), "<tmp>")
+        """Remove what differs between runs from student-facing text: this worker's temp
+        paths and object addresses (so the same submission gets the same feedback)."""
+        text = text.replace(f"{self.workdir}{os.sep}", "").replace(str(self._base), "<tmp>")
+        return _ADDRESS.sub(" at 0x...", text)
 
     def _error_from(self, reply: dict[str, Any], output: str) -> WorkerFailure:
         error = reply.get("error")

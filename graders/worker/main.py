@@ -234,6 +234,11 @@ class Worker:
     # -- loop ----------------------------------------------------------------------------------
 
     def send(self, reply: dict[str, Any]) -> None:
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()  # what the student printed lands before the reply is read
+            except Exception:  # noqa: BLE001 - a stream the student replaced or closed
+                pass
         packed = reply.get("packed")
         data = packed if isinstance(packed, bytes) else protocol.pack_message(reply)
         self.channel_out.write(data)

@@ -61,6 +61,10 @@ def unsendable():
 
 def big():
     return np.zeros((512, 1024), dtype=np.float32)
+
+
+def address():
+    raise ValueError(repr(object()))
 """
 
 
@@ -163,3 +167,17 @@ def test_a_module_that_loops_on_import_times_out_once(tmp_path: Path) -> None:
         assert w.load_result is not None and w.load_result.error.kind == "timeout"
         assert w.call("f").error.kind == "timeout"
     assert time.monotonic() - started < 1.5
+
+
+def test_messages_do_not_depend_on_the_run(worker: Worker) -> None:
+    error = worker.call("address").error
+    assert error is not None and error.message == "<object object at 0x...>"
+
+
+def test_a_closed_worker_refuses_calls(tmp_path: Path) -> None:
+    path = tmp_path / "a1_pallas_basics.py"
+    path.write_text("def f():\n    return 1\n", encoding="utf-8")
+    w = Worker(path, timeout=1.0)
+    w.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        w.call("f")
