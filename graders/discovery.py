@@ -85,8 +85,15 @@ def _from_student_folder(folder: Path, assignment: str | None, out: Discovery) -
         out.problems.append(f"{folder.name}/: no {stem}.py found")
 
 
+def _subfolders(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_dir() and _visible(p))
+
+
 def _is_student_folder(folder: Path) -> bool:
-    return bool(_python_files(folder))
+    """A folder holding an assignment file, or loose .py files and no folders."""
+    files = _python_files(folder)
+    stems = set(known_stems())
+    return any(p.stem in stems for p in files) or (bool(files) and not _subfolders(folder))
 
 
 def discover(
@@ -109,9 +116,12 @@ def discover(
             if _is_student_folder(root):
                 _from_student_folder(root, assignment, out)
             else:
-                folders = sorted(p for p in root.iterdir() if p.is_dir() and _visible(p))
+                folders = _subfolders(root)
                 if not folders:
                     out.problems.append(f"{root}: no submissions found")
+                for loose in _python_files(root):
+                    out.problems.append(f"{root.name}/{loose.name}: a file in a class folder "
+                                        "(expected one folder per student)")
                 for folder in folders:
                     _from_student_folder(folder, assignment, out)
         else:

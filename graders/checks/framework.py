@@ -279,7 +279,7 @@ def describe_array(array: np.ndarray) -> str:
     if array.size <= MAX_SHOWN_ELEMENTS:
         body = np.array2string(
             shown, separator=", ", threshold=MAX_SHOWN_ELEMENTS, max_line_width=10**6,
-            precision=4,
+            formatter={"float_kind": _format_float, "bool": lambda b: str(bool(b))},
         )
         return f"{head} {body}"
     if shown.dtype.kind in "fiu" and shown.size:
@@ -287,6 +287,15 @@ def describe_array(array: np.ndarray) -> str:
         if finite.size:
             return f"{head} in [{finite.min():.4g}, {finite.max():.4g}]"
     return head
+
+
+def _format_float(value: float) -> str:
+    """``1.0``, ``-0.3679``, ``1.5e+30``, ``nan``: at most 4 significant digits."""
+    magnitude = abs(float(value))
+    if magnitude != 0 and np.isfinite(magnitude) and not 1e-4 <= magnitude < 1e5:
+        return np.format_float_scientific(value, precision=3, unique=True, trim="-")
+    return np.format_float_positional(value, precision=4, unique=True, fractional=False,
+                                      trim="0")
 
 
 def describe_value(value: Any) -> str:

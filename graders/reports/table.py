@@ -51,7 +51,12 @@ def submission_table(result: SubmissionResult) -> Table:
         points = f"{format_points(task.points)}/{format_points(task.max_points)}"
         if not task.graded:
             points = "not graded"
-        reason = "" if task.status == "passed" else _short(task.reason)
+        if task.status == "passed":
+            reason = ""
+        elif task.status == "not started":
+            reason = "still the handout's stub (NotImplementedError)"
+        else:
+            reason = _short(task.reason)
         table.add_row(
             task.task, task.title, points, Text(status, style=STATUS_STYLE.get(status, "")),
             reason,

@@ -150,3 +150,10 @@ def test_release_is_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(graders.release, "main", lambda argv=None: seen.append(argv) or 0)
     assert main(["release", "--check"]) == 0
     assert seen == [["--check"]]
+
+
+def test_a_class_folder_with_a_stray_script_is_still_a_class_folder(klass: Path) -> None:
+    write(klass, "grade_all.py", "print('a TA helper')\n")
+    found = discover([klass])
+    assert [s.student for s in found.submissions] == ["alice", "bob", "carol"]
+    assert any(p.startswith("class/grade_all.py: a file in a class folder") for p in found.problems)

@@ -214,10 +214,12 @@ def test_the_grading_profile_pins_every_setting() -> None:
 
 def test_inputs_are_described_compactly() -> None:
     assert describe_value({"x": np.array([[0.0, 1.0]], np.float32), "block_size": 1}) == (
-        "x = f32[1,2] [[0., 1.]], block_size = 1"
+        "x = f32[1,2] [[0.0, 1.0]], block_size = 1"
     )
     assert describe_value(np.zeros((64, 128))).startswith("f64[64,128] in [0, 0]")
     assert describe_value((1, [2.5])) == "(1, [2.5])"
+    assert describe_value(np.array([True, False])) == "bool[2] [True, False]"
+    assert describe_value(np.array([1e30, -0.36787944])) == "f64[2] [1e+30, -0.3679]"
 
 
 def test_a_session_needs_a_worker_or_a_failure() -> None:
