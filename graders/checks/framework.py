@@ -471,6 +471,12 @@ class Session:
                 status="error", internal=True,
             )
             self._raise(failure, with_input=True)
+        except (OSError, RuntimeError) as exc:  # the worker could not be (re)started
+            failure = CheckFailure(
+                f"internal grader error: the worker is unavailable ({exc})",
+                status="error", internal=True,
+            )
+            self._raise(failure, with_input=False)
         if not result.ok:
             assert result.error is not None
             self._fail_call(func, result.error, timeout)

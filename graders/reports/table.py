@@ -53,6 +53,8 @@ def submission_table(result: SubmissionResult) -> Table:
             points = "not graded"
         if task.status == "passed":
             reason = ""
+        elif result.load_error:
+            reason = "the file was not run (see below)"
         elif task.status == "not started":
             reason = "still the handout's stub (NotImplementedError)"
         else:
@@ -83,6 +85,8 @@ def print_report(
                 if check.status != "passed":
                     console.print(Text(check.feedback))
                     console.print()
+                    if result.load_error:
+                        break  # every check failed the same way: once is enough
     if len(results) > 1:
         summary = Table(title="Totals", box=box.SIMPLE, title_justify="left")
         summary.add_column("Student")

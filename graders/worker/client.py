@@ -281,6 +281,7 @@ class Worker:
         self.submission_path = Path(submission_path).resolve()
         if not self.submission_path.is_file():
             raise FileNotFoundError(f"no submission file at {submission_path}")
+        self._source = self.submission_path.read_bytes()  # every (re)start runs this snapshot
         self.module_name = _safe_module_name(self.submission_path, module_name)
         self.timeout = float(timeout)
         self.startup_timeout = float(startup_timeout)
@@ -341,7 +342,7 @@ class Worker:
     def _spawn(self) -> WorkerFailure | None:
         shutil.rmtree(self.workdir, ignore_errors=True)
         self.workdir.mkdir()
-        shutil.copyfile(self.submission_path, self.workdir / f"{self.module_name}.py")
+        (self.workdir / f"{self.module_name}.py").write_bytes(self._source)
         self._spawned += 1
         output_path = self.logdir / f"output-{self._spawned}.txt"
         use_prlimit = hasattr(__import__("resource"), "prlimit")
