@@ -1,0 +1,133 @@
+"""End-to-end grading of the real assignments (a1, a4 Tasks 4.1–4.2).
+
+Each submission runs through the real pipeline: static check, a worker
+subprocess, the hypothesis checks against the hidden reference.  The expected
+scores of the sample submissions are the ones documented in
+``examples/submissions/README.md``; the mutation tests prove that each
+graded behaviour can actually cost points.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graders.grading import SubmissionResult, grade_file
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "examples" / "submissions"
+A1, A4 = "a1_pallas_basics.py", "a4_flash_attention.py"
+
+
+def task_points(result: SubmissionResult) -> dict[str, float]:
+    """Points per graded task, e.g. {"1.1": 15, ...}."""
+    return {t.task: t.points for t in result.tasks() if t.graded}
+
+
+@pytest.mark.parametrize("stem, full", [(A1, 100), (A4, 30)])
+def test_the_solutions_get_every_graded_point(stem: str, full: int) -> None:
+    result = grade_file(ROOT / "solutions" / stem)
+    assert (result.score, result.max_score) == (full, full), (
+        f"solutions/{stem} must get full marks on every graded task; feedback of the "
+        f"failures: {[c.feedback for c in result.checks if c.status != 'passed']}")
+
+
+@pytest.mark.parametrize("stem", [A1, A4])
+def test_the_untouched_handouts_get_zero_and_say_not_started(stem: str) -> None:
+    result = grade_file(ROOT / "assignments" / stem)
+    assert result.score == 0, "a handout whose stubs all raise NotImplementedError earns nothing"
+    assert {t.status for t in result.tasks() if t.graded} == {"not started"}, (
+        "every graded task of an untouched handout is reported as not started")
+
+
+EXPECTED = {
+    ("ada_correct", A1): {"1.1": 15, "1.2": 25, "1.3": 25, "1.4": 20, "1.5": 15},
+    ("ada_correct", A4): {"4.1": 15, "4.2": 15},
+    # column-block axis inner (1.3 keeps its 10 value points), buffer_count ignored (1.5
+    # keeps the 6 worked-answer points); 4.1 without the rescale of l; 4.2 asymmetric
+    # merge keeps only finalize's 3 points.
+    ("ben_typical_mistakes", A1): {"1.1": 15, "1.2": 25, "1.3": 10, "1.4": 20, "1.5": 6},
+    ("ben_typical_mistakes", A4): {"4.1": 0, "4.2": 3},
+    ("cleo_untouched", A1): {"1.1": 0, "1.2": 0, "1.3": 0, "1.4": 0, "1.5": 0},
+    ("cleo_untouched", A4): {"4.1": 0, "4.2": 0},
+    ("dev_broken", A1): {"1.1": 0, "1.2": 0, "1.3": 0, "1.4": 0, "1.5": 0},
+    ("dev_broken", A4): {"4.1": 0, "4.2": 15},
+}
+
+
+@pytest.mark.parametrize("student, stem", sorted(EXPECTED))
+def test_sample_submissions_get_their_documented_scores(student: str, stem: str) -> None:
+    # A short timeout keeps dev_broken's infinite loop cheap; correct calls take milliseconds.
+    result = grade_file(SAMPLES / student / stem, timeout=2.0)
+    assert task_points(result) == EXPECTED[student, stem], (
+        f"{student}/{stem}: per-task points differ from examples/submissions/README.md; "
+        f"reasons: {[(t.task, t.reason) for t in result.tasks() if t.points < t.max_points]}")
+
+
+def test_the_broken_samples_fail_for_the_documented_reasons() -> None:
+    a1 = grade_file(SAMPLES / "dev_broken" / A1)
+    assert a1.load_error and "line 118" in a1.load_error and "SyntaxError" in a1.load_error, (
+        "a syntax error is reported with its line before anything runs")
+    a4 = grade_file(SAMPLES / "dev_broken" / A4, timeout=1.0)
+    statuses = {c.status for c in a4.checks if c.task == "4.1"}
+    assert statuses == {"timeout"}, "the infinite loop in online_softmax fails 4.1 by timeout"
+    ben = grade_file(SAMPLES / "ben_typical_mistakes" / A4)
+    feedback = "\n".join(c.feedback for c in ben.checks if c.task == "4.1")
+    assert "not rescaled by exp(m_old - m_new)" in feedback, (
+        "the missing rescale of l is named in the feedback (style.md)")
+
+
+def _mutated(tmp_path: Path, stem: str, old: str, new: str) -> Path:
+    source = (ROOT / "solutions" / stem).read_text()
+    assert source.count(old) == 1, f"the mutation target {old!r} must occur once in {stem}"
+    path = tmp_path / "student" / stem
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source.replace(old, new))
+    return path
+
+
+@pytest.mark.parametrize("stem, old, new, task, kept", [
+    # The grid order of bias_add: (rows, cols) instead of (cols, rows) → 192 DMAs.
+    (A1, "grid=(cols // bn, rows // bm)", "grid=(rows // bm, cols // bn)", "1.3", None),
+    # No aliasing: a new array is returned and acc is left unchanged.
+    (A1, "        input_output_aliases={0: 0},\n", "", "1.4", 13),
+    # l is not rescaled when the running maximum grows.
+    (A4, "l_run = l_run * rescale + ", "l_run = l_run + ", "4.1", 0),
+    # A kernel that writes y instead of x + y.
+    (A1, "    z_ref[...] = x_ref[...] + y_ref[...]", "    z_ref[...] = y_ref[...]", "1.1", 0),
+])
+def test_a_solution_with_one_mistake_loses_points_on_that_task_only(
+        tmp_path: Path, stem: str, old: str, new: str, task: str, kept: int | None) -> None:
+    mutated = grade_file(_mutated(tmp_path, stem, old, new))
+    full = task_points(grade_file(ROOT / "solutions" / stem))
+    got = task_points(mutated)
+    assert got[task] < full[task], f"the mutation {old!r} -> {new!r} must cost points on {task}"
+    if kept is not None:
+        assert got[task] == kept, f"task {task} keeps exactly {kept} points under this mistake"
+    others = {t: p for t, p in got.items() if t != task}
+    if task != "1.1":  # the add kernel is shared by 1.2, which must fail with it
+        assert others == {t: p for t, p in full.items() if t != task}, (
+            "a fault is charged to the task that has it, not to the others")
+
+
+def test_grading_twice_through_the_cli_gives_identical_results_json(tmp_path: Path) -> None:
+    outputs = []
+    for run in ("first", "second"):
+        out = tmp_path / f"{run}.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "graders.cli", "grade", str(ROOT / "solutions" / A1),
+             "--format", "gradescope", "--out", str(out)],
+            cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        data = json.loads(out.read_text())
+        data.pop("execution_time", None)
+        for test in data["tests"]:
+            test.pop("execution_time", None)
+        outputs.append(data)
+    assert outputs[0] == outputs[1], "the grading profile is deterministic"
+    assert outputs[0]["score"] == 100 and {t["number"] for t in outputs[0]["tests"]} == {
+        "1.1", "1.2", "1.3", "1.4", "1.5"}, "results.json numbers tests by task id"
