@@ -193,13 +193,23 @@ class _Operand:
         what = f"{self.dtype.name}{list(self.kernel_shape)} block"
         return memory.Allocation(self.name, self.role, self.space, nbytes, self.buffers, what)
 
-    def window(self, row: np.ndarray) -> tuple[object, ...]:
-        """HBM index of the block at block index ``row`` (None dims as ints)."""
-        out: list[object] = []
-        for b, spec_b, i in zip(self.blocks, self.spec_shape, row, strict=True):
-            start = int(i) * b
-            out.append(start if spec_b is None else slice(start, start + b))
-        return tuple(out)
+    def blocked_view(self) -> np.ndarray:
+        """A view of the (padded, C-contiguous) HBM array indexed by block index.
+
+        ``view[block_index]`` is the block as the kernel sees it: squeezed
+        (``None``) dims dropped.  Built once per call by reshape + transpose,
+        so each DMA is one NumPy copy with no per-step slicing.
+        """
+        shape: list[int] = []
+        block_axes: list[int] = []
+        inner_axes: list[int] = []
+        for n, b, spec_b in zip(self.nblocks, self.blocks, self.spec_shape, strict=True):
+            block_axes.append(len(shape))
+            shape.append(n)
+            if spec_b is not None:
+                inner_axes.append(len(shape))
+                shape.append(b)
+        return self.hbm.reshape(shape).transpose(block_axes + inner_axes)
 
     def valid_bytes(self) -> np.ndarray:
         """int64 [steps]: bytes of each step's block inside the logical shape."""
@@ -282,7 +292,7 @@ class _Call:
                 hbm[tuple(slice(0, d) for d in op.shape)] = arrays[ins.index(op)]
                 op.hbm = hbm
             else:
-                op.hbm = arrays[ins.index(op)]
+                op.hbm = np.ascontiguousarray(arrays[ins.index(op)])
         for o, op in enumerate(outs):
             if o in aliases:
                 op.hbm = ins[aliases[o]].hbm
@@ -307,16 +317,16 @@ class _Call:
         try:
             for s in range(num_steps):
                 ctx.program_ids = steps[s]
-                for dst, src in plan_in[s]:
-                    np.copyto(dst, src)
+                for buf, view, key in plan_in[s]:
+                    np.copyto(buf, view[key])
                 for buf, value in plan_fresh[s]:
                     buf.fill(value)
                 if kernel(*refs) is not None:
                     raise KernelSignatureError(
                         f"kernel {self.name} returned a value; a Pallas kernel must return "
                         "None and write its results into the output refs")
-                for dst, src in plan_out[s]:
-                    np.copyto(dst, src)
+                for view, key, buf in plan_out[s]:
+                    view[key] = buf
         finally:
             context._STACK.pop()
 
@@ -325,7 +335,7 @@ class _Call:
             logical = op.hbm[tuple(slice(0, d) for d in op.shape)] if op.ragged else op.hbm
             if o in aliases:
                 original = arrays[aliases[o]]
-                if op.ragged:
+                if op.hbm is not original:  # padded or made contiguous: copy back
                     original[...] = logical
                 results.append(original)
             else:
@@ -375,8 +385,9 @@ class _Call:
 
     def _plan(self, ins: list[_Operand], outs: list[_Operand], num_steps: int,
               steps: list[tuple[int, ...]]) -> tuple[list[list], list[list], list[list]]:
-        """Per step: (dst, src) input copies, (buffer, value) output buffers to
-        poison, and (dst, src) output write-backs, bound to NumPy views once."""
+        """Per step: input copies ``(buffer, blocked HBM view, block index)``,
+        output buffers to poison ``(buffer, value)`` and output write-backs
+        ``(blocked HBM view, block index, buffer)``."""
         plan_in: list[list] = [[] for _ in range(num_steps)]
         plan_fresh: list[list] = [[] for _ in range(num_steps)]
         plan_out: list[list] = [[] for _ in range(num_steps)]
@@ -389,11 +400,13 @@ class _Call:
                 changed[1:] = (np.any(op.idx[1:] != op.idx[:-1], axis=1)
                                if op.idx.shape[1] else False)
             valid = op.valid_bytes()
+            view = op.blocked_view()
+            keys = [tuple(r) for r in op.idx.tolist()]
             if op.role == "in":
                 op.dma_count = int(changed.sum())
                 op.hbm_bytes = int(valid[changed].sum())
-                for s in np.flatnonzero(changed):
-                    plan_in[s].append((op.buf, op.hbm[op.window(op.idx[s])]))
+                for s in np.flatnonzero(changed).tolist():
+                    plan_in[s].append((op.buf, view, keys[s]))
                 continue
             _check_revisits(op, changed, self.name, steps)
             writeback = np.ones(num_steps, bool)
@@ -401,10 +414,10 @@ class _Call:
             op.dma_count = int(writeback.sum())
             op.hbm_bytes = int(valid[writeback].sum())
             poison = fill_value(op.dtype, mode)
-            for s in np.flatnonzero(changed):
+            for s in np.flatnonzero(changed).tolist():
                 plan_fresh[s].append((op.buf, poison))
-            for s in np.flatnonzero(writeback):
-                plan_out[s].append((op.hbm[op.window(op.idx[s])], op.buf))
+            for s in np.flatnonzero(writeback).tolist():
+                plan_out[s].append((view, keys[s], op.buf))
         return plan_in, plan_fresh, plan_out
 
 
@@ -456,15 +469,19 @@ def _block_indices(op: _Operand, steps: list[tuple[int, ...]], pre_refs: list[Re
     spec_map = op.index_map
     if spec_map is None:
         return out
-    for s, pid in enumerate(steps):
-        r = spec_map(*pid, *pre_refs)
-        if not isinstance(r, tuple):
-            r = tuple(r) if isinstance(r, list) else (r,)
-        if len(r) != ndim:
-            raise KernelSignatureError(
-                f"index_map of {op.role}put {op.name!r} returned {len(r)} indices {r} at grid "
-                f"step {pid} but the array has {ndim} dims (shape {op.shape})")
-        out[s] = r
+    vectorized = _vectorized_indices(spec_map, steps, pre_refs, ndim)
+    if vectorized is not None:
+        out[...] = vectorized
+    else:
+        for s, pid in enumerate(steps):
+            r = spec_map(*pid, *pre_refs)
+            if not isinstance(r, tuple):
+                r = tuple(r) if isinstance(r, list) else (r,)
+            if len(r) != ndim:
+                raise KernelSignatureError(
+                    f"index_map of {op.role}put {op.name!r} returned {len(r)} indices {r} at "
+                    f"grid step {pid} but the array has {ndim} dims (shape {op.shape})")
+            out[s] = r
     nblocks = np.asarray(op.nblocks, np.int64)
     bad = np.any((out < 0) | (out >= nblocks), axis=1)
     if bad.any():
@@ -476,6 +493,34 @@ def _block_indices(op: _Operand, steps: list[tuple[int, ...]], pre_refs: list[Re
             f"shape {tuple(op.spec_shape)} (valid block indices are 0 .. n-1 with n = "
             f"{tuple(int(n) for n in nblocks)})")
     return out
+
+
+def _vectorized_indices(index_map: Callable[..., object], steps: list[tuple[int, ...]],
+                        pre_refs: list[Ref], ndim: int) -> np.ndarray | None:
+    """Evaluate ``index_map`` once on int arrays of all grid indices.
+
+    Index maps are usually affine (``lambda i, j: (i, 0)``), so one call on
+    arrays gives every step's block index.  Anything that does not come back
+    as ``ndim`` integer arrays of one value per step (Python branching on an
+    index raises on arrays, for example) returns None, and the caller falls
+    back to one call per step: the result is the same either way.
+    """
+    if len(steps) < 8 or not steps[0]:
+        return None
+    grid_idx = np.asarray(steps, dtype=np.int64).T
+    try:
+        r = index_map(*grid_idx, *pre_refs)
+    except Exception:  # noqa: BLE001 - any failure means "evaluate step by step"
+        return None
+    if not isinstance(r, (tuple, list)) or len(r) != ndim:
+        return None
+    cols = []
+    for entry in r:
+        a = np.asarray(entry)
+        if a.dtype.kind not in "iu" or a.ndim > 1 or (a.ndim == 1 and len(a) != len(steps)):
+            return None
+        cols.append(np.broadcast_to(a, (len(steps),)))
+    return np.stack(cols, axis=1) if cols else np.zeros((len(steps), 0), np.int64)
 
 
 def _check_revisits(op: _Operand, changed: np.ndarray, call_name: str,
