@@ -43,10 +43,7 @@ def program_id(axis: int) -> int:
       PallasSimError: called outside a kernel.
     """
     ctx = current()
-    if not -len(ctx.grid) <= axis < len(ctx.grid):
-        raise ValueError(f"program_id axis={axis} but the grid {ctx.grid} has "
-                         f"{len(ctx.grid)} axes")
-    return ctx.program_ids[axis]
+    return ctx.program_ids[_axis(ctx, axis, "program_id")]
 
 
 def num_programs(axis: int) -> int:
@@ -57,10 +54,13 @@ def num_programs(axis: int) -> int:
       PallasSimError: called outside a kernel.
     """
     ctx = current()
+    return ctx.grid[_axis(ctx, axis, "num_programs")]
+
+
+def _axis(ctx: KernelContext, axis: int, what: str) -> int:
     if not -len(ctx.grid) <= axis < len(ctx.grid):
-        raise ValueError(f"num_programs axis={axis} but the grid {ctx.grid} has "
-                         f"{len(ctx.grid)} axes")
-    return ctx.grid[axis]
+        raise ValueError(f"{what} axis={axis} but the grid {ctx.grid} has {len(ctx.grid)} axes")
+    return axis
 
 
 def when(condition: object) -> Callable[[Callable[[], None]], None]:

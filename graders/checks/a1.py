@@ -28,6 +28,27 @@ def reference_run(fn, *args, **kwargs):
     return out, t.calls
 
 
+def check_trace_against_reference(s: Session, func: str, reference_fn, cases,
+                                  *, max_examples: int = 10, diagnose=None) -> None:
+    """Property: the student's ``func`` makes the same pallas_call(s) as the reference.
+
+    Compares grid, block shapes, DMA count and VMEM bytes on drawn ``cases``
+    (the reference gets copies of the arrays, so in-place updates do not
+    leak).  ``diagnose(got_calls, expected_calls)`` may name a known mistake.
+    """
+    def body(case: Case) -> None:
+        reply = s.invoke(func, case.args, case.kwargs)
+        copies = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in case.args)
+        _, expected = reference_run(reference_fn, *copies, **case.kwargs)
+        try:
+            assert_same_trace(reply.traces, expected)
+        except CheckFailure as failure:
+            if diagnose is not None:
+                failure.diagnosis = diagnose(reply.traces, expected)
+            raise
+    run_property(cases, body, max_examples=max_examples)
+
+
 # --- shared inputs -------------------------------------------------------------------------
 
 @st.composite
@@ -92,11 +113,7 @@ def blocked_add_values(s: Session) -> None:
 @check(A, "1.2", 10, "blocked_add makes one pallas_call with a cdiv grid of block_shape blocks "
                      "(grid, block shapes, DMAs, VMEM equal the intended call's)")
 def blocked_add_trace(s: Session) -> None:
-    def body(case: Case) -> None:
-        reply = s.invoke("blocked_add", case.args, case.kwargs)
-        _, expected = reference_run(ref.blocked_add, *case.args, **case.kwargs)
-        assert_same_trace(reply.traces, expected)
-    run_property(two_arrays(), body, max_examples=10)
+    check_trace_against_reference(s, "blocked_add", ref.blocked_add, two_arrays())
 
 
 @check(A, "1.2", 5, "worked answer: a blocked f32[2048, 2048] add with (512, 512) blocks reads "
@@ -153,19 +170,12 @@ def bias_add_worked_dmas(s: Session) -> None:
 @check(A, "1.3", 5, "bias_add's pallas_call matches the DMA-minimal configuration on drawn "
                     "shapes (grid, block shapes, DMAs, VMEM)")
 def bias_add_trace(s: Session) -> None:
-    def body(case: Case) -> None:
-        reply = s.invoke("bias_add", case.args, case.kwargs)
-        _, expected = reference_run(ref.bias_add, *case.args, **case.kwargs)
-        try:
-            assert_same_trace(reply.traces, expected)
-        except CheckFailure as failure:
-            got_grid = reply.traces[0].grid if len(reply.traces) == 1 else None
-            if got_grid is not None and got_grid == tuple(reversed(expected[0].grid)):
-                failure.diagnosis = ("the grid runs over (row blocks, column blocks): with the "
-                                     "column-block axis inner the bias block is refetched at "
-                                     "every step (lecture §2.2)")
-            raise
-    run_property(bias_cases(), body, max_examples=10)
+    def diagnose(got: list, expected: list) -> str | None:
+        if len(got) == 1 and got[0].grid == tuple(reversed(expected[0].grid)):
+            return ("the grid runs over (row blocks, column blocks): with the column-block axis "
+                    "inner the bias block is refetched at every step (lecture §2.2)")
+        return None
+    check_trace_against_reference(s, "bias_add", ref.bias_add, bias_cases(), diagnose=diagnose)
 
 
 # --- Task 1.4 accumulate_inplace -----------------------------------------------------------
@@ -211,12 +221,8 @@ def accumulate_in_place(s: Session) -> None:
 @check(A, "1.4", 5, "accumulate_inplace's pallas_call matches the intended one (grid, block "
                     "shapes, DMAs, VMEM)")
 def accumulate_trace(s: Session) -> None:
-    def body(case: Case) -> None:
-        reply = s.invoke("accumulate_inplace", case.args, case.kwargs)
-        acc, x = case.args
-        _, expected = reference_run(ref.accumulate_inplace, acc.copy(), x, **case.kwargs)
-        assert_same_trace(reply.traces, expected)
-    run_property(accumulate_cases(), body, max_examples=8)
+    check_trace_against_reference(s, "accumulate_inplace", ref.accumulate_inplace,
+                                  accumulate_cases(), max_examples=8)
 
 
 # --- Task 1.5 vmem_bytes -------------------------------------------------------------------
