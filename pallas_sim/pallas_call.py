@@ -220,12 +220,13 @@ class _Operand:
                       np.asarray(self.blocks, np.int64))
         return ext.prod(axis=1) * self.dtype.itemsize
 
-    def to_trace(self) -> tracing.OperandTrace:
+    def to_trace(self, reads: np.ndarray | None = None) -> tracing.OperandTrace:
         return tracing.OperandTrace(
             role=self.role, name=self.name, shape=self.shape, dtype=self.dtype.name,
             block_shape=tuple(self.spec_shape), memory_space=self.space, buffers=self.buffers,
             dma_count=self.dma_count, hbm_bytes=self.hbm_bytes,
-            block_indices=self.idx.astype(np.int32))
+            block_indices=self.idx.astype(np.int32),
+            kernel_reads=np.zeros(0, np.int32) if reads is None else reads)
 
 
 class _Call:
@@ -313,6 +314,8 @@ class _Call:
 
         ctx = context.KernelContext(self.grid)
         kernel = self.kernel
+        in_refs = [op.ref for op in ins]
+        reads = np.zeros((len(ins), num_steps), np.int32)
         context._STACK.append(ctx)
         try:
             for s in range(num_steps):
@@ -325,6 +328,10 @@ class _Call:
                     raise KernelSignatureError(
                         f"kernel {self.name} returned a value; a Pallas kernel must return "
                         "None and write its results into the output refs")
+                for j, ref in enumerate(in_refs):
+                    if ref.reads:
+                        reads[j, s] = ref.reads
+                        ref.reads = 0
                 for view, key, buf in plan_out[s]:
                     view[key] = buf
         finally:
@@ -345,7 +352,8 @@ class _Call:
             tracing.OperandTrace("prefetch", nm, p.shape, p.dtype.name, p.shape, "smem", 1, 0, 0,
                                  np.zeros((0, 0), np.int32))
             for nm, p in zip(pre_names, prefetch, strict=True)]
-        operand_traces += [op.to_trace() for op in ins + outs]
+        operand_traces += [op.to_trace(reads[j]) for j, op in enumerate(ins)]
+        operand_traces += [op.to_trace() for op in outs]
         operand_traces += [
             tracing.OperandTrace("scratch", nm, s.shape, s.dtype.name, s.shape, s.memory_space,
                                  1, 0, 0, np.zeros((0, 0), np.int32))

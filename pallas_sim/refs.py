@@ -26,12 +26,15 @@ class Ref:
       IndexError: an index or slice outside the ref's shape, naming the ref.
     """
 
-    __slots__ = ("_buf", "name", "memory_space")
+    __slots__ = ("_buf", "name", "memory_space", "reads")
 
     def __init__(self, buf: np.ndarray, name: str, memory_space: str = "vmem") -> None:
         self._buf = buf
         self.name = name
         self.memory_space = memory_space
+        #: How many times the kernel read this ref (``ref[...]``, ``np.asarray(ref)``);
+        #: pallas_call turns it into the per-step ``OperandTrace.kernel_reads``.
+        self.reads = 0
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -56,10 +59,12 @@ class Ref:
         return self.shape[0]
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        self.reads += 1
         out = self._buf.copy()
         return out if dtype is None else out.astype(dtype)
 
     def __getitem__(self, idx):
+        self.reads += 1
         if idx is Ellipsis:
             return self._buf.copy()
         value = self._buf[self._checked(idx)]

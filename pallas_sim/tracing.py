@@ -35,6 +35,11 @@ class OperandTrace:
       hbm_bytes: bytes those copies moved (only the valid part of edge blocks).
       block_indices: int32 [steps, ndim], the block index at every grid step
         (empty [0, 0] for scratch and prefetch operands).
+      kernel_reads: int32 [steps] for inputs: how many times the kernel read
+        the ref (``ref[...]``, ``ref[i:j]``, ``np.asarray(ref)``) at each grid
+        step; empty [0] for other roles.  A step whose work was skipped (e.g. a
+        fully masked causal block behind ``pl.when``, lecture §5.3) reads
+        nothing, so skipped work is visible per step.
     """
 
     role: str
@@ -47,6 +52,8 @@ class OperandTrace:
     dma_count: int
     hbm_bytes: int
     block_indices: np.ndarray
+    kernel_reads: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, np.int32))
 
     @property
     def vmem_bytes(self) -> int:
@@ -69,6 +76,7 @@ class OperandTrace:
         d["shape"] = list(self.shape)
         d["block_shape"] = list(self.block_shape)
         d["block_indices"] = np.asarray(self.block_indices, dtype=np.int32)
+        d["kernel_reads"] = np.asarray(self.kernel_reads, dtype=np.int32).reshape(-1)
         return d
 
     @classmethod
@@ -87,14 +95,16 @@ class OperandTrace:
             block_shape=tuple(None if x is None else int(x) for x in d["block_shape"]),
             memory_space=str(d["memory_space"]), buffers=int(d["buffers"]),
             dma_count=int(d["dma_count"]), hbm_bytes=int(d["hbm_bytes"]),
-            block_indices=bi)
+            block_indices=bi,
+            kernel_reads=np.asarray(d.get("kernel_reads", ()), dtype=np.int32).reshape(-1))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, OperandTrace):
             return NotImplemented
         a, b = self.to_dict(), other.to_dict()
         ia, ib = a.pop("block_indices"), b.pop("block_indices")
-        return a == b and np.array_equal(ia, ib)
+        ra, rb = a.pop("kernel_reads"), b.pop("kernel_reads")
+        return a == b and np.array_equal(ia, ib) and np.array_equal(ra, rb)
 
     __hash__ = None  # type: ignore[assignment]
 
