@@ -20,10 +20,11 @@ from .errors import (
                      KernelSignatureError,
                      PallasSimError,
                      RevisitedOutputBlockError,
+                     UnwaitedDMAError,
                      VmemOOMError,
 )
 from .tracing import CallTrace, OperandTrace, Trace, trace
 
 __all__ = ["BlockIndexError", "CallTrace", "GridSemanticsError", "KernelSignatureError",
            "OperandTrace", "PallasSimError", "RevisitedOutputBlockError", "Trace",
-           "VmemOOMError", "config", "jax", "jnp", "pl", "pltpu", "trace"]
+           "UnwaitedDMAError", "VmemOOMError", "config", "jax", "jnp", "pl", "pltpu", "trace"]

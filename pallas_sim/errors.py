@@ -52,3 +52,12 @@ class GridSemanticsError(PallasSimError, ValueError):
 
 class KernelSignatureError(PallasSimError, TypeError):
     """The kernel, an index map or a spec does not match the call's operands."""
+
+
+class UnwaitedDMAError(PallasSimError):
+    """A copy started with ``make_async_copy(...).start()`` was never waited.
+
+    On a TPU the data may never arrive, and TPU interpret mode (JAX 0.10.x)
+    leaves the destination untouched and prints "Semaphore ... has non-zero
+    count ... at kernel exit" (pallas-sim.md item 7).
+    """

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import itertools
 import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import context, memory, tracing
+from . import context, dma, grid_order, memory, tracing
 from .config import OPTIONS
 from .dtypes import fill_value
 from .errors import (
@@ -256,7 +255,8 @@ class _Call:
         arrays = [a if isinstance(a, np.ndarray) else np.asarray(a) for a in args[n_pre:]]
         in_specs = _spec_list(self.in_specs, len(arrays), "in_specs")
         out_specs = _spec_list(self.out_specs, len(self.out_structs), "out_specs")
-        steps = list(itertools.product(*(range(g) for g in self.grid)))
+        steps = grid_order.grid_steps(self.grid, self.semantics,
+                                      shuffle=OPTIONS.shuffle_parallel, seed=OPTIONS.shuffle_seed)
         num_steps = len(steps)
         names = _kernel_param_names(self.kernel, n_pre + len(arrays) + len(self.out_structs)
                                     + len(self.scratch))
@@ -306,10 +306,13 @@ class _Call:
             else:
                 op.buf = np.full(op.kernel_shape, fill_value(op.dtype, mode), op.dtype)
             op.ref = Ref(op.buf, op.name, op.space)
-        plan_in, plan_fresh, plan_out = self._plan(ins, outs, num_steps, steps)
-        scratch_refs = [Ref(np.full(s.shape, fill_value(s.dtype, mode), s.dtype), nm,
+        plan_in, plan_fresh, plan_out = self._plan(ins, outs, num_steps, steps, set(aliases))
+        scratch_refs = [dma.SemaphoreRef.allocate(s.shape, nm)
+                        if s.memory_space == dma.SEMAPHORE_SPACE else
+                        Ref(np.full(s.shape, fill_value(s.dtype, mode), s.dtype), nm,
                             s.memory_space)
                         for s, nm in zip(self.scratch, scratch_names, strict=True)]
+        sem_refs = [r for r in scratch_refs if isinstance(r, dma.SemaphoreRef)]
         refs = (*pre_refs, *(op.ref for op in ins), *(op.ref for op in outs), *scratch_refs)
 
         ctx = context.KernelContext(self.grid)
@@ -336,6 +339,8 @@ class _Call:
                     view[key] = buf
         finally:
             context._STACK.pop()
+        if sem_refs:
+            dma.check_drained(sem_refs, self.name)
 
         results = []
         for o, op in enumerate(outs):
@@ -362,7 +367,8 @@ class _Call:
             name=self.name, grid=self.grid, dimension_semantics=self.semantics,
             num_steps=num_steps, vmem_bytes=vmem, smem_bytes=smem,
             vmem_limit_bytes=self.vmem_limit, operands=tuple(operand_traces),
-            when_bodies_run=ctx.when_bodies_run))
+            when_bodies_run=ctx.when_bodies_run,
+            manual_dma_count=dma.manual_dma_count(sem_refs)))
         return results[0] if self.single_out else tuple(results)
 
     def _check_aliases(self, ins: list[_Operand], outs: list[_Operand]) -> dict[int, int]:
@@ -392,10 +398,15 @@ class _Call:
         return by_out
 
     def _plan(self, ins: list[_Operand], outs: list[_Operand], num_steps: int,
-              steps: list[tuple[int, ...]]) -> tuple[list[list], list[list], list[list]]:
+              steps: list[tuple[int, ...]], aliased: set[int]
+              ) -> tuple[list[list], list[list], list[list]]:
         """Per step: input copies ``(buffer, blocked HBM view, block index)``,
         output buffers to poison ``(buffer, value)`` and output write-backs
-        ``(blocked HBM view, block index, buffer)``."""
+        ``(blocked HBM view, block index, buffer)``.
+
+        ``aliased`` holds the indices of outputs aliased to an input: as in TPU
+        interpret mode (JAX 0.10.x), those may revisit a block, and a revisit
+        reads back through the input what the earlier visit wrote."""
         plan_in: list[list] = [[] for _ in range(num_steps)]
         plan_fresh: list[list] = [[] for _ in range(num_steps)]
         plan_out: list[list] = [[] for _ in range(num_steps)]
@@ -416,7 +427,8 @@ class _Call:
                 for s in np.flatnonzero(changed).tolist():
                     plan_in[s].append((op.buf, view, keys[s]))
                 continue
-            _check_revisits(op, changed, self.name, steps)
+            if outs.index(op) not in aliased:
+                _check_revisits(op, changed, self.name, steps)
             writeback = np.ones(num_steps, bool)
             writeback[:-1] = changed[1:]
             op.dma_count = int(writeback.sum())

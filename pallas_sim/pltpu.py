@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .dma import SemaphoreType, make_async_copy
 from .specs import (
                     ANY,
                     ARBITRARY,
@@ -14,4 +15,4 @@ from .specs import (
 )
 
 __all__ = ["ANY", "ARBITRARY", "PARALLEL", "SMEM", "VMEM", "CompilerParams",
-           "PrefetchScalarGridSpec", "TPUCompilerParams"]
+           "PrefetchScalarGridSpec", "SemaphoreType", "TPUCompilerParams", "make_async_copy"]

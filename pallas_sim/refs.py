@@ -58,6 +58,20 @@ class Ref:
     def __len__(self) -> int:
         return self.shape[0]
 
+    @property
+    def at(self) -> _RefIndexer:
+        """``ref.at[idx]``: a sub-ref viewing part of this buffer (JAX ``Ref.at``).
+
+        Used to point a manual DMA at part of an HBM or VMEM buffer, e.g.
+        ``x_hbm.at[pl.ds(i * 8, 8)]``.  Only basic indices (ints, slices)
+        are allowed, so the sub-ref writes through to this buffer.
+
+        Raises (on indexing):
+          IndexError: an index outside the ref's shape, naming the ref.
+          TypeError: an array (advanced) index.
+        """
+        return _RefIndexer(self)
+
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         self.reads += 1
         out = self._buf.copy()
@@ -133,3 +147,21 @@ def _fmt(idx) -> str:
         else:
             parts.append(repr(e))
     return "[" + ", ".join(parts) + "]"
+
+
+class _RefIndexer:
+    __slots__ = ("_ref",)
+
+    def __init__(self, ref: Ref) -> None:
+        self._ref = ref
+
+    def __getitem__(self, idx) -> Ref:
+        ref = self._ref
+        entries = idx if isinstance(idx, tuple) else (idx,)
+        for e in entries:
+            if not (e is None or e is Ellipsis or isinstance(e, (slice, int, np.integer))):
+                raise TypeError(f"{ref.name}.at[...] takes ints and slices (pl.ds), got {e!r}")
+        view = ref._buf[ref._checked(idx)]
+        if not isinstance(view, np.ndarray):  # all ints: NumPy gave a scalar copy
+            view = ref._buf[(*entries, Ellipsis)]  # the trailing ... keeps a 0-d view
+        return Ref(view, f"{ref.name}.at{_fmt(idx)}", ref.memory_space)

@@ -122,8 +122,8 @@ class CallTrace:
       vmem_limit_bytes: the scoped limit in force.
       operands: per operand, in kernel order (prefetch, in, out, scratch).
       when_bodies_run: how many ``pl.when`` bodies executed over all steps.
-      manual_dma_count: copies started with ``make_async_copy`` (0 until manual
-        DMA is supported).
+      manual_dma_count: copies started with ``pltpu.make_async_copy(...).start()``
+        over the whole call (pallas-sim.md item 7).
     """
 
     name: str

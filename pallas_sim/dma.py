@@ -1,0 +1,250 @@
+"""Manual DMA: DMA semaphores and ``pltpu.make_async_copy``.
+
+A kernel that takes a raw HBM ref (``BlockSpec(memory_space=pl.ANY)``) moves
+data itself::
+
+    copy = pltpu.make_async_copy(x_hbm.at[pl.ds(start, 8)], buf, sem)
+    copy.start()
+    ...                      # buf still holds its old contents here
+    copy.wait()              # the 8 rows land in buf now
+
+Semantics follow JAX 0.10.x TPU interpret mode with its default
+``dma_execution_mode="on_wait"`` (pallas-sim.md item 7): a started copy is
+queued on its semaphore and executed, reading the source and writing the
+destination, only when some ``.wait()`` on that semaphore takes it; so reading
+the destination before the wait sees the old contents (poison in a fresh
+buffer).  A copy never waited by the end of the pallas_call never lands; TPU
+interpret mode then prints "Semaphore ... has non-zero count ... at kernel
+exit" and returns the poisoned result, pallas_sim raises
+:class:`~pallas_sim.errors.UnwaitedDMAError` (or warns, with
+``pallas_sim.config(unwaited_dma="warn")``).  Waiting on a semaphore with no
+copy in flight would hang a TPU; pallas_sim raises instead.
+"""
+
+from __future__ import annotations
+
+import collections
+import warnings
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from .config import OPTIONS
+from .errors import PallasSimError, UnwaitedDMAError
+from .refs import Ref
+from .specs import ScratchShape
+
+SEMAPHORE_SPACE = "semaphore"
+
+
+class Semaphore:
+    """One DMA semaphore: the FIFO of copies started on it and not yet waited.
+
+    Attributes:
+      name: e.g. ``"sem_ref"`` or ``"sems_ref[1]"``, used in errors.
+      pending: copies in flight, oldest first.
+      started: copies ever started on it (the trace's ``manual_dma_count``).
+    """
+
+    __slots__ = ("name", "pending", "started")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.pending: collections.deque[AsyncCopy] = collections.deque()
+        self.started = 0
+
+
+class SemaphoreRef:
+    """What a kernel receives for ``pltpu.SemaphoreType.DMA`` scratch.
+
+    A scalar semaphore ref (shape ``()``) is used directly; an array of them
+    (``SemaphoreType.DMA((n,))``) is indexed with ``sems.at[i]``.
+
+    Raises (on ``.at[...]``):
+      IndexError: an index outside the array of semaphores.
+    """
+
+    __slots__ = ("_sems", "name")
+
+    def __init__(self, sems: np.ndarray, name: str) -> None:
+        self._sems = sems
+        self.name = name
+
+    @classmethod
+    def allocate(cls, shape: Sequence[int], name: str) -> SemaphoreRef:
+        """Fresh semaphores of ``shape`` (``()`` for one)."""
+        sems = np.empty(tuple(shape), dtype=object)
+        for index in np.ndindex(sems.shape):
+            label = name + ("" if not index else "[" + ", ".join(map(str, index)) + "]")
+            sems[index] = Semaphore(label)
+        return cls(sems, name)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._sems.shape
+
+    @property
+    def at(self) -> _SemaphoreIndexer:
+        """``sems.at[i]``: the semaphore ref of element ``i``."""
+        return _SemaphoreIndexer(self)
+
+    def semaphore(self) -> Semaphore:
+        """The single semaphore of a scalar ref.
+
+        Raises:
+          ValueError: the ref holds an array of semaphores.
+        """
+        if self._sems.shape:
+            raise ValueError(
+                f"{self.name} is an array of {self._sems.shape} DMA semaphores; pick one "
+                f"with {self.name}.at[i]")
+        return self._sems[()]
+
+    def all(self) -> Iterable[Semaphore]:
+        """Every semaphore this ref holds."""
+        return self._sems.reshape(-1).tolist()
+
+    def __repr__(self) -> str:
+        return f"SemaphoreRef({self.name}: DMA{list(self.shape)})"
+
+
+class _SemaphoreIndexer:
+    __slots__ = ("_ref",)
+
+    def __init__(self, ref: SemaphoreRef) -> None:
+        self._ref = ref
+
+    def __getitem__(self, idx: object) -> SemaphoreRef:
+        try:
+            sub = self._ref._sems[idx]
+        except IndexError as exc:
+            raise IndexError(f"index {idx!r} is out of bounds for {self._ref.name} of shape "
+                             f"{self._ref.shape}") from exc
+        if not isinstance(sub, np.ndarray):
+            sub = np.array(sub, dtype=object)
+            sub[()] = self._ref._sems[idx]
+        return SemaphoreRef(sub, f"{self._ref.name}.at[{idx!r}]")
+
+
+class _SemaphoreKind(ScratchShape):
+    """``pltpu.SemaphoreType.DMA``: a scratch entry holding one DMA semaphore;
+    called with a shape (``SemaphoreType.DMA((2,))``) it declares an array."""
+
+    def __call__(self, shape: Sequence[int]) -> ScratchShape:
+        return ScratchShape(tuple(int(d) for d in shape), np.dtype(np.int32), SEMAPHORE_SPACE)
+
+
+class SemaphoreType:
+    """``pltpu.SemaphoreType``: only ``DMA`` semaphores are simulated."""
+
+    DMA = _SemaphoreKind((), np.dtype(np.int32), SEMAPHORE_SPACE)
+
+
+def _ref_parts(ref: object, what: str) -> tuple[np.ndarray, str]:
+    if not isinstance(ref, Ref):
+        raise TypeError(f"make_async_copy {what} must be a ref (a kernel argument or "
+                        f"ref.at[...]), got {type(ref).__name__}")
+    return ref._buf, ref.name
+
+
+class AsyncCopy:
+    """A copy descriptor from ``pltpu.make_async_copy(src_ref, dst_ref, sem)``.
+
+    ``start()`` queues the copy on ``sem``; ``wait()`` executes the oldest
+    copy queued on ``sem`` (source read and destination written then).  A
+    descriptor built again with the same arguments may wait for a copy that
+    another descriptor started, as in JAX.
+
+    Raises:
+      ValueError: source and destination differ in shape or dtype, or ``sem``
+        holds an array of semaphores.
+      TypeError: ``src_ref``/``dst_ref`` is not a ref, or ``sem`` not a DMA
+        semaphore ref.
+    """
+
+    __slots__ = ("_src", "_dst", "_sem", "_src_name", "_dst_name")
+
+    def __init__(self, src_ref: object, dst_ref: object, sem: object) -> None:
+        self._src, self._src_name = _ref_parts(src_ref, "source")
+        self._dst, self._dst_name = _ref_parts(dst_ref, "destination")
+        if not isinstance(sem, SemaphoreRef):
+            raise TypeError("make_async_copy needs a DMA semaphore (scratch "
+                            f"pltpu.SemaphoreType.DMA) as its third argument, got {sem!r}")
+        self._sem = sem.semaphore()
+        if self._src.shape != self._dst.shape or self._src.dtype != self._dst.dtype:
+            raise ValueError(
+                f"make_async_copy from {self._src_name} ({self._src.dtype}"
+                f"{list(self._src.shape)}) to {self._dst_name} ({self._dst.dtype}"
+                f"{list(self._dst.shape)}): source and destination must have the same shape "
+                "and dtype")
+
+    def start(self) -> None:
+        """Queue the copy on its semaphore; no data moves yet."""
+        self._sem.pending.append(self)
+        self._sem.started += 1
+
+    def wait(self) -> None:
+        """Execute the oldest copy queued on this descriptor's semaphore.
+
+        Raises:
+          PallasSimError: no copy is in flight on the semaphore (a TPU would
+            wait forever).
+        """
+        if not self._sem.pending:
+            raise PallasSimError(
+                f"wait() on DMA semaphore {self._sem.name} with no copy in flight (copy "
+                f"{self._src_name} -> {self._dst_name}); on a TPU this wait never returns. "
+                "Call .start() first.")
+        copy = self._sem.pending.popleft()
+        np.copyto(copy._dst, copy._src)
+
+    def __repr__(self) -> str:
+        return f"AsyncCopy({self._src_name} -> {self._dst_name} on {self._sem.name})"
+
+
+def make_async_copy(src_ref: object, dst_ref: object, sem: object) -> AsyncCopy:
+    """``pltpu.make_async_copy``: a local DMA from ``src_ref`` to ``dst_ref``.
+
+    Args:
+      src_ref, dst_ref: refs (or ``ref.at[...]`` sub-refs) of equal shape and
+        dtype, in any memory space (HBM refs come from ``pl.ANY`` operands).
+      sem: a scalar DMA semaphore ref (``pltpu.SemaphoreType.DMA`` scratch, or
+        ``sems.at[i]``).
+
+    Returns:
+      An :class:`AsyncCopy`; call ``.start()`` then ``.wait()``.
+
+    Raises:
+      ValueError, TypeError: see :class:`AsyncCopy`.
+    """
+    return AsyncCopy(src_ref, dst_ref, sem)
+
+
+def manual_dma_count(sem_refs: Iterable[SemaphoreRef]) -> int:
+    """Copies started on these semaphores (the trace's ``manual_dma_count``)."""
+    return sum(s.started for ref in sem_refs for s in ref.all())
+
+
+def check_drained(sem_refs: Iterable[SemaphoreRef], call_name: str) -> None:
+    """At the end of a pallas_call: complain about copies never waited.
+
+    Their destinations keep their old contents (as in TPU interpret mode).
+
+    Raises:
+      UnwaitedDMAError: with ``config(unwaited_dma="raise")`` (the default).
+    Warns:
+      RuntimeWarning: with ``config(unwaited_dma="warn")``.
+    """
+    pending = [c for ref in sem_refs for s in ref.all() for c in s.pending]
+    if not pending:
+        return
+    message = (f"pallas_call {call_name!r} ended with {len(pending)} DMA(s) started and never "
+               f"waited, first {pending[0]!r}; the destination never receives the data. "
+               "Every .start() needs a matching .wait() before the kernel's last step ends.")
+    for ref in sem_refs:
+        for s in ref.all():
+            s.pending.clear()
+    if OPTIONS.unwaited_dma == "warn":
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        return
+    raise UnwaitedDMAError(message)
