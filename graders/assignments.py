@@ -4,7 +4,7 @@ Source: design.md ("Assignments") and student-api.md (task ids and function
 names). Task ids ``N.M`` are the same everywhere: the stub's error message,
 the pytest marker, the report and the README. Every assignment totals 100
 points; only tasks marked ``graded`` count towards a score (a4's Tasks 4.3-4.6
-and all of a2, a3, a5 are not graded yet).
+and all of a2, a3 are not graded yet).
 """
 
 from __future__ import annotations
@@ -101,11 +101,11 @@ ASSIGNMENTS: dict[str, Assignment] = {
              False),
         ]),
         _assignment("a5", "a5_splash_attention", "Splash Attention", "§6", [
-            ("5.1", "causal_mask, local_mask, segment_mask", 15, False),
-            ("5.2", "classify_blocks, render_block_mask", 15, False),
-            ("5.3", "build_mask_info", 25, False),
-            ("5.4", "splash_attention_kernel, splash_attention", 35, False),
-            ("5.5", "mask_stats", 10, False),
+            ("5.1", "causal_mask, local_mask, segment_mask", 15, True),
+            ("5.2", "classify_blocks, render_block_mask", 15, True),
+            ("5.3", "build_mask_info", 25, True),
+            ("5.4", "splash_attention_kernel, splash_attention", 35, True),
+            ("5.5", "mask_stats", 10, True),
         ]),
     )
 }
