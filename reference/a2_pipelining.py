@@ -1,0 +1,112 @@
+"""Reference for assignment a2, pipelining (lecture §3).
+
+Public names are exactly those of the student API: ``pipeline_schedule``,
+``render_gantt``, ``pipeline_utilization``, ``effective_bandwidth``.
+
+The schedule is computed as an event simulation, deliberately unlike the
+index recurrence of the solution: a clock for the single DMA engine, a clock
+for the compute unit, and a pool of ``n_buffers`` VMEM slots kept as a
+list of the times at which each slot becomes free again (a slot is freed
+when the compute step that used it ends). Every time is float64.
+The Gantt chart is painted into a NumPy character array.
+"""
+
+import numpy as _np
+
+__all__ = ["effective_bandwidth", "pipeline_schedule", "pipeline_utilization", "render_gantt"]
+
+
+def _durations(dma_times, compute_times) -> tuple[_np.ndarray, _np.ndarray]:
+    """Both duration sequences as float64 [n] arrays, checked.
+
+    Raises:
+      ValueError: not 1-D, lengths differ, n == 0, or a negative duration.
+    """
+    dma = _np.asarray(dma_times, dtype=_np.float64)
+    compute = _np.asarray(compute_times, dtype=_np.float64)
+    if dma.ndim != 1 or compute.ndim != 1:
+        raise ValueError(f"dma_times and compute_times must be 1-D, got shapes {dma.shape} "
+                         f"and {compute.shape}")
+    if dma.shape != compute.shape:
+        raise ValueError(f"dma_times has {dma.size} entries but compute_times has "
+                         f"{compute.size}; give one DMA and one compute time per block")
+    if dma.size == 0:
+        raise ValueError("dma_times is empty; a pipeline needs at least one block")
+    for name, values in (("dma_times", dma), ("compute_times", compute)):
+        if _np.any(values < 0) or not _np.all(_np.isfinite(values)):
+            raise ValueError(f"{name}={values.tolist()} must be finite and non-negative")
+    return dma, compute
+
+
+def pipeline_schedule(dma_times, compute_times, n_buffers: int):
+    """Task 2.1: (dma_intervals, compute_intervals), float64 [n, 2] of (start, end).
+
+    One DMA engine copies the blocks in order; block k's copy needs a free
+    VMEM slot, and a slot frees up when the compute that used it ends.
+    """
+    dma, compute = _durations(dma_times, compute_times)
+    if int(n_buffers) != n_buffers or n_buffers < 1:
+        raise ValueError(f"n_buffers={n_buffers!r} must be an integer >= 1")
+    free_slots = [0.0] * int(n_buffers)  # when each VMEM slot frees up
+    engine_free = 0.0
+    compute_free = 0.0
+    dma_iv = _np.empty((dma.size, 2))
+    compute_iv = _np.empty((dma.size, 2))
+    for block, (copy_time, work_time) in enumerate(zip(dma, compute, strict=True)):
+        slot = free_slots.index(min(free_slots))  # the copy takes the earliest free slot
+        slot_free = free_slots[slot]
+        copy_start = max(engine_free, slot_free)
+        engine_free = copy_start + copy_time
+        work_start = max(engine_free, compute_free)
+        compute_free = work_start + work_time
+        free_slots[slot] = compute_free
+        dma_iv[block] = copy_start, engine_free
+        compute_iv[block] = work_start, compute_free
+    return dma_iv, compute_iv
+
+
+def render_gantt(dma_intervals, compute_intervals, *, width: int = 54) -> str:
+    """Task 2.2: the two-row ASCII chart of a schedule, ``width`` cells per row.
+
+    T is the last compute end; block k covers cells round(start·width/T) up to
+    (excluding) round(end·width/T), drawn as the digit k % 10.
+    """
+    rows = [_np.asarray(dma_intervals, dtype=_np.float64).reshape(-1, 2),
+            _np.asarray(compute_intervals, dtype=_np.float64).reshape(-1, 2)]
+    total = float(rows[1][-1, 1]) if rows[1].size else 0.0
+    canvas = _np.full((2, int(width)), " ", dtype="<U1")
+    if total > 0:
+        for row, intervals in enumerate(rows):
+            for block, (start, end) in enumerate(intervals.tolist()):
+                first = round(start * width / total)
+                stop = round(end * width / total)
+                canvas[row, first:stop] = str(block % 10)
+    labels = ("DMA     |", "compute |")
+    return "\n".join(label + "".join(cells) + "|"
+                     for label, cells in zip(labels, canvas, strict=True))
+
+
+def pipeline_utilization(dma_times, compute_times, n_buffers: int) -> float:
+    """Task 2.3: total compute time / makespan of the schedule; 1.0 for a zero makespan."""
+    _, compute_iv = pipeline_schedule(dma_times, compute_times, n_buffers)
+    busy = float(_np.sum(compute_iv[:, 1] - compute_iv[:, 0]))
+    makespan = float(compute_iv[-1, 1])
+    return 1.0 if makespan == 0 else busy / makespan
+
+
+def effective_bandwidth(bytes_per_step: float, compute_time: float,
+                        utilization: float) -> float:
+    """Task 2.4: bytes per time unit of the DMA, back-solved from a single-buffered u.
+
+    Single buffering gives u = c / (c + d), hence d = c·(1 - u)/u.
+
+    Raises:
+      ValueError: utilization outside (0, 1) (u = 1 means no DMA time), or
+        compute_time <= 0.
+    """
+    if not 0 < utilization < 1:
+        raise ValueError(f"utilization={utilization!r} must lie strictly between 0 and 1")
+    if not compute_time > 0:
+        raise ValueError(f"compute_time={compute_time!r} must be positive")
+    dma_time = float(compute_time) * (1.0 - float(utilization)) / float(utilization)
+    return float(bytes_per_step) / dma_time
