@@ -2,10 +2,17 @@
 
 A PATH is one of (design.md, "Who uses it and how"; issue #2, item 6):
 
-* a submission file: its stem names the assignment (``--assignment aN``
-  overrides it) and its folder names the student;
-* a student folder: holds ``<stem>.py`` files directly;
-* a class folder: holds student folders.
+* a submission file (``.py`` or ``.ipynb``): its stem names the assignment
+  (``--assignment aN`` overrides it) and its folder names the student;
+* a student folder: holds ``<stem>.py``/``<stem>.ipynb`` files directly, or
+  in folders named after the assignment (nbgrader's
+  ``submitted/<student>/<assignment>/`` layout; the assignment folder is named
+  by the stem or the id);
+* a class folder: holds student folders; an nbgrader course folder (one with
+  ``nbgrader_config.py``) means its ``submitted/`` folder.
+
+When a folder holds both ``<stem>.py`` and ``<stem>.ipynb``, the ``.py`` is
+graded and the notebook is listed as skipped.
 
 No PATH means the repository's ``examples/submissions/``. Files whose stem
 names no assignment are reported, never crashed on. Results are sorted by
@@ -47,8 +54,18 @@ def _visible(path: Path) -> bool:
     return not path.name.startswith((".", "_"))
 
 
+SUFFIXES = (".py", ".ipynb")
+
+
 def _python_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".py" and _visible(p))
+    return sorted(p for p in folder.iterdir()
+                  if p.is_file() and p.suffix in SUFFIXES and _visible(p))
+
+
+def _assignment_folders(folder: Path) -> list[Path]:
+    """Subfolders named after an assignment's stem or id (nbgrader's layout)."""
+    names = set(known_stems()) | set(ASSIGNMENTS)
+    return [p for p in _subfolders(folder) if p.name in names]
 
 
 def _expected_names() -> str:
@@ -73,8 +90,19 @@ def _from_file(path: Path, student: str, assignment: str | None, out: Discovery,
     out.submissions.append(Submission(student, info.stem, path, info.id))
 
 
+def student_of(path: str | Path) -> str:
+    """The student a submission file belongs to: its folder's name, or the folder above
+    when the file sits in an assignment folder (nbgrader's layout)."""
+    parent = Path(path).resolve().parent
+    if parent.name in set(known_stems()) | set(ASSIGNMENTS):
+        return parent.parent.name
+    return parent.name
+
+
 def _from_student_folder(folder: Path, assignment: str | None, out: Discovery) -> None:
     files = _python_files(folder)
+    for sub in _assignment_folders(folder):
+        files += [p for p in _python_files(sub) if assignment_for_stem(p.stem) is not None]
     before = len(out.submissions)
     for path in files:
         _from_file(path, folder.name, assignment, out, explicit=False)
@@ -93,7 +121,11 @@ def _is_student_folder(folder: Path) -> bool:
     """A folder holding an assignment file, or loose .py files and no folders."""
     files = _python_files(folder)
     stems = set(known_stems())
-    return any(p.stem in stems for p in files) or (bool(files) and not _subfolders(folder))
+    if any(p.stem in stems for p in files):
+        return True
+    if any(p.stem in stems for sub in _assignment_folders(folder) for p in _python_files(sub)):
+        return True
+    return bool(files) and not _subfolders(folder)
 
 
 def discover(
@@ -110,8 +142,11 @@ def discover(
     roots = [Path(p) for p in paths] or [DEFAULT_ROOT]
     out = Discovery()
     for root in roots:
+        if root.is_dir() and (root / "nbgrader_config.py").is_file() and (
+                root / "submitted").is_dir():
+            root = root / "submitted"
         if root.is_file():
-            _from_file(root, root.resolve().parent.name, assignment, out, explicit=True)
+            _from_file(root, student_of(root), assignment, out, explicit=True)
         elif root.is_dir():
             if _is_student_folder(root):
                 _from_student_folder(root, assignment, out)
@@ -128,12 +163,20 @@ def discover(
             out.problems.append(f"{root}: no such file or folder")
     order = {a: i for i, a in enumerate(ASSIGNMENTS)}
     seen: set[Path] = set()
+    graded: dict[tuple[str, Path, str], Submission] = {}
     unique = []
     for sub in sorted(out.submissions, key=lambda s: (s.student, order.get(s.assignment, 99),
-                                                       str(s.file))):
+                                                       s.file.suffix != ".py", str(s.file))):
         key = sub.file.resolve()
-        if key not in seen:
-            seen.add(key)
-            unique.append(sub)
+        if key in seen:
+            continue
+        seen.add(key)
+        twin = graded.get((sub.student, sub.file.parent.resolve(), sub.stem))
+        if twin is not None and twin.file.stem == sub.file.stem:
+            out.problems.append(f"{sub.student}/{sub.file.name}: {twin.file.name} is graded "
+                                "instead (one file per assignment)")
+            continue
+        graded[(sub.student, sub.file.parent.resolve(), sub.stem)] = sub
+        unique.append(sub)
     out.submissions = unique
     return out

@@ -20,6 +20,8 @@ from pathlib import Path
 from graders.assignments import Assignment, assignment_for_stem, get_assignment
 from graders.checks.framework import Check, CheckFailure, PropertyAbort, Session, load_checks
 from graders.feedback import failure_text, passed_text
+from graders.notebook_submissions import notebook_module, notebook_static_result
+from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker
 from graders.worker.static_check import StaticCheckResult, check_file
 
@@ -164,13 +166,37 @@ def open_session(
     """A ``Session`` for one submission file, its worker closed on exit.
 
     Runs the static check first; a rejected file or one that fails to import
-    gives a Session whose every call raises that failure. Raises
-    ``FileNotFoundError`` when ``path`` does not exist.
+    gives a Session whose every call raises that failure. A ``.ipynb`` file is
+    first turned into its module here, in the trusted process, without running
+    anything (``graders.student.notebook``); a file that is not a notebook
+    fails every call with status "error". Raises ``FileNotFoundError`` when
+    ``path`` does not exist.
     """
     path = Path(path)
     file_name = path.name
+    if path.suffix == ".ipynb":
+        with notebook_module(path, assignment.stem) as (module, failure):
+            if failure is not None:
+                yield Session(stem=assignment.stem, assignment=assignment.id, worker=None,
+                              load_failure=failure, file_name=file_name)
+                return
+            with _module_session(module.path, assignment, timeout, file_name,
+                                 module.converted) as session:
+                yield session
+        return
+    with _module_session(path, assignment, timeout, file_name) as session:
+        yield session
+
+
+@contextmanager
+def _module_session(
+    path: Path, assignment: Assignment, timeout: float, file_name: str,
+    notebook: ConvertedNotebook | None = None,
+) -> Iterator[Session]:
     static = check_file(path)
     if not static.ok:
+        if notebook is not None:
+            static = notebook_static_result(static, notebook, file_name)
         yield Session(
             stem=assignment.stem, assignment=assignment.id, worker=None,
             load_failure=_static_failure(static, file_name), file_name=file_name,

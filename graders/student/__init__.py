@@ -1,0 +1,10 @@
+"""Student-side tooling, shipped in the student bundle (``pallas-lab release --bundle``).
+
+Everything here runs without ``reference/``, ``solutions/`` or the hidden
+checks: the public checks (worked answers of the lecture and properties
+against plain math oracles), the self-check runner behind ``pallas-lab check``
+and ``pallas-lab status``, and the notebook-to-module conversion that the
+grader also uses for ``.ipynb`` submissions. It imports only numpy,
+hypothesis, rich, nbformat, ``pallas_sim``, ``graders.assignments``,
+``graders.harnesses`` and ``graders.worker.static_check`` (all shipped too).
+"""

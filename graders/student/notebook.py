@@ -1,0 +1,265 @@
+"""Turn a Jupyter notebook submission into the Python module that gets graded.
+
+A notebook is graded exactly like a ``.py`` file once its code cells have
+been joined into one module. The conversion runs in the trusted process
+BEFORE the static check and never executes anything: it reads the JSON with
+nbformat and looks at each code cell with ``ast`` only.
+
+What is kept and what is set aside (commented out, so line numbers stay put):
+
+* markdown and raw cells are left out entirely; every code cell becomes a
+  block that starts with a ``# %% [cell N]`` line (jupytext's percent
+  format), N counting all cells of the notebook from 1;
+* IPython syntax: a cell magic (``%%time`` on the first line) sets aside the
+  whole cell; line magics, shell escapes and help lines (``%matplotlib
+  inline``, ``!pip list``, ``x = !ls``, ``f?``) are set aside line by line;
+* of each cell's top-level statements, imports, ``def``, ``class``,
+  assignments, ``if``/``try`` blocks and ``pass`` are the module; everything
+  else only displays or tests (``display(x)``, ``plt.plot(...)``, a bare
+  ``x``, ``assert``, loops, ``with`` blocks) and is set aside;
+* an import of a module a submission may not use (``import matplotlib.pyplot
+  as plt``) is set aside, and so is every later top-level statement that
+  reads a name bound only by something set aside (``fig = plt.figure()``).
+  Imports inside functions are left alone: the static check judges them.
+* a cell that does not parse is kept as it is, so the static check reports
+  the syntax error the way it does for a ``.py``.
+
+Setting code aside can only remove code, never add any, so the static check
+and the worker's isolation apply to the result unchanged.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from graders.worker.static_check import is_allowed_module
+
+#: Names that exist only inside IPython; statements reading them are set aside.
+IPYTHON_NAMES = frozenset({"display", "get_ipython", "In", "Out"})
+_KEPT = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+         ast.Assign, ast.AnnAssign, ast.AugAssign, ast.If, ast.Try, ast.Pass)
+_MAGIC_LINE = re.compile(r"^\s*([%!]|\w[\w.]*\s*=\s*[%!])|^\s*\?|\?\??\s*$")
+
+
+class NotebookError(ValueError):
+    """The file is not a readable Jupyter notebook (the message says why)."""
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """One piece of a code cell left out of the module: 1-based ``cell`` and ``line``
+    within the cell, the first line of its ``text``, and the ``reason``."""
+
+    cell: int
+    line: int
+    text: str
+    reason: str
+
+
+@dataclass
+class ConvertedNotebook:
+    """The module made from a notebook.
+
+    ``source``: the module text; ``cell_lines``: per code cell, (cell number,
+    first module line of the cell's body, number of lines), lines 1-based;
+    ``set_aside``: what was left out, in order.
+    """
+
+    source: str
+    cell_lines: list[tuple[int, int, int]] = field(default_factory=list)
+    set_aside: list[SetAside] = field(default_factory=list)
+
+    def location(self, line: int) -> tuple[int, int] | None:
+        """(cell number, line within the cell) of a 1-based module line, or None for a
+        ``# %% [cell N]`` header line or a line past the end."""
+        for cell, first, count in self.cell_lines:
+            if first <= line < first + count:
+                return cell, line - first + 1
+        return None
+
+
+def read_notebook_cells(path: str | Path) -> list[tuple[int, str, str]]:
+    """(cell number, cell type, source) of every cell of a notebook file, in order.
+
+    Uses nbformat (notebook format 4; older formats are upgraded). Raises
+    ``NotebookError`` when the file cannot be read or is not a notebook.
+    """
+    import nbformat
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NotebookError(f"cannot read {path.name}: {exc}") from None
+    try:
+        notebook = nbformat.reads(text, as_version=4)
+        cells = [(number, str(cell.cell_type), _text(cell.source))
+                 for number, cell in enumerate(notebook.cells, start=1)]
+    except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds for bad input
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise NotebookError(f"{path.name} is not a Jupyter notebook ({first})") from None
+    return cells
+
+
+def _text(source: object) -> str:
+    if isinstance(source, list):
+        return "".join(str(part) for part in source)
+    return str(source)
+
+
+def notebook_to_module(path: str | Path) -> ConvertedNotebook:
+    """Convert a ``.ipynb`` file to a module (see the module docstring for the rules).
+
+    Raises ``NotebookError`` for a file that is not a notebook.
+    """
+    return cells_to_module(read_notebook_cells(path))
+
+
+def cells_to_module(cells: list[tuple[int, str, str]]) -> ConvertedNotebook:
+    """The module for ``(cell number, cell type, source)`` triples; never raises."""
+    out: list[str] = []
+    converted = ConvertedNotebook(source="")
+    dropped = set(IPYTHON_NAMES)
+    for number, kind, source in cells:
+        if kind != "code":
+            continue
+        lines, notes = _convert_cell(number, source, dropped)
+        converted.set_aside.extend(notes)
+        out.append(f"# %% [cell {number}]")
+        converted.cell_lines.append((number, len(out) + 1, len(lines)))
+        out.extend(lines)
+        out.append("")
+    converted.source = "\n".join(out).rstrip("\n") + "\n" if out else ""
+    return converted
+
+
+def _comment(line: str) -> str:
+    return f"# {line}" if line.strip() else line
+
+
+def _convert_cell(number: int, source: str, dropped: set[str]
+                  ) -> tuple[list[str], list[SetAside]]:
+    lines = source.split("\n")
+    notes: list[SetAside] = []
+    first = next((line for line in lines if line.strip()), "")
+    if first.lstrip().startswith("%%"):
+        notes.append(SetAside(number, 1, first.strip(), "a cell magic runs only in Jupyter"))
+        return [_comment(line) for line in lines], notes
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        tree = None
+    if tree is None:
+        patched = list(lines)
+        magic = [i for i, line in enumerate(lines) if _MAGIC_LINE.search(line)]
+        for i in magic:
+            indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+            patched[i] = f"{indent}pass  # {lines[i].strip()}" if indent else _comment(lines[i])
+        try:
+            tree = ast.parse("\n".join(patched))
+        except SyntaxError:
+            return lines, notes  # the static check reports it, as for a .py file
+        lines = patched
+        notes.extend(SetAside(number, i + 1, lines[i].split("# ", 1)[-1].strip(),
+                              "IPython syntax (magic, shell or help) runs only in Jupyter")
+                     for i in magic)
+    commented: set[int] = set()
+    for group in _line_groups(tree.body):
+        reason = next((r for r in (_why_set_aside(stmt, dropped) for stmt in group) if r), None)
+        if reason is None:
+            for stmt in group:
+                dropped.difference_update(_bound_names(stmt))
+            continue
+        for stmt in group:
+            dropped.update(_bound_names(stmt))
+            start, end = stmt.lineno, stmt.end_lineno or stmt.lineno
+            commented.update(range(start, end + 1))
+        head = group[0]
+        notes.append(SetAside(number, head.lineno, lines[head.lineno - 1].strip(), reason))
+    return [_comment(line) if i + 1 in commented else line
+            for i, line in enumerate(lines)], notes
+
+
+def _line_groups(body: list[ast.stmt]) -> list[list[ast.stmt]]:
+    """Top-level statements grouped so that statements sharing a line stay together."""
+    groups: list[list[ast.stmt]] = []
+    last_line = 0
+    for stmt in body:
+        start = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+        if groups and start <= last_line:
+            groups[-1].append(stmt)
+        else:
+            groups.append([stmt])
+        last_line = max(last_line, stmt.end_lineno or stmt.lineno)
+    return groups
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    test = getattr(stmt, "test", None)
+    return (isinstance(stmt, ast.If) and isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name) and test.left.id == "__name__")
+
+
+def _why_set_aside(stmt: ast.stmt, dropped: set[str]) -> str | None:
+    """The reason to leave ``stmt`` out of the module, or None to keep it."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+        return None  # a docstring or a bare literal: harmless
+    if not isinstance(stmt, _KEPT):
+        return "only displays or tests: not part of the graded module"
+    if isinstance(stmt, ast.Import | ast.ImportFrom):
+        modules = ([alias.name for alias in stmt.names] if isinstance(stmt, ast.Import)
+                   else [stmt.module or ""])
+        if isinstance(stmt, ast.ImportFrom) and stmt.level:
+            return None  # the static check rejects relative imports with a clear message
+        banned = [m for m in modules if not is_allowed_module(m)]
+        if banned:
+            return f"import of '{banned[0]}', which a submission may not use"
+        return None
+    if _is_main_guard(stmt):
+        return None  # never runs when the grader imports the module
+    used = _names_read_on_definition(stmt) & dropped
+    if used:
+        return f"uses '{sorted(used)[0]}', which is not part of the graded module"
+    return None
+
+
+def _names_read_on_definition(stmt: ast.stmt) -> set[str]:
+    """Names a top-level statement reads when the module is imported."""
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+        args = stmt.args
+        parts: list[ast.AST] = [*stmt.decorator_list, *args.defaults,
+                                *(d for d in args.kw_defaults if d is not None)]
+        annotated = [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                     *(a for a in (args.vararg, args.kwarg) if a is not None)]
+        parts += [a.annotation for a in annotated if a.annotation is not None]
+        if stmt.returns is not None:
+            parts.append(stmt.returns)
+    elif isinstance(stmt, ast.ClassDef):
+        parts = [*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords),
+                 *stmt.body]
+    else:
+        parts = [stmt]
+    return {node.id for part in parts for node in ast.walk(part)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+
+
+def _bound_names(stmt: ast.stmt) -> set[str]:
+    """Names a top-level statement binds in the module namespace."""
+    if isinstance(stmt, ast.Import | ast.ImportFrom):
+        return {(alias.asname or alias.name).split(".")[0] for alias in stmt.names}
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {stmt.name}
+    targets: list[ast.AST] = []
+    if isinstance(stmt, ast.Assign):
+        targets = list(stmt.targets)
+    elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.For | ast.AsyncFor):
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.With | ast.AsyncWith):
+        targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+    return {node.id for target in targets for node in ast.walk(target)
+            if isinstance(node, ast.Name)}
