@@ -16,14 +16,18 @@ validated here before use.
 
 from __future__ import annotations
 
+import hmac
 import importlib.util
 import os
 import re
+import secrets
 import select
 import shutil
 import signal
+import site
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import weakref
@@ -31,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graders.worker import protocol
+from graders.worker import protocol, sandbox
 
 WORKER_DIR = Path(__file__).resolve().parent
 HARNESS_DIR = WORKER_DIR.parent / "harnesses"
@@ -42,9 +46,8 @@ OUTPUT_TAIL_BYTES = 4096
 MAX_RESTARTS = 50
 #: Seconds allowed for the interpreter, numpy and pallas_sim to start.
 STARTUP_TIMEOUT = 30.0
-#: Resource limits of the worker (address space, file size, core dumps).
-ADDRESS_SPACE_BYTES = 4 * 1024**3
-FILE_SIZE_BYTES = 64 * 1024**2
+#: Resource limits of the worker: see ``sandbox.LIMITS`` (address space, CPU, file size,
+#: processes, open files, core dumps).
 
 _PASSED_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -123,27 +126,37 @@ def _package_dir(name: str) -> Path | None:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def build_libdir(libdir: Path) -> None:
-    """Fill ``libdir`` with what the worker may import.
+def build_libdir(libdir: Path, *, mount_points: bool = False) -> list[tuple[str, str]]:
+    """Fill ``libdir`` with what the worker may import; returns the bind mounts it needs.
 
-    Symlinks to the numpy, ml_dtypes and pallas_sim package directories (and
-    their ``<name>.libs`` siblings holding vendored shared libraries), and
-    copies of the worker program (``pallas_lab_worker.py``), the protocol
-    (``pallas_lab_protocol.py``) and ``graders/harnesses/`` (as the package
-    ``pallas_lab_harnesses``; an empty package when it does not exist yet).
-    Raises ``RuntimeError`` when numpy or ml_dtypes cannot be found.
+    The numpy, ml_dtypes and pallas_sim package directories (and their
+    ``<name>.libs`` siblings holding vendored shared libraries) become
+    symlinks, or with ``mount_points=True`` (the namespace sandbox, whose
+    root holds none of the targets) empty directories to bind-mount the
+    packages on; the returned ``(host package dir, libdir entry)`` pairs are
+    those mounts (empty without ``mount_points``). The worker program
+    (``pallas_lab_worker.py``), the protocol (``pallas_lab_protocol.py``) and
+    ``graders/harnesses/`` (as the package ``pallas_lab_harnesses``; an empty
+    package when it does not exist yet) are copied. Raises ``RuntimeError``
+    when numpy or ml_dtypes cannot be found.
     """
     libdir.mkdir(parents=True, exist_ok=True)
+    binds: list[tuple[str, str]] = []
     for name in ("numpy", "ml_dtypes", "pallas_sim"):
         package = _package_dir(name)
         if package is None:
             if name == "pallas_sim":
                 continue
             raise RuntimeError(f"cannot find the {name} package to give to the worker")
-        (libdir / name).symlink_to(package, target_is_directory=True)
         libs = package.parent / f"{name}.libs"
-        if libs.is_dir():
-            (libdir / libs.name).symlink_to(libs, target_is_directory=True)
+        for source, entry in ((package, libdir / name), (libs, libdir / libs.name)):
+            if not source.is_dir():
+                continue
+            if mount_points:
+                entry.mkdir()
+                binds.append((str(source.resolve()), str(entry)))
+            else:
+                entry.symlink_to(source, target_is_directory=True)
     shutil.copyfile(WORKER_DIR / "main.py", libdir / "pallas_lab_worker.py")
     shutil.copyfile(WORKER_DIR / "protocol.py", libdir / "pallas_lab_protocol.py")
     harnesses = libdir / "pallas_lab_harnesses"
@@ -154,6 +167,26 @@ def build_libdir(libdir: Path) -> None:
     else:
         harnesses.mkdir()
     (harnesses / "__init__.py").touch()
+    return binds
+
+
+def interpreter() -> tuple[str, str]:
+    """The base interpreter's real path and its installation prefix (outside any venv).
+
+    The sandbox runs the worker with the base interpreter (``-I -S``: no venv,
+    no site-packages), so only its prefix has to be visible inside.
+    """
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    return os.path.realpath(base), os.path.realpath(sys.base_prefix)
+
+
+def site_package_dirs() -> list[str]:
+    """Every site-packages/dist-packages directory of this interpreter (hidden in the sandbox)."""
+    found = set(site.getsitepackages([sys.base_prefix, sys.prefix]))
+    for key in ("purelib", "platlib"):
+        for base in (sys.base_prefix, sys.prefix):
+            found.add(sysconfig.get_path(key, vars={"base": base, "platbase": base}))
+    return sorted(os.path.realpath(path) for path in found if os.path.isdir(path))
 
 
 def worker_env(workdir: Path) -> dict[str, str]:
@@ -172,21 +205,14 @@ def worker_env(workdir: Path) -> dict[str, str]:
     return env
 
 
-def _limits() -> list[tuple[int, int]]:
-    import resource
-
-    return [
-        (resource.RLIMIT_AS, ADDRESS_SPACE_BYTES),
-        (resource.RLIMIT_FSIZE, FILE_SIZE_BYTES),
-        (resource.RLIMIT_CORE, 0),
-    ]
-
-
 def _apply_limits(pid: int | None = None) -> None:
-    """Lower the rlimits of ``pid`` (None: this process; used before exec)."""
+    """Lower the rlimits of ``pid`` to ``sandbox.LIMITS`` (None: this process, before exec)."""
     import resource
 
-    for which, value in _limits():
+    for name, value in sandbox.LIMITS:
+        which = getattr(resource, name, None)
+        if which is None or (name == "RLIMIT_NPROC" and os.geteuid() != 0):
+            continue  # a user's process count includes the grader's own processes
         soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
@@ -251,8 +277,13 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 @dataclass
 class _Conversation:
+    """One running worker process: its pipes, its output file, the key that signs its
+    replies and the number of replies read so far (each tag covers that number)."""
+
     process: subprocess.Popen[bytes]
     output_path: Path
+    key: bytes
+    replies: int = 0
     started: float = field(default_factory=time.monotonic)
 
 
@@ -277,6 +308,7 @@ class Worker:
         module_name: str | None = None,
         startup_timeout: float = STARTUP_TIMEOUT,
         python: str | None = None,
+        sandbox_level: str | None = None,
     ) -> None:
         self.submission_path = Path(submission_path).resolve()
         if not self.submission_path.is_file():
@@ -286,6 +318,10 @@ class Worker:
         self.timeout = float(timeout)
         self.startup_timeout = float(startup_timeout)
         self.python = python or sys.executable
+        #: "namespace", "uid" or "process": see ``graders.worker.sandbox`` and docs/security.md.
+        self.sandbox_level = sandbox_level or sandbox.choose_level(self.python)
+        if self.sandbox_level not in sandbox.LEVELS:
+            raise ValueError(f"sandbox_level={sandbox_level!r} is not one of {sandbox.LEVELS}")
         self.restarts = 0
         self.pallas_sim_available = False
         self.load_result: LoadResult | None = None
@@ -299,13 +335,17 @@ class Worker:
         self._finalizer = weakref.finalize(self, _cleanup, self._live, self._base)
         try:
             self.libdir = self._base / "lib"
-            build_libdir(self.libdir)
+            self._binds = build_libdir(
+                self.libdir, mount_points=self.sandbox_level == "namespace"
+            )
         except BaseException:
             self.close()
             raise
         self.workdir = self._base / "work"
         self.logdir = self._base / "log"
-        self.logdir.mkdir()
+        self.logdir.mkdir(mode=0o700)
+        if self.sandbox_level == "uid":  # the worker's own uid must reach lib/ and work/
+            self._base.chmod(0o711)
 
     # -- context manager -------------------------------------------------------------------------
 
@@ -339,17 +379,43 @@ class Worker:
 
     # -- process lifecycle -----------------------------------------------------------------------
 
+    def _command(self) -> list[str]:
+        """The command line that starts the worker at this worker's sandbox level."""
+        if self.sandbox_level == "process":
+            return [self.python, "-I", "-S", "-B", str(self.libdir / "pallas_lab_worker.py")]
+        python, prefix = interpreter()
+        root = self._base / f"root-{self._spawned}"
+        root.mkdir()
+        plan = sandbox.SandboxPlan(
+            level=self.sandbox_level,
+            root=str(root),
+            argv=[python, "-I", "-S", "-B", str(self.libdir / "pallas_lab_worker.py")],
+            env=worker_env(self.workdir),
+            workdir=str(self.workdir),
+            files={f"{self.module_name}.py": str(self.workdir / f"{self.module_name}.py")},
+            ro_binds=[(prefix, prefix), (str(self.libdir), str(self.libdir)), *self._binds],
+            masks=site_package_dirs(),
+        )
+        plan_path = self.logdir / f"plan-{self._spawned}.json"
+        plan_path.write_text(plan.to_json(), encoding="utf-8")
+        return [self.python, "-I", "-S", "-B", str(WORKER_DIR / "sandbox.py"), str(plan_path)]
+
     def _spawn(self) -> WorkerFailure | None:
         shutil.rmtree(self.workdir, ignore_errors=True)
         self.workdir.mkdir()
         (self.workdir / f"{self.module_name}.py").write_bytes(self._source)
         self._spawned += 1
+        for old in self.logdir.glob("output-*.txt"):  # keep at most one capped output file
+            old.unlink(missing_ok=True)
         output_path = self.logdir / f"output-{self._spawned}.txt"
         use_prlimit = hasattr(__import__("resource"), "prlimit")
+        in_launcher = self.sandbox_level != "process"  # the launcher applies the limits
+        key = secrets.token_bytes(protocol.KEY_BYTES)
         try:
+            command = self._command()
             with open(output_path, "wb") as output:
                 process = subprocess.Popen(
-                    [self.python, "-I", "-S", "-B", str(self.libdir / "pallas_lab_worker.py")],
+                    command,
                     cwd=self.workdir,
                     env=worker_env(self.workdir),
                     stdin=subprocess.PIPE,
@@ -357,20 +423,22 @@ class Worker:
                     stderr=output,
                     start_new_session=True,
                     close_fds=True,
-                    preexec_fn=None if use_prlimit else _apply_limits,
+                    preexec_fn=None if use_prlimit or in_launcher else _apply_limits,
                 )
         except OSError as exc:
             return WorkerFailure("crash", "", f"the worker could not be started: {exc}")
         self._live["process"] = process
-        if use_prlimit:
+        if use_prlimit and not in_launcher:
             try:
                 _apply_limits(process.pid)
             except (OSError, ValueError):
                 pass  # the process may already be gone; the ready message will tell
-        self._conversation = _Conversation(process, output_path)
+        self._conversation = _Conversation(process, output_path, key)
         self._mark = 0
         deadline = time.monotonic() + self.startup_timeout
         try:
+            # The key goes first, before any student code exists in the worker.
+            self._send(protocol.pack_message({"op": "hello", "key": key.hex()}), deadline)
             ready = self._receive(deadline)
         except TimeoutError:
             return self._fail("crash", "the worker did not start in time")
@@ -553,12 +621,20 @@ class Worker:
             view = view[written:]
 
     def _receive(self, deadline: float) -> Any:
-        assert self._conversation is not None
-        stdout = self._conversation.process.stdout
+        """Read one signed reply: a protocol frame, then its HMAC tag.
+
+        Raises ``TimeoutError``, ``EOFError`` or ``_Malformed`` (bad framing, or a
+        tag that does not verify: bytes the worker program did not sign, e.g.
+        written to the channel by the submission).
+        """
+        conversation = self._conversation
+        assert conversation is not None
+        stdout = conversation.process.stdout
         assert stdout is not None
         fd = stdout.fileno()
         buffer = bytearray()
         needed = protocol.PREFIX_SIZE
+        framed = False
         while len(buffer) < needed:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -570,13 +646,20 @@ class Worker:
             if not chunk:
                 raise EOFError
             buffer += chunk
-            if needed == protocol.PREFIX_SIZE and len(buffer) >= needed:
+            if not framed and len(buffer) >= protocol.PREFIX_SIZE:
+                framed = True
                 try:
                     needed = protocol.frame_size(bytes(buffer[: protocol.PREFIX_SIZE]))
                 except protocol.ProtocolError as exc:
                     raise _Malformed(str(exc)) from None
+                needed += protocol.TAG_BYTES
+        frame, tag = bytes(buffer[: -protocol.TAG_BYTES]), bytes(buffer[-protocol.TAG_BYTES:])
+        expected = protocol.reply_tag(conversation.key, conversation.replies, frame)
+        if not hmac.compare_digest(tag, expected):
+            raise _Malformed("a reply that the worker program did not sign (forged or corrupted)")
+        conversation.replies += 1
         try:
-            return protocol.unpack_message(bytes(buffer))
+            return protocol.unpack_message(frame)
         except protocol.ProtocolError as exc:
             raise _Malformed(str(exc)) from None
 

@@ -11,6 +11,9 @@ symlinks to numpy, ml_dtypes and pallas_sim.
 
 Conversation (every message is a ``pallas_lab_protocol`` value tree):
 
+* the grader's first message is ``{"op": "hello", "key": hex}``: the key that
+  signs every reply (``pallas_lab_protocol.reply_tag``), received before the
+  submission is imported;
 * on start the worker sends ``{"ok": True, "ready": True, "pallas_sim": bool}``;
 * ``{"op": "load", "module": stem}`` imports ``<stem>.py`` from the working
   directory; reply ``{"ok": True, "names": [public names]}`` or an error;
@@ -86,12 +89,25 @@ def _open_channel() -> tuple[BinaryIO, BinaryIO]:
     return channel_in, channel_out
 
 
+def _make_signer(key: bytes) -> Any:
+    """A function that appends the next reply's tag (the key stays in this closure)."""
+    counter = [0]
+
+    def sign(message: bytes) -> bytes:
+        tag = protocol.reply_tag(key, counter[0], message)
+        counter[0] += 1
+        return message + tag
+
+    return sign
+
+
 class Worker:
     """The worker's state: the channel, the submission module once loaded."""
 
-    def __init__(self, channel_in: BinaryIO, channel_out: BinaryIO) -> None:
+    def __init__(self, channel_in: BinaryIO, channel_out: BinaryIO, sign: Any) -> None:
         self.channel_in = channel_in
         self.channel_out = channel_out
+        self._sign = sign
         self.module: types.ModuleType | None = None
         self.module_file: str | None = None
 
@@ -241,7 +257,7 @@ class Worker:
                 pass
         packed = reply.get("packed")
         data = packed if isinstance(packed, bytes) else protocol.pack_message(reply)
-        self.channel_out.write(data)
+        self.channel_out.write(self._sign(data))
         self.channel_out.flush()
 
     def serve(self) -> int:
@@ -280,7 +296,14 @@ def main() -> int:
     """Run the worker until the grader closes the channel; returns the exit status."""
     sys.dont_write_bytecode = True
     channel_in, channel_out = _open_channel()
-    return Worker(channel_in, channel_out).serve()
+    try:
+        hello = protocol.read_message(channel_in)
+    except (EOFError, protocol.ProtocolError):
+        return 3
+    key = hello.get("key") if isinstance(hello, dict) and hello.get("op") == "hello" else None
+    if not isinstance(key, str) or len(key) != 2 * protocol.KEY_BYTES:
+        return 3
+    return Worker(channel_in, channel_out, _make_signer(bytes.fromhex(key))).serve()
 
 
 if __name__ == "__main__":

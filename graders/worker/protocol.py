@@ -26,10 +26,22 @@ Framing
 A message is ``MAGIC`` (4 bytes), the header length and the blob length (two
 unsigned 64-bit big-endian integers), the UTF-8 JSON header, then the blob
 (empty when the value holds no arrays).
+
+Signed replies
+--------------
+The grader's first message to a new worker is ``{"op": "hello", "key": hex}``
+with a fresh random key of ``KEY_BYTES`` bytes, sent before the submission is
+loaded. Every message the worker sends (the ``ready`` message is number 0) is
+followed by ``TAG_BYTES`` bytes of ``reply_tag(key, number, message)``; the
+grader drops a worker whose reply does not carry the right tag, so bytes that
+the submission writes to the channel cannot pass for a reply
+(docs/security.md, "The channel").
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import io
 import json
 import math
@@ -52,6 +64,19 @@ MAX_ARRAY_BYTES = 512 * 1024 * 1024
 MAX_DEPTH = 64
 
 _HEADER_VERSION = 1
+
+#: Bytes of the per-worker key that signs replies, and of each reply's tag.
+KEY_BYTES = 32
+TAG_BYTES = 32
+
+
+def reply_tag(key: bytes, number: int, message: bytes) -> bytes:
+    """HMAC-SHA256 over the reply's sequence ``number`` (8 bytes, big-endian) and its bytes.
+
+    The number binds a reply to its place in the conversation, so a genuine
+    reply cannot be replayed for a later request.
+    """
+    return hmac.new(key, number.to_bytes(8, "big") + message, hashlib.sha256).digest()
 
 # ml_dtypes dtypes travel as their bit pattern in an unsigned integer of the same size.
 _ML_DTYPES: dict[str, np.dtype] = {}
