@@ -1,0 +1,823 @@
+"""Checks of a5_splash_attention (lecture §6): Tasks 5.1–5.5, 100 points.
+
+Masks are drawn by kind (causal with offsets, local windows aligned and not
+aligned with the blocks, documents of drawn lengths, random masks with no
+empty query row, full masks, and ``&`` combinations) with block shapes that
+differ on the two axes; each prints as the recipe that made it.  The
+MaskInfo builder (Task 5.3) is compared with the reference field by field
+and checked on its invariants, so the feedback names the field or invariant
+that is wrong.  The Splash kernel (Task 5.4) runs in the grader's standard
+pallas_call over the reference's MaskInfo, and the wrapper end to end; both
+are compared with dense float64 masked attention, and the wrapper's trace
+with the reference's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+import numpy as np
+from hypothesis import assume
+from hypothesis import strategies as st
+
+import pallas_sim
+import reference.a5_splash_attention as ref
+from graders.checks.compare import as_array, assert_close, assert_equal_int, fmt_array
+from graders.checks.framework import CheckFailure, Session, check, run_property
+from graders.checks.strategies import make_array, seeds
+
+A = "a5"
+FIELDS = ref.MaskInfo._fields
+FIELD_DTYPES = {"active_rows": np.int32, "active_cols": np.int32, "block_mask": np.int8,
+                "mask_next": np.int32, "partial_mask_blocks": np.bool_,
+                "bounds_start": np.bool_, "bounds_end": np.bool_}
+PREFETCH_ORDER = ("active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end",
+                  "block_mask")
+KINDS = ("causal", "local", "documents", "random", "full", "causal & local",
+         "causal & documents", "local & documents")
+
+
+# --- drawn masks ---------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class MaskCase:
+    """A mask, its tiling and the recipe that made it (what the feedback prints)."""
+
+    mask: np.ndarray
+    block_q: int
+    block_kv: int
+    recipe: str
+
+    def __repr__(self) -> str:
+        return f"mask = {self.recipe}, block_q = {self.block_q}, block_kv = {self.block_kv}"
+
+
+def _window_side(draw: st.DrawFn, length: int, block: int) -> int | None:
+    """None, a block-aligned width, or any width up to the length."""
+    return draw(st.one_of(st.none(), st.integers(0, length // block).map(lambda n: n * block),
+                          st.integers(0, length)))
+
+
+def _documents(draw: st.DrawFn, length: int) -> tuple[np.ndarray, str]:
+    cuts = sorted(draw(st.sets(st.integers(1, max(1, length - 1)), max_size=4))
+                  ) if length > 1 else []
+    bounds = [0, *cuts, length]
+    sizes = [b - a for a, b in zip(bounds, bounds[1:], strict=False)]
+    ids = np.repeat(np.arange(len(sizes)), sizes)
+    return ids, "segment_mask(documents of lengths " + "/".join(map(str, sizes)) + ")"
+
+
+@st.composite
+def mask_cases(draw: st.DrawFn, *, square: bool = False, blocks: tuple[int, ...] = (1, 2, 4, 8),
+               max_len: int = 48, kinds: tuple[str, ...] = KINDS) -> MaskCase:
+    """A mask in which every query row sees at least one key, with its block sizes."""
+    bq, bkv = draw(st.sampled_from(blocks)), draw(st.sampled_from(blocks))
+    kind = draw(st.sampled_from(kinds))
+    if square or kind not in ("causal", "random", "full"):
+        unit = math.lcm(bq, bkv)
+        q_len = kv_len = unit * draw(st.integers(1, max(1, max_len // unit)))
+    else:
+        q_len = bq * draw(st.integers(1, max(1, max_len // bq)))
+        kv_len = bkv * draw(st.integers(1, max(1, max_len // bkv)))
+    parts: list[tuple[np.ndarray, str]] = []
+    for part in kind.split(" & "):
+        if part == "causal":
+            offset = draw(st.integers(0, kv_len)) if "&" not in kind else 0
+            shape = f"{q_len}" if q_len == kv_len else f"{q_len}, {kv_len}"
+            parts.append((ref.causal_mask(q_len, kv_len, offset=offset),
+                          f"causal_mask({shape}, offset={offset})"))
+        elif part == "local":
+            window = (_window_side(draw, q_len, bkv), _window_side(draw, q_len, bkv))
+            parts.append((ref.local_mask(q_len, window), f"local_mask({q_len}, {window})"))
+        elif part == "documents":
+            ids, text = _documents(draw, q_len)
+            parts.append((ref.segment_mask(ids), text))
+        elif part == "full":
+            parts.append((np.ones((q_len, kv_len), bool), f"all True [{q_len}, {kv_len}]"))
+        else:
+            seed = draw(seeds)
+            density = draw(st.sampled_from([0.1, 0.5, 0.9]))
+            rng = np.random.default_rng(seed)
+            mask = rng.random((q_len, kv_len)) < density
+            empty = np.flatnonzero(~mask.any(axis=1))
+            mask[empty, rng.integers(0, kv_len, size=len(empty))] = True
+            parts.append((mask, f"random [{q_len}, {kv_len}] (seed {seed}, density {density}, "
+                                "one key added to each empty row)"))
+    mask = parts[0][0]
+    for extra, _ in parts[1:]:
+        mask = mask & extra
+    return MaskCase(mask, bq, bkv, " & ".join(text for _, text in parts))
+
+
+# --- comparisons ---------------------------------------------------------------------------
+
+def _assert_exact(got: object, expected: np.ndarray, what: str, *, check_dtype: bool = True
+                  ) -> np.ndarray:
+    """Shape, dtype (when asked) and every value must equal ``expected``."""
+    arr = as_array(got, what)
+    if arr.shape != expected.shape:
+        raise CheckFailure(f"{what} has the wrong shape", expected=f"shape {expected.shape} "
+                           f"({fmt_array(expected, 16)})",
+                           got=f"shape {arr.shape} ({fmt_array(arr, 16)})")
+    if check_dtype and arr.dtype != expected.dtype:
+        raise CheckFailure(f"{what} has the wrong dtype", expected=expected.dtype.name,
+                           got=arr.dtype.name)
+    if not np.array_equal(arr, expected):
+        bad = np.argwhere(arr != expected)
+        first = tuple(int(i) for i in bad[0]) if bad.size else ()
+        raise CheckFailure(f"{what} is wrong in {len(bad)} of {expected.size} entries",
+                           expected=f"{fmt_array(expected, 16)}; at {first}: "
+                                    f"{expected[first]!r}",
+                           got=f"{fmt_array(arr, 16)}; at {first}: {arr[first]!r}")
+    return arr
+
+
+def _mask_info_fields(value: object) -> list[np.ndarray]:
+    """The seven MaskInfo arrays of a reply (a NamedTuple arrives as a tuple)."""
+    if not isinstance(value, (tuple, list)) or len(value) != len(FIELDS):
+        raise CheckFailure("build_mask_info must return the handout's MaskInfo NamedTuple",
+                           expected=f"MaskInfo with the {len(FIELDS)} fields "
+                                    f"{', '.join(FIELDS)}",
+                           got=f"{type(value).__name__}" + (
+                               f" of {len(value)} items" if isinstance(value, tuple | list)
+                               else ""))
+    return [as_array(v, f"MaskInfo.{name}") for v, name in zip(value, FIELDS, strict=True)]
+
+
+def _dense_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray,
+                     scale: float) -> np.ndarray:
+    """Masked softmax attention in float64, [H, L, dv]."""
+    s = np.einsum("hqd,hkd->hqk", q.astype(np.float64), k.astype(np.float64)) * scale
+    s = np.where(mask, s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return np.einsum("hqk,hkd->hqd", p / p.sum(axis=-1, keepdims=True), v.astype(np.float64))
+
+
+# --- Task 5.1 masks ------------------------------------------------------------------------
+
+@st.composite
+def causal_calls(draw: st.DrawFn) -> tuple:
+    q_len = draw(st.integers(1, 24))
+    kv_len = draw(st.one_of(st.none(), st.integers(1, 24)))
+    return q_len, kv_len, draw(st.integers(-6, 30))
+
+
+@check(A, "5.1", 5, "causal_mask(q_len, kv_len, offset=...) is True exactly where "
+                    "q + offset >= kv (bool, drawn lengths and offsets of either sign)")
+def causal_values(s: Session) -> None:
+    def body(example: tuple) -> None:
+        q_len, kv_len, offset = example
+        got = s.invoke("causal_mask", (q_len, kv_len), {"offset": offset}).value
+        _assert_exact(got, ref.causal_mask(q_len, kv_len, offset=offset), "the causal mask")
+    run_property(causal_calls(), body, max_examples=20)
+
+
+@st.composite
+def local_calls(draw: st.DrawFn) -> tuple:
+    q_len = draw(st.integers(1, 24))
+    side = st.one_of(st.none(), st.integers(0, 26))
+    return q_len, (draw(side), draw(side)), draw(st.one_of(st.none(), st.integers(1, 24)))
+
+
+@check(A, "5.1", 5, "local_mask(q_len, (left, right), kv_len) is True exactly where "
+                    "q - left <= kv <= q + right (None = unbounded side)")
+def local_values(s: Session) -> None:
+    def body(example: tuple) -> None:
+        q_len, window, kv_len = example
+        got = s.invoke("local_mask", (q_len, window, kv_len)).value
+        expected = ref.local_mask(q_len, window, kv_len)
+        try:
+            _assert_exact(got, expected, "the local mask")
+        except CheckFailure as failure:
+            left, right = window
+            strict = ref.local_mask(q_len, (None if left is None else left - 1,
+                                            None if right is None else right - 1), kv_len)
+            if np.array_equal(np.asarray(got), strict):
+                failure.diagnosis = ("the window's edges are excluded: both bounds are "
+                                     "inclusive, q - left <= kv <= q + right (lecture §6.1)")
+            raise
+    run_property(local_calls(), body, max_examples=20)
+
+
+@st.composite
+def segment_calls(draw: st.DrawFn) -> tuple:
+    q_ids = np.asarray(draw(st.lists(st.integers(0, 3), min_size=1, max_size=20)), np.int32)
+    kv = draw(st.one_of(st.none(), st.lists(st.integers(0, 3), min_size=1, max_size=20)))
+    return q_ids, None if kv is None else np.asarray(kv, np.int32)
+
+
+@check(A, "5.1", 5, "segment_mask(q_ids, kv_ids) is True exactly where the ids are equal, "
+                    "and combines with the other masks through &")
+def segment_values(s: Session) -> None:
+    def body(example: tuple) -> None:
+        q_ids, kv_ids = example
+        got = _assert_exact(s.invoke("segment_mask", (q_ids, kv_ids)).value,
+                            ref.segment_mask(q_ids, kv_ids), "the document mask")
+        causal = ref.causal_mask(got.shape[0], got.shape[1])
+        _assert_exact(got & causal, ref.segment_mask(q_ids, kv_ids) & causal,
+                      "segment_mask(...) & causal_mask(...)")
+    run_property(segment_calls(), body, max_examples=15)
+
+
+# --- Task 5.2 classify and render -----------------------------------------------------------
+
+@check(A, "5.2", 8, "classify_blocks(mask, block_q, block_kv) gives int8 [nq, nkv] of 0 "
+                    "(empty), 1 (partial), 2 (full) on drawn masks and tilings")
+def classify_values(s: Session) -> None:
+    def body(case: MaskCase) -> None:
+        got = s.invoke("classify_blocks", (case.mask, case.block_q, case.block_kv)).value
+        _assert_exact(got, ref.classify_blocks(case.mask, case.block_q, case.block_kv),
+                      "the block kinds")
+    run_property(mask_cases(), body, max_examples=20)
+
+
+@check(A, "5.2", 4, "render_block_mask draws one line per q block with '·', 'P', 'F' "
+                    "separated by single spaces")
+def render_values(s: Session) -> None:
+    def body(kinds: np.ndarray) -> None:
+        got = s.invoke("render_block_mask", (kinds,)).value
+        expected = ref.render_block_mask(kinds)
+        if got != expected:
+            raise CheckFailure("the block picture differs", expected=repr(expected),
+                               got=repr(got))
+    shapes = st.tuples(st.integers(1, 5), st.integers(1, 5))
+    run_property(shapes.flatmap(lambda sh: st.lists(
+        st.integers(0, 2), min_size=sh[0] * sh[1], max_size=sh[0] * sh[1]).map(
+        lambda xs: np.asarray(xs, np.int8).reshape(sh))), body, max_examples=15)
+
+
+_EX12_IDS = np.repeat([0, 1, 2], [1000, 2000, 1096])
+
+
+@check(A, "5.2", 3, "worked answers: the causal L 8 picture in 2 x 2 blocks, causal 4096 in "
+                    "(1024, 2048) blocks, Ex12's three documents (lecture §6.1, §6.2, Ex12)")
+def classify_worked(s: Session) -> None:
+    picture = "P · · ·\nF P · ·\nF F P ·\nF F F P"
+    kinds = s.invoke("classify_blocks", (ref.causal_mask(8), 2, 2)).value
+    kinds = _assert_exact(kinds, ref.classify_blocks(ref.causal_mask(8), 2, 2),
+                          "the block kinds of causal_mask(8) in 2 x 2 blocks")
+    got = s.invoke("render_block_mask", (kinds,)).value
+    if got != picture:
+        raise CheckFailure("the block picture of causal L 8 differs from the lecture's",
+                           input="render_block_mask(classify_blocks(causal_mask(8), 2, 2))",
+                           expected=repr(picture), got=repr(got))
+    worked = [
+        ("causal_mask(4096), block_q = 1024, block_kv = 2048", ref.causal_mask(4096), 1024,
+         2048, [[1, 0], [1, 0], [2, 1], [2, 1]]),
+        ("segment_mask(documents 1000/2000/1096), blocks 1024", ref.segment_mask(_EX12_IDS),
+         1024, 1024, [[1, 1, 1, 0], [1, 2, 1, 0], [1, 1, 1, 1], [0, 0, 1, 2]]),
+    ]
+    for label, mask, bq, bkv, grid in worked:
+        try:
+            _assert_exact(s.invoke("classify_blocks", (mask, bq, bkv)).value,
+                          np.asarray(grid, np.int8), "the block kinds")
+        except CheckFailure as failure:
+            failure.input = label
+            raise
+
+
+# --- Task 5.3 build_mask_info ----------------------------------------------------------------
+
+def _compare_fields(got: list[np.ndarray], expected: ref.MaskInfo) -> None:
+    for name, g in zip(FIELDS, got, strict=True):
+        e = getattr(expected, name)
+        if name == "partial_mask_blocks" and g.shape != e.shape and g.ndim == 3 == e.ndim:
+            if g.shape[1:] == e.shape[1:] and g.shape[0] > e.shape[0]:
+                raise CheckFailure(
+                    "MaskInfo.partial_mask_blocks stores patterns more than once",
+                    expected=f"{e.shape[0]} distinct patterns", got=f"{g.shape[0]} patterns",
+                    diagnosis="two partial tiles with equal contents must share one pattern: "
+                              "compare the tiles' contents, not their positions (lecture §6.2)")
+        _assert_exact(g, e, f"MaskInfo.{name}")
+
+
+@check(A, "5.3", 8, "build_mask_info equals the reference field by field (values, dtypes, "
+                    "order) on drawn masks, including block shapes that differ per axis")
+def mask_info_fields(s: Session) -> None:
+    def body(case: MaskCase) -> None:
+        value = s.invoke("build_mask_info", (case.mask, case.block_q, case.block_kv)).value
+        got = _mask_info_fields(value)
+        expected = ref.build_mask_info(case.mask, case.block_q, case.block_kv)
+        try:
+            _compare_fields(got, expected)
+        except CheckFailure as failure:
+            if failure.diagnosis is None:
+                failure.diagnosis = _diagnose_info(got, case)
+            raise
+    run_property(mask_cases(), body, max_examples=20)
+
+
+def _broken_invariant(got: list[np.ndarray], case: MaskCase) -> tuple[str, str, str] | None:
+    """(invariant, expected, got) of the first invariant ``got`` breaks, else None."""
+    info = dict(zip(FIELDS, got, strict=True))
+    mask, bq, bkv = case.mask, case.block_q, case.block_kv
+    nq, nkv = mask.shape[0] // bq, mask.shape[1] // bkv
+    one_d = [n for n in FIELDS if n != "partial_mask_blocks"]
+    lengths = {n: info[n].shape for n in one_d}
+    if len({shape for shape in lengths.values()}) != 1 or info["active_rows"].ndim != 1:
+        return ("the six per-tile arrays are 1-D of one length A", "equal lengths",
+                str(lengths))
+    patterns = info["partial_mask_blocks"]
+    if patterns.ndim != 3 or patterns.shape[1:] != (bq, bkv):
+        return ("partial_mask_blocks is [P, block_q, block_kv]", f"[P, {bq}, {bkv}]",
+                str(patterns.shape))
+    rows, cols = info["active_rows"].astype(np.int64), info["active_cols"].astype(np.int64)
+    kinds, nxt = info["block_mask"].astype(np.int64), info["mask_next"].astype(np.int64)
+    starts, ends = info["bounds_start"].astype(bool), info["bounds_end"].astype(bool)
+    if ((rows < 0) | (rows >= nq) | (cols < 0) | (cols >= nkv)).any():
+        return ("active_rows / active_cols are tile indices", f"rows < {nq}, cols < {nkv}",
+                f"rows {rows.tolist()}, cols {cols.tolist()}")
+    order = rows * nkv + cols
+    if (np.diff(order) <= 0).any():
+        g = int(np.argmax(np.diff(order) <= 0)) + 1
+        return ("active tiles are listed in row-major (q block, kv block) order, each once",
+                f"after tile ({rows[g - 1]}, {cols[g - 1]}) a tile later in row-major order",
+                f"tile ({rows[g]}, {cols[g]}) at position {g}")
+    tiles = mask.reshape(nq, bq, nkv, bkv).transpose(0, 2, 1, 3)
+    covered = np.zeros((nq, nkv), bool)
+    covered[rows, cols] = True
+    missing = np.argwhere(tiles.any(axis=(2, 3)) & ~covered)
+    if missing.size:
+        return ("every non-empty tile is listed", "all non-empty tiles",
+                f"tile {tuple(int(i) for i in missing[0])} is missing")
+    first = np.r_[True, rows[1:] != rows[:-1]] if len(rows) else rows.astype(bool)
+    last = np.r_[rows[1:] != rows[:-1], True] if len(rows) else rows.astype(bool)
+    if not np.array_equal(starts, first):
+        return ("bounds_start marks the first active tile of each q row of tiles",
+                str(first.tolist()), str(starts.tolist()))
+    if not np.array_equal(ends, last):
+        return ("bounds_end marks the last active tile of each q row of tiles",
+                str(last.tolist()), str(ends.tolist()))
+    for a in range(len(patterns)):
+        for b in range(a):
+            if np.array_equal(patterns[a], patterns[b]):
+                return ("partial patterns are distinct", "no pattern stored twice",
+                        f"patterns {b} and {a} are equal")
+    own = np.full(len(rows), -1)
+    for g, (r, c, kind) in enumerate(zip(rows, cols, kinds, strict=True)):
+        tile = tiles[r, c]
+        if kind == 2:
+            if not tile.all():
+                return ("a tile marked full (block_mask 2) is all True",
+                        f"tile ({r}, {c}) kind {1 if tile.any() else 0}", "kind 2")
+            continue
+        if kind != 1 or tile.all():
+            return ("block_mask is 1 for partial tiles and 2 for full ones",
+                    f"tile ({r}, {c}): {2 if tile.all() else 1}", f"{kind}")
+        if not 0 <= nxt[g] < len(patterns) or not np.array_equal(patterns[nxt[g]], tile):
+            return ("mask_next of a partial tile points at its own pattern",
+                    f"a pattern equal to tile ({r}, {c})",
+                    f"mask_next[{g}] = {nxt[g]}, a different pattern"
+                    if 0 <= nxt[g] < len(patterns) else f"mask_next[{g}] = {nxt[g]}")
+        own[g] = nxt[g]
+    used = sorted(set(own[own >= 0].tolist()))
+    if used != list(range(len(patterns))):
+        return ("every stored pattern belongs to some partial tile",
+                f"{len(used)} patterns", f"{len(patterns)} patterns")
+    partial_at = np.flatnonzero(own >= 0)
+    for g in np.flatnonzero(kinds == 2):
+        later = partial_at[partial_at >= g]
+        want = own[later[0]] if later.size else (own[partial_at[0]] if partial_at.size else 0)
+        if nxt[g] != want:
+            return ("mask_next of a full tile is the pattern of the next partial tile "
+                    "(wrapping to the first; 0 with no partial tile)",
+                    f"mask_next[{g}] = {want}", f"mask_next[{g}] = {nxt[g]}")
+    return None
+
+
+def _diagnose_info(got: list[np.ndarray], case: MaskCase) -> str | None:
+    try:
+        broken = _broken_invariant(got, case)
+    except (ValueError, IndexError, TypeError):
+        return None
+    if broken is None:
+        return None
+    return f"broken invariant: {broken[0]}"
+
+
+@check(A, "5.3", 7, "MaskInfo invariants: tiles in row-major order, bounds per q row, the "
+                    "dense mask rebuilt from MaskInfo equals the input, distinct patterns, "
+                    "mask_next rules")
+def mask_info_invariants(s: Session) -> None:
+    def body(case: MaskCase) -> None:
+        value = s.invoke("build_mask_info", (case.mask, case.block_q, case.block_kv)).value
+        got = _mask_info_fields(value)
+        try:
+            broken = _broken_invariant(got, case)
+        except (ValueError, IndexError, TypeError) as exc:
+            raise CheckFailure("MaskInfo cannot be read as the handout defines it",
+                               got=f"{type(exc).__name__}: {exc}") from None
+        if broken is not None:
+            invariant, expected, got_text = broken
+            raise CheckFailure(f"MaskInfo invariant broken: {invariant}", expected=expected,
+                               got=got_text)
+    run_property(mask_cases(), body, max_examples=20)
+
+
+_WORKED_INFO = {
+    "active_rows": [0, 1, 2, 2, 3, 3], "active_cols": [0, 0, 0, 1, 0, 1],
+    "block_mask": [1, 1, 2, 1, 2, 1], "mask_next": [0, 1, 0, 0, 1, 1],
+    "bounds_start": [True, True, True, False, True, False],
+    "bounds_end": [True, True, False, True, False, True],
+}
+
+
+def _counts(fields: list[np.ndarray]) -> tuple[int, int, int, int]:
+    info = dict(zip(FIELDS, fields, strict=True))
+    kinds = np.asarray(info["block_mask"])
+    return (len(kinds), int((kinds == 2).sum()), int((kinds == 1).sum()),
+            int(np.shape(info["partial_mask_blocks"])[0]))
+
+
+@check(A, "5.3", 5, "worked answers: causal 4096 with (1024, 2048) blocks (every array), Ex11, "
+                    "Ex12, causal L 512 in 64-blocks (lecture §6.2)")
+def mask_info_worked(s: Session) -> None:
+    mask = ref.causal_mask(4096)
+    got = _mask_info_fields(s.invoke("build_mask_info", (mask, 1024, 2048)).value)
+    label = "build_mask_info(causal_mask(4096), 1024, 2048)"
+    for name, g in zip(FIELDS, got, strict=True):
+        if name == "partial_mask_blocks":
+            expected = ref.build_mask_info(mask, 1024, 2048).partial_mask_blocks
+            what = "MaskInfo.partial_mask_blocks (2 patterns: tiles (0,0)/(2,1) and (1,0)/(3,1))"
+        else:
+            expected = np.asarray(_WORKED_INFO[name], FIELD_DTYPES[name])
+            what = f"MaskInfo.{name}"
+        try:
+            _assert_exact(g, expected, what)
+        except CheckFailure as failure:
+            failure.input = label
+            raise
+    worked = [
+        ("Ex11: causal_mask(4096), blocks 1024", ref.causal_mask(4096), 1024, (10, 6, 4, 1)),
+        ("Ex12: documents 1000/2000/1096, blocks 1024", ref.segment_mask(_EX12_IDS), 1024,
+         (12, 2, 10, None)),
+        ("causal_mask(512), blocks 64", ref.causal_mask(512), 64, (36, 28, 8, 1)),
+    ]
+    for label, m, b, (active, full, partial, patterns) in worked:
+        counts = _counts(_mask_info_fields(s.invoke("build_mask_info", (m, b, b)).value))
+        want = (active, full, partial, counts[3] if patterns is None else patterns)
+        if counts != want:
+            raise CheckFailure("the active / full / partial tile counts differ from the lecture's",
+                               input=label,
+                               expected=f"{active} active, {full} full, {partial} partial"
+                                        + ("" if patterns is None else f", {patterns} pattern(s)"),
+                               got=f"{counts[0]} active, {counts[1]} full, {counts[2]} partial, "
+                                   f"{counts[3]} pattern(s)")
+
+
+def _expect_value_error(s: Session, args: tuple, label: str, must_name: list[str],
+                        why: str) -> None:
+    try:
+        s.invoke("build_mask_info", args)
+    except CheckFailure as failure:
+        if failure.status != "failed" or not failure.what.startswith("build_mask_info raised"):
+            raise
+        message = failure.what
+        if "raised ValueError" not in message:
+            raise CheckFailure(f"build_mask_info should raise ValueError {why}", input=label,
+                               expected="ValueError", got=message.removeprefix(
+                                   "build_mask_info raised "), traceback=failure.traceback
+                               ) from None
+        missing = [word for word in must_name if not re.search(rf"(?<![\w.]){re.escape(word)}"
+                                                               rf"(?![\w.])", message)]
+        if missing:
+            raise CheckFailure("the ValueError's message does not name what is wrong",
+                               input=label, expected=f"a message naming {', '.join(must_name)}",
+                               got=message.removeprefix("build_mask_info raised ")) from None
+        return
+    raise CheckFailure(f"build_mask_info should raise ValueError {why}", input=label,
+                       expected="ValueError", got="no error")
+
+
+@st.composite
+def bad_inputs(draw: st.DrawFn) -> tuple:
+    """(args, label, words the message must contain, why) of one bad call."""
+    case = draw(mask_cases(blocks=(2, 4, 8), max_len=32))
+    q_len, kv_len = case.mask.shape
+    if draw(st.booleans()):
+        axis = draw(st.sampled_from(["block_q", "block_kv"]))
+        length = q_len if axis == "block_q" else kv_len
+        bad = draw(st.integers(2, length + 3).filter(lambda b, n=length: n % b != 0))
+        bq, bkv = (bad, case.block_kv) if axis == "block_q" else (case.block_q, bad)
+        return ((case.mask, bq, bkv), f"{case.recipe}, block_q = {bq}, block_kv = {bkv}",
+                [axis, str(bad)], f"when {axis}={bad} does not divide its length {length}")
+    rows = sorted(draw(st.sets(st.integers(0, q_len - 1), min_size=1, max_size=3)))
+    mask = case.mask.copy()
+    mask[rows] = False
+    return ((mask, case.block_q, case.block_kv),
+            f"{case.recipe} with rows {rows} cleared, block_q = {case.block_q}, "
+            f"block_kv = {case.block_kv}", [str(rows[0])],
+            f"when query row {rows[0]} (the first such row) attends to no key")
+
+
+@check(A, "5.3", 5, "bad input raises ValueError naming the problem: a block size that does "
+                    "not divide its length, a query row with no visible key (the first one)")
+def mask_info_errors(s: Session) -> None:
+    def body(example: tuple) -> None:
+        args, label, words, why = example
+        _expect_value_error(s, args, label, words, why)
+    run_property(bad_inputs(), body, max_examples=12)
+
+
+# --- Task 5.4 the Splash kernel and wrapper --------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class SplashCase:
+    """q, k, v [H, L, d|dv], a mask and its reference MaskInfo."""
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    case: MaskCase
+    sm_scale: float | None
+
+    @property
+    def info(self) -> ref.MaskInfo:
+        return ref.build_mask_info(self.case.mask, self.case.block_q, self.case.block_kv)
+
+    @property
+    def scale(self) -> float:
+        return 1.0 / math.sqrt(self.q.shape[-1]) if self.sm_scale is None else self.sm_scale
+
+    def __repr__(self) -> str:
+        return (f"q = {fmt_array(self.q)}, k = {fmt_array(self.k)}, v = {fmt_array(self.v)}, "
+                f"{self.case!r}, sm_scale = {self.sm_scale!r}")
+
+
+@st.composite
+def splash_cases(draw: st.DrawFn, kinds: tuple[str, ...] = KINDS) -> SplashCase:
+    case = draw(mask_cases(square=True, blocks=(2, 4, 8), max_len=32, kinds=kinds))
+    heads = draw(st.integers(1, 2))
+    d, dv = draw(st.sampled_from([4, 8, 16])), draw(st.sampled_from([4, 8]))
+    length = case.mask.shape[0]
+    q, k, v = (make_array((heads, length, n), np.dtype(np.float32), draw(seeds), low=-2, high=2)
+               for n in (d, d, dv))
+    scale = draw(st.one_of(st.none(), st.sampled_from([0.125, 0.5, 1.0])))
+    return SplashCase(q, k, v, case, scale)
+
+
+def _kernel_fields(info: ref.MaskInfo) -> tuple:
+    """MaskInfo arrays for the grader's pallas_call, with at least one stored pattern."""
+    patterns = info.partial_mask_blocks
+    if patterns.shape[0] == 0:
+        patterns = np.ones((1, *patterns.shape[1:]), bool)
+    return tuple(info._replace(partial_mask_blocks=patterns))
+
+
+def _mask_everywhere(info: ref.MaskInfo, length: int) -> np.ndarray:
+    """The dense mask a kernel sees when it applies mask_ref on full tiles too."""
+    fields = _kernel_fields(info)
+    patterns = fields[4]
+    bq, bkv = patterns.shape[1:]
+    dense = np.zeros((length, length), bool)
+    for r, c, n in zip(info.active_rows, info.active_cols, info.mask_next, strict=True):
+        dense[r * bq:(r + 1) * bq, c * bkv:(c + 1) * bkv] = patterns[n]
+    return dense
+
+
+def _attention_or_nan(q, k, v, mask, scale) -> np.ndarray | None:
+    if not mask.any(axis=1).all():
+        return None
+    return _dense_attention(q, k, v, mask, scale)
+
+
+def _check_output(got: object, c: SplashCase, what: str, diagnose: bool = True) -> None:
+    expected = _dense_attention(c.q, c.k, c.v, c.case.mask, c.scale)
+    try:
+        assert_close(got, expected, 2e-4, 2e-5, what=what)
+    except CheckFailure as failure:
+        if diagnose:
+            everywhere = _attention_or_nan(c.q, c.k, c.v, _mask_everywhere(c.info, len(
+                c.case.mask)), c.scale)
+            if everywhere is not None and np.allclose(np.asarray(got, np.float64), everywhere,
+                                                      2e-4, 2e-5):
+                failure.diagnosis = ("the mask is applied on full tiles too: apply mask_ref "
+                                     "only where block_mask == 1 (lecture §6.3)")
+            else:
+                unmasked = _dense_attention(c.q, c.k, c.v, _active_tiles(c.info, c.case), c.scale)
+                if np.allclose(np.asarray(got, np.float64), unmasked, 2e-4, 2e-5):
+                    failure.diagnosis = ("partial tiles are computed without their mask: "
+                                         "where block_mask == 1 the scores of masked pairs "
+                                         "must not count (lecture §6.3)")
+        raise
+
+
+def _active_tiles(info: ref.MaskInfo, case: MaskCase) -> np.ndarray:
+    """Every pair inside an active tile (what an unmasked kernel attends to)."""
+    dense = np.zeros(case.mask.shape, bool)
+    bq, bkv = case.block_q, case.block_kv
+    for r, c in zip(info.active_rows, info.active_cols, strict=True):
+        dense[r * bq:(r + 1) * bq, c * bkv:(c + 1) * bkv] = True
+    return dense
+
+
+@check(A, "5.4", 10, "splash_attention_kernel, run in the grader's pallas_call over the "
+                     "reference MaskInfo, equals dense float64 masked attention")
+def kernel_values(s: Session) -> None:
+    def body(c: SplashCase) -> None:
+        got = s.invoke("splash_attention_kernel",
+                       (c.q, c.k, c.v, _kernel_fields(c.info), c.scale), harness="a5").value
+        _check_output(got, c, "the kernel's attention output")
+    run_property(splash_cases(), body, max_examples=12)
+
+
+@check(A, "5.4", 5, "the kernel applies mask_ref only where block_mask == 1 (full tiles are "
+                    "given an all-False pattern and must ignore it)")
+def kernel_masks_only_partial(s: Session) -> None:
+    def body(c: SplashCase) -> None:
+        info = c.info
+        full = info.block_mask == 2
+        assume(full.any())
+        blocks = info.partial_mask_blocks
+        poisoned = np.concatenate([blocks, np.zeros((1, *blocks.shape[1:]), bool)])
+        nxt = np.where(full, len(blocks), info.mask_next).astype(np.int32)
+        fields = tuple(info._replace(partial_mask_blocks=poisoned, mask_next=nxt))
+        got = s.invoke("splash_attention_kernel", (c.q, c.k, c.v, fields, c.scale),
+                       harness="a5").value
+        try:
+            _check_output(got, c, "the kernel's attention output", diagnose=False)
+        except CheckFailure as failure:
+            failure.diagnosis = ("full tiles (block_mask == 2) must be computed without a "
+                                 "mask: here their mask_ref is all False, and using it "
+                                 "changes the result (lecture §6.3)")
+            raise
+    run_property(splash_cases(kinds=("causal", "full", "local & documents", "causal & local")),
+                 body, max_examples=8)
+
+
+def _wrapper_reply(s: Session, c: SplashCase):
+    reply = s.invoke("splash_attention", (c.q, c.k, c.v, tuple(c.info), c.sm_scale),
+                     harness="a5")
+    value = reply.value
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise CheckFailure("internal grader error: the a5 harness replied oddly",
+                           status="error", internal=True)
+    return reply, value[0], value[1]
+
+
+@check(A, "5.4", 8, "splash_attention(q, k, v, mask_info) equals dense float64 masked "
+                    "attention (drawn masks, heads, head sizes, sm_scale or its default)")
+def wrapper_values(s: Session) -> None:
+    def body(c: SplashCase) -> None:
+        _, out, _ = _wrapper_reply(s, c)
+        _check_output(out, c, "splash_attention's output")
+    run_property(splash_cases(), body, max_examples=12)
+
+
+_OPERANDS = ("q", "k", "v", "mask", "output")
+
+
+def _compare_splash_trace(got: list, expected: list) -> None:
+    if len(got) != 1:
+        raise CheckFailure("splash_attention should make exactly one pallas_call",
+                           expected="1 pallas_call", got=f"{len(got)} pallas_calls")
+    g, e = got[0], expected[0]
+    if tuple(g.grid) != tuple(e.grid):
+        raise CheckFailure("the grid should be (heads, number of active tiles)",
+                           expected=str(tuple(e.grid)), got=str(tuple(g.grid)))
+    if tuple(g.dimension_semantics) != tuple(e.dimension_semantics):
+        raise CheckFailure("the dimension semantics differ", expected=str(e.dimension_semantics),
+                           got=str(g.dimension_semantics))
+    g_pre = [op for op in g.operands if op.role == "prefetch"]
+    e_pre = [op for op in e.operands if op.role == "prefetch"]
+    if len(g_pre) != len(e_pre):
+        raise CheckFailure("the call should use PrefetchScalarGridSpec(num_scalar_prefetch=6)",
+                           expected=f"{len(e_pre)} scalar-prefetch arrays",
+                           got=f"{len(g_pre)}")
+    g_ops = [op for op in g.operands if op.role in ("in", "out")]
+    e_ops = [op for op in e.operands if op.role in ("in", "out")]
+    if len(g_ops) != len(e_ops):
+        raise CheckFailure("the call should have inputs q, k, v, mask and one output",
+                           expected=f"{len(e_ops)} operands", got=f"{len(g_ops)} operands")
+    for label, go, eo in zip(_OPERANDS, g_ops, e_ops, strict=True):
+        if tuple(go.block_shape) != tuple(eo.block_shape):
+            raise CheckFailure(f"the {label} block shape differs", expected=str(eo.block_shape),
+                               got=str(go.block_shape))
+        if not np.array_equal(go.block_indices, eo.block_indices):
+            step = int(np.argmax(np.any(go.block_indices != eo.block_indices, axis=1))) \
+                if go.block_indices.shape == eo.block_indices.shape else 0
+            raise CheckFailure(f"the {label} block chosen by the index map differs",
+                               expected=f"{tuple(eo.block_indices[step].tolist())} at step {step}",
+                               got=(f"{tuple(go.block_indices[step].tolist())}"
+                                    if go.block_indices.shape == eo.block_indices.shape
+                                    else f"{go.block_indices.shape[0]} steps"))
+        if go.dma_count != eo.dma_count:
+            hint = {"k": "fetch a K/V block only when the active column changes",
+                    "v": "fetch a K/V block only when the active column changes",
+                    "output": "write an output block back once per (head, q row of tiles)",
+                    "mask": "a full tile's mask_next names the next partial pattern, so the "
+                            "mask block does not change"}.get(label)
+            raise CheckFailure(f"the {label} operand makes a different number of DMAs",
+                               expected=str(eo.dma_count), got=str(go.dma_count), hint=hint)
+    if g.vmem_bytes != e.vmem_bytes or g.smem_bytes != e.smem_bytes:
+        raise CheckFailure("the VMEM / SMEM bytes differ (scratch m, l f32 (block_q, 128), "
+                           "acc f32 (block_q, dv); six int32 [A] prefetch arrays)",
+                           expected=f"VMEM {e.vmem_bytes} B, SMEM {e.smem_bytes} B",
+                           got=f"VMEM {g.vmem_bytes} B, SMEM {g.smem_bytes} B")
+
+
+@check(A, "5.4", 7, "splash_attention's pallas_call: grid (H, A), semantics, blocks chosen "
+                    "through the prefetched table, K/V fetched only when the column changes, "
+                    "one write-back per q row, VMEM/SMEM bytes")
+def wrapper_trace(s: Session) -> None:
+    def body(c: SplashCase) -> None:
+        reply, _, _ = _wrapper_reply(s, c)
+        with pallas_sim.trace() as t:
+            ref.splash_attention(c.q, c.k, c.v, c.info, sm_scale=c.sm_scale)
+        _compare_splash_trace(reply.traces, t.calls)
+    run_property(splash_cases(), body, max_examples=8)
+
+
+@check(A, "5.4", 5, "the six scalar-prefetch arrays are int32 and passed in the order "
+                    "active_rows, active_cols, mask_next, bounds_start, bounds_end, block_mask")
+def wrapper_prefetch(s: Session) -> None:
+    def body(c: SplashCase) -> None:
+        _, _, recorded = _wrapper_reply(s, c)
+        if not isinstance(recorded, (list, tuple)) or len(recorded) != 1:
+            raise CheckFailure("splash_attention should make exactly one pallas_call",
+                               expected="1", got=str(len(recorded)))
+        arrays = list(recorded[0])
+        if len(arrays) != 6:
+            raise CheckFailure("the call should prefetch six arrays "
+                               "(PrefetchScalarGridSpec(num_scalar_prefetch=6))",
+                               expected="6", got=str(len(arrays)))
+        info = c.info
+        want = [np.asarray(getattr(info, name)).astype(np.int32) for name in PREFETCH_ORDER]
+        for n, (name, got, exp) in enumerate(zip(PREFETCH_ORDER, arrays, want, strict=True)):
+            got = np.asarray(got)
+            if got.shape == exp.shape and np.array_equal(got, exp) and got.dtype == np.int32:
+                continue
+            same = [other for other, e in zip(PREFETCH_ORDER, want, strict=True)
+                    if got.shape == e.shape and np.array_equal(got, e)]
+            diagnosis = None
+            if same and name not in same:
+                diagnosis = (f"prefetch argument {n} holds {same[0]}; the kernel expects "
+                             f"{name} there (order: {', '.join(PREFETCH_ORDER)})")
+            elif np.array_equal(got, exp):
+                diagnosis = "the values are right; convert them with .astype(np.int32)"
+            raise CheckFailure(f"scalar-prefetch argument {n} should be {name} as int32",
+                               expected=fmt_array(exp), got=fmt_array(got), diagnosis=diagnosis)
+    run_property(splash_cases(), body, max_examples=6)
+
+
+# --- Task 5.5 mask_stats ---------------------------------------------------------------------
+
+_INT_STATS = ("num_blocks", "num_active", "num_partial", "num_full", "num_patterns",
+              "pattern_bytes")
+
+
+def _compare_stats(got: object, expected: dict, label: str | None = None) -> None:
+    if not isinstance(got, dict):
+        raise CheckFailure("mask_stats must return a dict", expected="a dict",
+                           got=type(got).__name__, input=label)
+    for key in _INT_STATS:
+        if key not in got:
+            raise CheckFailure(f"mask_stats has no entry {key!r}", expected=str(expected),
+                               got=str(got), input=label)
+        try:
+            assert_equal_int(got[key], int(expected[key]), f"mask_stats[{key!r}]")
+        except CheckFailure as failure:
+            failure.input = label
+            raise
+    saving = got.get("compute_saving")
+    if isinstance(saving, bool) or not isinstance(saving, (int, float, np.floating, np.integer)) \
+            or not math.isclose(float(saving), expected["compute_saving"], rel_tol=1e-9):
+        raise CheckFailure("mask_stats['compute_saving'] should be num_blocks / num_active",
+                           expected=f"{expected['compute_saving']:.6g}", got=repr(saving),
+                           input=label)
+
+
+@check(A, "5.5", 6, "mask_stats equals the reference's counts, pattern bytes and saving on "
+                    "drawn masks")
+def stats_values(s: Session) -> None:
+    def body(case: MaskCase) -> None:
+        got = s.invoke("mask_stats", (case.mask, case.block_q, case.block_kv)).value
+        _compare_stats(got, ref.mask_stats(case.mask, case.block_q, case.block_kv))
+    run_property(mask_cases(), body, max_examples=15)
+
+
+@check(A, "5.5", 4, "worked answers: Ex11; causal L 512 in 64-blocks; the lecture's L 16384 / "
+                    "block 1024 pattern counts (causal 1, causal & window 2048 2), scaled to "
+                    "L 2048 / block 128 / window 256")
+def stats_worked(s: Session) -> None:
+    causal2k = ref.causal_mask(2048)
+    worked = [
+        ("Ex11: causal_mask(4096), blocks 1024", ref.causal_mask(4096), 1024,
+         {"num_blocks": 16, "num_active": 10, "num_partial": 4, "num_full": 6,
+          "num_patterns": 1, "pattern_bytes": 1 << 20}),
+        ("causal_mask(512), blocks 64", ref.causal_mask(512), 64,
+         {"num_blocks": 64, "num_active": 36, "num_partial": 8, "num_full": 28,
+          "num_patterns": 1, "pattern_bytes": 4096}),
+        ("causal_mask(2048), blocks 128 (L 16384 / 1024 scaled by 1/8: one pattern)",
+         causal2k, 128, {"num_blocks": 256, "num_active": 136, "num_partial": 16,
+                         "num_full": 120, "num_patterns": 1, "pattern_bytes": 128 * 128}),
+        ("causal_mask(2048) & local_mask(2048, (256, None)), blocks 128 (window 2048 at "
+         "L 16384 scaled by 1/8: two patterns)", causal2k & ref.local_mask(2048, (256, None)),
+         128, {"num_blocks": 256, "num_active": 45, "num_partial": 30, "num_full": 15,
+               "num_patterns": 2, "pattern_bytes": 2 * 128 * 128}),
+    ]
+    for label, mask, b, numbers in worked:
+        expected = {**numbers, "compute_saving": numbers["num_blocks"] / numbers["num_active"]}
+        _compare_stats(s.invoke("mask_stats", (mask, b, b)).value, expected, label)

@@ -1,0 +1,118 @@
+"""Harnesses for a5_splash_attention (lecture §6); they run inside the worker.
+
+``fields`` is always the seven MaskInfo arrays in the handout's field order
+(active_rows, active_cols, block_mask, mask_next, partial_mask_blocks,
+bounds_start, bounds_end), as the trusted grader built them: a NamedTuple
+crosses the worker pipe as a plain tuple, so the harness rebuilds an object
+with the MaskInfo attribute names before handing it to the student.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import ModuleType
+from typing import NamedTuple
+
+import numpy as np
+
+from pallas_sim import jax, jnp, pl, pltpu
+
+#: The order of the six scalar-prefetch arrays (student-api.md, Task 5.4).
+PREFETCH_ORDER = ("active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end",
+                  "block_mask")
+
+
+class GraderMaskInfo(NamedTuple):
+    """MaskInfo as the handout defines it (same field names and order)."""
+
+    active_rows: np.ndarray
+    active_cols: np.ndarray
+    block_mask: np.ndarray
+    mask_next: np.ndarray
+    partial_mask_blocks: np.ndarray
+    bounds_start: np.ndarray
+    bounds_end: np.ndarray
+
+
+def _function(sub: ModuleType, name: str):
+    fn = getattr(sub, name, None)
+    if not callable(fn):
+        raise NameError(f"function {name!r} is not defined in the submission")
+    return fn
+
+
+def splash_attention_kernel(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                            fields: tuple, sm_scale: float) -> np.ndarray:
+    """Run the student's kernel in the grader's standard Splash pallas_call.
+
+    q, k: f32 [H, L, d]; v: f32 [H, L, dv]; ``partial_mask_blocks`` must hold
+    at least one pattern. Grid (H, A), six int32 prefetch arrays in the
+    specified order, BlockSpecs chosen through them. Returns f32 [H, L, dv].
+    """
+    info = GraderMaskInfo(*fields)
+    heads, length, d = q.shape
+    dv = v.shape[2]
+    _, bq, bkv = info.partial_mask_blocks.shape
+    prefetch = [np.asarray(getattr(info, name), np.int32) for name in PREFETCH_ORDER]
+
+    def row_map(h, g, rows, cols, nxt, starts, ends, kinds):
+        return h, rows[g], 0
+
+    def col_map(h, g, rows, cols, nxt, starts, ends, kinds):
+        return h, cols[g], 0
+
+    def mask_map(h, g, rows, cols, nxt, starts, ends, kinds):
+        return nxt[g], 0, 0
+
+    grid_spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=6, grid=(heads, len(prefetch[0])),
+        in_specs=[pl.BlockSpec((None, bq, d), row_map), pl.BlockSpec((None, bkv, d), col_map),
+                  pl.BlockSpec((None, bkv, dv), col_map),
+                  pl.BlockSpec((None, bq, bkv), mask_map)],
+        out_specs=pl.BlockSpec((None, bq, dv), row_map),
+        scratch_shapes=[pltpu.VMEM((bq, 128), jnp.float32), pltpu.VMEM((bq, 128), jnp.float32),
+                        pltpu.VMEM((bq, dv), jnp.float32)])
+    kernel = functools.partial(_function(sub, "splash_attention_kernel"),
+                               sm_scale=float(sm_scale), block_q=bq, block_kv=bkv)
+    return pl.pallas_call(
+        kernel, grid_spec=grid_spec,
+        out_shape=jax.ShapeDtypeStruct((heads, length, dv), jnp.float32),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
+        name="grader_splash")(*prefetch, q, k, v, np.asarray(info.partial_mask_blocks, bool))
+
+
+def splash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                     fields: tuple, sm_scale: float | None) -> tuple:
+    """Call the student's wrapper with a MaskInfo object and record what it prefetches.
+
+    Returns ``(output, prefetch)``: the wrapper's result and, per pallas_call
+    it made, the list of its scalar-prefetch arrays as passed (empty when the
+    call declared none). ``pl.pallas_call`` is wrapped only for the duration
+    of the call and restored afterwards.
+    """
+    wrapper = _function(sub, "splash_attention")
+    info = GraderMaskInfo(*fields)
+    original = pl.pallas_call
+    recorded: list[list[np.ndarray]] = []
+
+    def recording_pallas_call(*args, **kwargs):
+        call = original(*args, **kwargs)
+        spec = kwargs.get("grid_spec")
+        count = int(getattr(spec, "num_scalar_prefetch", 0) or 0)
+
+        @functools.wraps(call)
+        def run(*operands):
+            recorded.append([np.array(a) for a in operands[:count]])
+            return call(*operands)
+        return run
+
+    pl.pallas_call = recording_pallas_call
+    try:
+        if sm_scale is None:
+            out = wrapper(q, k, v, info)
+        else:
+            out = wrapper(q, k, v, info, sm_scale=sm_scale)
+    finally:
+        pl.pallas_call = original
+    return out, recorded
+

@@ -1,0 +1,231 @@
+"""Reference for assignment a5, Splash Attention (lecture §6).
+
+Public names are exactly those of the student API, plus ``MaskInfo`` as the
+handout gives it. The implementation is deliberately unlike the solution:
+
+* masks come from ``np.tri`` (a lower triangle shifted by a diagonal offset)
+  rather than from comparing position grids;
+* ``build_mask_info`` walks the tiles one by one in row-major order and
+  deduplicates patterns by comparing against the stored ones with
+  ``np.array_equal``; ``mask_next`` of full tiles is filled by a forward
+  search for the next partial tile, modulo the tile count;
+* the Splash kernel keeps its running statistics in float32 scratch as the
+  API requires, but computes every tile's scores and weights in float64.
+"""
+
+import bisect as _bisect
+import functools as _functools
+import math as _math
+from typing import NamedTuple as _NamedTuple
+
+import numpy as _np
+
+from pallas_sim import jax as _jax
+from pallas_sim import jnp as _jnp
+from pallas_sim import pl as _pl
+from pallas_sim import pltpu as _pltpu
+
+__all__ = [
+    "MaskInfo",
+    "build_mask_info",
+    "causal_mask",
+    "classify_blocks",
+    "local_mask",
+    "mask_stats",
+    "render_block_mask",
+    "segment_mask",
+    "splash_attention",
+    "splash_attention_kernel",
+]
+
+
+class MaskInfo(_NamedTuple):
+    """The sparse execution table over the A active tiles, in row-major order.
+
+    active_rows, active_cols, mask_next: int32 [A]; block_mask: int8 [A]
+    (1 partial, 2 full); partial_mask_blocks: bool [P, block_q, block_kv];
+    bounds_start, bounds_end: bool [A].
+    """
+
+    active_rows: _np.ndarray
+    active_cols: _np.ndarray
+    block_mask: _np.ndarray
+    mask_next: _np.ndarray
+    partial_mask_blocks: _np.ndarray
+    bounds_start: _np.ndarray
+    bounds_end: _np.ndarray
+
+
+def causal_mask(q_len: int, kv_len: int | None = None, *, offset: int = 0) -> _np.ndarray:
+    """Task 5.1: bool [q_len, kv_len], True where q + offset >= kv (np.tri with k = offset)."""
+    return _np.tri(q_len, q_len if kv_len is None else kv_len, k=offset, dtype=bool)
+
+
+def local_mask(q_len: int, window, kv_len: int | None = None) -> _np.ndarray:
+    """Task 5.1: bool [q_len, kv_len], True where q - left <= kv <= q + right."""
+    left, right = window
+    n = q_len if kv_len is None else kv_len
+    out = _np.ones((q_len, n), dtype=bool)
+    if right is not None:
+        out &= _np.tri(q_len, n, k=right, dtype=bool)
+    if left is not None:
+        out &= ~_np.tri(q_len, n, k=-left - 1, dtype=bool)
+    return out
+
+
+def segment_mask(q_segment_ids, kv_segment_ids=None) -> _np.ndarray:
+    """Task 5.1: bool [q_len, kv_len], True where the segment ids are equal."""
+    q_ids = _np.asarray(q_segment_ids)
+    kv_ids = q_ids if kv_segment_ids is None else _np.asarray(kv_segment_ids)
+    return _np.equal.outer(q_ids, kv_ids)
+
+
+def _check_block(name: str, block: int, length_name: str, length: int) -> None:
+    if not (isinstance(block, int | _np.integer) and block >= 1 and length % block == 0):
+        raise ValueError(f"{name}={block} does not divide {length_name}={length}")
+
+
+def classify_blocks(mask, block_q: int, block_kv: int) -> _np.ndarray:
+    """Task 5.2: int8 [nq, nkv]: 0 empty, 1 partial, 2 full."""
+    m = _np.asarray(mask, dtype=bool)
+    _check_block("block_q", block_q, "q_len", m.shape[0])
+    _check_block("block_kv", block_kv, "kv_len", m.shape[1])
+    tiles = m.reshape(m.shape[0] // block_q, block_q, m.shape[1] // block_kv, block_kv)
+    some = tiles.any(axis=(1, 3))
+    every = tiles.all(axis=(1, 3))
+    return (some.astype(_np.int8) + every.astype(_np.int8)).astype(_np.int8)
+
+
+def render_block_mask(block_mask) -> str:
+    """Task 5.2: one line per q block, cells "·", "P", "F" joined by single spaces."""
+    table = _np.array(["·", "P", "F"])
+    return "\n".join(" ".join(table[_np.asarray(row, dtype=int)].tolist())
+                     for row in _np.asarray(block_mask))
+
+
+def build_mask_info(mask, block_q: int, block_kv: int) -> MaskInfo:
+    """Task 5.3: the MaskInfo of a bool [q_len, kv_len] mask.
+
+    Raises:
+      ValueError: a block size does not divide its length; a query row with no
+        True entry (the message names the first such row).
+    """
+    m = _np.asarray(mask, dtype=bool)
+    _check_block("block_q", block_q, "q_len", m.shape[0])
+    _check_block("block_kv", block_kv, "kv_len", m.shape[1])
+    row_has_key = m.any(axis=1)
+    if not row_has_key.all():
+        first = int(_np.argmin(row_has_key))
+        raise ValueError(f"query row {first} attends to no key")
+    nq, nkv = m.shape[0] // block_q, m.shape[1] // block_kv
+    rows, cols, kinds, own = [], [], [], []
+    patterns: list[_np.ndarray] = []
+    for r in range(nq):
+        for c in range(nkv):
+            tile = m[r * block_q:(r + 1) * block_q, c * block_kv:(c + 1) * block_kv]
+            if not tile.any():
+                continue
+            rows.append(r)
+            cols.append(c)
+            if tile.all():
+                kinds.append(2)
+                own.append(None)
+                continue
+            kinds.append(1)
+            for pid, stored in enumerate(patterns):
+                if _np.array_equal(stored, tile):
+                    own.append(pid)
+                    break
+            else:
+                own.append(len(patterns))
+                patterns.append(tile.copy())
+    count = len(rows)
+    partial_at = [g for g in range(count) if own[g] is not None]
+    nxt = []
+    for g in range(count):
+        later = _bisect.bisect_left(partial_at, g)
+        nxt.append(own[partial_at[later % len(partial_at)]] if partial_at else 0)
+    starts = [g == 0 or rows[g - 1] != rows[g] for g in range(count)]
+    ends = [g == count - 1 or rows[g + 1] != rows[g] for g in range(count)]
+    blocks = (_np.array(patterns, dtype=bool) if patterns
+              else _np.zeros((0, block_q, block_kv), dtype=bool))
+    return MaskInfo(_np.array(rows, _np.int32), _np.array(cols, _np.int32),
+                    _np.array(kinds, _np.int8), _np.array(nxt, _np.int32), blocks,
+                    _np.array(starts, bool), _np.array(ends, bool))
+
+
+def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bounds_start_ref,
+                            bounds_end_ref, block_mask_ref, q_ref, k_ref, v_ref, mask_ref, o_ref,
+                            m_scratch_ref, l_scratch_ref, acc_scratch_ref, *, sm_scale,
+                            block_q, block_kv) -> None:
+    """Task 5.4: one (head, active tile) step; tile math in float64, state in f32 scratch."""
+    g = _pl.program_id(1)
+    if bounds_start_ref[g]:
+        m_scratch_ref[...] = -_np.inf
+        l_scratch_ref[...] = 0.0
+        acc_scratch_ref[...] = 0.0
+    s = (_np.asarray(q_ref[...], _np.float64) @ _np.asarray(k_ref[...], _np.float64).T
+         ) * float(sm_scale)
+    keep = _np.ones(s.shape, bool) if block_mask_ref[g] == 2 else _np.asarray(mask_ref[...])
+    m_old = _np.asarray(m_scratch_ref[:, 0], _np.float64)
+    tile_max = _np.where(keep, s, -_np.inf).max(axis=1)
+    m_new = _np.maximum(m_old, tile_max)
+    safe = _np.where(_np.isneginf(m_new), 0.0, m_new)
+    w = _np.where(keep, _np.exp(_np.where(keep, s, 0.0) - safe[:, None]), 0.0)
+    shrink = _np.exp(m_old - safe)
+    l_new = shrink * l_scratch_ref[:, 0] + w.sum(axis=1)
+    acc = shrink[:, None] * acc_scratch_ref[...] + w @ _np.asarray(v_ref[...], _np.float64)
+    m_scratch_ref[...] = m_new[:, None]
+    l_scratch_ref[...] = l_new[:, None]
+    acc_scratch_ref[...] = acc
+    if bounds_end_ref[g]:
+        o_ref[...] = acc_scratch_ref[...] / l_scratch_ref[:, :1]
+
+
+def splash_attention(q, k, v, mask_info, *, sm_scale=None):
+    """Task 5.4: f32 [H, L, dv] through one pallas_call over the active tiles."""
+    heads, length, d = q.shape
+    dv = v.shape[2]
+    blocks = _np.asarray(mask_info.partial_mask_blocks, dtype=bool)
+    bq, bkv = blocks.shape[1], blocks.shape[2]
+    if blocks.shape[0] == 0:
+        blocks = _np.ones((1, bq, bkv), dtype=bool)
+    scale = 1.0 / _math.sqrt(d) if sm_scale is None else float(sm_scale)
+    prefetch = tuple(_np.asarray(getattr(mask_info, name)).astype(_np.int32) for name in (
+        "active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end", "block_mask"))
+
+    def by_row(h, g, rows, *_):
+        return h, rows[g], 0
+
+    def by_col(h, g, rows, cols, *_):
+        return h, cols[g], 0
+
+    def by_pattern(h, g, rows, cols, nxt, *_):
+        return nxt[g], 0, 0
+
+    spec = _pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=6, grid=(heads, len(prefetch[0])),
+        in_specs=[_pl.BlockSpec((None, bq, d), by_row), _pl.BlockSpec((None, bkv, d), by_col),
+                  _pl.BlockSpec((None, bkv, dv), by_col),
+                  _pl.BlockSpec((None, bq, bkv), by_pattern)],
+        out_specs=_pl.BlockSpec((None, bq, dv), by_row),
+        scratch_shapes=[_pltpu.VMEM((bq, 128), _jnp.float32), _pltpu.VMEM((bq, 128), _jnp.float32),
+                        _pltpu.VMEM((bq, dv), _jnp.float32)])
+    return _pl.pallas_call(
+        _functools.partial(splash_attention_kernel, sm_scale=scale, block_q=bq, block_kv=bkv),
+        grid_spec=spec, out_shape=_jax.ShapeDtypeStruct((heads, length, dv), _jnp.float32),
+        compiler_params=_pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
+        name="splash_attention")(*prefetch, q, k, v, blocks)
+
+
+def mask_stats(mask, block_q: int, block_kv: int) -> dict:
+    """Task 5.5: block counts, stored-pattern bytes, and num_blocks / num_active."""
+    kinds = classify_blocks(mask, block_q, block_kv)
+    info = build_mask_info(mask, block_q, block_kv)
+    partial = int((kinds == 1).sum())
+    full = int((kinds == 2).sum())
+    patterns = int(info.partial_mask_blocks.shape[0])
+    return {"num_blocks": int(kinds.size), "num_active": partial + full,
+            "num_partial": partial, "num_full": full, "num_patterns": patterns,
+            "pattern_bytes": patterns * int(block_q) * int(block_kv),
+            "compute_saving": float(kinds.size) / float(partial + full)}
