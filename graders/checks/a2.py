@@ -1,0 +1,461 @@
+"""Checks of a2_pipelining (lecture §3): Tasks 2.1–2.4, 100 points.
+
+The schedule model (student-api.md, a2): one DMA engine copies blocks in
+order into ``n_buffers`` VMEM slots; DMA k starts at max(end of DMA k-1, end
+of compute k-n_buffers), compute k at max(end of DMA k, end of compute k-1).
+Durations are drawn as multiples of 1/8 (exact in binary, readable in
+feedback) from a mix of zeros, equal values, and long and short blocks, with
+1 <= n <= 64 blocks and 1 <= n_buffers <= 6. Each task is compared with the
+reference on drawn inputs and with the lecture's worked answers; the
+schedule is also checked on its own invariants, so a student sees which rule
+their schedule breaks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import strategies as st
+
+import reference.a2_pipelining as ref
+from graders.checks.compare import as_array, fmt_array
+from graders.checks.framework import CheckFailure, Session, check, run_property
+from graders.checks.strategies import Case
+
+A = "a2"
+MiB = 1 << 20
+PEAK_FLOPS, HBM_BANDWIDTH = 1028.75e12, 3685.5e9  # one Ironwood TensorCore
+#: One step of the bf16 1024³ matmul: two 2 MiB input blocks, 2·1024³ FLOPs (lecture §3.2).
+STEP_BYTES = 4 * MiB
+STEP_DMA = STEP_BYTES / HBM_BANDWIDTH
+STEP_COMPUTE = 2 * 1024**3 / PEAK_FLOPS
+STEPS = 504  # (4096/1024)·(18432/1024)·(7168/1024)
+WORKED_RTOL = 5e-3
+TIME_TOL = 1e-9  # absolute and relative, on sums of at most 64 durations <= 20
+
+#: The lecture's two charts for 6 blocks, DMA 1, compute 2, width 54 (lecture §3.1).
+CHART_ONE_BUFFER = (
+    "DMA     |000      111      222      333      444      555      |\n"
+    "compute |   000000   111111   222222   333333   444444   555555|")
+CHART_TWO_BUFFERS = (
+    "DMA     |00001111    22222    3333    4444    55555            |\n"
+    "compute |    00000000111111111222222223333333344444444455555555|")
+
+
+# --- drawn durations -----------------------------------------------------------------------
+
+#: Durations in eighths: zeros and a few round values are common, anything up to 20 can occur.
+eighths = st.one_of(st.sampled_from([0, 0, 4, 8, 16, 24, 96]), st.integers(0, 160))
+
+
+@st.composite
+def durations(draw, *, max_blocks: int = 64) -> tuple[list[float], list[float]]:
+    """(dma_times, compute_times) of one drawn pipeline, as lists of floats."""
+    n = draw(st.integers(1, max_blocks))
+    shape = draw(st.sampled_from(["mixed", "constant", "dma-bound", "compute-bound"]))
+    if shape == "constant":
+        d, c = draw(eighths), draw(eighths)
+        return [d / 8] * n, [c / 8] * n
+    dma = [draw(eighths) / 8 for _ in range(n)]
+    compute = [draw(eighths) / 8 for _ in range(n)]
+    if shape == "dma-bound":
+        dma = [d + 2.0 for d in dma]
+    elif shape == "compute-bound":
+        compute = [c + 2.0 for c in compute]
+    return dma, compute
+
+
+@st.composite
+def schedule_cases(draw, *, max_blocks: int = 64, max_buffers: int = 6) -> Case:
+    dma, compute = draw(durations(max_blocks=max_blocks))
+    buffers = draw(st.integers(1, max_buffers))
+    if draw(st.booleans()):  # sequences may be lists or arrays
+        dma, compute = np.asarray(dma), np.asarray(compute)
+    return Case((dma, compute, buffers), {}, ("dma_times", "compute_times", "n_buffers"))
+
+
+# --- Task 2.1 pipeline_schedule ------------------------------------------------------------
+
+def _intervals(value: object, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Split the reply into two float64 [n, 2] arrays or fail clearly."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise CheckFailure("pipeline_schedule must return a pair (dma_intervals, "
+                           "compute_intervals)", expected="a pair of [n, 2] arrays",
+                           got=_kind(value))
+    out = []
+    for part, name in zip(value, ("dma_intervals", "compute_intervals"), strict=True):
+        arr = as_array(part, name)
+        if arr.shape != (n, 2):
+            raise CheckFailure(f"{name} has the wrong shape", expected=f"shape ({n}, 2): one "
+                               "(start, end) row per block", got=f"shape {arr.shape}")
+        out.append(arr.astype(np.float64))
+    return out[0], out[1]
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return fmt_array(value) if isinstance(value, np.ndarray) else type(value).__name__
+
+
+def _fmt_rows(a: np.ndarray, limit: int = 8) -> str:
+    rows = [f"({s:g}, {e:g})" for s, e in np.asarray(a, np.float64)[:limit].tolist()]
+    more = f", ... ({len(a)} rows)" if len(a) > limit else ""
+    return "[" + ", ".join(rows) + more + "]"
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.allclose(a, b, rtol=TIME_TOL, atol=TIME_TOL))
+
+
+def _variant_schedule(dma, compute, buffers: int, *, engine: bool = True,
+                      slots: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """A schedule with one rule left out (for diagnoses): ``engine=False`` lets DMAs
+    overlap, ``slots=False`` lets DMAs run ahead without waiting for a free slot."""
+    d, c = np.asarray(dma, np.float64), np.asarray(compute, np.float64)
+    dma_iv, comp_iv = np.zeros((len(d), 2)), np.zeros((len(d), 2))
+    for k in range(len(d)):
+        start = dma_iv[k - 1, 1] if engine and k else 0.0
+        if slots and k >= buffers:
+            start = max(start, comp_iv[k - buffers, 1])
+        dma_iv[k] = start, start + d[k]
+        begin = max(dma_iv[k, 1], comp_iv[k - 1, 1] if k else 0.0)
+        comp_iv[k] = begin, begin + c[k]
+    return dma_iv, comp_iv
+
+
+def _diagnose_schedule(got: tuple[np.ndarray, np.ndarray], case: Case) -> str | None:
+    dma, compute, buffers = case.args
+    guesses = []
+    if buffers > 1:  # with one buffer the single-buffered schedule is the right one
+        guesses.append((
+            ref.pipeline_schedule(dma, compute, 1),
+            "n_buffers is ignored: this is the single-buffered schedule, where DMA k waits for "
+            "compute k-1 whatever the number of slots (lecture §3.1)"))
+    guesses += [
+        (_variant_schedule(dma, compute, buffers, engine=False),
+         "two DMAs run at the same time: there is one DMA engine, so DMA k also waits for "
+         "DMA k-1 to finish (lecture §3.1)"),
+        (_variant_schedule(dma, compute, buffers, slots=False),
+         "DMA k does not wait for a free slot: with n_buffers slots it must wait for compute "
+         "k - n_buffers to finish (lecture §3.1)"),
+    ]
+    for (dma_iv, comp_iv), text in guesses:
+        if _close(got[0], dma_iv) and _close(got[1], comp_iv):
+            return text
+    return None
+
+
+@check(A, "2.1", 10, "worked answers: 6 blocks (DMA 1, compute 2) end at 18 with one buffer "
+                     "and 13 with two; Ex3 (d 3, c 1, 100 blocks) ends at 400 and 301")
+def schedule_worked(s: Session) -> None:
+    worked = [((1.0, 2.0, 6), 1, 18.0), ((1.0, 2.0, 6), 2, 13.0),
+              ((3.0, 1.0, 100), 1, 400.0), ((3.0, 1.0, 100), 2, 301.0)]
+    for (d, c, n), buffers, total in worked:
+        label = f"dma_times = [{d:g}] * {n}, compute_times = [{c:g}] * {n}, n_buffers = {buffers}"
+        case = Case(([d] * n, [c] * n, buffers), {}, ("dma_times", "compute_times", "n_buffers"))
+        got = _intervals(s.invoke("pipeline_schedule", case.args).value, n)
+        if not math.isclose(got[1][-1, 1], total, rel_tol=1e-9):
+            raise CheckFailure("the last compute step ends at the wrong time", input=label,
+                               expected=f"{total:g}", got=f"{got[1][-1, 1]:g}",
+                               diagnosis=_diagnose_schedule(got, case))
+
+
+@check(A, "2.1", 20, "pipeline_schedule's intervals equal the reference's on drawn durations "
+                     "(zeros, equal, long and short blocks; 1-64 blocks, 1-6 buffers)")
+def schedule_matches_reference(s: Session) -> None:
+    def body(case: Case) -> None:
+        dma, compute, _ = case.args
+        got = _intervals(s.invoke("pipeline_schedule", case.args).value, len(dma))
+        expected = ref.pipeline_schedule(*case.args)
+        for g, e, name in zip(got, expected, ("DMA", "compute"), strict=True):
+            if not _close(g, e):
+                k = int(np.argmax(np.any(~np.isclose(g, e, rtol=TIME_TOL, atol=TIME_TOL),
+                                         axis=1)))
+                raise CheckFailure(
+                    f"the {name} interval of block {k} differs from the reference",
+                    expected=f"{name} intervals {_fmt_rows(e)}",
+                    got=f"{name} intervals {_fmt_rows(g)}",
+                    diagnosis=_diagnose_schedule(got, case))
+    run_property(schedule_cases(), body, max_examples=30)
+
+
+def _broken_invariant(dma_iv: np.ndarray, comp_iv: np.ndarray, case: Case) -> str | None:
+    """The first rule of the model the student's own schedule breaks, else None."""
+    dma, compute, buffers = case.args
+    d, c = np.asarray(dma, np.float64), np.asarray(compute, np.float64)
+    slack = TIME_TOL * (1 + float(np.max(comp_iv[:, 1], initial=0.0)))
+    for k in range(len(d)):
+        ds, de = dma_iv[k]
+        cs, ce = comp_iv[k]
+        if ds < -slack or cs < -slack:
+            return f"block {k} starts before time 0"
+        if abs((de - ds) - d[k]) > slack:
+            return f"DMA {k} lasts {de - ds:g} but its duration is {d[k]:g}"
+        if abs((ce - cs) - c[k]) > slack:
+            return f"compute {k} lasts {ce - cs:g} but its duration is {c[k]:g}"
+        if cs < de - slack:
+            return f"compute {k} starts at {cs:g}, before DMA {k} has finished at {de:g}"
+        if k and ds < dma_iv[k - 1, 1] - slack:
+            return (f"DMA {k} starts at {ds:g} while DMA {k - 1} runs until "
+                    f"{dma_iv[k - 1, 1]:g}: there is one DMA engine, copies cannot overlap")
+        if k and cs < comp_iv[k - 1, 1] - slack:
+            return (f"compute {k} starts at {cs:g} while compute {k - 1} runs until "
+                    f"{comp_iv[k - 1, 1]:g}")
+        if k >= buffers and ds < comp_iv[k - buffers, 1] - slack:
+            return (f"DMA {k} starts at {ds:g}, before compute {k - buffers} frees its slot at "
+                    f"{comp_iv[k - buffers, 1]:g}: more than n_buffers = {buffers} blocks would "
+                    "be in VMEM at once")
+    return None
+
+
+@check(A, "2.1", 10, "pipeline_schedule obeys the model's rules: durations kept, one DMA at a "
+                     "time, compute k after DMA k, at most n_buffers blocks resident")
+def schedule_invariants(s: Session) -> None:
+    def body(case: Case) -> None:
+        got = _intervals(s.invoke("pipeline_schedule", case.args).value, len(case.args[0]))
+        broken = _broken_invariant(*got, case)
+        if broken is not None:
+            raise CheckFailure(f"the schedule breaks a rule of the model: {broken}",
+                               got=f"DMA {_fmt_rows(got[0])}\ncompute {_fmt_rows(got[1])}",
+                               diagnosis=_diagnose_schedule(got, case))
+    run_property(schedule_cases(), body, max_examples=25)
+
+
+# --- Task 2.2 render_gantt -----------------------------------------------------------------
+
+def _truncated_gantt(dma_iv: np.ndarray, comp_iv: np.ndarray, width: int) -> str:
+    """The chart with cells cut by int() instead of round() (a known mistake)."""
+    total = float(comp_iv[-1, 1])
+    lines = []
+    for label, rows in (("DMA     |", dma_iv), ("compute |", comp_iv)):
+        cells = [" "] * width
+        for k, (start, end) in enumerate(rows.tolist()):
+            for cell in range(int(start * width / total), int(end * width / total)):
+                cells[cell] = str(k % 10)
+        lines.append(label + "".join(cells) + "|")
+    return "\n".join(lines)
+
+
+def _compare_chart(got: object, expected: str, dma_iv: np.ndarray, comp_iv: np.ndarray,
+                   width: int) -> None:
+    if not isinstance(got, str):
+        raise CheckFailure("render_gantt must return a str", expected="a str of two lines",
+                           got=type(got).__name__)
+    if got == expected:
+        return
+    diagnosis = None
+    got_lines, want_lines = got.split("\n"), expected.split("\n")
+    if len(got_lines) != 2:
+        what = f"the chart has {len(got_lines)} lines, not 2 joined by '\\n'"
+    elif [len(line) for line in got_lines] != [len(line) for line in want_lines]:
+        what = (f"the rows have {[len(line) for line in got_lines]} characters, not "
+                f"{[len(line) for line in want_lines]} (label, width = {width} cells, '|')")
+    else:
+        row = 0 if got_lines[0] != want_lines[0] else 1
+        col = next(i for i, (a, b) in enumerate(zip(got_lines[row], want_lines[row],
+                                                    strict=True)) if a != b)
+        what = (f"the {('DMA', 'compute')[row]} row differs from character {col} on "
+                f"({got_lines[row][col]!r} instead of {want_lines[row][col]!r})")
+    if got == _truncated_gantt(dma_iv, comp_iv, width):
+        diagnosis = ("cell boundaries are truncated with int(); use Python's round(t * width / T)"
+                     " (lecture §3.1)")
+    raise CheckFailure(what, expected=expected, got=got, diagnosis=diagnosis)
+
+
+@check(A, "2.2", 5, "worked answer: the lecture's single-buffered chart (6 blocks, DMA 1, "
+                    "compute 2, width 54), character for character")
+def gantt_worked_single(s: Session) -> None:
+    dma_iv, comp_iv = ref.pipeline_schedule([1.0] * 6, [2.0] * 6, 1)
+    got = s.invoke("render_gantt", (dma_iv, comp_iv), {"width": 54}).value
+    try:
+        _compare_chart(got, CHART_ONE_BUFFER, dma_iv, comp_iv, 54)
+    except CheckFailure as failure:
+        failure.input = "the schedule of 6 blocks, DMA 1, compute 2, n_buffers 1; width = 54"
+        raise
+
+
+@check(A, "2.2", 5, "worked answer: the lecture's double-buffered chart (total time 13, "
+                    "width 54), character for character")
+def gantt_worked_double(s: Session) -> None:
+    dma_iv, comp_iv = ref.pipeline_schedule([1.0] * 6, [2.0] * 6, 2)
+    got = s.invoke("render_gantt", (dma_iv, comp_iv), {"width": 54}).value
+    try:
+        _compare_chart(got, CHART_TWO_BUFFERS, dma_iv, comp_iv, 54)
+    except CheckFailure as failure:
+        failure.input = "the schedule of 6 blocks, DMA 1, compute 2, n_buffers 2; width = 54"
+        raise
+
+
+@st.composite
+def gantt_cases(draw) -> tuple[np.ndarray, np.ndarray, int, str]:
+    """A reference schedule with a positive total time, a width, and its description."""
+    case = draw(schedule_cases(max_blocks=24, max_buffers=4))
+    dma_iv, comp_iv = ref.pipeline_schedule(*case.args)
+    if comp_iv[-1, 1] <= 0:  # T = 0 has no chart
+        dma_iv, comp_iv = ref.pipeline_schedule([1.0] * len(dma_iv), case.args[1], 1)
+    width = draw(st.integers(1, 80))
+    return dma_iv, comp_iv, width, f"the schedule of {case!r}; width = {width}"
+
+
+@check(A, "2.2", 15, "render_gantt equals the reference's chart on drawn schedules and widths")
+def gantt_matches_reference(s: Session) -> None:
+    def body(example: tuple) -> None:
+        dma_iv, comp_iv, width, label = example
+        got = s.invoke("render_gantt", (dma_iv, comp_iv), {"width": width}).value
+        try:
+            _compare_chart(got, ref.render_gantt(dma_iv, comp_iv, width=width), dma_iv,
+                           comp_iv, width)
+        except CheckFailure as failure:
+            failure.input = label
+            raise
+    run_property(gantt_cases(), body, max_examples=25)
+
+
+# --- Task 2.3 pipeline_utilization ---------------------------------------------------------
+
+def _utilization(s: Session, dma, compute, buffers: int, label: str) -> float:
+    got = s.invoke("pipeline_utilization", (dma, compute, buffers)).value
+    if isinstance(got, bool) or not isinstance(got, (int, float, np.floating, np.integer)):
+        raise CheckFailure("pipeline_utilization must return a float", input=label,
+                           expected="a float in [0, 1]", got=f"{got!r} ({type(got).__name__})")
+    return float(got)
+
+
+def _closed_form(dma, compute) -> float:
+    """Utilization by the double-buffer shortcut d_0 + Σ max(d_k, c_k-1) + c_last (a mistake
+    when n_buffers != 2 or durations vary)."""
+    d, c = np.asarray(dma, np.float64), np.asarray(compute, np.float64)
+    total = d[0] + float(np.sum(np.maximum(d[1:], c[:-1]))) + c[-1]
+    return 1.0 if total == 0 else float(c.sum() / total)
+
+
+def _expect_utilization(got: float, expected: float, label: str, dma, compute,
+                        rtol: float, atol: float = 0.0, shown: str | None = None) -> None:
+    if math.isclose(got, expected, rel_tol=rtol, abs_tol=atol):
+        return
+    diagnosis = None
+    if math.isclose(got, _closed_form(dma, compute), rel_tol=1e-9, abs_tol=1e-12):
+        diagnosis = ("this is the double-buffer shortcut d + Σ max(d, c) + c, which ignores "
+                     "n_buffers and varying durations; compute the schedule instead "
+                     "(lecture §3.1, §3.3)")
+    raise CheckFailure("the utilization is wrong", input=label,
+                       expected=shown or f"{expected:.6g}", got=f"{got:.6g}",
+                       diagnosis=diagnosis)
+
+
+@check(A, "2.3", 4, "worked answer: the bf16 1024³ step (DMA 1.138 µs, compute 2.087 µs) over "
+                    "504 steps with one buffer uses the MXU 64.72 % of the time")
+def utilization_worked_single(s: Session) -> None:
+    dma, compute = [STEP_DMA] * STEPS, [STEP_COMPUTE] * STEPS
+    label = "504 steps of DMA 1.138e-6 s and compute 2.087e-6 s, n_buffers = 1"
+    got = _utilization(s, dma, compute, 1, label)
+    _expect_utilization(got, 0.6472, label, dma, compute, WORKED_RTOL, shown="0.6472 (64.72 %)")
+
+
+@check(A, "2.3", 4, "worked answers: double-buffered, the same steps reach 99.89 %; with the "
+                    "measured 6.833 µs copies the cap is 30.55 % (lecture §3.2)")
+def utilization_worked_double(s: Session) -> None:
+    for dma_time, expected in ((STEP_DMA, 0.9989), (6.833e-6, 0.3055)):
+        dma, compute = [dma_time] * STEPS, [STEP_COMPUTE] * STEPS
+        label = f"504 steps of DMA {dma_time:.4g} s and compute 2.087e-6 s, n_buffers = 2"
+        got = _utilization(s, dma, compute, 2, label)
+        _expect_utilization(got, expected, label, dma, compute, WORKED_RTOL,
+                            shown=f"{expected} ({expected:.2%})")
+
+
+#: The lecture's stochastic experiment: compute 1.0, DMA ~ max(0, N(0.8, 1.0)) (lecture §3.3).
+STOCHASTIC_SEED, STOCHASTIC_BLOCKS = 0, 10_000
+STOCHASTIC_LECTURE = {2: 0.760, 3: 0.867, 4: 0.916}
+STOCHASTIC_TOL = 0.025  # ± 2.5 percentage points: the lecture's figures depend on its draw
+
+
+def stochastic_durations() -> tuple[np.ndarray, np.ndarray]:
+    """The fixed draw the stochastic check uses: 10,000 blocks, seed 0."""
+    rng = np.random.default_rng(STOCHASTIC_SEED)
+    dma = np.maximum(0.0, rng.normal(0.8, 1.0, size=STOCHASTIC_BLOCKS))
+    return dma, np.ones(STOCHASTIC_BLOCKS)
+
+
+@check(A, "2.3", 4, "worked answer: random copy times (mean 0.8, sd 1.0, compute 1.0) give "
+                    "about 76 / 87 / 92 % with 2 / 3 / 4 buffers (lecture §3.3)")
+def utilization_stochastic(s: Session) -> None:
+    dma, compute = stochastic_durations()
+    for buffers, lecture in STOCHASTIC_LECTURE.items():
+        label = (f"{STOCHASTIC_BLOCKS} blocks, DMA = max(0, N(0.8, 1.0)) drawn by "
+                 f"np.random.default_rng({STOCHASTIC_SEED}).normal, compute 1.0, "
+                 f"n_buffers = {buffers}")
+        got = _utilization(s, dma, compute, buffers, label)
+        expected = ref.pipeline_utilization(dma, compute, buffers)
+        _expect_utilization(got, expected, label, dma, compute, 1e-9,
+                            shown=f"{expected:.4f} (the lecture: about {lecture:.1%})")
+        if abs(expected - lecture) > STOCHASTIC_TOL:  # pragma: no cover - a grader bug
+            raise AssertionError(f"reference utilization {expected} is not near {lecture}")
+
+
+@check(A, "2.3", 8, "pipeline_utilization equals the reference's on drawn durations "
+                    "(including all-zero durations, which give 1.0)")
+def utilization_matches_reference(s: Session) -> None:
+    zero_label = "dma_times = [0.0, 0.0], compute_times = [0.0, 0.0], n_buffers = 2"
+    got = _utilization(s, [0.0, 0.0], [0.0, 0.0], 2, zero_label)
+    _expect_utilization(got, 1.0, zero_label, [0.0, 0.0], [0.0, 0.0], 0.0,
+                        shown="1.0 (a pipeline that takes no time counts as fully used)")
+
+    def body(case: Case) -> None:
+        got = _utilization(s, *case.args, repr(case))
+        _expect_utilization(got, ref.pipeline_utilization(*case.args), repr(case),
+                            case.args[0], case.args[1], 1e-9, 1e-12)
+    run_property(schedule_cases(), body, max_examples=25)
+
+
+# --- Task 2.4 effective_bandwidth ----------------------------------------------------------
+
+def _bandwidth(s: Session, args: tuple, label: str) -> float:
+    got = s.invoke("effective_bandwidth", args).value
+    if isinstance(got, bool) or not isinstance(got, (int, float, np.floating, np.integer)):
+        raise CheckFailure("effective_bandwidth must return a number", input=label,
+                           expected="a float (bytes per time unit)",
+                           got=f"{got!r} ({type(got).__name__})")
+    return float(got)
+
+
+def _diagnose_bandwidth(got: float, bytes_per_step: float, compute: float, u: float
+                        ) -> str | None:
+    if math.isclose(got, bytes_per_step * u / compute, rel_tol=1e-6):
+        return ("the DMA time was taken as c / u, which is the whole step (c + d); subtract the "
+                "compute time: d = c·(1/u - 1) (lecture §3.2)")
+    return None
+
+
+@check(A, "2.4", 7, "worked answer: 4 MiB per step, compute 2.087 µs, measured 23.4 % → DMA "
+                    "≈ 6.83 µs, about 614 GB/s (lecture §3.2)")
+def bandwidth_worked(s: Session) -> None:
+    args = (float(STEP_BYTES), 2.087e-6, 0.234)
+    label = "bytes_per_step = 4194304, compute_time = 2.087e-06, utilization = 0.234"
+    got = _bandwidth(s, args, label)
+    if not math.isclose(got, 613.8e9, rel_tol=WORKED_RTOL):
+        raise CheckFailure("the effective bandwidth is wrong", input=label,
+                           expected="about 6.138e+11 B/s (d ≈ 6.833e-06 s)", got=f"{got:.4g}",
+                           diagnosis=_diagnose_bandwidth(got, *args))
+
+
+@check(A, "2.4", 8, "effective_bandwidth equals the reference's on drawn bytes, compute times "
+                    "and utilizations")
+def bandwidth_matches_reference(s: Session) -> None:
+    cases = st.tuples(
+        st.integers(1, 2**40).map(float),
+        st.sampled_from([1e-9, 2.087e-6, 1e-3, 1.0, 250.0]),
+        st.integers(1, 99).map(lambda p: p / 100),
+    )
+
+    def body(args: tuple) -> None:
+        label = (f"bytes_per_step = {args[0]:g}, compute_time = {args[1]:g}, "
+                 f"utilization = {args[2]:g}")
+        got = _bandwidth(s, args, label)
+        expected = ref.effective_bandwidth(*args)
+        if not math.isclose(got, expected, rel_tol=1e-9):
+            raise CheckFailure("the effective bandwidth is wrong", input=label,
+                               expected=f"{expected:.6g}", got=f"{got:.6g}",
+                               diagnosis=_diagnose_bandwidth(got, *args))
+    run_property(cases, body, max_examples=20)
