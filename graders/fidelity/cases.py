@@ -1,0 +1,191 @@
+"""What the fidelity suite calls, per assignment, and on which inputs.
+
+Each :class:`FidelityCase` names a public function of a solution or
+submission file (student-api.md), the kernels it exercises, and a hypothesis
+strategy of ``(args, kwargs)``.  Shapes are small (grids of at most a dozen
+steps) because JAX's TPU interpret mode costs tens of milliseconds per grid
+step and compiles once per shape; the lecture's worked numbers are fixed
+examples.  A function that uses ``pl``/``pltpu``/``jnp``/``jax`` must appear
+here (as ``func`` or in ``covers``): tests/fidelity checks that.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+
+F32 = np.float32
+
+
+@dataclasses.dataclass(frozen=True)
+class FromModule:
+    """An argument computed by the module under test: ``module.<func>(*args)``.
+
+    Used for inputs that the file itself builds in plain NumPy (a Splash
+    ``MaskInfo``), so each backend gets its own module's object.
+    """
+
+    func: str
+    args: tuple[Any, ...]
+
+    def resolve(self, module: object) -> Any:
+        """Call ``module.<func>(*args)``.
+
+        Raises:
+          AttributeError: the module has no such function.
+        """
+        return getattr(module, self.func)(*self.args)
+
+
+@dataclasses.dataclass(frozen=True)
+class FidelityCase:
+    """One function to run on both backends.
+
+    Attributes:
+      func: the public function called (student-api.md name).
+      inputs: strategy of ``(args tuple, kwargs dict)``; arrays are NumPy.
+      covers: other functions of the file this call runs (its kernels).
+      max_examples: hypothesis examples per JAX mode.
+    """
+
+    func: str
+    inputs: SearchStrategy
+    covers: tuple[str, ...] = ()
+    max_examples: int = 3
+
+
+def _array(shape: tuple[int, ...], seed: int, dtype: Any = F32) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-2.0, 2.0, size=shape).astype(dtype)
+
+
+@st.composite
+def _blocked_pair(draw, *, ragged: bool, n_inputs: int = 2):
+    bm = draw(st.sampled_from([8, 16]))
+    bn = 128
+    if ragged:
+        rows, cols = draw(st.integers(1, 3 * bm)), draw(st.integers(1, 2 * bn + 5))
+    else:
+        rows, cols = bm * draw(st.integers(1, 3)), bn * draw(st.integers(1, 2))
+    seed = draw(st.integers(0, 2**16))
+    arrays = tuple(_array((rows, cols), seed + i) for i in range(n_inputs))
+    return arrays, {"block_shape": (bm, bn)}
+
+
+@st.composite
+def _bias_add(draw):
+    (x,), kwargs = draw(_blocked_pair(ragged=False, n_inputs=1))
+    bias = _array((1, x.shape[1]), draw(st.integers(0, 2**16)))
+    return (x, bias), kwargs
+
+
+_VMEM_WORKED = st.sampled_from([
+    (([(2048, 2048)] * 3, ["float32"] * 3), {}),
+    (([(4096, 4096)] * 3, ["float32"] * 3), {}),
+    (([(4096, 4096)] * 3, ["float32"] * 3), {"block_shape": (512, 512)}),
+    (([(1024, 512), (512, 256)], ["bfloat16", "float32"]),
+     {"block_shape": (None, 128, 256), "buffer_count": 3}),
+])
+
+
+@st.composite
+def _matmul(draw):
+    bm, bn, bk = (draw(st.sampled_from([8, 16])), 128, draw(st.sampled_from([128, 256])))
+    m, n, k = bm * draw(st.integers(1, 2)), bn * draw(st.integers(1, 2)), bk * draw(
+        st.integers(1, 3))
+    seed = draw(st.integers(0, 2**16))
+    dtype = draw(st.sampled_from(["float32", "bfloat16"]))
+    dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else F32
+    activation = draw(st.sampled_from([None, "relu"]))
+    return ((_array((m, k), seed, dt), _array((k, n), seed + 1, dt)),
+            {"block_shape": (bm, bn, bk), "activation": activation})
+
+
+@st.composite
+def _flash(draw):
+    block = draw(st.sampled_from([8, 16]))
+    length = block * draw(st.integers(1, 3))
+    hkv = draw(st.integers(1, 2))
+    heads = hkv * draw(st.integers(1, 2))
+    d = draw(st.sampled_from([8, 16]))
+    seed = draw(st.integers(0, 2**16))
+    q, k, v = (_array((h, length, d), seed + i) for i, h in enumerate((heads, hkv, hkv)))
+    kwargs = {"causal": draw(st.booleans()), "block_q": block, "block_kv": block}
+    extra = draw(st.sampled_from(["none", "soft_cap", "max_logit_const"]))
+    if extra == "soft_cap":
+        kwargs["soft_cap"] = 5.0
+    elif extra == "max_logit_const":
+        kwargs["max_logit_const"] = 3.0
+    return (q, k, v), kwargs
+
+
+@st.composite
+def _splash(draw):
+    block = draw(st.sampled_from([8, 16]))
+    nblocks = draw(st.integers(1, 3))
+    length = block * nblocks
+    heads, d = draw(st.integers(1, 2)), 8
+    seed = draw(st.integers(0, 2**16))
+    kind = draw(st.sampled_from(["causal", "document", "full"]))
+    q_pos = np.arange(length)[:, None]
+    kv_pos = np.arange(length)[None, :]
+    if kind == "causal":
+        mask = q_pos >= kv_pos
+    elif kind == "document":
+        cuts = sorted(draw(st.lists(st.integers(1, length - 1), max_size=2, unique=True))
+                      if length > 1 else [])
+        segments = np.searchsorted(np.asarray(cuts, int), np.arange(length), side="right")
+        mask = (segments[:, None] == segments[None, :]) & (q_pos >= kv_pos)
+    else:
+        mask = np.ones((length, length), bool)
+    q, k, v = (_array((heads, length, d), seed + i) for i in range(3))
+    return (q, k, v, FromModule("build_mask_info", (mask, block, block))), {}
+
+
+def _just(calls) -> SearchStrategy:
+    """Fixed calls (the lecture's worked numbers): an iterable of (args, kwargs)."""
+    return st.sampled_from(list(calls))
+
+
+CASES: dict[str, tuple[FidelityCase, ...]] = {
+    "a1_pallas_basics": (
+        FidelityCase("blocked_add", _blocked_pair(ragged=True), covers=("add_kernel",)),
+        FidelityCase("bias_add", _bias_add(), covers=("_bias_add_kernel",)),
+        # Not ragged: JAX 0.10.2's TPU interpret mode cannot lower a ragged aliased
+        # output (docs/fidelity.md; tests/fidelity/test_error_parity.py).
+        FidelityCase("accumulate_inplace", _blocked_pair(ragged=False),
+                     covers=("_accumulate_kernel",)),
+        FidelityCase("vmem_bytes", _VMEM_WORKED, max_examples=4),
+    ),
+    "a3_matmul": (
+        FidelityCase("matmul", _matmul(), covers=("matmul_kernel",)),
+        FidelityCase("matmul_vmem_bytes", _just(
+            ((4096, 18432, 7168), {"block": 1024, "grid": g}) for g in ("1d", "2d", "3d"))),
+        FidelityCase("arithmetic_intensity", _just([((512,), {}), ((1024,), {"dtype_bytes": 4})])),
+        FidelityCase("min_compute_bound_block", _just([((1028.75e12, 3685.5e9), {})])),
+        FidelityCase("ideal_matmul_time", _just(
+            ((4096, 18432, 7168, b), {"peak_flops": 1028.75e12, "hbm_bandwidth": 3685.5e9})
+            for b in (512, 1024))),
+    ),
+    "a4_flash_attention": (
+        FidelityCase("flash_attention", _flash(), covers=("flash_attention_kernel",),
+                     max_examples=4),
+        FidelityCase("flash_attention_hbm_bytes", _just([
+            ((128, 4096, 192, 128, 1024), {}), ((128, 4096, 192, 128, 2048), {})])),
+        FidelityCase("xla_attention_hbm_bytes", _just([((128, 4096, 192, 128), {})])),
+        FidelityCase("attention_flops", _just([((128, 4096, 192, 128), {})])),
+    ),
+    "a5_splash_attention": (
+        FidelityCase("splash_attention", _splash(), covers=("splash_attention_kernel",),
+                     max_examples=4),
+    ),
+}
+
+
+def cases_for(stem: str) -> tuple[FidelityCase, ...]:
+    """The cases of an assignment file stem (``"a1_pallas_basics"``); () if none."""
+    return CASES.get(stem, ())
