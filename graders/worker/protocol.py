@@ -152,7 +152,10 @@ class _Encoder:
     def encode(self, value: Any, path: str, depth: int) -> Any:
         # numpy first: np.float64 is also a float, and np.bool_ is not a bool.
         if isinstance(value, np.ndarray):
-            return self._store(np.asarray(value), path, "array")
+            if type(value) is not np.ndarray:  # a subclass may override __eq__, __array_*__
+                raise EncodeError(type(value).__name__, path,
+                                  "a subclass of numpy.ndarray; return a plain array")
+            return self._store(value, path, "array")
         if isinstance(value, np.generic):
             return self._store(np.asarray(value), path, "scalar")
         if value is None or isinstance(value, bool):
@@ -202,8 +205,9 @@ def encode_tree(value: Any) -> tuple[Any, dict[str, np.ndarray]]:
     Returns ``(node, arrays)`` where ``arrays`` maps npz member names to arrays
     ready for ``np.savez`` (ml_dtypes arrays already viewed as unsigned ints).
     Raises ``EncodeError`` (naming the type and its path in the tree) for any
-    value outside the supported set, for object/structured dtypes, for cycles
-    and for nesting deeper than ``MAX_DEPTH``.
+    value outside the supported set (subclasses of ``numpy.ndarray`` included),
+    for object/structured dtypes, for cycles and for nesting deeper than
+    ``MAX_DEPTH``.
     """
     encoder = _Encoder()
     node = encoder.encode(value, "", 0)

@@ -7,6 +7,22 @@ and ``from ... import`` anywhere in the file (module level or inside a
 function) is checked; relative imports are rejected because a submission is a
 single file. The check never raises on bad source: a file that cannot be read
 or parsed becomes a problem in the result, with line, column and the line.
+
+Imports written as statements are not the only way to reach a module, so the
+check also refuses the usual ways around it (docs/security.md, "Static
+check"): the builtins that import, run strings or reach namespaces
+(``__import__``, ``exec``, ``eval``, ``compile``, ``globals``, ``locals``,
+``vars``, ``open``, ``input``, ``breakpoint``); ``getattr``/``setattr``/
+``delattr`` unless called with a literal, harmless attribute name (and never
+``setattr``/``delattr`` on an imported module); attributes with double
+underscores (``__globals__``, ``__subclasses__``, ``__builtins__``, ...)
+other than a few harmless ones; attributes that are modules of the standard
+library reachable through an allowed one (``dataclasses.sys``,
+``typing.types``, ``np.ctypeslib``); and assigning to or deleting an
+attribute of an imported module (monkeypatching ``np.allclose`` or
+``pl.pallas_call``). This is a first filter that names the line; the
+operating-system sandbox (``graders.worker.sandbox``) is what holds when a
+submission finds a way around it.
 """
 
 from __future__ import annotations
@@ -29,6 +45,28 @@ ALLOWED_MODULES: tuple[str, ...] = (
 )
 _ALWAYS_ALLOWED = frozenset({"__future__"})
 _ALLOWED_TEXT = ", ".join(ALLOWED_MODULES)
+
+#: Builtins that import modules, run code from strings or expose namespaces or files.
+FORBIDDEN_BUILTINS = frozenset({
+    "__import__", "__builtins__", "exec", "eval", "compile", "globals", "locals", "vars",
+    "open", "input", "breakpoint", "memoryview",
+})
+#: Builtins allowed only as a direct call with a literal, harmless attribute name.
+ATTRIBUTE_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+#: Double-underscore names a submission may use (defining dunder methods is always allowed).
+ALLOWED_DUNDERS = frozenset({
+    "__name__", "__doc__", "__init__", "__post_init__", "__call__", "__len__", "__repr__",
+    "__str__", "__eq__", "__hash__", "__iter__", "__getitem__", "__setitem__", "__contains__",
+    "__all__", "__slots__", "__future__", "__annotations__", "__array__", "__version__",
+    "__add__", "__mul__", "__sub__", "__truediv__", "__neg__",
+})
+#: Attribute names that are modules reachable through an allowed module
+#: (``dataclasses.sys``, ``typing.types``, ``np.ctypeslib``, ``np.f2py``, ...).
+FORBIDDEN_ATTRIBUTES = frozenset({
+    "sys", "os", "builtins", "types", "inspect", "importlib", "ctypes", "ctypeslib",
+    "subprocess", "socket", "gc", "posix", "shutil", "signal", "resource", "f2py",
+    "distutils", "copyreg", "pickle", "marshal", "threading", "multiprocessing", "io",
+})
 
 
 @dataclass(frozen=True)
@@ -83,8 +121,79 @@ def _reject(node: ast.stmt, what: str) -> StaticProblem:
     )
 
 
-def _import_problems(tree: ast.AST) -> list[StaticProblem]:
+def _refuse(node: ast.AST, what: str, why: str) -> StaticProblem:
+    line = getattr(node, "lineno", 0)
+    column = getattr(node, "col_offset", -1) + 1
+    return StaticProblem(line, column, f"line {line}: {what} is not allowed ({why})")
+
+
+def _forbidden_attribute(name: str) -> bool:
+    dunder = name.startswith("__") and name.endswith("__")
+    return (dunder and name not in ALLOWED_DUNDERS) or name in FORBIDDEN_ATTRIBUTES
+
+
+def _module_names(tree: ast.AST) -> set[str]:
+    """Names bound to imported modules (or their members) by import statements."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(a.asname or a.name for a in node.names)
+    return names
+
+
+def _root_name(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _dynamic_problems(tree: ast.AST) -> list[StaticProblem]:
+    """Refusals of dynamic imports, string execution, dunder access and monkeypatching."""
     problems: list[StaticProblem] = []
+    modules = _module_names(tree)
+    direct_calls: set[int] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id not in ATTRIBUTE_BUILTINS:
+            continue
+        direct_calls.add(id(node.func))
+        name_arg = node.args[1] if len(node.args) > 1 else None
+        literal = isinstance(name_arg, ast.Constant) and isinstance(name_arg.value, str)
+        if not literal:
+            problems.append(_refuse(node, f"'{node.func.id}' with a computed attribute name",
+                                    "name the attribute in the code"))
+        elif _forbidden_attribute(name_arg.value):
+            problems.append(_refuse(node, f"'{node.func.id}' of '{name_arg.value}'",
+                                    "it reaches the interpreter's internals"))
+        elif node.func.id in ("setattr", "delattr") and node.args and \
+                _root_name(node.args[0]) in modules:
+            problems.append(_refuse(node, f"'{node.func.id}' on the imported module "
+                                    f"'{_root_name(node.args[0])}'",
+                                    "monkeypatching changes only your own process"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if node.id in FORBIDDEN_BUILTINS:
+                problems.append(_refuse(node, f"use of '{node.id}'",
+                                        "it imports, runs strings or opens files"))
+            elif node.id in ATTRIBUTE_BUILTINS and id(node) not in direct_calls:
+                problems.append(_refuse(node, f"'{node.id}' used as a value",
+                                        "call it directly with a literal attribute name"))
+        elif isinstance(node, ast.Attribute):
+            if _forbidden_attribute(node.attr):
+                problems.append(_refuse(node, f"access to '.{node.attr}'",
+                                        "it reaches the interpreter's internals"))
+            elif isinstance(node.ctx, ast.Store | ast.Del) and _root_name(node) in modules:
+                problems.append(_refuse(
+                    node, f"assigning to or deleting '{ast.unparse(node)}'",
+                    "monkeypatching an imported module changes only your own process"))
+    return problems
+
+
+def _import_problems(tree: ast.AST) -> list[StaticProblem]:
+    problems: list[StaticProblem] = _dynamic_problems(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -130,8 +239,10 @@ def check_source(source: str, filename: str = "<submission>") -> StaticCheckResu
 
     Returns a ``StaticCheckResult`` whose problems are either one syntax error
     (``line L, column C: SyntaxError: ...`` followed by the offending line and a
-    caret) or one entry per forbidden import, sorted by line, each reading
-    ``line L: import of 'os' is not allowed (allowed: numpy, math, ...)``.
+    caret) or one entry per forbidden import or construct, sorted by line,
+    e.g. ``line L: import of 'os' is not allowed (allowed: numpy, math, ...)``
+    or ``line L: use of 'exec' is not allowed (it imports, runs strings or
+    opens files)``.
     """
     try:
         tree = ast.parse(source, filename=filename)
