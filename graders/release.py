@@ -32,7 +32,10 @@ headerless percent file round-trips through jupytext unchanged, so the
 handout differs from its solution only where the regions were.
 
 ``pallas-lab release`` calls :func:`main`; :func:`render_handout` is the pure
-text-to-text transformation that the tests use.
+text-to-text transformation that the tests use. The same release also writes
+``assignments/<stem>.ipynb``, the notebook form of the handout with nbgrader
+cell metadata (``graders.release_notebook``), and with ``--bundle DIR`` the
+student bundle (``graders.bundle``).
 """
 
 from __future__ import annotations
@@ -194,16 +197,43 @@ def _solution_files(solutions: Path, stems: Sequence[str]) -> list[Path]:
     return sorted(p for p in solutions.glob("*.py") if not p.name.startswith("_"))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Regenerate ``assignments/<stem>.py`` from every ``solutions/<stem>.py``.
+def _render_all(root: Path, stems: Sequence[str]) -> dict[str, dict[str, str]]:
+    """Per stem, the handout texts by suffix (".py" and ".ipynb")."""
+    from graders.release_notebook import handout_notebook, notebook_text
 
+    rendered: dict[str, dict[str, str]] = {}
+    for path in _solution_files(root / "solutions", stems):
+        source = path.read_text(encoding="utf-8")
+        try:
+            rendered[path.stem] = {
+                ".py": render_handout(source),
+                ".ipynb": notebook_text(handout_notebook(source)),
+            }
+        except ReleaseError as error:
+            raise ReleaseError(f"{path.relative_to(root)}: {error}") from None
+    return rendered
+
+
+def _atomic_write(target: Path, text: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.tmp")
+    temporary.write_text(text, encoding="utf-8", newline="\n")
+    temporary.replace(target)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Regenerate ``assignments/<stem>.py`` and ``<stem>.ipynb`` from ``solutions/<stem>.py``.
+
+    ``--bundle DIR`` then writes the student bundle (``graders.bundle``).
     Returns 0 on success, 1 when ``--check`` finds a missing or stale handout,
-    2 when a solution file cannot be released.
+    2 when a solution file cannot be released (or nbgrader, needed for the
+    notebooks, is not installed).
     """
     parser = argparse.ArgumentParser(
         prog="pallas-lab release",
-        description="Regenerate the student handouts in assignments/ from solutions/: "
-                    "every solution region becomes a NotImplementedError stub naming its task.")
+        description="Regenerate the student handouts in assignments/ from solutions/ "
+                    "(<stem>.py and <stem>.ipynb with nbgrader cell metadata): every "
+                    "solution region becomes a NotImplementedError stub naming its task.")
     parser.add_argument("stems", nargs="*", metavar="STEM",
                         help="release only these assignments (default: every solutions/*.py)")
     parser.add_argument("--root", type=Path, default=None,
@@ -212,6 +242,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "else the current directory)")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if a handout is missing or out of date")
+    parser.add_argument("--bundle", type=Path, default=None, metavar="DIR",
+                        help="also write the student bundle to DIR: pallas_sim, the handouts, "
+                             "the public checks and a student README (no reference, no "
+                             "solutions, no hidden checks)")
     args = parser.parse_args(argv)
 
     root = args.root if args.root is not None else _default_root()
@@ -219,37 +253,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not solutions.is_dir():
         print(f"pallas-lab release: no solutions/ folder under {root}", file=sys.stderr)
         return 2
-    rendered: dict[str, str] = {}
     try:
-        for path in _solution_files(solutions, args.stems):
-            try:
-                rendered[path.stem] = render_handout(path.read_text(encoding="utf-8"))
-            except ReleaseError as error:
-                raise ReleaseError(f"{path.relative_to(root)}: {error}") from None
-    except ReleaseError as error:
+        rendered = _render_all(root, args.stems)
+    except (ReleaseError, ImportError) as error:
         print(f"pallas-lab release: {error}", file=sys.stderr)
         return 2
 
     stale = []
-    for stem, text in rendered.items():
-        target = assignments / f"{stem}.py"
-        current = target.read_text(encoding="utf-8") if target.is_file() else None
-        if current == text:
-            print(f"up to date  {target.relative_to(root)}")
-            continue
-        stale.append(target)
-        if args.check:
-            print(f"{'stale' if current is not None else 'missing':<11} "
-                  f"{target.relative_to(root)}")
-            continue
-        assignments.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.tmp")
-        temporary.write_text(text, encoding="utf-8", newline="\n")
-        temporary.replace(target)
-        print(f"wrote       {target.relative_to(root)}")
+    for stem, texts in rendered.items():
+        for suffix, text in texts.items():
+            target = assignments / f"{stem}{suffix}"
+            current = target.read_text(encoding="utf-8") if target.is_file() else None
+            if current == text:
+                print(f"up to date  {target.relative_to(root)}")
+                continue
+            stale.append(target)
+            if args.check:
+                print(f"{'stale' if current is not None else 'missing':<11} "
+                      f"{target.relative_to(root)}")
+                continue
+            _atomic_write(target, text)
+            print(f"wrote       {target.relative_to(root)}")
     if args.check and stale:
         print("run `pallas-lab release` to regenerate the handouts", file=sys.stderr)
         return 1
+    if args.bundle is not None:
+        from graders.bundle import write_bundle
+
+        try:
+            written = write_bundle(args.bundle, root=root)
+        except (OSError, ValueError) as error:
+            print(f"pallas-lab release: cannot write the bundle: {error}", file=sys.stderr)
+            return 2
+        print(f"wrote the student bundle {written}")
     return 0
 
 
