@@ -1,0 +1,503 @@
+"""Checks of a3_matmul (lecture §4): Tasks 3.1–3.4, 100 points.
+
+The kernel (3.1) runs in the grader's standard 3D-grid pallas_call
+(``graders/harnesses/a3.py``), so a fault in the student's wrapper is not
+charged to it; the wrapper (3.2) is checked end to end and on its trace
+against the reference's (grid, semantics, block shapes, DMAs, HBM bytes,
+VMEM, one write-back per output block). Inputs are f32 or bf16 with (M, N, K)
+multiples of drawn blocks, at least two k steps and at least two output
+blocks, so that a missing zero-initialization (fresh output buffers are
+poisoned with NaN), a ReLU inside the k loop and a grid with K first all
+change the result. Values are compared with float64 ``x @ y`` with an error
+bound relative to ``|x| @ |y|``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+from hypothesis import strategies as st
+
+import pallas_sim
+import reference.a3_matmul as ref
+from graders.checks.compare import as_array, assert_equal_int
+from graders.checks.framework import CheckFailure, Session, check, run_property
+from graders.checks.strategies import BF16, F32, Case, make_array, seeds
+
+A = "a3"
+MiB, KiB = 1 << 20, 1 << 10
+PEAK_FLOPS, HBM_BANDWIDTH = 1028.75e12, 3685.5e9  # one Ironwood TensorCore
+WORKED_RTOL = 5e-3
+#: Error bound as a fraction of (|x| @ |y|): float32 accumulation of exact bf16/f32
+#: products stays far below 1e-5; one bf16 rounding per k step stays below 2^-8.
+F32_ACCUMULATION, BF16_RESULT = 1e-5, 4e-3
+SEMANTICS = ("parallel", "parallel", "arbitrary")
+
+
+# --- drawn inputs --------------------------------------------------------------------------
+
+@st.composite
+def matmul_cases(draw, *, dtypes=(F32, BF16), activations=(None, "relu"),
+                 min_k_steps: int = 2) -> Case:
+    """x [M, K], y [K, N] with (M, N, K) multiples of a drawn (bm, bn, bk); at least
+    ``min_k_steps`` k steps and at least two output blocks."""
+    bm, bn, bk = (draw(st.sampled_from([8, 16, 32, 64])) for _ in range(3))
+    blocks_m, blocks_n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    if blocks_m * blocks_n < 2:
+        blocks_n = 2
+    blocks_k = draw(st.integers(min_k_steps, 4))
+    dtype = draw(st.sampled_from(list(dtypes)))
+    x = make_array((bm * blocks_m, bk * blocks_k), dtype, draw(seeds))
+    y = make_array((bk * blocks_k, bn * blocks_n), dtype, draw(seeds))
+    kwargs: dict = {"block_shape": (bm, bn, bk)}
+    activation = draw(st.sampled_from(list(activations)))
+    if activation is not None or draw(st.booleans()):
+        kwargs["activation"] = activation
+    return Case((x, y), kwargs, ("x", "y"))
+
+
+def _exact(x: np.ndarray, y: np.ndarray, activation: str | None = None) -> np.ndarray:
+    z = x.astype(np.float64) @ y.astype(np.float64)
+    return np.maximum(z, 0.0) if activation == "relu" else z
+
+
+def _relu_every_step(x: np.ndarray, y: np.ndarray, bk: int) -> np.ndarray:
+    """A known mistake: ReLU applied to the running sum after every k step."""
+    z = np.zeros((x.shape[0], y.shape[1]))
+    for k in range(0, x.shape[1], bk):
+        z = np.maximum(z + x[:, k:k + bk].astype(np.float64) @ y[k:k + bk].astype(np.float64),
+                       0.0)
+    return z
+
+
+def _last_step_only(x: np.ndarray, y: np.ndarray, bk: int, activation: str | None) -> np.ndarray:
+    """A known mistake: z_ref overwritten at every k step (only the last product survives)."""
+    z = x[:, -bk:].astype(np.float64) @ y[-bk:].astype(np.float64)
+    return np.maximum(z, 0.0) if activation == "relu" else z
+
+
+def _diagnose_values(got: np.ndarray, case: Case) -> str | None:
+    x, y = case.args
+    bk = case.kwargs["block_shape"][2]
+    activation = case.kwargs.get("activation")
+    if np.isnan(got).all():
+        return ("every output element is NaN: z_ref is not zeroed at k == 0, so the first "
+                "partial product is added to an uninitialized (here NaN-poisoned) buffer "
+                "(lecture §4.1)")
+    if np.isnan(got).any():
+        return ("some output blocks are NaN: the k == 0 initialization does not run for every "
+                "output block (test k = pl.program_id(2), the last grid axis) (lecture §4.1)")
+    candidates = [(_last_step_only(x, y, bk, activation),
+                   "only the last k step's product is there: z_ref is overwritten at every k "
+                   "step instead of accumulated with += (lecture §4.1)")]
+    if activation == "relu":
+        candidates += [
+            (_relu_every_step(x, y, bk),
+             "ReLU is applied at every k step: it must see the complete sum, so apply it once "
+             "at the last k step (lecture §4.3)"),
+            (_exact(x, y), "the activation is not applied (activation='relu' was given)"),
+        ]
+    else:
+        candidates.append((_exact(x, y, "relu"),
+                           "ReLU is applied although activation is None"))
+    bound = _bound(x, y, BF16_RESULT)
+    for values, text in candidates:
+        if values.shape == got.shape and np.all(np.abs(got - values) <= bound):
+            return text
+    return None
+
+
+def _bound(x: np.ndarray, y: np.ndarray, rel: float) -> np.ndarray:
+    magnitude = np.abs(x.astype(np.float64)) @ np.abs(y.astype(np.float64))
+    return rel * magnitude + 1e-6
+
+
+def _assert_matmul(got: object, case: Case, rel: float, what: str) -> None:
+    """``got`` equals the activated float64 product within ``rel`` of |x| @ |y|."""
+    x, y = case.args
+    expected = _exact(x, y, case.kwargs.get("activation"))
+    arr = as_array(got, what)
+    if arr.shape != expected.shape:
+        raise CheckFailure(f"{what} has the wrong shape", expected=f"shape {expected.shape}",
+                           got=f"shape {arr.shape}")
+    g = arr.astype(np.float64)
+    bound = _bound(x, y, rel)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(g - expected) <= bound)
+    if not bad.any():
+        return
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    raise CheckFailure(
+        f"{what} is wrong in {int(bad.sum())} of {bad.size} elements",
+        expected=f"x @ y{' then ReLU' if case.kwargs.get('activation') else ''} in float64; "
+                 f"at index {first}: {expected[first]:.6g}",
+        got=f"{arr.dtype.name}{list(arr.shape)}; at index {first}: {g[first]:.6g} (allowed "
+            f"error {bound[first]:.3g} = {rel:g}·(|x| @ |y|))",
+        diagnosis=_diagnose_values(g, case))
+
+
+def _within(got: object, case: Case, rel: float) -> bool:
+    """Whether ``got`` passes ``_assert_matmul`` at the looser bound ``rel``."""
+    try:
+        _assert_matmul(got, case, rel, "the output")
+    except CheckFailure:
+        return False
+    return True
+
+
+def _kernel_run(s: Session, case: Case, memory: str) -> object:
+    kwargs = {"block_shape": case.kwargs["block_shape"],
+              "activation": case.kwargs.get("activation"), "memory": memory}
+    return s.invoke("matmul_kernel", case.args, kwargs, harness="a3").value
+
+
+# --- Task 3.1 matmul_kernel ----------------------------------------------------------------
+
+@check(A, "3.1", 12, "matmul_kernel, run in the grader's 3D-grid pallas_call, accumulates "
+                     "x @ y over the k steps (f32 inputs; fresh output buffers are poisoned, so "
+                     "z_ref must be zeroed at k == 0)")
+def kernel_accumulates(s: Session) -> None:
+    def body(case: Case) -> None:
+        _assert_matmul(_kernel_run(s, case, "poison"), case, F32_ACCUMULATION, "the output")
+    run_property(matmul_cases(dtypes=(F32,), activations=(None,)), body, max_examples=12)
+
+
+@check(A, "3.1", 6, "matmul_kernel multiplies bf16 blocks and accumulates in float32 "
+                    "(preferred_element_type=jnp.float32): error within float32 rounding")
+def kernel_bf16_in_f32(s: Session) -> None:
+    def body(case: Case) -> None:
+        got = _kernel_run(s, case, "poison")
+        try:
+            _assert_matmul(got, case, F32_ACCUMULATION, "the output")
+        except CheckFailure as failure:
+            if failure.diagnosis is None and _within(got, case, BF16_RESULT):
+                failure.diagnosis = ("the partial products are rounded to bfloat16 before they "
+                                     "are added: ask the dot for a float32 result with "
+                                     "preferred_element_type=jnp.float32 (lecture §4.1)")
+            raise
+    run_property(matmul_cases(dtypes=(BF16,), activations=(None,)), body, max_examples=8)
+
+
+@check(A, "3.1", 12, "with activation='relu' the kernel applies ReLU once, to the complete "
+                     "sum after the last k step (run with zero-filled buffers, so this checks "
+                     "the activation alone)")
+def kernel_relu(s: Session) -> None:
+    def body(case: Case) -> None:
+        _assert_matmul(_kernel_run(s, case, "zero"), case, BF16_RESULT, "the output")
+    run_property(matmul_cases(activations=("relu",)), body, max_examples=12)
+
+
+# --- Task 3.2 matmul -----------------------------------------------------------------------
+
+def _revisit_diagnosis(failure: CheckFailure) -> CheckFailure:
+    if "RevisitedOutputBlockError" in failure.what:
+        failure.diagnosis = ("the K axis is not the last grid axis, so an output block is left "
+                             "and later revisited; with grid (M/bm, N/bn, K/bk) each output "
+                             "block stays resident for its whole k loop (lecture §4.1)")
+    return failure
+
+
+def _invoke_matmul(s: Session, case: Case):
+    try:
+        return s.invoke("matmul", case.args, case.kwargs)
+    except CheckFailure as failure:
+        raise _revisit_diagnosis(failure) from None
+
+
+@check(A, "3.2", 10, "matmul(x, y, block_shape=..., activation=...) equals x @ y (then ReLU) "
+                     "for f32 and bf16 inputs")
+def matmul_values(s: Session) -> None:
+    def body(case: Case) -> None:
+        reply = _invoke_matmul(s, case)
+        _assert_matmul(reply.value, case, BF16_RESULT if case.args[0].dtype == BF16
+                       else F32_ACCUMULATION, "matmul's result")
+        arr = np.asarray(reply.value)
+        if arr.dtype != np.float32:
+            raise CheckFailure("matmul must return a float32 array", expected="float32",
+                               got=arr.dtype.name)
+    run_property(matmul_cases(), body, max_examples=12)
+
+
+def _summary(call) -> dict[str, object]:
+    operands = [op for op in call.operands if op.role in ("in", "out")]
+    return {
+        "grid": tuple(call.grid),
+        "dimension semantics": tuple(call.dimension_semantics),
+        "block shapes": tuple(tuple(op.block_shape) for op in operands),
+        "DMAs": call.dma_count,
+        "HBM bytes read": call.hbm_bytes_read,
+        "HBM bytes written": call.hbm_bytes_written,
+        "VMEM bytes": call.vmem_bytes,
+    }
+
+
+def _trace_diagnosis(field: str, got: object, expected: object) -> str | None:
+    if field == "grid" and isinstance(got, tuple) and len(got) == 3 and (
+            sorted(got) == sorted(expected)):  # type: ignore[arg-type]
+        return ("the grid axes are in another order: (M/bm, N/bn, K/bk), with the reduction "
+                "axis K last (lecture §4.1)")
+    if field == "dimension semantics":
+        return ("M and N blocks are independent ('parallel'); K carries the running sum, so "
+                "it is 'arbitrary' (lecture §4.1)")
+    return None
+
+
+@check(A, "3.2", 12, "matmul's pallas_call: grid (M/bm, N/bn, K/bk) with K last, semantics "
+                     "('parallel', 'parallel', 'arbitrary'), each output block written back "
+                     "once, DMAs, HBM bytes and VMEM equal the reference's")
+def matmul_trace(s: Session) -> None:
+    def body(case: Case) -> None:
+        reply = _invoke_matmul(s, case)
+        with pallas_sim.trace() as recorded:
+            ref.matmul(*case.args, **case.kwargs)
+        expected = recorded.calls[-1]
+        if len(reply.traces) != 1:
+            raise CheckFailure("matmul should make exactly one pallas_call",
+                               expected="1 pallas_call", got=f"{len(reply.traces)}")
+        call = reply.traces[0]
+        got_summary, want_summary = _summary(call), _summary(expected)
+        for field, want in want_summary.items():
+            got = got_summary[field]
+            if got != want:
+                raise CheckFailure(f"the pallas_call's {field} differs from the intended "
+                                   "configuration", expected=str(want), got=str(got),
+                                   diagnosis=_trace_diagnosis(field, got, want))
+        out = [op for op in call.operands if op.role == "out"]
+        blocks = (case.args[0].shape[0] // case.kwargs["block_shape"][0]) * (
+            case.args[1].shape[1] // case.kwargs["block_shape"][1])
+        if len(out) != 1 or out[0].dma_count != blocks:
+            raise CheckFailure("each output block must be written back to HBM exactly once",
+                               expected=f"{blocks} write-backs (one per output block)",
+                               got=f"{[op.dma_count for op in out]}")
+        if call.vmem_bytes > call.vmem_limit_bytes:  # pragma: no cover - the simulator raises
+            raise CheckFailure("the call needs more VMEM than its limit",
+                               expected=f"at most {call.vmem_limit_bytes} B",
+                               got=f"{call.vmem_bytes} B")
+    run_property(matmul_cases(), body, max_examples=10)
+
+
+def _mismatch_cases() -> list[tuple[str, tuple[int, int], tuple[int, int], tuple[int, ...]]]:
+    """(dimension the message must name, x shape, y shape, block_shape)."""
+    return [
+        ("K", (64, 48), (32, 64), (32, 32, 16)),
+        ("M", (48, 64), (64, 64), (32, 32, 32)),
+        ("N", (64, 64), (64, 40), (32, 32, 32)),
+        ("K", (64, 96), (96, 64), (32, 32, 64)),
+    ]
+
+
+@check(A, "3.2", 4, "matmul raises ValueError naming the dimension for mismatched K and for "
+                    "M, N or K that its block size does not divide")
+def matmul_errors(s: Session) -> None:
+    for dim, x_shape, y_shape, block in _mismatch_cases():
+        x, y = make_array(x_shape, F32, 1), make_array(y_shape, F32, 2)
+        label = f"x = f32{list(x_shape)}, y = f32{list(y_shape)}, block_shape = {block}"
+        problem = "the K of x and y differ" if x_shape[1] != y_shape[0] else (
+            f"{dim} is not a multiple of its block size")
+        try:
+            s.invoke("matmul", (x, y), {"block_shape": block})
+        except CheckFailure as failure:
+            if failure.status != "failed":
+                raise
+            if not failure.what.startswith("matmul raised ValueError"):
+                raise failure.copy(what=f"matmul must raise ValueError when {problem}",
+                                   input=label, expected=f"ValueError naming {dim}",
+                                   got=failure.what) from None
+            message = failure.what.partition(": ")[2]
+            if not re.search(rf"\b{dim}\b", message):
+                raise CheckFailure(f"the ValueError's message does not name the dimension {dim}",
+                                   input=label, expected=f"a message naming {dim}, e.g. "
+                                   f"'{dim}=... is not a multiple of ...'",
+                                   got=repr(message)) from None
+        else:
+            raise CheckFailure(f"matmul returned a result although {problem}", input=label,
+                               expected=f"ValueError naming {dim}", got="a result")
+
+
+@check(A, "3.2", 4, "worked answer: the fused ReLU costs no extra traffic — f32[256, 512] @ "
+                    "f32[512, 256] with 128-blocks reads 2048 KiB and writes 256 KiB, with or "
+                    "without activation (a separate pass would add 256 + 256 KiB; at full size "
+                    "301.99 MB, 81.94 µs) (lecture §4.3)")
+def matmul_fused_relu(s: Session) -> None:
+    x, y = make_array((256, 512), F32, 5), make_array((512, 256), F32, 6)
+    traffic = {}
+    for activation in (None, "relu"):
+        case = Case((x, y), {"block_shape": (128, 128, 128), "activation": activation},
+                    ("x", "y"))
+        reply = _invoke_matmul(s, case)
+        if len(reply.traces) != 1:
+            raise CheckFailure("matmul should make exactly one pallas_call; the activation "
+                               "belongs in the kernel, not in a second pass",
+                               input=repr(case), expected="1 pallas_call",
+                               got=f"{len(reply.traces)}")
+        call = reply.traces[0]
+        traffic[activation] = (call.hbm_bytes_read // KiB, call.hbm_bytes_written // KiB)
+    if traffic != {None: (2048, 256), "relu": (2048, 256)}:
+        raise CheckFailure(
+            "the HBM traffic of the fused matmul is off",
+            input="x = f32[256, 512], y = f32[512, 256], block_shape = (128, 128, 128)",
+            expected="read 2048 KiB, written 256 KiB, with and without activation='relu'",
+            got=", ".join(f"activation={a!r}: read {r} KiB, written {w} KiB"
+                          for a, (r, w) in traffic.items()))
+
+
+# --- Task 3.3 matmul_vmem_bytes ------------------------------------------------------------
+
+@check(A, "3.3", 8, "worked answers: (4096, 7168) @ (7168, 18432), 1024-blocks, bf16 in, f32 "
+                    "out: 664 MiB (1d), 64 MiB (2d), 16 MiB (3d) (lecture §4.1)")
+def vmem_worked(s: Session) -> None:
+    for grid, mib in (("1d", 664), ("2d", 64), ("3d", 16)):
+        kwargs = {"block": 1024, "grid": grid, "in_dtype": "bfloat16", "out_dtype": "float32"}
+        got = s.invoke("matmul_vmem_bytes", (4096, 18432, 7168), kwargs).value
+        try:
+            assert_equal_int(got, mib * MiB, f"matmul_vmem_bytes with grid={grid!r}")
+        except CheckFailure as failure:
+            failure.input = f"M = 4096, N = 18432, K = 7168, block = 1024, grid = {grid!r}"
+            failure.expected = f"{mib * MiB} ({mib} MiB)"
+            if grid == "1d" and got == 376 * MiB:
+                failure.diagnosis = ("the resident output is counted once; every operand, the "
+                                     "whole (M, N) output included, has two buffers")
+            raise
+
+
+@st.composite
+def vmem_cases(draw) -> Case:
+    block = draw(st.sampled_from([8, 128, 256, 512, 1024, 2048]))
+    m, n, k = (block * draw(st.integers(1, 24)) for _ in range(3))
+    kwargs = {"block": block, "grid": draw(st.sampled_from(["1d", "2d", "3d"])),
+              "in_dtype": draw(st.sampled_from(["bfloat16", "float32", "float16", "int8"])),
+              "out_dtype": draw(st.sampled_from(["float32", "bfloat16", "int32"]))}
+    return Case((m, n, k), kwargs, ("M", "N", "K"))
+
+
+@check(A, "3.3", 12, "matmul_vmem_bytes equals the reference's on drawn shapes, blocks, grid "
+                     "kinds and dtypes")
+def vmem_property(s: Session) -> None:
+    def body(case: Case) -> None:
+        got = s.invoke("matmul_vmem_bytes", case.args, case.kwargs).value
+        assert_equal_int(got, ref.matmul_vmem_bytes(*case.args, **case.kwargs),
+                         "matmul_vmem_bytes")
+    run_property(vmem_cases(), body, max_examples=30)
+
+
+# --- Task 3.4 roofline ---------------------------------------------------------------------
+
+def _number(s: Session, func: str, args: tuple, kwargs: dict, label: str) -> float:
+    got = s.invoke(func, args, kwargs).value
+    if isinstance(got, bool) or not isinstance(got, (int, float, np.floating, np.integer)):
+        raise CheckFailure(f"{func} must return a number", input=label, expected="a number",
+                           got=f"{got!r} ({type(got).__name__})")
+    return float(got)
+
+
+@check(A, "3.4", 4, "arithmetic_intensity(b, dtype_bytes) = b / dtype_bytes: 256 for b = 512 "
+                    "and 512 for b = 1024 in bf16 (lecture §4.2)")
+def intensity(s: Session) -> None:
+    cases = [(512, 2), (1024, 2)] + [(b, d) for b in (8, 100, 2048) for d in (1, 4)]
+    for block, dtype_bytes in cases:
+        label = f"block = {block}, dtype_bytes = {dtype_bytes}"
+        got = _number(s, "arithmetic_intensity", (block, dtype_bytes), {}, label)
+        expected = ref.arithmetic_intensity(block, dtype_bytes)
+        if not math.isclose(got, expected, rel_tol=1e-12):
+            diagnosis = None
+            if math.isclose(got, block / 2, rel_tol=1e-12):
+                diagnosis = "dtype_bytes is ignored"
+            raise CheckFailure("the arithmetic intensity is wrong", input=label,
+                               expected=f"{expected:g} FLOP/B (2b³ FLOPs / 2·b²·dtype_bytes B)",
+                               got=f"{got:g}", diagnosis=diagnosis)
+
+
+def _block(s: Session, args: tuple, kwargs: dict, label: str) -> int:
+    got = s.invoke("min_compute_bound_block", args, kwargs).value
+    if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
+        raise CheckFailure("min_compute_bound_block must return an int", input=label,
+                           expected="an int", got=f"{got!r} ({type(got).__name__})")
+    return int(got)
+
+
+@check(A, "3.4", 4, "worked answers: Ironwood's balance point is about 279 FLOP/B, so the "
+                    "smallest compute-bound bf16 block is 560 (559 without the multiple of 8) "
+                    "(lecture §4.2, Ex5)")
+def min_block_worked(s: Session) -> None:
+    for multiple, expected in ((8, 560), (1, 559)):
+        kwargs = {"dtype_bytes": 2, "multiple_of": multiple}
+        label = f"peak_flops = 1028.75e12, hbm_bandwidth = 3685.5e9, multiple_of = {multiple}"
+        got = _block(s, (PEAK_FLOPS, HBM_BANDWIDTH), kwargs, label)
+        if got != expected:
+            diagnosis = None
+            if got == expected - multiple or (multiple == 1 and got == 558):
+                diagnosis = "the intensity must exceed the balance point (b/2 > 279.13)"
+            raise CheckFailure("the smallest compute-bound block is wrong", input=label,
+                               expected=str(expected), got=str(got), diagnosis=diagnosis)
+
+
+@st.composite
+def roofline_cases(draw) -> Case:
+    peak = draw(st.integers(1, 4000)) * 1e12 / 4
+    bandwidth = draw(st.integers(1, 800)) * 1e10 / 2
+    dtype_bytes = draw(st.sampled_from([1, 2, 4]))
+    multiple = draw(st.sampled_from([1, 8, 16, 128]))
+    return Case((peak, bandwidth), {"dtype_bytes": dtype_bytes, "multiple_of": multiple},
+                ("peak_flops", "hbm_bandwidth"))
+
+
+@check(A, "3.4", 4, "min_compute_bound_block equals the reference's on drawn peaks, bandwidths, "
+                    "dtype sizes and multiples")
+def min_block_property(s: Session) -> None:
+    def body(case: Case) -> None:
+        got = _block(s, case.args, case.kwargs, repr(case))
+        expected = ref.min_compute_bound_block(*case.args, **case.kwargs)
+        threshold = case.args[0] / case.args[1] * case.kwargs["dtype_bytes"]
+        multiple = case.kwargs["multiple_of"]
+        # A threshold within float rounding of a multiple is ambiguous; accept both sides.
+        if got != expected and not (abs(threshold / multiple - round(threshold / multiple))
+                                    < 1e-9 and abs(got - expected) == multiple):
+            raise CheckFailure("the smallest compute-bound block is wrong",
+                               expected=str(expected), got=str(got))
+    run_property(roofline_cases(), body, max_examples=20)
+
+
+def _time(s: Session, args: tuple, kwargs: dict, label: str) -> float:
+    return _number(s, "ideal_matmul_time", args, kwargs, label)
+
+
+@check(A, "3.4", 4, "worked answers: the full matmul ideally takes 1.147 ms with 512-blocks "
+                    "(4032 steps) and 1.052 ms with 1024-blocks (504 steps) (lecture §4.2)")
+def ideal_time_worked(s: Session) -> None:
+    for block, ms in ((512, 1.147), (1024, 1.052)):
+        kwargs = {"peak_flops": PEAK_FLOPS, "hbm_bandwidth": HBM_BANDWIDTH}
+        label = f"M = 4096, N = 18432, K = 7168, block = {block}, Ironwood"
+        got = _time(s, (4096, 18432, 7168, block), kwargs, label)
+        if not math.isclose(got, ms * 1e-3, rel_tol=WORKED_RTOL):
+            diagnosis = None
+            steps = (4096 // block) * (18432 // block) * (7168 // block)
+            if math.isclose(got, steps * 2 * block**3 / PEAK_FLOPS, rel_tol=1e-6):
+                diagnosis = ("only the compute time is counted; a step takes the longer of its "
+                             "compute and its copies (512-blocks are copy-bound)")
+            raise CheckFailure("the ideal time is wrong", input=label,
+                               expected=f"{ms} ms ({ms * 1e-3:.4g} s)", got=f"{got:.4g} s",
+                               diagnosis=diagnosis)
+
+
+@st.composite
+def time_cases(draw) -> Case:
+    block = draw(st.sampled_from([128, 256, 512, 1024, 2048]))
+    m, n, k = (block * draw(st.integers(1, 16)) for _ in range(3))
+    kwargs = {"peak_flops": draw(st.integers(1, 4000)) * 1e12 / 4,
+              "hbm_bandwidth": draw(st.integers(1, 800)) * 1e10 / 2,
+              "dtype_bytes": draw(st.sampled_from([1, 2, 4]))}
+    return Case((m, n, k, block), kwargs, ("M", "N", "K", "block"))
+
+
+@check(A, "3.4", 4, "ideal_matmul_time equals the reference's on drawn shapes (multiples of "
+                    "the block), peaks, bandwidths and dtype sizes")
+def ideal_time_property(s: Session) -> None:
+    def body(case: Case) -> None:
+        got = _time(s, case.args, case.kwargs, repr(case))
+        expected = ref.ideal_matmul_time(*case.args, **case.kwargs)
+        if not math.isclose(got, expected, rel_tol=1e-9):
+            raise CheckFailure("the ideal time is wrong", expected=f"{expected:.6g} s",
+                               got=f"{got:.6g} s")
+    run_property(time_cases(), body, max_examples=20)

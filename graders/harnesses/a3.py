@@ -1,0 +1,53 @@
+"""Harnesses for a3_matmul (lecture §4): the grader's 3D-grid pallas_call around a kernel.
+
+Runs inside the untrusted worker; imports only numpy and pallas_sim.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import ModuleType
+
+import numpy as np
+
+import pallas_sim
+from pallas_sim import jax, jnp, pl, pltpu
+
+
+def _kernel(sub: ModuleType, name: str):
+    kernel = getattr(sub, name, None)
+    if not callable(kernel):
+        raise NameError(f"function {name!r} is not defined in the submission")
+    return kernel
+
+
+def matmul_kernel(sub: ModuleType, x: np.ndarray, y: np.ndarray, *,
+                  block_shape: tuple[int, int, int], activation: str | None = None,
+                  memory: str = "poison") -> np.ndarray:
+    """Run the student's ``matmul_kernel`` in the standard 3D-grid pallas_call.
+
+    x: [M, K], y: [K, N] (f32 or bf16) with (M, N, K) multiples of
+    block_shape = (bm, bn, bk) (the grader draws them so). Grid
+    (M/bm, N/bn, K/bk), K last; x block (bm, bk) at (i, k), y (bk, bn) at
+    (k, j), z float32 (bm, bn) at (i, j); semantics ("parallel", "parallel",
+    "arbitrary"); the kernel gets ``activation=`` by keyword. ``memory``:
+    "poison" (fresh output buffers hold NaN, as uninitialized VMEM) or
+    "zero" (they hold zeros, which isolates the activation from the
+    initialization). Returns float32 [M, N].
+    """
+    (m, k), n = x.shape, y.shape[1]
+    bm, bn, bk = block_shape
+    kernel = functools.partial(_kernel(sub, "matmul_kernel"), activation=activation)
+    call = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+                  pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")),
+        name="grader_matmul",
+    )
+    with pallas_sim.config(uninitialized=memory):
+        return call(x, y)
