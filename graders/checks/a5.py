@@ -129,8 +129,8 @@ def _assert_exact(got: object, expected: np.ndarray, what: str, *, check_dtype: 
         first = tuple(int(i) for i in bad[0]) if bad.size else ()
         raise CheckFailure(f"{what} is wrong in {len(bad)} of {expected.size} entries",
                            expected=f"{fmt_array(expected, 16)}; at {first}: "
-                                    f"{expected[first]!r}",
-                           got=f"{fmt_array(arr, 16)}; at {first}: {arr[first]!r}")
+                                    f"{expected[first].item()!r}",
+                           got=f"{fmt_array(arr, 16)}; at {first}: {arr[first].item()!r}")
     return arr
 
 
@@ -157,36 +157,50 @@ def _dense_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarr
 
 # --- Task 5.1 masks ------------------------------------------------------------------------
 
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """Arguments of one call, printed as the call itself (the feedback's failing input)."""
+
+    func: str
+    args: tuple
+    kwargs: dict
+
+    def __repr__(self) -> str:
+        shown = [fmt_array(a, 24) if isinstance(a, np.ndarray) else repr(a) for a in self.args]
+        shown += [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"{self.func}({', '.join(shown)})"
+
+
 @st.composite
-def causal_calls(draw: st.DrawFn) -> tuple:
+def causal_calls(draw: st.DrawFn) -> Call:
     q_len = draw(st.integers(1, 24))
     kv_len = draw(st.one_of(st.none(), st.integers(1, 24)))
-    return q_len, kv_len, draw(st.integers(-6, 30))
+    return Call("causal_mask", (q_len, kv_len), {"offset": draw(st.integers(-6, 30))})
 
 
 @check(A, "5.1", 5, "causal_mask(q_len, kv_len, offset=...) is True exactly where "
                     "q + offset >= kv (bool, drawn lengths and offsets of either sign)")
 def causal_values(s: Session) -> None:
-    def body(example: tuple) -> None:
-        q_len, kv_len, offset = example
-        got = s.invoke("causal_mask", (q_len, kv_len), {"offset": offset}).value
-        _assert_exact(got, ref.causal_mask(q_len, kv_len, offset=offset), "the causal mask")
+    def body(call: Call) -> None:
+        got = s.invoke("causal_mask", call.args, call.kwargs).value
+        _assert_exact(got, ref.causal_mask(*call.args, **call.kwargs), "the causal mask")
     run_property(causal_calls(), body, max_examples=20)
 
 
 @st.composite
-def local_calls(draw: st.DrawFn) -> tuple:
+def local_calls(draw: st.DrawFn) -> Call:
     q_len = draw(st.integers(1, 24))
     side = st.one_of(st.none(), st.integers(0, 26))
-    return q_len, (draw(side), draw(side)), draw(st.one_of(st.none(), st.integers(1, 24)))
+    kv_len = draw(st.one_of(st.none(), st.integers(1, 24)))
+    return Call("local_mask", (q_len, (draw(side), draw(side)), kv_len), {})
 
 
 @check(A, "5.1", 5, "local_mask(q_len, (left, right), kv_len) is True exactly where "
                     "q - left <= kv <= q + right (None = unbounded side)")
 def local_values(s: Session) -> None:
-    def body(example: tuple) -> None:
-        q_len, window, kv_len = example
-        got = s.invoke("local_mask", (q_len, window, kv_len)).value
+    def body(call: Call) -> None:
+        q_len, window, kv_len = call.args
+        got = s.invoke("local_mask", call.args).value
         expected = ref.local_mask(q_len, window, kv_len)
         try:
             _assert_exact(got, expected, "the local mask")
@@ -202,17 +216,17 @@ def local_values(s: Session) -> None:
 
 
 @st.composite
-def segment_calls(draw: st.DrawFn) -> tuple:
+def segment_calls(draw: st.DrawFn) -> Call:
     q_ids = np.asarray(draw(st.lists(st.integers(0, 3), min_size=1, max_size=20)), np.int32)
     kv = draw(st.one_of(st.none(), st.lists(st.integers(0, 3), min_size=1, max_size=20)))
-    return q_ids, None if kv is None else np.asarray(kv, np.int32)
+    return Call("segment_mask", (q_ids, None if kv is None else np.asarray(kv, np.int32)), {})
 
 
 @check(A, "5.1", 5, "segment_mask(q_ids, kv_ids) is True exactly where the ids are equal, "
                     "and combines with the other masks through &")
 def segment_values(s: Session) -> None:
-    def body(example: tuple) -> None:
-        q_ids, kv_ids = example
+    def body(call: Call) -> None:
+        q_ids, kv_ids = call.args
         got = _assert_exact(s.invoke("segment_mask", (q_ids, kv_ids)).value,
                             ref.segment_mask(q_ids, kv_ids), "the document mask")
         causal = ref.causal_mask(got.shape[0], got.shape[1])
@@ -281,16 +295,18 @@ def classify_worked(s: Session) -> None:
 # --- Task 5.3 build_mask_info ----------------------------------------------------------------
 
 def _compare_fields(got: list[np.ndarray], expected: ref.MaskInfo) -> None:
+    g, e = got[FIELDS.index("partial_mask_blocks")], expected.partial_mask_blocks
+    if g.ndim == 3 and g.shape[1:] == e.shape[1:] and g.shape[0] != e.shape[0]:
+        more = g.shape[0] > e.shape[0]
+        raise CheckFailure(
+            "MaskInfo.partial_mask_blocks " + ("stores a pattern more than once" if more
+                                               else "merges tiles whose contents differ"),
+            expected=f"{e.shape[0]} distinct patterns", got=f"{g.shape[0]} patterns",
+            diagnosis=("partial tiles share a pattern exactly when their contents are equal: "
+                       "compare the tiles' contents, not their positions or offsets "
+                       "(lecture §6.2)"))
     for name, g in zip(FIELDS, got, strict=True):
-        e = getattr(expected, name)
-        if name == "partial_mask_blocks" and g.shape != e.shape and g.ndim == 3 == e.ndim:
-            if g.shape[1:] == e.shape[1:] and g.shape[0] > e.shape[0]:
-                raise CheckFailure(
-                    "MaskInfo.partial_mask_blocks stores patterns more than once",
-                    expected=f"{e.shape[0]} distinct patterns", got=f"{g.shape[0]} patterns",
-                    diagnosis="two partial tiles with equal contents must share one pattern: "
-                              "compare the tiles' contents, not their positions (lecture §6.2)")
-        _assert_exact(g, e, f"MaskInfo.{name}")
+        _assert_exact(g, getattr(expected, name), f"MaskInfo.{name}")
 
 
 @check(A, "5.3", 8, "build_mask_info equals the reference field by field (values, dtypes, "
@@ -532,6 +548,7 @@ class SplashCase:
     v: np.ndarray
     case: MaskCase
     sm_scale: float | None
+    seeds: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def info(self) -> ref.MaskInfo:
@@ -542,8 +559,10 @@ class SplashCase:
         return 1.0 / math.sqrt(self.q.shape[-1]) if self.sm_scale is None else self.sm_scale
 
     def __repr__(self) -> str:
-        return (f"q = {fmt_array(self.q)}, k = {fmt_array(self.k)}, v = {fmt_array(self.v)}, "
-                f"{self.case!r}, sm_scale = {self.sm_scale!r}")
+        arrays = ", ".join(
+            f"{name} = f32{list(a.shape)} uniform in [-2, 2) (seed {seed})"
+            for name, a, seed in zip("qkv", (self.q, self.k, self.v), self.seeds, strict=True))
+        return f"{arrays}, {self.case!r}, sm_scale = {self.sm_scale!r}"
 
 
 @st.composite
@@ -552,10 +571,11 @@ def splash_cases(draw: st.DrawFn, kinds: tuple[str, ...] = KINDS) -> SplashCase:
     heads = draw(st.integers(1, 2))
     d, dv = draw(st.sampled_from([4, 8, 16])), draw(st.sampled_from([4, 8]))
     length = case.mask.shape[0]
-    q, k, v = (make_array((heads, length, n), np.dtype(np.float32), draw(seeds), low=-2, high=2)
-               for n in (d, d, dv))
+    drawn = (draw(seeds), draw(seeds), draw(seeds))
+    q, k, v = (make_array((heads, length, n), np.dtype(np.float32), seed, low=-2, high=2)
+               for n, seed in zip((d, d, dv), drawn, strict=True))
     scale = draw(st.one_of(st.none(), st.sampled_from([0.125, 0.5, 1.0])))
-    return SplashCase(q, k, v, case, scale)
+    return SplashCase(q, k, v, case, scale, drawn)
 
 
 def _kernel_fields(info: ref.MaskInfo) -> tuple:

@@ -1,0 +1,353 @@
+# %% [markdown]
+# # Assignment 5 — Splash Attention  (lecture §6)
+#
+# Flash Attention (assignment 4) visits every (query block, key block) pair.
+# Most real attention patterns forbid large parts of the score matrix:
+# a causal model never looks ahead, a sliding-window model looks only at the
+# last few thousand tokens, and a packed batch of documents must never let one
+# document see another. Cut the `[L, L]` mask into blocks and each block falls
+# into one of three kinds:
+#
+# * **empty** — no query in the block may see any key of the block: skip it;
+# * **full**  — every pair is allowed: compute it with no mask at all;
+# * **partial** — some pairs are allowed: compute it and apply the mask.
+#
+# Splash Attention ("sparse flash") turns the mask into a small table of the
+# non-empty blocks *once*, before the kernel runs, and gives the kernel a grid
+# that walks only over those blocks. The table lives in SMEM and the index
+# maps read it to decide which query, key/value and mask block to fetch.
+#
+# **How to work.** Fill in every `raise NotImplementedError(...)` stub and keep
+# names and signatures: the grader calls them by name. Allowed imports:
+# `numpy`, `math`, `functools`, `itertools`, `dataclasses`, `typing`,
+# `pallas_sim`. Check your progress with
+# `pallas-lab check a5_splash_attention.py`. The example cells run only when
+# the file is executed as a script or notebook.
+
+# %%
+import numpy as np
+
+from pallas_sim import jax, jnp, pl, pltpu  # noqa: F401  (needed in Task 5.4)
+
+# %% [markdown]
+# ## Task 5.1 — masks as boolean arrays
+#
+# **Why.** Every mask here is a bool array `[q_len, kv_len]` in which `True`
+# means "this query may attend to this key". Writing each kind as its own
+# function and combining them with `&` keeps each rule simple:
+#
+# * causal: query `q` sees key `kv` when `q + offset >= kv` (the offset lets a
+#   block of new queries sit after `offset` cached keys);
+# * local window `(left, right)`: `q - left <= kv <= q + right`, where `None`
+#   leaves that side unbounded;
+# * documents: query and key carry segment ids, and only equal ids see each
+#   other.
+#
+# **Task.** Write `causal_mask`, `local_mask` and `segment_mask`. When
+# `kv_len` (or `kv_segment_ids`) is not given it equals the query side.
+#
+# **Try it.** `causal_mask(4)` is the lower triangle; `local_mask(6, (1, 0))`
+# keeps the diagonal and the one below it.
+
+
+# %%
+def causal_mask(q_len: int, kv_len: int | None = None, *, offset: int = 0) -> np.ndarray:
+    """Task 5.1: the causal mask, bool [q_len, kv_len], True where q + offset >= kv.  [lecture §6.1]
+
+    kv_len defaults to q_len. offset (any int) shifts the queries' positions.
+    """
+    raise NotImplementedError("Need to implement for Task 5.1")
+
+
+def local_mask(q_len: int, window: tuple[int | None, int | None],
+               kv_len: int | None = None) -> np.ndarray:
+    """Task 5.1: sliding-window mask, bool [q_len, kv_len].  [lecture §6.1]
+
+    window = (left, right): True where q - left <= kv <= q + right; a side that
+    is None is unbounded. kv_len defaults to q_len.
+    """
+    raise NotImplementedError("Need to implement for Task 5.1")
+
+
+def segment_mask(q_segment_ids: np.ndarray,
+                 kv_segment_ids: np.ndarray | None = None) -> np.ndarray:
+    """Task 5.1: document mask, bool [q_len, kv_len], True where the ids are equal.  [lecture §6.4]
+
+    q_segment_ids: int [q_len]; kv_segment_ids: int [kv_len], default the
+    query ids.
+    """
+    raise NotImplementedError("Need to implement for Task 5.1")
+
+
+# %%
+if __name__ == "__main__":
+    print("Task 5.1 causal_mask(4):\n", causal_mask(4).astype(int))
+    print("Task 5.1 local_mask(6, (1, 0)):\n", local_mask(6, (1, 0)).astype(int))
+    _docs = np.repeat([0, 1, 2], [2, 3, 1])
+    print("Task 5.1 documents 2/3/1 and causal:\n",
+          (segment_mask(_docs) & causal_mask(6)).astype(int))
+
+# %% [markdown]
+# ## Task 5.2 — the block picture
+#
+# **Why.** The kernel works on `(block_q, block_kv)` tiles, so what matters is
+# the kind of each tile: code it as `0` (empty), `1` (partial) or `2` (full).
+# For a causal mask of length 8 in 2 × 2 blocks the picture is
+#
+# ```
+# P · · ·
+# F P · ·
+# F F P ·
+# F F F P
+# ```
+#
+# the diagonal tiles are partial, everything below is full and everything
+# above is skipped: 10 of 16 tiles are computed and only 4 need a mask.
+#
+# **Task.** `classify_blocks(mask, block_q, block_kv)` returns an int8 array
+# `[q_len // block_q, kv_len // block_kv]` of 0/1/2.
+# `render_block_mask(block_mask)` draws it: one line per query block, cells
+# `"·"`, `"P"`, `"F"` separated by single spaces, lines joined by `"\n"`.
+
+
+# %%
+def classify_blocks(mask: np.ndarray, block_q: int, block_kv: int) -> np.ndarray:
+    """Task 5.2: kind of every (q block, kv block) tile, int8 [nq, nkv].  [lecture §6.1]
+
+    mask: bool [q_len, kv_len], both lengths multiples of their block size.
+    0 = no True entry, 1 = some but not all True, 2 = all True.
+    """
+    raise NotImplementedError("Need to implement for Task 5.2")
+
+
+def _require_divides(block_name: str, block: int, length_name: str, length: int) -> None:
+    """Raise ValueError unless ``block`` is a positive divisor of ``length``."""
+    if block < 1 or length % block:
+        raise ValueError(f"{block_name}={block} does not divide {length_name}={length}; "
+                         "the mask must split into whole blocks")
+
+
+def render_block_mask(block_mask: np.ndarray) -> str:
+    """Task 5.2: the block picture, one line per q block of "·" / "P" / "F".  [lecture §6.1]
+
+    block_mask: int [nq, nkv] of 0 (empty), 1 (partial), 2 (full).
+    """
+    raise NotImplementedError("Need to implement for Task 5.2")
+
+
+# %%
+if __name__ == "__main__":
+    print("Task 5.2 causal L 8, blocks 2 x 2:")
+    print(render_block_mask(classify_blocks(causal_mask(8), 2, 2)))
+
+# %% [markdown]
+# ## Task 5.3 — the MaskInfo table (the heart of Splash)
+#
+# **Why.** The kernel's grid is `(heads, A)` where `A` is the number of
+# non-empty ("active") tiles. Step `g` must know which tile it is working on,
+# so the builder lists the active tiles in row-major order (query block, then
+# key block) and stores, per tile:
+#
+# * `active_rows[g]`, `active_cols[g]` — the tile's query and key block;
+# * `block_mask[g]` — 1 (partial) or 2 (full);
+# * `mask_next[g]` — which stored pattern the mask block spec should fetch.
+#   Partial tiles often repeat: in a causal mask with square blocks every
+#   diagonal tile is the same lower triangle, so only **distinct** patterns
+#   are stored, in `partial_mask_blocks` (in order of first appearance). A
+#   partial tile points at its own pattern. A full tile does not need a mask,
+#   so it points at the pattern of the *next* partial tile (wrapping around
+#   to the first): the pattern the pipeline will need soon is already in
+#   VMEM, and no extra copy happens;
+# * `bounds_start[g]` / `bounds_end[g]` — is this the first / last active tile
+#   of its query row of tiles? The kernel initializes its accumulators at the
+#   first and normalizes and writes the output at the last.
+#
+# The lecture's example: causal `[4096, 4096]` with blocks `(1024, 2048)` is a
+# 4 × 2 tile grid `[[P, ·], [P, ·], [F, P], [F, P]]`, giving
+# `active_rows = [0, 1, 2, 2, 3, 3]`, `active_cols = [0, 0, 0, 1, 0, 1]`,
+# `block_mask = [1, 1, 2, 1, 2, 1]`, `mask_next = [0, 1, 0, 0, 1, 1]` and only
+# 2 patterns for 4 partial tiles: tiles (0, 0) and (2, 1) start at the same
+# query-minus-key offset and look alike, and so do (1, 0) and (3, 1).
+#
+# **Task.** `build_mask_info(mask, block_q, block_kv)` returns the `MaskInfo`
+# below (dtypes as annotated). Raise `ValueError` when a block size does not
+# divide its length (name the block size) and when some query row can attend
+# to no key at all (name the first such row): softmax over nothing is
+# undefined.
+
+
+# %%
+import functools  # noqa: E402  (the standard library, for Tasks 5.3 and 5.4)
+import math  # noqa: E402
+from typing import NamedTuple  # noqa: E402
+
+
+class MaskInfo(NamedTuple):
+    """The sparse execution table of a mask, over its A active tiles in row-major order.
+
+    active_rows: int32 [A]     query block of each active tile
+    active_cols: int32 [A]     key/value block of each active tile
+    block_mask: int8 [A]       1 = partial tile, 2 = full tile
+    mask_next: int32 [A]       pattern id to fetch at this step
+    partial_mask_blocks: bool [P, block_q, block_kv]   the distinct partial patterns
+    bounds_start: bool [A]     first active tile of its query row
+    bounds_end: bool [A]       last active tile of its query row
+    """
+
+    active_rows: np.ndarray
+    active_cols: np.ndarray
+    block_mask: np.ndarray
+    mask_next: np.ndarray
+    partial_mask_blocks: np.ndarray
+    bounds_start: np.ndarray
+    bounds_end: np.ndarray
+
+
+def build_mask_info(mask: np.ndarray, block_q: int, block_kv: int) -> MaskInfo:
+    """Task 5.3: the MaskInfo of a bool [q_len, kv_len] mask.  [lecture §6.2]
+
+    Raises ValueError when block_q / block_kv does not divide its length, or
+    when a query row has no True entry (naming the first such row).
+    """
+    raise NotImplementedError("Need to implement for Task 5.3")
+
+
+# %%
+if __name__ == "__main__":
+    _info = build_mask_info(causal_mask(4096), 1024, 2048)
+    for _name, _value in _info._asdict().items():
+        _shown = _value.shape if _name == "partial_mask_blocks" else _value.astype(int).tolist()
+        print(f"Task 5.3 {_name}: {_shown}")
+
+# %% [markdown]
+# ## Task 5.4 — the Splash kernel and its wrapper
+#
+# **Why.** The grid is `(H, A)`: head, then active tile. With
+# `pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=6, ...)` the first six
+# call arguments are small int32 arrays copied to SMEM before the kernel
+# starts; every index map receives them after the grid indices, and the
+# kernel receives them as its first six refs. Pass them in this order:
+# `active_rows, active_cols, mask_next, bounds_start, bounds_end, block_mask`
+# (bounds as 0/1, block_mask as 1/2). The index maps then read:
+#
+# * q block and output block: `(h, active_rows[g], 0)`;
+# * k and v blocks: `(h, active_cols[g], 0)`;
+# * mask block: `(mask_next[g], 0, 0)` of `partial_mask_blocks`.
+#
+# Because consecutive steps often name the same block (the same query row, or
+# a full tile whose `mask_next` already points at the coming pattern),
+# pallas_call's rule "same block index, no copy" does the rest: q is fetched
+# once per query row, and the output is written back once per query row.
+#
+# The kernel body is Flash Attention's online softmax (assignment 4):
+# initialize `m`, `l`, `acc` where `bounds_start` is set, update them on every
+# tile, and normalize and write `o_ref` where `bounds_end` is set. Apply the
+# mask only on partial tiles (`block_mask == 1`); a full tile needs none, and
+# the mask block it receives belongs to another tile. Masked scores must
+# contribute exactly zero.
+#
+# **Task.** Write `splash_attention_kernel` and `splash_attention(q, k, v,
+# mask_info, *, sm_scale=None)` for q, k, v `[H, L, d]` / `[H, L, dv]`,
+# returning float32 `[H, L, dv]`. Read the block sizes from
+# `mask_info.partial_mask_blocks.shape`; when there is no pattern at all
+# (every active tile is full) pass a single `(1, block_q, block_kv)` array of
+# True instead, so the mask operand still exists. `sm_scale` defaults to
+# `1 / sqrt(d)`; semantics `("parallel", "arbitrary")`.
+
+# %%
+#: Score of a masked pair: very negative but finite, so a row with every key of a
+#: tile masked gives exp(0) * 0 instead of NaN from (-inf) - (-inf).
+MASK_VALUE = -0.7 * float(np.finfo(np.float32).max)
+
+
+def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bounds_start_ref,
+                            bounds_end_ref, block_mask_ref, q_ref, k_ref, v_ref, mask_ref,
+                            o_ref, m_scratch_ref, l_scratch_ref, acc_scratch_ref, *,
+                            sm_scale: float, block_q: int, block_kv: int) -> None:
+    """Task 5.4: one (head, active tile) step of Splash Attention.  [lecture §6.3]
+
+    Grid: (H, A). Prefetch refs (SMEM, int32 [A]): active_rows, active_cols,
+    mask_next, bounds_start (0/1), bounds_end (0/1), block_mask (1/2).
+      q_ref:    (block_q, d)         query block active_rows[g]
+      k_ref:    (block_kv, d)        key block active_cols[g]
+      v_ref:    (block_kv, dv)       value block active_cols[g]
+      mask_ref: (block_q, block_kv)  bool pattern partial_mask_blocks[mask_next[g]]
+      o_ref:    (block_q, dv)        float32 output block, written at bounds_end
+      m_scratch_ref, l_scratch_ref: f32 (block_q, 128)  running max and sum
+      acc_scratch_ref:              f32 (block_q, dv)   unnormalized output
+    """
+    raise NotImplementedError("Need to implement for Task 5.4")
+
+
+def splash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask_info: MaskInfo, *,
+                     sm_scale: float | None = None) -> np.ndarray:
+    """Task 5.4: attention over the active tiles of mask_info, one pallas_call.  [lecture §6.3]
+
+    q: [H, L, d]; k: [H, L, d]; v: [H, L, dv]; mask_info: a MaskInfo of an
+    [L, L] mask. Grid (H, A) with six scalar-prefetch arrays. Returns float32
+    [H, L, dv].
+    """
+    raise NotImplementedError("Need to implement for Task 5.4")
+
+
+# %%
+if __name__ == "__main__":
+    _rng = np.random.default_rng(0)
+    _q, _k, _v = (_rng.standard_normal((2, 512, 64)).astype(np.float32) for _ in range(3))
+    _mask = causal_mask(512)
+    _out = splash_attention(_q, _k, _v, build_mask_info(_mask, 64, 64))
+    _s = np.einsum("hqd,hkd->hqk", _q.astype(np.float64), _k) / 8.0
+    _s = np.where(_mask, _s, -np.inf)
+    _p = np.exp(_s - _s.max(axis=-1, keepdims=True))
+    _dense = np.einsum("hqk,hkd->hqd", _p / _p.sum(axis=-1, keepdims=True), _v)
+    print(f"Task 5.4 causal L 512, blocks 64: largest difference from float64 "
+          f"{np.abs(_out - _dense).max():.1e}")
+
+# %% [markdown]
+# ## Task 5.5 — what the sparsity buys
+#
+# **Why.** Two numbers summarize a mask for a given tiling: how much compute
+# it saves (`num_blocks / num_active`, the factor by which the grid shrinks)
+# and how much memory the stored patterns cost (one byte per mask element per
+# distinct pattern). At `L = 16384` with `1024`-blocks a causal mask needs one
+# pattern (1 MiB) and saves almost 2×; adding a block-aligned window of 2048
+# keys makes the band much thinner and adds a second pattern (the window's
+# edge, 2 MiB in all). Document masks have boundaries anywhere, so nearly
+# every partial tile is a new pattern — one reason production kernels compute
+# such masks on the fly from positions and segment ids instead of storing them.
+#
+# **Task.** `mask_stats(mask, block_q, block_kv)` returns a dict with int
+# entries `num_blocks`, `num_active`, `num_partial`, `num_full`,
+# `num_patterns`, `pattern_bytes` and the float `compute_saving`.
+
+
+# %%
+def mask_stats(mask: np.ndarray, block_q: int, block_kv: int) -> dict[str, int | float]:
+    """Task 5.5: block counts, stored-pattern bytes and the compute saving.  [lecture §6.4]
+
+    mask: bool [q_len, kv_len]. Returns {"num_blocks", "num_active",
+    "num_partial", "num_full", "num_patterns", "pattern_bytes" (ints),
+    "compute_saving" (float, num_blocks / num_active)}.
+    """
+    raise NotImplementedError("Need to implement for Task 5.5")
+
+
+# %%
+if __name__ == "__main__":
+    _L, _b = 64, 8
+    _docs64 = np.repeat(np.arange(4), [10, 22, 17, 15])
+    _kinds = {
+        "causal": causal_mask(_L),
+        "local window (16, 0)": local_mask(_L, (16, 0)),
+        "documents 10/22/17/15": segment_mask(_docs64),
+        "causal & documents": causal_mask(_L) & segment_mask(_docs64),
+    }
+    for _label, _m in _kinds.items():
+        _stats = mask_stats(_m, _b, _b)
+        print(f"Task 5.5 {_label}: saving {_stats['compute_saving']:.2f}x, "
+              f"{_stats['num_patterns']} patterns")
+        print(render_block_mask(classify_blocks(_m, _b, _b)))
+    _big = causal_mask(16384)
+    print("Task 5.5 L 16384 causal:", mask_stats(_big, 1024, 1024))
+    print("Task 5.5 L 16384 causal & window 2048:",
+          mask_stats(_big & local_mask(16384, (2048, None)), 1024, 1024))
