@@ -159,6 +159,19 @@ def _load_failure(load: LoadResult, file_name: str) -> CheckFailure:
     )
 
 
+def _link_failure(path: Path) -> CheckFailure | None:
+    """A submission that is a symbolic link, or sits in a linked student folder, is not
+    read: it could point at the solutions, the reference or another student's file
+    (docs/security.md, "Links and names")."""
+    for candidate, what in ((path, path.name), (path.absolute().parent, path.parent.name)):
+        if candidate.is_symlink():
+            return CheckFailure(
+                f"{what} is a symbolic link; only regular files in regular folders are graded",
+                status="error", hint="submit the file itself, not a link to it",
+            )
+    return None
+
+
 @contextmanager
 def open_session(
     path: str | Path, assignment: Assignment, *, timeout: float = 10.0
@@ -174,6 +187,11 @@ def open_session(
     """
     path = Path(path)
     file_name = path.name
+    link = _link_failure(path)
+    if link is not None:
+        yield Session(stem=assignment.stem, assignment=assignment.id, worker=None,
+                      load_failure=link, file_name=file_name)
+        return
     if path.suffix == ".ipynb":
         with notebook_module(path, assignment.stem) as (module, failure):
             if failure is not None:
