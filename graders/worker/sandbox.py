@@ -18,7 +18,8 @@ Levels, strongest first (``PALLAS_LAB_SANDBOX`` may force one; ``off`` means
     worker's root directory is a fresh read-only tmpfs holding only ``/usr``
     (and the ``/bin``, ``/lib`` links), the Python installation without its
     ``site-packages``, the worker's library directory (numpy, ml_dtypes,
-    pallas_sim, the protocol, the harnesses), a private ``/proc``, four
+    pallas_sim, the protocol, the harnesses), a private ``/proc`` showing only
+    the worker's own processes, four
     device nodes and the working directory: a 64 MiB tmpfs holding a copy of
     the submission. The network namespace has no interface but a downed
     loopback. The worker is PID 1 of its namespace, so everything it starts
@@ -250,7 +251,8 @@ def _build_root(libc, plan: SandboxPlan, uid: int) -> None:  # noqa: ANN001
             _mount(libc, device, target, None, _MS_BIND)
     proc = _inside(root, "/proc")
     os.makedirs(proc, exist_ok=True)
-    _mount(libc, "proc", proc, "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    # hidepid=2: the worker sees only its own processes, not PID 1 (root, the launcher).
+    _mount(libc, "proc", proc, "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "hidepid=2")
     work = _inside(root, plan.workdir)
     os.makedirs(work, exist_ok=True)
     _mount(libc, "tmpfs", work, "tmpfs", _MS_NOSUID | _MS_NODEV,
