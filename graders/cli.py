@@ -1,11 +1,19 @@
-"""``pallas-lab``: grade submissions, check one's own file, regenerate handouts.
+"""``pallas-lab``: grade submissions, check one's own file, regenerate handouts, export.
 
 ::
 
     pallas-lab grade [PATH ...] [--assignment aN] [--format table|gradescope|csv]
                      [--out PATH] [--timeout S] [--feedback]
-    pallas-lab check FILE [--assignment aN] [--timeout S]
-    pallas-lab release [...]            # graders.release.main
+                     [--jobs [N]] [--to-gradebook [COURSE]]
+    pallas-lab check [FILE ...] [--task N.M] [--assignment aN]   # graders.student.cli
+    pallas-lab status [FOLDER]                                   # graders.student.cli
+    pallas-lab release [...] [--bundle DIR]     # graders.release.main
+    pallas-lab nbgrader DIR [...]               # graders.nbgrader_course.main
+    pallas-lab gradescope --out autograder.zip  # graders.autograder.main
+
+``check`` and ``status`` run the public checks in this process (the student's
+tools); ``grade`` runs the hidden checks with the code in the worker. With
+``--jobs`` grading is a resumable parallel batch (``graders.batch``).
 
 Exit status: 0 when grading ran (whatever the scores), 1 when the grader
 itself failed (a check's bug, a missing checks module), 2 for usage errors.
@@ -15,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -23,7 +32,7 @@ from pathlib import Path
 from rich.console import Console
 
 from graders.assignments import ASSIGNMENTS
-from graders.discovery import DEFAULT_ROOT, Submission, discover
+from graders.discovery import DEFAULT_ROOT, Discovery, Submission, discover
 from graders.grading import SubmissionResult, grade_file
 
 EXIT_OK = 0
@@ -69,15 +78,23 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument(
         "--feedback", action="store_true", help="table: print the feedback of failed checks"
     )
-    check = commands.add_parser(
-        "check", help="grade your own submission file and show the feedback",
-        description="Grade one file the way the course staff will, with full feedback.",
+    grade.add_argument(
+        "--jobs", type=int, nargs="?", const=os.cpu_count() or 1, default=None, metavar="N",
+        help="grade as a resumable batch, N students at once (default: the CPU count): "
+             "results.json per submission and gradebook.csv under --out (default results/)",
     )
-    check.add_argument("file", type=Path, metavar="FILE")
-    _common(check)
-    commands.add_parser(
-        "release", help="regenerate assignments/ from solutions/ (instructors)", add_help=False
+    grade.add_argument(
+        "--to-gradebook", nargs="?", type=Path, const=Path(), default=None, metavar="COURSE",
+        help="also write each task's score into the nbgrader gradebook of COURSE (default: the "
+             "nbgrader course the PATH belongs to)",
     )
+    from graders.student.cli import add_commands
+
+    add_commands(commands)
+    for name, what in (("release", "regenerate assignments/ from solutions/ (instructors)"),
+                       ("nbgrader", "write an nbgrader course (instructors)"),
+                       ("gradescope", "build a Gradescope autograder zip (instructors)")):
+        commands.add_parser(name, help=what, add_help=False)
     return parser
 
 
@@ -142,6 +159,37 @@ def _write_gradescope(results: Sequence[SubmissionResult], out: Path | None, con
         con.print(f"wrote {path}")
 
 
+def _to_gradebook(args: argparse.Namespace, scores: dict, con: Console, err: Console) -> bool:
+    from graders.nbgrader_course import GradebookError, course_of, write_scores
+
+    course = course_of(args.to_gradebook, args.paths)
+    try:
+        written = write_scores(course, scores)
+    except (GradebookError, ImportError) as exc:
+        err.print(f"pallas-lab grade: {exc}", markup=False)
+        return False
+    con.print(f"wrote {written} task score(s) into the nbgrader gradebook of {course}")
+    return True
+
+
+def _batch(args: argparse.Namespace, found: Discovery, con: Console, err: Console) -> int:
+    from graders.batch import GRADEBOOK, run_batch, task_scores_from_results
+
+    out = args.out if args.out is not None else Path("results")
+    graded, skipped, errors = run_batch(found.submissions, out=out, jobs=args.jobs,
+                                        timeout=args.timeout, err=err)
+    con.print(f"graded {graded} student(s), {skipped} already had results; "
+              f"wrote {out / GRADEBOOK}")
+    for problem in found.problems:
+        err.print(f"skipped: {problem}", markup=False)
+    for error in errors:
+        err.print(f"internal error while grading {error}", markup=False)
+    if args.to_gradebook is not None and not _to_gradebook(
+            args, task_scores_from_results(out), con, err):
+        return EXIT_USAGE
+    return EXIT_INTERNAL if errors else EXIT_OK
+
+
 def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
     found = discover(args.paths, assignment=args.assignment)
     if not found.submissions:
@@ -153,7 +201,14 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
         for problem in found.problems:
             err.print(f"pallas-lab grade: {problem}", markup=False)
         return EXIT_USAGE
+    if args.jobs is not None:
+        return _batch(args, found, con, err)
     results, failed = _grade_all(found.submissions, args.timeout, err)
+    if args.to_gradebook is not None:
+        from graders.nbgrader_course import scores_of_results
+
+        if not _to_gradebook(args, scores_of_results(results), con, err):
+            return EXIT_USAGE
     if args.format == "table":
         from graders.reports.table import print_report
 
@@ -179,22 +234,6 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
     return EXIT_INTERNAL if failed or internal else EXIT_OK
 
 
-def _check(args: argparse.Namespace, con: Console, err: Console) -> int:
-    if not args.file.is_file():
-        err.print(f"pallas-lab check: no such file: {args.file}", markup=False)
-        return EXIT_USAGE
-    try:
-        result = grade_file(args.file, assignment=args.assignment, timeout=args.timeout,
-                            student=args.file.resolve().parent.name)
-    except (KeyError, ValueError) as exc:
-        err.print(f"pallas-lab check: {exc.args[0] if exc.args else exc}", markup=False)
-        return EXIT_USAGE
-    from graders.reports.table import print_report
-
-    print_report([result], con, feedback=True)
-    return EXIT_INTERNAL if _report_internal([result], err) else EXIT_OK
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``pallas-lab`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -202,12 +241,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         from graders import release
 
         return int(release.main(argv[1:]) or 0)
+    if argv and argv[0] == "nbgrader":
+        from graders import nbgrader_course
+
+        return int(nbgrader_course.main(argv[1:]) or 0)
+    if argv and argv[0] == "gradescope":
+        from graders import autograder
+
+        return int(autograder.main(argv[1:]) or 0)
     args = build_parser().parse_args(argv)
     con = Console()
     err = Console(stderr=True)
     if args.command == "grade":
         return _grade(args, con, err)
-    return _check(args, con, err)
+    from graders.student.cli import run_check, run_status
+
+    if args.command == "status":
+        return run_status(args, con)
+    return run_check(args, con, err)
 
 
 if __name__ == "__main__":

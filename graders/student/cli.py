@@ -1,0 +1,204 @@
+"""The student's commands: ``pallas-lab check`` and ``pallas-lab status``.
+
+::
+
+    pallas-lab check [FILE ...] [--task N.M] [--assignment aN] [--timeout S]
+    pallas-lab status [FOLDER]
+
+``check`` runs the public checks (``graders.student.selfcheck``) of each FILE
+(default: every handout found in the current folder or ``assignments/``);
+``--task 4.1`` runs one task (finding its file the same way when no FILE is
+given). ``status`` prints the progress table over all assignments. Exit
+status of ``check``: 0 when every task checked passed, 1 otherwise, 2 for
+usage errors; ``status`` exits 0.
+
+The main CLI (``graders.cli``) mounts these subcommands with
+:func:`add_commands`; the student bundle's ``pallas-lab`` is :func:`main`.
+Other check backends plug in through :func:`add_check_arguments` (new
+options) and :data:`CHECK_BACKENDS` (name -> runner).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from graders.assignments import ASSIGNMENTS
+from graders.student.selfcheck import (
+    FileReport,
+    assignment_of_file,
+    assignment_of_task,
+    check_file,
+    find_file,
+    no_file_report,
+)
+
+EXIT_OK, EXIT_FAILING, EXIT_USAGE = 0, 1, 2
+STYLE = {"passed": "green", "failing": "red", "not started": "dim", "error": "bold red",
+         "no self-check": "yellow", "no file": "dim"}
+SYMBOL = {"passed": "✓", "failing": "✗", "not started": "·", "error": "!",
+          "no self-check": "?", "no file": "-"}
+
+
+def _run_public(args: argparse.Namespace, con: Console) -> list[FileReport]:
+    """The default backend: the public checks on pallas_sim, in this process."""
+    reports = []
+    for path, assignment in args.targets:
+        tasks = [args.task] if args.task else None
+        reports.append(check_file(path, assignment, tasks=tasks, timeout=args.timeout))
+    return reports
+
+
+#: Check backends by name; ``--backend`` chooses one (the default runs on pallas_sim).
+CHECK_BACKENDS: dict[str, Callable[[argparse.Namespace, Console], list[FileReport]]] = {
+    "pallas_sim": _run_public,
+}
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``pallas-lab check``."""
+    parser.add_argument("files", nargs="*", type=Path, metavar="FILE",
+                        help="your .py or .ipynb handouts (default: those found in the current "
+                             "folder or in assignments/)")
+    parser.add_argument("--task", default=None, metavar="N.M", help="check only this task")
+    parser.add_argument("--assignment", choices=sorted(ASSIGNMENTS), default=None,
+                        help="treat FILE as this assignment whatever it is called")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="seconds each check may take (default 60)")
+    parser.add_argument("--backend", choices=sorted(CHECK_BACKENDS), default="pallas_sim",
+                        help="where the checks run (default: pallas_sim, in this process)")
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Add ``check`` and ``status`` to a subcommand parser."""
+    check = commands.add_parser(
+        "check", help="run the public checks on your own files (fast, in this process)",
+        description="Run the public checks (the lecture's worked answers and properties "
+                    "against plain math) on your handouts. Per task: passed, failing with "
+                    "the smallest failing input, or not started. The grade comes from "
+                    "more checks than these.")
+    add_check_arguments(check)
+    status = commands.add_parser(
+        "status", help="your progress over all assignments",
+        description="Run the public checks on every handout found and print one row per "
+                    "assignment.")
+    status.add_argument("folder", nargs="?", type=Path, default=None, metavar="FOLDER",
+                        help="where your handouts are (default: here, then assignments/)")
+
+
+def _targets(args: argparse.Namespace, err: Console) -> list | None:
+    if args.task is not None:
+        try:
+            owner = assignment_of_task(args.task)
+        except ValueError as exc:
+            err.print(f"pallas-lab check: {exc}", markup=False)
+            return None
+    files: list = []
+    if args.files:
+        for path in args.files:
+            if not path.is_file():
+                err.print(f"pallas-lab check: no such file: {path}", markup=False)
+                return None
+            try:
+                files.append((path, assignment_of_file(path, args.assignment)))
+            except ValueError as exc:
+                err.print(f"pallas-lab check: {exc}", markup=False)
+                return None
+        if args.task is not None:
+            files = [(p, a) for p, a in files if a.id == owner.id]
+    else:
+        wanted = [owner] if args.task is not None else list(ASSIGNMENTS.values())
+        files = [(find_file(a), a) for a in wanted]
+        files = [(p, a) for p, a in files if p is not None]
+    if not files:
+        what = f"the file of Task {args.task}" if args.task else "a handout"
+        err.print(f"pallas-lab check: cannot find {what} here or in assignments/; "
+                  "name the file: pallas-lab check FILE", markup=False)
+        return None
+    return files
+
+
+def print_report(report: FileReport, con: Console) -> None:
+    """One file's per-task outcome, with the details of failing tasks."""
+    name = report.file.name if report.file else "(no file)"
+    con.print(Text(f"{report.assignment.id} {report.assignment.title} — {name}", style="bold"))
+    for warning in report.warnings:
+        con.print(Text(f"  note: {warning}", style="yellow"))
+    for task in report.tasks:
+        line = Text(f"  Task {task.task} {task.title}: ")
+        line.append(task.status, style=STYLE.get(task.status, ""))
+        con.print(line)
+        if task.status in ("failing", "error"):
+            con.print(Text(f"      check: {task.check}"))
+            for detail in task.detail:
+                for piece in detail.splitlines():
+                    con.print(Text(f"      {piece}"))
+
+
+def run_check(args: argparse.Namespace, con: Console, err: Console) -> int:
+    """``pallas-lab check``; returns the exit status."""
+    targets = _targets(args, err)
+    if targets is None:
+        return EXIT_USAGE
+    args.targets = targets
+    reports = CHECK_BACKENDS[args.backend](args, con)
+    for report in reports:
+        print_report(report, con)
+    statuses = {t.status for r in reports for t in r.tasks} - {"no self-check"}
+    return EXIT_OK if statuses <= {"passed"} else EXIT_FAILING
+
+
+def status_table(reports: Sequence[FileReport]) -> Table:
+    """The progress table: one row per assignment, one symbol per task."""
+    table = Table(title="pallas-lab status (public checks)", box=box.SIMPLE_HEAVY,
+                  title_justify="left")
+    table.add_column("Assignment")
+    table.add_column("File")
+    table.add_column("Passed", justify="right")
+    table.add_column("Tasks")
+    for report in reports:
+        passed = sum(t.status == "passed" for t in report.tasks)
+        cells = Text()
+        for task in report.tasks:
+            cells.append(f"{task.task} {SYMBOL[task.status]}  ",
+                         style=STYLE.get(task.status, ""))
+        table.add_row(f"{report.assignment.id} {report.assignment.title}",
+                      report.file.name if report.file else "not found",
+                      f"{passed}/{len(report.tasks)}", cells)
+    table.caption = ("✓ passed  ✗ failing  · not started  ! does not load  "
+                     "? no self-check yet  - no file")
+    return table
+
+
+def run_status(args: argparse.Namespace, con: Console) -> int:
+    """``pallas-lab status``; returns 0."""
+    folders = [args.folder] if args.folder is not None else []
+    reports = []
+    for assignment in ASSIGNMENTS.values():
+        path = find_file(assignment, folders)
+        reports.append(check_file(path, assignment) if path else no_file_report(assignment))
+    con.print(status_table(reports))
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``pallas-lab`` of the student bundle: ``check`` and ``status`` only."""
+    parser = argparse.ArgumentParser(
+        prog="pallas-lab", description="Check your Pallas exercises with the public checks.")
+    add_commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    con, err = Console(), Console(stderr=True)
+    if args.command == "check":
+        return run_check(args, con, err)
+    return run_status(args, con)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Public checks: what a student may run on their own machine, and what Gradescope shows at once.
+
+A public check compares a student's function with the lecture's worked
+answers or with a plain math oracle written in the check itself (``x + y``,
+a NumPy softmax, the VMEM formula of the student API), never with the hidden
+reference. It is written once against :class:`Api` and runs two ways:
+
+* in the student's own process (``pallas-lab check``, ``InProcessApi`` in
+  ``graders.student.selfcheck``) with an exploratory hypothesis profile: a
+  fresh random seed each run, few examples;
+* in the trusted grader with the student's code in the worker (the Gradescope
+  autograder's visible tests, ``graders.autograder``).
+
+Register one with ``@public_check(assignment, task, name)``; the modules are
+``graders/student/checks/<assignment id>.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+from hypothesis import strategies as st
+
+
+class Mismatch(Exception):
+    """A public check failed: ``what`` went wrong, on ``input``, ``expected`` vs ``got``."""
+
+    def __init__(self, what: str, *, input: str | None = None,  # noqa: A002
+                 expected: str | None = None, got: str | None = None) -> None:
+        super().__init__(what)
+        self.what, self.input, self.expected, self.got = what, input, expected, got
+
+
+@dataclass(frozen=True)
+class Result:
+    """One call of a student function: ``value``; ``traces`` (one ``CallTrace`` per
+    pallas_call); ``returned_arg`` (index of the positional argument that was returned,
+    by identity, else None)."""
+
+    value: Any
+    traces: list[Any]
+    returned_arg: int | None
+
+
+class Api(Protocol):
+    """How a public check reaches the student's code (in-process or through the worker)."""
+
+    def call(self, func: str, *args: Any, **kwargs: Any) -> Result:
+        """Run the student's ``func(*args, **kwargs)`` under ``pallas_sim.trace()``."""
+
+    def kernel(self, harness: str, func: str, *args: Any, **kwargs: Any) -> Any:
+        """Run the student's kernel ``func`` in the grader's standard pallas_call
+        ``graders.harnesses.<harness>.<func>(module, *args, **kwargs)``; returns its value."""
+
+    def run_property(self, strategy: st.SearchStrategy[Any], body: Callable[[Any], None],
+                     *, max_examples: int = 10) -> None:
+        """Run ``body`` on drawn examples; raise the smallest failing one's ``Mismatch``."""
+
+
+@dataclass(frozen=True)
+class PublicCheck:
+    """One public check: ``assignment`` ("a1"), ``task`` ("1.2"), ``name``, ``run(api)``."""
+
+    assignment: str
+    task: str
+    name: str
+    run: Callable[[Api], None]
+
+
+#: Public checks by assignment id, in definition order.
+PUBLIC: dict[str, list[PublicCheck]] = {}
+
+
+def public_check(assignment: str, task: str, name: str
+                 ) -> Callable[[Callable[[Api], None]], Callable[[Api], None]]:
+    """Decorator registering ``fn(api)`` as a public check (re-registration replaces)."""
+    def register(fn: Callable[[Api], None]) -> Callable[[Api], None]:
+        checks = PUBLIC.setdefault(assignment, [])
+        entry = PublicCheck(assignment, task, name, fn)
+        for index, existing in enumerate(checks):
+            if (existing.task, existing.name) == (task, name):
+                checks[index] = entry
+                return fn
+        checks.append(entry)
+        return fn
+    return register
+
+
+def load_public_checks(assignment: str) -> list[PublicCheck]:
+    """The public checks of an assignment (importing ``graders.student.checks.<id>``;
+    an assignment without such a module has none)."""
+    try:
+        importlib.import_module(f"graders.student.checks.{assignment}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"graders.student.checks.{assignment}":
+            raise
+    return list(PUBLIC.get(assignment, []))
+
+
+# -- helpers for writing checks ----------------------------------------------------------------
+
+def describe(value: Any) -> str:
+    """Short deterministic text of a value: arrays as ``f32[2,3] [..]`` or with their range."""
+    if isinstance(value, np.ndarray):
+        head = f"{value.dtype.name}[{','.join(str(d) for d in value.shape)}]"
+        if value.size <= 12:
+            shown = np.asarray(value, dtype=np.float64) if value.dtype.kind == "V" else value
+            return f"{head} {np.array2string(shown, precision=4, separator=', ')}"
+        return f"{head} in [{float(value.min()):.4g}, {float(value.max()):.4g}]"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} = {describe(v)}" for k, v in value.items())
+    if isinstance(value, tuple | list):
+        inner = ", ".join(describe(v) for v in value)
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    return repr(value)
+
+
+def as_float_array(value: Any, what: str) -> np.ndarray:
+    """``value`` as a float64 array; ``Mismatch`` when it is not numeric."""
+    try:
+        array = np.asarray(value)
+        if array.dtype.kind == "V":  # bfloat16
+            array = array.astype(np.float32)
+        return array.astype(np.float64)
+    except (TypeError, ValueError):
+        raise Mismatch(f"{what} is not a numeric array", got=type(value).__name__) from None
+
+
+def assert_close(got: Any, expected: np.ndarray, *, rtol: float, atol: float,
+                 what: str) -> None:
+    """Shapes equal and values within ``atol + rtol·|expected|``; else ``Mismatch``."""
+    array = as_float_array(got, what)
+    expected = np.asarray(expected, dtype=np.float64)
+    if array.shape != expected.shape:
+        raise Mismatch(f"{what} has the wrong shape", expected=str(expected.shape),
+                       got=str(array.shape))
+    bad = ~np.isclose(array, expected, rtol=rtol, atol=atol, equal_nan=False)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise Mismatch(f"{what} differs at index {where} ({int(bad.sum())} of {bad.size} "
+                       "elements wrong)", expected=f"{expected[where]:.6g}",
+                       got=f"{array[where]:.6g}")
+
+
+def arrays(shape: tuple[int, ...], seed: int, *, low: float = -4.0, high: float = 4.0,
+           dtype: Any = np.float32) -> np.ndarray:
+    """A seeded uniform array (hypothesis draws the shape and the seed)."""
+    return np.random.default_rng(seed).uniform(low, high, size=shape).astype(dtype)
+
+
+seeds = st.integers(0, 2**16)

@@ -1,0 +1,310 @@
+"""``pallas-lab check`` and ``pallas-lab status``: the public checks in the student's own process.
+
+The student's file (``.py``, or ``.ipynb`` converted by
+``graders.student.notebook``) is imported here, in this process: it is the
+student's own machine and own code. Each public check runs with an
+exploratory hypothesis profile (fresh random examples every run, few of them,
+shrinking on), so a run takes seconds and a failure shows the smallest input
+hypothesis found. Hidden checks and the reference are never used.
+
+Per task the outcome is ``passed``, ``failing`` (with the check, the smallest
+failing input, expected and got), ``not started`` (a stub still raises
+``NotImplementedError``), ``error`` (the file does not load) or ``no
+self-check`` (the task has no public check yet; its stub is still detected).
+"""
+
+from __future__ import annotations
+
+import importlib
+import signal
+import traceback
+import types
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import strategies as st
+
+from graders.assignments import ASSIGNMENTS, Assignment, assignment_for_stem
+from graders.student.public import Mismatch, Result, describe, load_public_checks
+from graders.worker.static_check import check_source
+
+#: The exploratory profile: a fresh seed each run, few examples, no database, shrinking on.
+SELF_CHECK_SETTINGS = settings(
+    max_examples=10, derandomize=False, database=None, deadline=None, print_blob=False,
+    suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+    verbosity=Verbosity.quiet,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+)
+STATUSES = ("passed", "failing", "not started", "error", "no self-check", "no file")
+
+
+class NotStarted(BaseException):
+    """The student's function still raises NotImplementedError (stops hypothesis at once)."""
+
+
+class CheckTimeout(BaseException):
+    """A public check ran longer than the time limit (stops hypothesis at once)."""
+
+
+class StudentError(Exception):
+    """The student's function raised: ``what`` (type and message) and their traceback."""
+
+    def __init__(self, what: str, trace: str) -> None:
+        super().__init__(what)
+        self.what, self.trace, self.input = what, trace, None
+
+
+@dataclass
+class TaskOutcome:
+    """A task's self-check outcome: ``status`` (one of ``STATUSES``) and, when failing,
+    the ``check`` that failed with its ``detail`` lines (input, expected, got)."""
+
+    task: str
+    title: str
+    status: str
+    check: str = ""
+    detail: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FileReport:
+    """Self-check of one file: the ``assignment``, the ``file`` (None when not found),
+    ``warnings`` (what the grader would reject or set aside) and per-task ``tasks``."""
+
+    assignment: Assignment
+    file: Path | None
+    tasks: list[TaskOutcome]
+    warnings: list[str] = field(default_factory=list)
+
+
+# -- loading the student's module ----------------------------------------------------------------
+
+def module_source(path: Path) -> tuple[str, list[str]]:
+    """The module text of a ``.py`` or ``.ipynb`` file and warnings about it.
+
+    Raises ``OSError``/``ValueError`` (``NotebookError``) when it cannot be read.
+    """
+    warnings: list[str] = []
+    if path.suffix == ".ipynb":
+        from graders.student.notebook import notebook_to_module
+
+        converted = notebook_to_module(path)
+        source = converted.source
+        warnings += [f"cell {n.cell}, line {n.line}: set aside ({n.reason}): {n.text}"
+                     for n in converted.set_aside if "only displays" not in n.reason]
+    else:
+        source = path.read_text(encoding="utf-8")
+    static = check_source(source, path.name)
+    warnings += [f"the grader will reject the file: {p.message.splitlines()[0]}"
+                 for p in static.problems]
+    return source, warnings
+
+
+def load_module(path: Path, stem: str) -> tuple[types.ModuleType, list[str]]:
+    """Import the student's file as module ``stem``; raises what the import raises."""
+    source, warnings = module_source(path)
+    module = types.ModuleType(stem)
+    module.__file__ = str(path)
+    code = compile(source, str(path), "exec")
+    exec(code, module.__dict__)  # noqa: S102 - the student's own code, on their own machine
+    return module, warnings
+
+
+# -- the in-process Api ---------------------------------------------------------------------------
+
+def _student_trace(exc: BaseException, path: Path) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
+    return "".join(traceback.format_list(frames)).rstrip()
+
+
+class InProcessApi:
+    """``Api`` over a module imported in this process (see ``graders.student.public``)."""
+
+    def __init__(self, module: types.ModuleType, path: Path,
+                 profile: settings = SELF_CHECK_SETTINGS) -> None:
+        self.module, self.path, self.profile = module, path, profile
+
+    def _run(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except NotImplementedError as exc:
+            raise NotStarted(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - the student's error, reported to them
+            raise StudentError(f"{type(exc).__name__}: {exc}",
+                               _student_trace(exc, self.path)) from None
+
+    def _function(self, func: str) -> Callable[..., Any]:
+        fn = getattr(self.module, func, None)
+        if not callable(fn):
+            raise Mismatch(f"function '{func}' is not defined in {self.path.name}")
+        return fn
+
+    def call(self, func: str, *args: Any, **kwargs: Any) -> Result:
+        """Run ``func`` under ``pallas_sim.trace()``; see ``Api.call``."""
+        import pallas_sim
+
+        fn = self._function(func)
+        with pallas_sim.trace() as recorded:
+            value = self._run(lambda: fn(*args, **kwargs))
+        returned = next((i for i, a in enumerate(args) if a is value), None)
+        return Result(value, list(recorded.calls), returned)
+
+    def kernel(self, harness: str, func: str, *args: Any, **kwargs: Any) -> Any:
+        """Run ``func`` in ``graders.harnesses.<harness>``'s standard pallas_call."""
+        self._function(func)
+        runner = getattr(importlib.import_module(f"graders.harnesses.{harness}"), func)
+        return self._run(lambda: runner(self.module, *args, **kwargs))
+
+    def run_property(self, strategy: st.SearchStrategy[Any], body: Callable[[Any], None],
+                     *, max_examples: int = 10) -> None:
+        """Hypothesis with the exploratory profile; the shrunk failure gets its input."""
+        last: dict[str, Any] = {}
+
+        def test(example: Any) -> None:
+            last["example"] = example
+            body(example)
+
+        prop = settings(self.profile, max_examples=max_examples)(given(strategy)(test))
+        try:
+            prop()
+        except (Mismatch, StudentError) as failure:
+            if failure.input is None and "example" in last:
+                failure.input = describe(last["example"])
+            raise failure from None
+
+
+# -- running -----------------------------------------------------------------------------------
+
+@contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    usable = (seconds is not None and hasattr(signal, "setitimer")
+              and _in_main_thread())
+    if not usable:
+        yield
+        return
+
+    def alarm(signum: int, frame: Any) -> None:
+        raise CheckTimeout()
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _stub_tasks(source: str) -> set[str]:
+    import re
+
+    return set(re.findall(r'NotImplementedError\("Need to implement for Task (\d+\.\d+)"\)',
+                          source))
+
+
+def check_file(path: Path, assignment: Assignment, *, tasks: Sequence[str] | None = None,
+               timeout: float | None = 60.0,
+               profile: settings = SELF_CHECK_SETTINGS) -> FileReport:
+    """Run the public checks of ``assignment`` on the file at ``path``.
+
+    ``tasks`` restricts to these task ids; ``timeout`` (s) limits each check
+    (main thread only). Never raises for anything the student's code does.
+    """
+    chosen = [t for t in assignment.tasks if tasks is None or t.id in tasks]
+    report = FileReport(assignment, path, [])
+    try:
+        source, report.warnings = module_source(path)
+        module, _ = load_module(path, assignment.stem)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the file does not load
+        detail = [f"{type(exc).__name__}: {exc}"]
+        report.tasks = [TaskOutcome(t.id, t.title, "error", "the file loads", detail)
+                        for t in chosen]
+        return report
+    api = InProcessApi(module, path, profile)
+    checks = load_public_checks(assignment.id)
+    stubs = _stub_tasks(source)
+    for task in chosen:
+        mine = [c for c in checks if c.task == task.id]
+        if not mine:
+            status = "not started" if task.id in stubs else "no self-check"
+            report.tasks.append(TaskOutcome(task.id, task.title, status))
+            continue
+        report.tasks.append(_run_task(task.id, task.title, mine, api, timeout))
+    return report
+
+
+def _run_task(task: str, title: str, checks: list, api: InProcessApi,
+              timeout: float | None) -> TaskOutcome:
+    for check in checks:
+        try:
+            with _time_limit(timeout):
+                check.run(api)
+        except NotStarted:
+            return TaskOutcome(task, title, "not started", check.name)
+        except CheckTimeout:
+            return TaskOutcome(task, title, "failing", check.name,
+                               [f"did not finish within {timeout:g} s"])
+        except Mismatch as failure:
+            detail = [failure.what]
+            detail += [f"{label}: {value}" for label, value in (
+                ("smallest failing input", failure.input), ("expected", failure.expected),
+                ("got", failure.got)) if value]
+            return TaskOutcome(task, title, "failing", check.name, detail)
+        except StudentError as error:
+            detail = [f"raised {error.what}"]
+            if error.input:
+                detail.append(f"smallest failing input: {error.input}")
+            if error.trace:
+                detail.append(error.trace)
+            return TaskOutcome(task, title, "failing", check.name, detail)
+    return TaskOutcome(task, title, "passed")
+
+
+# -- finding files ------------------------------------------------------------------------------
+
+def find_file(assignment: Assignment, folders: Sequence[Path] = ()) -> Path | None:
+    """The student's file of ``assignment``: ``<stem>.py`` then ``<stem>.ipynb`` in the
+    current folder, then in ``assignments/`` (or in ``folders``)."""
+    search = list(folders) or [Path.cwd(), Path.cwd() / "assignments"]
+    for folder in search:
+        for suffix in (".py", ".ipynb"):
+            candidate = folder / f"{assignment.stem}{suffix}"
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def assignment_of_file(path: Path, override: str | None = None) -> Assignment:
+    """The assignment a file belongs to (its stem, or ``override``); ``ValueError`` if none."""
+    if override is not None:
+        return ASSIGNMENTS[override]
+    found = assignment_for_stem(path.stem)
+    if found is None:
+        names = ", ".join(f"{a.stem}.py" for a in ASSIGNMENTS.values())
+        raise ValueError(f"{path.name} does not name an assignment (expected one of {names}; "
+                         "or pass --assignment aN)")
+    return found
+
+
+def assignment_of_task(task: str) -> Assignment:
+    """The assignment holding Task ``task``; ``ValueError`` for an unknown task."""
+    for assignment in ASSIGNMENTS.values():
+        if any(t.id == task for t in assignment.tasks):
+            return assignment
+    raise ValueError(f"there is no Task {task}")
+
+
+def no_file_report(assignment: Assignment) -> FileReport:
+    """The report of an assignment whose file was not found."""
+    return FileReport(assignment, None,
+                      [TaskOutcome(t.id, t.title, "no file") for t in assignment.tasks])
