@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pallas_sim
 from graders.assignments import Assignment, assignment_for_stem, get_assignment
 from graders.checks.framework import Check, CheckFailure, PropertyAbort, Session, load_checks
 from graders.feedback import failure_text, passed_text
@@ -24,6 +25,13 @@ from graders.notebook_submissions import notebook_module, notebook_static_result
 from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker
 from graders.worker.static_check import StaticCheckResult, check_file
+
+#: pallas_sim sanitizers of the grading profile, for the reference runs in this
+#: process; the worker applies the same to the student's code (worker/main.py).
+#: ``shuffle_parallel`` visits parallel grid axes in a seeded random order, as
+#: TPU interpret mode does (pallas-sim.md item 1); the fixed seed keeps grading
+#: deterministic and gives the reference and the submission the same order.
+GRADING_SIM_OPTIONS = {"shuffle_parallel": True, "shuffle_seed": 0}
 
 RESULT_STATUSES = ("passed", "failed", "not started", "timeout", "error")
 NO_CHECKS = "(no checks registered)"
@@ -369,7 +377,8 @@ def grade_file(
     started = time.monotonic()
     missing_reason = "this check produced no result"
     try:
-        with open_session(path, info, timeout=timeout) as session:
+        with pallas_sim.config(**GRADING_SIM_OPTIONS), \
+                open_session(path, info, timeout=timeout) as session:
             if session.load_failure is not None:
                 result.load_error = session.load_failure.what
             for check in checks:

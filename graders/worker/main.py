@@ -68,6 +68,10 @@ try:
     import pallas_sim  # noqa: E402
 except ImportError:  # the simulator is optional until it exists; calls then run untraced
     pallas_sim = None
+else:
+    # The grading profile's sanitizers (graders.grading.GRADING_SIM_OPTIONS): parallel
+    # grid axes in a seeded random order, as TPU interpret mode visits them.
+    pallas_sim.config(shuffle_parallel=True, shuffle_seed=0)
 
 MAX_MESSAGE_CHARS = 2000
 MAX_TRACEBACK_FRAMES = 20
