@@ -65,12 +65,16 @@ def local_mask(q_len: int, window, kv_len: int | None = None) -> _np.ndarray:
     """Task 5.1: bool [q_len, kv_len], True where q - left <= kv <= q + right."""
     left, right = window
     n = q_len if kv_len is None else kv_len
-    out = _np.ones((q_len, n), dtype=bool)
+    out = None
     if right is not None:
-        out &= _np.tri(q_len, n, k=right, dtype=bool)
+        out = _np.tri(q_len, n, k=right, dtype=bool)
     if left is not None:
-        out &= ~_np.tri(q_len, n, k=-left - 1, dtype=bool)
-    return out
+        too_far = _np.tri(q_len, n, k=-left - 1, dtype=bool)  # kv <= q - left - 1
+        if out is None:
+            out = ~too_far
+        else:
+            _np.greater(out, too_far, out=out)  # out & ~too_far, in place
+    return _np.ones((q_len, n), dtype=bool) if out is None else out
 
 
 def segment_mask(q_segment_ids, kv_segment_ids=None) -> _np.ndarray:

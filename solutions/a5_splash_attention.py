@@ -73,12 +73,13 @@ def local_mask(q_len: int, window: tuple[int | None, int | None],
     ### BEGIN SOLUTION
     left, right = window
     n_keys = q_len if kv_len is None else kv_len
-    distance = np.arange(n_keys)[None, :] - np.arange(q_len)[:, None]  # kv - q
+    q_pos = np.arange(q_len)[:, None]
+    kv_pos = np.arange(n_keys)[None, :]
     allowed = np.ones((q_len, n_keys), dtype=bool)
     if left is not None:
-        allowed &= distance >= -left
+        allowed &= kv_pos >= q_pos - left  # broadcast compare: no [q_len, kv_len] ints
     if right is not None:
-        allowed &= distance <= right
+        allowed &= kv_pos <= q_pos + right
     return allowed
     ### END SOLUTION
 

@@ -1,0 +1,220 @@
+"""a5 Splash Attention: the reference and the solution both reproduce the lecture's
+worked answers (worked-answers.md §6) and agree with each other on drawn masks.
+
+The solution is loaded by file path, the way the worker loads a submission.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pallas_sim
+import reference.a5_splash_attention as ref
+from graders.checks.a5 import MaskCase, mask_cases
+
+ROOT = Path(__file__).resolve().parents[1]
+MiB = 2**20
+AGREEMENT = settings(max_examples=40, deadline=None, derandomize=True, database=None,
+                     print_blob=False, suppress_health_check=[HealthCheck.too_slow])
+
+
+def load_solution(stem: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"solution_{stem}",
+                                                  ROOT / "solutions" / f"{stem}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+sol = load_solution("a5_splash_attention")
+BOTH = pytest.mark.parametrize("impl", [ref, sol], ids=["reference", "solution"])
+API = {"causal_mask", "local_mask", "segment_mask", "classify_blocks", "render_block_mask",
+       "build_mask_info", "splash_attention_kernel", "splash_attention", "mask_stats"}
+
+
+def test_the_reference_exposes_exactly_the_student_api_and_mask_info():
+    assert set(ref.__all__) == API | {"MaskInfo"}
+    public = {n for n in vars(ref) if not n.startswith("_")}
+    assert public == API | {"MaskInfo"}, f"unexpected public names: {public - API}"
+    assert ref.MaskInfo._fields == sol.MaskInfo._fields == (
+        "active_rows", "active_cols", "block_mask", "mask_next", "partial_mask_blocks",
+        "bounds_start", "bounds_end"), "the reference's MaskInfo is the handout's"
+
+
+@BOTH
+def test_causal_length_8_in_2x2_blocks_draws_the_lectures_picture(impl):
+    picture = impl.render_block_mask(impl.classify_blocks(impl.causal_mask(8), 2, 2))
+    assert picture == "P · · ·\nF P · ·\nF F P ·\nF F F P"
+
+
+@BOTH
+def test_causal_4096_with_blocks_1024_by_2048_gives_the_lectures_arrays(impl):
+    mask = impl.causal_mask(4096)
+    assert impl.classify_blocks(mask, 1024, 2048).tolist() == [[1, 0], [1, 0], [2, 1], [2, 1]]
+    info = impl.build_mask_info(mask, 1024, 2048)
+    T, F = True, False
+    expected = {
+        "active_rows": ([0, 1, 2, 2, 3, 3], np.int32),
+        "active_cols": ([0, 0, 0, 1, 0, 1], np.int32),
+        "block_mask": ([1, 1, 2, 1, 2, 1], np.int8),
+        "mask_next": ([0, 1, 0, 0, 1, 1], np.int32),
+        "bounds_start": ([T, T, T, F, T, F], np.bool_),
+        "bounds_end": ([T, T, F, T, F, T], np.bool_),
+    }
+    for name, (values, dtype) in expected.items():
+        got = getattr(info, name)
+        assert got.dtype == dtype and got.tolist() == values, f"{name}: {got!r}"
+    patterns = info.partial_mask_blocks
+    assert patterns.shape == (2, 1024, 2048) and patterns.dtype == np.bool_, (
+        "4 partial tiles, 2 patterns: (0,0) = (2,1) and (1,0) = (3,1) (same q - kv offset)")
+    np.testing.assert_array_equal(patterns[0], mask[:1024, :2048])
+    np.testing.assert_array_equal(patterns[1], mask[1024:2048, :2048])
+
+
+@BOTH
+def test_ex11_causal_4096_block_1024_has_10_active_tiles_6_full_4_partial_1_pattern(impl):
+    stats = impl.mask_stats(impl.causal_mask(4096), 1024, 1024)
+    assert (stats["num_active"], stats["num_full"], stats["num_partial"],
+            stats["num_patterns"]) == (10, 6, 4, 1)
+
+
+@BOTH
+def test_ex12_three_documents_give_4_empty_2_full_10_partial_tiles(impl):
+    ids = np.repeat([0, 1, 2], [1000, 2000, 1096])
+    kinds = impl.classify_blocks(impl.segment_mask(ids), 1024, 1024)
+    assert kinds.tolist() == [[1, 1, 1, 0], [1, 2, 1, 0], [1, 1, 1, 1], [0, 0, 1, 2]], (
+        "document boundaries at 1000 and 3000: the lecture's answer grid")
+    assert [(kinds == k).sum() for k in (0, 2, 1)] == [4, 2, 10]
+
+
+@BOTH
+def test_causal_512_in_64_blocks_has_36_active_tiles_8_partial_28_full(impl):
+    info = impl.build_mask_info(impl.causal_mask(512), 64, 64)
+    assert len(info.active_rows) == 36
+    assert (info.block_mask == 1).sum() == 8 and (info.block_mask == 2).sum() == 28
+
+
+@BOTH
+def test_l16384_block_1024_pattern_counts(impl):
+    causal = impl.causal_mask(16384)
+    stats = impl.mask_stats(causal, 1024, 1024)
+    assert (stats["num_patterns"], stats["pattern_bytes"]) == (1, 1 * MiB), (
+        "causal: every diagonal tile is the same triangle, one 1 MiB pattern")
+    windowed = impl.mask_stats(causal & impl.local_mask(16384, (2048, None)), 1024, 1024)
+    assert (windowed["num_patterns"], windowed["pattern_bytes"]) == (2, 2 * MiB), (
+        "causal & block-aligned window 2048: the diagonal and the window's edge")
+    del causal
+
+
+@BOTH
+def test_a_window_that_is_not_block_aligned_needs_more_than_two_patterns(impl):
+    # Same geometry as L 16384 / 1024 scaled by 1/32: window 64 is aligned, 60 is not.
+    causal = impl.causal_mask(512)
+    aligned = impl.mask_stats(causal & impl.local_mask(512, (64, None)), 32, 32)
+    unaligned = impl.mask_stats(causal & impl.local_mask(512, (60, None)), 32, 32)
+    assert aligned["num_patterns"] == 2 and unaligned["num_patterns"] == 3
+
+
+@BOTH
+def test_savings_at_l32768_block_1024_scaled_to_l4096_block_128(impl):
+    # The saving depends only on L / block and window / block (lecture §6.4 table).
+    causal = impl.causal_mask(4096)
+    assert impl.mask_stats(causal, 128, 128)["compute_saving"] == pytest.approx(1024 / 528)
+    windowed = impl.mask_stats(causal & impl.local_mask(4096, (256, None)), 128, 128)
+    assert windowed["num_active"] == 32 + 31 + 30 and windowed["compute_saving"] == (
+        pytest.approx(11.01, abs=0.01)), "causal & window 2048 saves about 11x"
+
+
+@BOTH
+@pytest.mark.parametrize("args, pattern", [
+    ((np.ones((12, 8), bool), 5, 4), r"block_q\W+5"),
+    ((np.ones((12, 8), bool), 4, 3), r"block_kv\W+3"),
+])
+def test_a_block_size_that_does_not_divide_its_length_is_named(impl, args, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        impl.build_mask_info(*args)
+
+
+@BOTH
+def test_the_first_query_row_with_no_visible_key_is_named(impl):
+    mask = impl.causal_mask(8)
+    mask[[5, 6]] = False
+    with pytest.raises(ValueError, match=r"\b5\b") as raised:
+        impl.build_mask_info(mask, 2, 2)
+    assert "6" not in str(raised.value), "only the first such row is named"
+
+
+def _dense(q, k, v, mask, scale):
+    s = np.einsum("hqd,hkd->hqk", q.astype(np.float64), k.astype(np.float64)) * scale
+    s = np.where(mask, s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return np.einsum("hqk,hkd->hqd", p / p.sum(-1, keepdims=True), v.astype(np.float64))
+
+
+@BOTH
+def test_splash_on_the_lectures_example_matches_float64_to_about_4e7(impl):
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 512, 64)).astype(np.float32) for _ in range(3))
+    mask = impl.causal_mask(512)
+    with pallas_sim.trace() as t:
+        out = impl.splash_attention(q, k, v, impl.build_mask_info(mask, 64, 64))
+    assert out.dtype == np.float32 and out.shape == (2, 512, 64)
+    assert np.abs(out - _dense(q, k, v, mask, 1 / 8)).max() < 2e-6
+    (call,) = t.calls
+    assert call.grid == (2, 36) and call.dimension_semantics == ("parallel", "arbitrary")
+    assert [op.role for op in call.operands].count("prefetch") == 6
+    dmas = {op.name: op.dma_count for op in call.operands if op.role in ("in", "out")}
+    assert dmas["k_ref"] == 2 * 35 and dmas["o_ref"] == 2 * 8 and dmas["q_ref"] == 2 * 8, (
+        "causal: cols run 0 | 0 1 | 0 1 2 | ..., so K changes at every active tile except "
+        "from (0, 0) to (1, 0): 35 per head; q and o change once per q row per head")
+    assert dmas["mask_ref"] == 1, (
+        "one pattern, and the mask's block index does not involve the head: fetched once")
+    assert call.smem_bytes == 6 * 36 * 4
+
+
+@AGREEMENT
+@given(mask_cases(blocks=(1, 2, 4, 8)))
+def test_solution_and_reference_build_identical_mask_info(case: MaskCase):
+    a = ref.build_mask_info(case.mask, case.block_q, case.block_kv)
+    b = sol.build_mask_info(case.mask, case.block_q, case.block_kv)
+    for name in ref.MaskInfo._fields:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), name
+    assert ref.mask_stats(case.mask, case.block_q, case.block_kv) == sol.mask_stats(
+        case.mask, case.block_q, case.block_kv)
+    kinds = ref.classify_blocks(case.mask, case.block_q, case.block_kv)
+    assert np.array_equal(kinds, sol.classify_blocks(case.mask, case.block_q, case.block_kv))
+    assert ref.render_block_mask(kinds) == sol.render_block_mask(kinds)
+
+
+@AGREEMENT
+@given(st.integers(1, 20), st.one_of(st.none(), st.integers(1, 20)), st.integers(-5, 25),
+       st.tuples(st.one_of(st.none(), st.integers(0, 22)), st.one_of(st.none(),
+                                                                     st.integers(0, 22))))
+def test_solution_and_reference_masks_agree(q_len, kv_len, offset, window):
+    assert np.array_equal(ref.causal_mask(q_len, kv_len, offset=offset),
+                          sol.causal_mask(q_len, kv_len, offset=offset))
+    assert np.array_equal(ref.local_mask(q_len, window, kv_len),
+                          sol.local_mask(q_len, window, kv_len))
+    ids = np.arange(q_len) // 3
+    assert np.array_equal(ref.segment_mask(ids), sol.segment_mask(ids))
+
+
+@settings(AGREEMENT, max_examples=15)
+@given(mask_cases(square=True, blocks=(2, 4, 8), max_len=32), st.integers(0, 2**16))
+def test_both_splash_wrappers_equal_dense_float64_attention(case: MaskCase, seed: int):
+    rng = np.random.default_rng(seed)
+    length = case.mask.shape[0]
+    q, k, v = (rng.uniform(-2, 2, (2, length, 8)).astype(np.float32) for _ in range(3))
+    info = ref.build_mask_info(case.mask, case.block_q, case.block_kv)
+    expected = _dense(q, k, v, case.mask, 0.5)
+    for impl in (ref, sol):
+        out = impl.splash_attention(q, k, v, info, sm_scale=0.5)
+        np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-6, err_msg=impl.__name__)
