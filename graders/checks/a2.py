@@ -45,25 +45,26 @@ CHART_TWO_BUFFERS = (
 
 # --- drawn durations -----------------------------------------------------------------------
 
-#: Durations in eighths: zeros and a few round values are common, anything up to 20 can occur.
-eighths = st.one_of(st.sampled_from([0, 0, 4, 8, 16, 24, 96]), st.integers(0, 160))
+#: Durations in eighths: zeros, short and long round values are common, anything up to 20
+#: can occur.
+eighths = st.one_of(st.sampled_from([0, 4, 8, 16, 24, 96]), st.integers(0, 160))
 
 
-@st.composite
-def durations(draw, *, max_blocks: int = 64) -> tuple[list[float], list[float]]:
-    """(dma_times, compute_times) of one drawn pipeline, as lists of floats."""
-    n = draw(st.integers(1, max_blocks))
-    shape = draw(st.sampled_from(["mixed", "constant", "dma-bound", "compute-bound"]))
-    if shape == "constant":
-        d, c = draw(eighths), draw(eighths)
+def durations(*, max_blocks: int = 64) -> st.SearchStrategy[tuple[list[float], list[float]]]:
+    """(dma_times, compute_times) of one drawn pipeline, as lists of floats: either one
+    (dma, compute) pair per block, or the same pair repeated (a list of pairs shrinks by
+    dropping blocks, which keeps the smallest failing input short)."""
+    def unzip(pairs: list[tuple[int, int]]) -> tuple[list[float], list[float]]:
+        return [d / 8 for d, _ in pairs], [c / 8 for _, c in pairs]
+
+    def repeat(spec: tuple[int, int, int]) -> tuple[list[float], list[float]]:
+        d, c, n = spec
         return [d / 8] * n, [c / 8] * n
-    dma = [draw(eighths) / 8 for _ in range(n)]
-    compute = [draw(eighths) / 8 for _ in range(n)]
-    if shape == "dma-bound":
-        dma = [d + 2.0 for d in dma]
-    elif shape == "compute-bound":
-        compute = [c + 2.0 for c in compute]
-    return dma, compute
+
+    return st.one_of(
+        st.lists(st.tuples(eighths, eighths), min_size=1, max_size=max_blocks).map(unzip),
+        st.tuples(eighths, eighths, st.integers(1, max_blocks)).map(repeat),
+    )
 
 
 @st.composite
@@ -292,9 +293,10 @@ def gantt_worked_double(s: Session) -> None:
 def gantt_cases(draw) -> tuple[np.ndarray, np.ndarray, int, str]:
     """A reference schedule with a positive total time, a width, and its description."""
     case = draw(schedule_cases(max_blocks=24, max_buffers=4))
+    dma, compute, buffers = case.args
+    if not np.any(np.asarray(dma)) and not np.any(np.asarray(compute)):  # T = 0: no chart
+        case = Case(([1.0] * len(dma), compute, buffers), {}, case.names)
     dma_iv, comp_iv = ref.pipeline_schedule(*case.args)
-    if comp_iv[-1, 1] <= 0:  # T = 0 has no chart
-        dma_iv, comp_iv = ref.pipeline_schedule([1.0] * len(dma_iv), case.args[1], 1)
     width = draw(st.integers(1, 80))
     return dma_iv, comp_iv, width, f"the schedule of {case!r}; width = {width}"
 
