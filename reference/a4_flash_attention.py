@@ -10,13 +10,21 @@ float64 math, deliberately unlike the block-by-block solution:
   and the other gets exp(-|m_a - m_b|), which is symmetric by construction.
 * ``mle_safe_range``: the float32 limits come from their bit patterns
   (largest finite = 2^128·(1 - 2^-24), smallest normal = 2^-126).
-
-Tasks 4.3 and 4.4 are stubs until their issue fills them in.
+* ``flash_attention_kernel`` / ``flash_attention``: the intended kernel and
+  pallas_call, kept for their trace (grid, BlockSpecs, scratch, DMAs, which
+  blocks do work). Expected VALUES come from ``reference.dense_attention``,
+  dense float64 attention that shares no code with any blocked kernel.
 """
 
+import functools as _functools
 import math as _math
 
 import numpy as _np
+
+from pallas_sim import jax as _jax
+from pallas_sim import jnp as _jnp
+from pallas_sim import pl as _pl
+from pallas_sim import pltpu as _pltpu
 
 __all__ = [
     "attention_flops",
@@ -79,17 +87,90 @@ def finalize_attention_state(state):
     return acc / _np.expand_dims(denom, -1)
 
 
+def _causal_block_visible(q_block: int, kv_block: int, block_q: int, block_kv: int) -> bool:
+    """True when some key of kv block ``kv_block`` is at or before the last query of
+    q block ``q_block`` (otherwise the whole (block_q, block_kv) tile is masked)."""
+    return kv_block * block_kv <= (q_block + 1) * block_q - 1
+
+
 def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_ref,
                            acc_scratch_ref, *, sm_scale, causal, block_q, block_kv,
                            soft_cap=None, max_logit_const=None) -> None:
-    """Task 4.3: not implemented yet in this release."""
-    raise NotImplementedError("Need to implement for Task 4.3")
+    """Task 4.3: one (head, q block, kv block) step; scratch m, l f32 (block_q, 128),
+    acc f32 (block_q, dv). Fully masked causal blocks do no work (``pl.when``)."""
+    q_block, kv_block = _pl.program_id(1), _pl.program_id(2)
+    lanes = m_scratch_ref.shape[-1]
+
+    @_pl.when(kv_block == 0)
+    def _start():
+        start = -_np.inf if max_logit_const is None else float(max_logit_const)
+        m_scratch_ref[...] = _np.full(m_scratch_ref.shape, start, _np.float32)
+        l_scratch_ref[...] = _np.zeros(l_scratch_ref.shape, _np.float32)
+        acc_scratch_ref[...] = _np.zeros(acc_scratch_ref.shape, _np.float32)
+
+    visible = (not causal) or _causal_block_visible(q_block, kv_block, block_q, block_kv)
+
+    @_pl.when(visible)
+    def _accumulate():
+        scores = _jnp.einsum("qd,kd->qk", q_ref[...], k_ref[...],
+                             preferred_element_type=_jnp.float32) * _np.float32(sm_scale)
+        if soft_cap is not None:
+            cap = _np.float32(soft_cap)
+            scores = cap * _np.tanh(scores / cap)
+        if causal:
+            rows = q_block * block_q + _np.arange(block_q)[:, None]
+            cols = kv_block * block_kv + _np.arange(block_kv)[None, :]
+            scores = _np.where(cols > rows, _np.float32(-_np.inf), scores)
+        m_old = m_scratch_ref[:, :1]
+        if max_logit_const is None:
+            m_new = _np.maximum(m_old, scores.max(axis=1, keepdims=True))
+            shrink = _np.exp(m_old - m_new)
+        else:
+            m_new, shrink = m_old, _np.ones_like(m_old)
+        weights = _np.exp(scores - m_new)
+        l_new = shrink * l_scratch_ref[:, :1] + weights.sum(axis=1, keepdims=True)
+        acc_scratch_ref[...] = shrink * acc_scratch_ref[...] + _jnp.dot(
+            weights, v_ref[...], preferred_element_type=_jnp.float32)
+        m_scratch_ref[...] = _np.broadcast_to(m_new, (block_q, lanes))
+        l_scratch_ref[...] = _np.broadcast_to(l_new, (block_q, lanes))
+
+    @_pl.when(kv_block == _pl.num_programs(2) - 1)
+    def _finish():
+        o_ref[...] = (acc_scratch_ref[...] / l_scratch_ref[:, :1]).astype(o_ref.dtype)
 
 
 def flash_attention(q, k, v, *, causal=False, sm_scale=None, block_q=128, block_kv=128,
                     soft_cap=None, max_logit_const=None):
-    """Task 4.4: not implemented yet in this release."""
-    raise NotImplementedError("Need to implement for Task 4.4")
+    """Task 4.4: the intended pallas_call (grid (H, L/block_q, L/block_kv), head dims
+    squeezed, query head h reading kv head h // group); returns float32 [H, L, dv]."""
+    heads, length, d = q.shape
+    kv_heads, dv = k.shape[0], v.shape[-1]
+    if heads % kv_heads:
+        raise ValueError(f"H={heads} is not a multiple of Hkv={kv_heads}")
+    for name, block in (("block_q", block_q), ("block_kv", block_kv)):
+        if length % block:
+            raise ValueError(f"L={length} is not a multiple of {name}={block}")
+    group = heads // kv_heads
+    scale = 1.0 / _math.sqrt(d) if sm_scale is None else float(sm_scale)
+    kernel = _functools.partial(
+        flash_attention_kernel, sm_scale=scale, causal=causal, block_q=block_q,
+        block_kv=block_kv, soft_cap=soft_cap, max_logit_const=max_logit_const)
+    return _pl.pallas_call(
+        kernel,
+        out_shape=_jax.ShapeDtypeStruct((heads, length, dv), _np.float32),
+        grid=(heads, length // block_q, length // block_kv),
+        in_specs=[
+            _pl.BlockSpec((None, block_q, d), lambda h, i, j: (h, i, 0)),
+            _pl.BlockSpec((None, block_kv, d), lambda h, i, j: (h // group, j, 0)),
+            _pl.BlockSpec((None, block_kv, dv), lambda h, i, j: (h // group, j, 0)),
+        ],
+        out_specs=_pl.BlockSpec((None, block_q, dv), lambda h, i, j: (h, i, 0)),
+        scratch_shapes=[_pltpu.VMEM((block_q, 128), _jnp.float32),
+                        _pltpu.VMEM((block_q, 128), _jnp.float32),
+                        _pltpu.VMEM((block_q, dv), _jnp.float32)],
+        compiler_params=_pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")),
+    )(q, k, v)
 
 
 def mle_safe_range(max_logit: float, min_row_max: float) -> tuple[float, float]:
