@@ -176,7 +176,12 @@ def full_like(a: object, fill_value: object, dtype: object = None) -> np.ndarray
                    as_dtype(dtype) if dtype is not None else a.dtype)  # type: ignore
 
 
+_F32 = np.dtype(np.float32)
+
+
 def _compute_dtype(*xs: np.ndarray) -> np.dtype:
+    if _builtins.all(x.dtype == _F32 for x in xs):  # the common case, decided fast
+        return _F32
     if _builtins.any(x.dtype == np.float64 for x in xs):
         return np.dtype(np.float64)
     if _builtins.any(is_floating(x.dtype) for x in xs):
@@ -200,7 +205,8 @@ def dot(a: object, b: object, *, preferred_element_type: object = None,
     """
     x, y = _value(a), _value(b)
     c = _compute_dtype(x, y)
-    return np.dot(x.astype(c), y.astype(c)).astype(_result_dtype((x, y), preferred_element_type))
+    return np.dot(x.astype(c, copy=False), y.astype(c, copy=False)).astype(
+        _result_dtype((x, y), preferred_element_type), copy=False)
 
 
 def matmul(a: object, b: object, *, preferred_element_type: object = None,
@@ -208,8 +214,8 @@ def matmul(a: object, b: object, *, preferred_element_type: object = None,
     """``jnp.matmul`` (batched ``@``) with the accumulation rule of :func:`dot`."""
     x, y = _value(a), _value(b)
     c = _compute_dtype(x, y)
-    return np.matmul(x.astype(c), y.astype(c)).astype(
-        _result_dtype((x, y), preferred_element_type))
+    return np.matmul(x.astype(c, copy=False), y.astype(c, copy=False)).astype(
+        _result_dtype((x, y), preferred_element_type), copy=False)
 
 
 def einsum(subscripts: str, *operands: object, preferred_element_type: object = None,
@@ -217,8 +223,8 @@ def einsum(subscripts: str, *operands: object, preferred_element_type: object = 
     """``jnp.einsum`` with the accumulation rule of :func:`dot`."""
     xs = tuple(_value(o) for o in operands)
     c = _compute_dtype(*xs)
-    return np.einsum(subscripts, *(x.astype(c) for x in xs)).astype(
-        _result_dtype(xs, preferred_element_type))
+    return np.einsum(subscripts, *(x.astype(c, copy=False) for x in xs)).astype(
+        _result_dtype(xs, preferred_element_type), copy=False)
 
 
 def astype(x: object, dtype: object) -> np.ndarray:
