@@ -3,8 +3,8 @@
 Source: design.md ("Assignments") and student-api.md (task ids and function
 names). Task ids ``N.M`` are the same everywhere: the stub's error message,
 the pytest marker, the report and the README. Every assignment totals 100
-points; only tasks marked ``graded`` count towards a score (a4's Tasks 4.3-4.6
-and all of a2, a3 are not graded yet).
+points; only tasks marked ``graded`` count towards a score (a2 and a3 are not
+graded yet).
 """
 
 from __future__ import annotations
@@ -94,11 +94,11 @@ ASSIGNMENTS: dict[str, Assignment] = {
         _assignment("a4", "a4_flash_attention", "Flash Attention", "§5", [
             ("4.1", "online_softmax", 15, True),
             ("4.2", "merge_attention_states, finalize_attention_state", 15, True),
-            ("4.3", "flash_attention_kernel", 30, False),
-            ("4.4", "flash_attention", 20, False),
-            ("4.5", "mle_safe_range", 5, False),
+            ("4.3", "flash_attention_kernel", 30, True),
+            ("4.4", "flash_attention", 20, True),
+            ("4.5", "mle_safe_range", 5, True),
             ("4.6", "flash_attention_hbm_bytes, xla_attention_hbm_bytes, attention_flops", 15,
-             False),
+             True),
         ]),
         _assignment("a5", "a5_splash_attention", "Splash Attention", "§6", [
             ("5.1", "causal_mask, local_mask, segment_mask", 15, True),

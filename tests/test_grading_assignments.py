@@ -1,4 +1,4 @@
-"""End-to-end grading of the real assignments (a1, a4 Tasks 4.1–4.2).
+"""End-to-end grading of the real assignments (a1, a4).
 
 Each submission runs through the real pipeline: static check, a worker
 subprocess, the hypothesis checks against the hidden reference.  The expected
@@ -28,7 +28,7 @@ def task_points(result: SubmissionResult) -> dict[str, float]:
     return {t.task: t.points for t in result.tasks() if t.graded}
 
 
-@pytest.mark.parametrize("stem, full", [(A1, 100), (A4, 30)])
+@pytest.mark.parametrize("stem, full", [(A1, 100), (A4, 100)])
 def test_the_solutions_get_every_graded_point(stem: str, full: int) -> None:
     result = grade_file(ROOT / "solutions" / stem)
     assert (result.score, result.max_score) == (full, full), (
@@ -46,16 +46,19 @@ def test_the_untouched_handouts_get_zero_and_say_not_started(stem: str) -> None:
 
 EXPECTED = {
     ("ada_correct", A1): {"1.1": 15, "1.2": 25, "1.3": 25, "1.4": 20, "1.5": 15},
-    ("ada_correct", A4): {"4.1": 15, "4.2": 15},
+    ("ada_correct", A4): {"4.1": 15, "4.2": 15, "4.3": 30, "4.4": 20, "4.5": 5, "4.6": 15},
     # column-block axis inner (1.3 keeps its 10 value points), buffer_count ignored (1.5
     # keeps the 6 worked-answer points); 4.1 without the rescale of l; 4.2 asymmetric
-    # merge keeps only finalize's 3 points.
+    # merge keeps only finalize's 3 points; 4.3's causal mask hides the diagonal too (only
+    # the 10 points of the unmasked kernel check kept), and 4.4 keeps its 8 trace points.
     ("ben_typical_mistakes", A1): {"1.1": 15, "1.2": 25, "1.3": 10, "1.4": 20, "1.5": 6},
-    ("ben_typical_mistakes", A4): {"4.1": 0, "4.2": 3},
+    ("ben_typical_mistakes", A4): {"4.1": 0, "4.2": 3, "4.3": 10, "4.4": 8, "4.5": 5,
+                                   "4.6": 15},
     ("cleo_untouched", A1): {"1.1": 0, "1.2": 0, "1.3": 0, "1.4": 0, "1.5": 0},
-    ("cleo_untouched", A4): {"4.1": 0, "4.2": 0},
+    ("cleo_untouched", A4): {"4.1": 0, "4.2": 0, "4.3": 0, "4.4": 0, "4.5": 0, "4.6": 0},
     ("dev_broken", A1): {"1.1": 0, "1.2": 0, "1.3": 0, "1.4": 0, "1.5": 0},
-    ("dev_broken", A4): {"4.1": 0, "4.2": 15},
+    # 4.3's kernel indexes lane 128 of a 128-lane scratch; 4.4 passes no scratch_shapes.
+    ("dev_broken", A4): {"4.1": 0, "4.2": 15, "4.3": 0, "4.4": 0, "4.5": 5, "4.6": 15},
 }
 
 

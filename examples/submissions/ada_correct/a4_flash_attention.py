@@ -19,13 +19,14 @@
 # **How to work.** Fill in every `raise NotImplementedError(...)` stub and
 # keep names and signatures. Allowed imports: `numpy`, `math`, `functools`,
 # `itertools`, `dataclasses`, `typing`, `pallas_sim`. Check your progress with
-# `pallas-lab check a4_flash_attention.py`. Tasks 4.3 and 4.4 (the kernel and
-# its wrapper) are described here but are not graded in this release.
+# `pallas-lab check a4_flash_attention.py`.
 
 # %%
 import numpy as np
 
-from pallas_sim import jax, jnp, pl, pltpu  # noqa: F401  (needed from Task 4.3 on)
+import functools
+
+from pallas_sim import jax, jnp, pl, pltpu
 import math
 
 # %% [markdown]
@@ -203,7 +204,54 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
       m_scratch_ref, l_scratch_ref: f32 (block_q, 128)  running max and sum
       acc_scratch_ref:              f32 (block_q, dv)   unnormalized output
     """
-    raise NotImplementedError("Need to implement for Task 4.3")
+    qi = pl.program_id(1)
+    kj = pl.program_id(2)
+    n_kv = pl.num_programs(2)
+
+    @pl.when(kj == 0)
+    def init():
+        if max_logit_const is None:
+            m_scratch_ref[:, :] = jnp.full(m_scratch_ref.shape, -jnp.inf, jnp.float32)
+        else:
+            m_scratch_ref[:, :] = jnp.full(m_scratch_ref.shape, max_logit_const, jnp.float32)
+        l_scratch_ref[:, :] = 0.0
+        acc_scratch_ref[:, :] = 0.0
+
+    # skip the tiles above the diagonal: their first key is after the block's last query
+    first_key = kj * block_kv
+    last_query = qi * block_q + block_q - 1
+    do_work = jnp.logical_or(not causal, first_key <= last_query)
+
+    @pl.when(do_work)
+    def body():
+        q = q_ref[:, :]
+        k = k_ref[:, :]
+        v = v_ref[:, :]
+        qk = jnp.einsum("qd,kd->qk", q, k, preferred_element_type=jnp.float32) * sm_scale
+        if soft_cap is not None:
+            qk = jnp.tanh(qk / soft_cap) * soft_cap
+        if causal:
+            row = qi * block_q + jnp.arange(block_q).reshape(block_q, 1)
+            col = kj * block_kv + jnp.arange(block_kv).reshape(1, block_kv)
+            qk = jnp.where(col <= row, qk, -jnp.inf)
+        m_prev = m_scratch_ref[:, 0:1]
+        l_prev = l_scratch_ref[:, 0:1]
+        if max_logit_const is None:
+            m_next = jnp.maximum(m_prev, jnp.max(qk, axis=-1, keepdims=True))
+        else:
+            m_next = m_prev
+        s_curr = jnp.exp(qk - m_next)
+        alpha = jnp.exp(m_prev - m_next)
+        l_next = alpha * l_prev + jnp.sum(s_curr, axis=-1, keepdims=True)
+        acc_scratch_ref[:, :] = alpha * acc_scratch_ref[:, :] + jnp.dot(
+            s_curr.astype(v.dtype), v, preferred_element_type=jnp.float32)
+        m_scratch_ref[:, :] = jnp.tile(m_next, (1, m_scratch_ref.shape[1]))
+        l_scratch_ref[:, :] = jnp.tile(l_next, (1, l_scratch_ref.shape[1]))
+
+    @pl.when(kj == n_kv - 1)
+    def done():
+        inv_l = 1.0 / l_scratch_ref[:, 0:1]
+        o_ref[:, :] = acc_scratch_ref[:, :] * inv_l
 
 
 # %% [markdown]
@@ -228,7 +276,38 @@ def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool
     reads kv head h // (H // Hkv)). Grid (H, L // block_q, L // block_kv).
     Returns float32 [H, L, dv].
     """
-    raise NotImplementedError("Need to implement for Task 4.4")
+    H, L, d = q.shape
+    Hkv = k.shape[0]
+    dv = v.shape[-1]
+    assert H % Hkv == 0 and L % block_q == 0 and L % block_kv == 0
+    groups = H // Hkv
+    if sm_scale is None:
+        sm_scale = d ** -0.5
+
+    def q_map(h, i, j):
+        return (h, i, 0)
+
+    def kv_map(h, i, j):
+        return (h // groups, j, 0)
+
+    kernel = functools.partial(flash_attention_kernel, sm_scale=sm_scale, causal=causal,
+                               block_q=block_q, block_kv=block_kv, soft_cap=soft_cap,
+                               max_logit_const=max_logit_const)
+    call = pl.pallas_call(
+        kernel,
+        grid=(H, L // block_q, L // block_kv),
+        in_specs=[pl.BlockSpec(block_shape=(None, block_q, d), index_map=q_map),
+                  pl.BlockSpec(block_shape=(None, block_kv, d), index_map=kv_map),
+                  pl.BlockSpec(block_shape=(None, block_kv, dv), index_map=kv_map)],
+        out_specs=pl.BlockSpec(block_shape=(None, block_q, dv), index_map=q_map),
+        out_shape=jax.ShapeDtypeStruct((H, L, dv), jnp.float32),
+        scratch_shapes=[pltpu.VMEM((block_q, 128), jnp.float32),
+                        pltpu.VMEM((block_q, 128), jnp.float32),
+                        pltpu.VMEM((block_q, dv), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")),
+    )
+    return call(q, k, v)
 
 
 # %% [markdown]

@@ -19,13 +19,14 @@
 # **How to work.** Fill in every `raise NotImplementedError(...)` stub and
 # keep names and signatures. Allowed imports: `numpy`, `math`, `functools`,
 # `itertools`, `dataclasses`, `typing`, `pallas_sim`. Check your progress with
-# `pallas-lab check a4_flash_attention.py`. Tasks 4.3 and 4.4 (the kernel and
-# its wrapper) are described here but are not graded in this release.
+# `pallas-lab check a4_flash_attention.py`.
 
 # %%
 import numpy as np
 
-from pallas_sim import jax, jnp, pl, pltpu  # noqa: F401  (needed from Task 4.3 on)
+import functools
+
+from pallas_sim import jax, jnp, pl, pltpu
 
 # %% [markdown]
 # ## Task 4.1 — online softmax
@@ -195,7 +196,45 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
       m_scratch_ref, l_scratch_ref: f32 (block_q, 128)  running max and sum
       acc_scratch_ref:              f32 (block_q, dv)   unnormalized output
     """
-    raise NotImplementedError("Need to implement for Task 4.3")
+    i = pl.program_id(1)
+    j = pl.program_id(2)
+
+    @pl.when(j == 0)
+    def _():
+        m_scratch_ref[...] = jnp.full_like(m_scratch_ref, -jnp.inf)
+        l_scratch_ref[...] = jnp.zeros_like(l_scratch_ref)
+        acc_scratch_ref[...] = jnp.zeros_like(acc_scratch_ref)
+        if max_logit_const is not None:
+            m_scratch_ref[...] = jnp.full_like(m_scratch_ref, max_logit_const)
+
+    if causal:
+        needed = j * block_kv <= i * block_q + block_q - 1
+    else:
+        needed = True
+
+    @pl.when(needed)
+    def _():
+        s = jnp.dot(q_ref[...], k_ref[...].T, preferred_element_type=jnp.float32) * sm_scale
+        if soft_cap is not None:
+            s = soft_cap * jnp.tanh(s / soft_cap)
+        if causal:
+            q_idx = i * block_q + jnp.arange(block_q)[:, None]
+            k_idx = j * block_kv + jnp.arange(block_kv)[None, :]
+            s = jnp.where(k_idx >= q_idx, -1e30, s)   # mask the future
+        m_old = m_scratch_ref[:, :1]
+        if max_logit_const is None:
+            m_new = jnp.maximum(m_old, s.max(axis=1, keepdims=True))
+        else:
+            m_new = m_old
+        alpha = jnp.exp(m_old - m_new)
+        p = jnp.exp(s - m_new)
+        l_new = alpha * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)
+        acc = alpha * acc_scratch_ref[...] + jnp.dot(p, v_ref[...],
+                                                      preferred_element_type=jnp.float32)
+        acc_scratch_ref[...] = acc
+        m_scratch_ref[...] = jnp.broadcast_to(m_new, m_scratch_ref.shape)
+        l_scratch_ref[...] = jnp.broadcast_to(l_new, l_scratch_ref.shape)
+        o_ref[...] = acc / l_new   # normalize right away, so o is always up to date
 
 
 # %% [markdown]
@@ -220,7 +259,27 @@ def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool
     reads kv head h // (H // Hkv)). Grid (H, L // block_q, L // block_kv).
     Returns float32 [H, L, dv].
     """
-    raise NotImplementedError("Need to implement for Task 4.4")
+    H, L, d = q.shape
+    Hkv, _, dv = v.shape
+    g = H // Hkv
+    kernel = functools.partial(flash_attention_kernel,
+                               sm_scale=1.0 if sm_scale is None else sm_scale,
+                               causal=causal, block_q=block_q, block_kv=block_kv,
+                               soft_cap=soft_cap, max_logit_const=max_logit_const)
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((H, L, dv), jnp.float32),
+        grid=(H, L // block_q, L // block_kv),
+        in_specs=[pl.BlockSpec((None, block_q, d), lambda h, i, j: (h, i, 0)),
+                  pl.BlockSpec((None, block_kv, d), lambda h, i, j: (h // g, j, 0)),
+                  pl.BlockSpec((None, block_kv, dv), lambda h, i, j: (h // g, j, 0))],
+        out_specs=pl.BlockSpec((None, block_q, dv), lambda h, i, j: (h, i, 0)),
+        scratch_shapes=[pltpu.VMEM((block_q, 128), jnp.float32),
+                        pltpu.VMEM((block_q, 128), jnp.float32),
+                        pltpu.VMEM((block_q, dv), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")),
+    )(q, k, v)
 
 
 # %% [markdown]

@@ -19,13 +19,12 @@
 # **How to work.** Fill in every `raise NotImplementedError(...)` stub and
 # keep names and signatures. Allowed imports: `numpy`, `math`, `functools`,
 # `itertools`, `dataclasses`, `typing`, `pallas_sim`. Check your progress with
-# `pallas-lab check a4_flash_attention.py`. Tasks 4.3 and 4.4 (the kernel and
-# its wrapper) are described here but are not graded in this release.
+# `pallas-lab check a4_flash_attention.py`.
 
 # %%
 import numpy as np
 
-from pallas_sim import jax, jnp, pl, pltpu  # noqa: F401  (needed from Task 4.3 on)
+from pallas_sim import jax, jnp, pl, pltpu
 
 # %% [markdown]
 # ## Task 4.1 — online softmax
@@ -148,18 +147,64 @@ if __name__ == "__main__":
     print("Task 4.2 commutative:", all(np.array_equal(a, b) for a, b in zip(_lr, _rl, strict=True)))
 
 # %% [markdown]
-# ## Task 4.3 — the Flash Attention kernel  (not graded in this release)
+# ## Task 4.3 — the Flash Attention kernel
 #
-# **Why.** One grid step handles one head, one block of queries and one block
-# of keys and values: grid `(heads, L / block_q, L / block_kv)` with the KV
-# axis last, so the output block and the three accumulators stay in VMEM for
-# the whole sweep over the keys. Each step computes the scores of its block,
-# updates `m` and `l` as in Task 4.1, rescales `acc` by the same
-# `exp(m_prev - m_new)` and adds `exp(s - m_new) @ v`. It divides by `l`
-# once, at the last KV block. `m` and `l` are kept as (block_q, 128) arrays
-# (the row's value repeated across the 128 lanes of a vector register).
+# **Why.** One grid step sees one head, one block of `block_q` queries and
+# one block of `block_kv` keys and values. The grid is
+# `(heads, L / block_q, L / block_kv)` with the KV axis **last**: for a fixed
+# (head, q block) the KV blocks arrive in consecutive steps, so the output
+# block and three scratch accumulators stay in VMEM for the whole sweep.
 #
-# **Task.** Arrives with the next release of this assignment.
+# | scratch | shape | holds |
+# |---|---|---|
+# | `m_scratch_ref` | f32 (block_q, 128) | running row maximum `m` |
+# | `l_scratch_ref` | f32 (block_q, 128) | running `Σ exp(s - m)` |
+# | `acc_scratch_ref` | f32 (block_q, dv) | running `Σ exp(s - m) · v`, not yet divided |
+#
+# `m` and `l` hold one number per query row, but a TPU vector register is
+# 8 × 128, so the row value is kept repeated across 128 lanes; read it back
+# as a column with `ref[:, :1]`.
+#
+# One step does, for its (block_q, block_kv) tile of scores:
+#
+# 1. `s = (q @ kᵀ) · sm_scale` in f32 (bf16 inputs, f32 accumulation:
+#    `preferred_element_type=jnp.float32`); with `soft_cap`, `s = cap·tanh(s/cap)`;
+#    with `causal`, `s = -inf` where the key's position exceeds the query's.
+# 2. `m_new = max(m_prev, rowmax(s))` and the **rescale**
+#    `alpha = exp(m_prev - m_new)`: the old `l` and `acc` were expressed
+#    relative to `m_prev`; multiplying by `alpha` re-expresses them relative to
+#    `m_new` (the same repair as in Task 4.1, now applied to `acc` too).
+# 3. `p = exp(s - m_new)`, `l = alpha·l + rowsum(p)`, `acc = alpha·acc + p @ v`.
+#
+# Scratch memory starts as garbage (the simulator fills it with NaN), so the
+# first KV block must **initialize** `m = -inf`, `l = 0`, `acc = 0`
+# (`pl.when(pl.program_id(2) == 0)`). The division by `l` is **deferred** to
+# the last KV block: the loop itself only multiplies and adds, and the one
+# division per row happens once.
+#
+# **Causal attention** masks key position `j` > query position `i`. Positions
+# are global: `i = q_block · block_q + row`, `j = kv_block · block_kv + col`,
+# with the block indices from `pl.program_id(1)` and `pl.program_id(2)`. A
+# whole tile is masked when its first key comes after its last query,
+# `kv_block · block_kv > (q_block + 1) · block_q - 1`. Such a step must do
+# **no work at all** — wrap the update in `pl.when(...)` — which saves almost
+# half of the FLOPs for long sequences. The finishing division must stay
+# outside that `pl.when`: for early query blocks the last KV block is one of
+# the skipped ones.
+#
+# **Max Logit Estimate** (`max_logit_const = c`, Task 4.5): use the constant
+# `c` as `m` throughout. Then `alpha` is always 1: no row maximum, no rescale,
+# just `p = exp(s - c)`. It is exact as long as `c` lies in the safe range of
+# Task 4.5.
+#
+# The grader runs your kernel inside its own `pallas_call` (grid, BlockSpecs
+# and scratch as above), so this task is graded on its own, before the
+# wrapper. It also reads the trace: at a fully masked causal step your kernel
+# must not read `k_ref` or `v_ref` (the trace records, per grid step, how
+# often the kernel read each input ref).
+#
+# **Try it.** The cell after Task 4.4 compares `flash_attention` with dense
+# attention, causal and not.
 
 
 # %%
@@ -170,25 +215,51 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
     """Task 4.3: one (head, q block, kv block) step of Flash Attention.  [lecture §5.2]
 
     Grid: (H, L // block_q, L // block_kv), kv block last.
-      q_ref:   (block_q, d)     query block
+      q_ref:   (block_q, d)     query block (f32 or bf16)
       k_ref:   (block_kv, d)    key block
       v_ref:   (block_kv, dv)   value block
-      o_ref:   (block_q, dv)    output block, written at the last kv block
-      m_scratch_ref, l_scratch_ref: f32 (block_q, 128)  running max and sum
+      o_ref:   (block_q, dv)    f32 output block, written at the last kv block
+      m_scratch_ref, l_scratch_ref: f32 (block_q, 128)  running max and sum,
+                                    each row's value repeated over 128 lanes
       acc_scratch_ref:              f32 (block_q, dv)   unnormalized output
+    sm_scale multiplies the scores; causal masks key position > query
+    position; soft_cap (or None) caps scaled scores at cap·tanh(s / cap);
+    max_logit_const (or None) replaces the running max by a constant.
     """
     raise NotImplementedError("Need to implement for Task 4.3")
 
 
 # %% [markdown]
-# ## Task 4.4 — the Flash Attention wrapper  (not graded in this release)
+# ## Task 4.4 — the Flash Attention wrapper
 #
-# **Why.** The wrapper chooses the grid and BlockSpecs that feed the kernel,
-# declares the scratch buffers, and marks the head and query axes as
-# parallel and the KV axis as a sequential reduction. With grouped-query
-# attention several query heads share one head of K and V.
+# **Why.** The wrapper turns the kernel into attention over whole arrays. It
+# chooses
 #
-# **Task.** Arrives with the next release of this assignment.
+# * the grid `(H, L // block_q, L // block_kv)`, marked
+#   `("parallel", "parallel", "arbitrary")`: heads and query blocks are
+#   independent of each other (a TPU may split them across cores), the KV axis
+#   is a reduction into the scratch accumulators and must run in order;
+# * the BlockSpecs. Arrays are 3-D (`[heads, L, features]`) but the kernel
+#   wants 2-D tiles, so the head dimension is given as `None`: it is squeezed
+#   out of the ref while the index map still chooses it. Q and O use block
+#   `(None, block_q, d|dv)` at `(h, i, 0)`; K and V use `(None, block_kv, d|dv)`
+#   at `(kv_head, j, 0)`;
+# * **grouped-query attention**: with `Hkv` kv heads shared by `H` query heads,
+#   each group of `H // Hkv` consecutive query heads reads the same K and V,
+#   `kv_head = h // (H // Hkv)`. Only the index map knows; the kernel is
+#   unchanged, and HBM holds `H / Hkv` times less K and V;
+# * the scratch buffers `pltpu.VMEM((block_q, 128), jnp.float32)` twice and
+#   `pltpu.VMEM((block_q, dv), jnp.float32)`, and the f32 output
+#   `[H, L, dv]`.
+#
+# `sm_scale` defaults to `1/sqrt(d)`. `pl.pallas_call` passes a kernel only
+# refs, so fix the keyword arguments first (a small inner function, a `lambda`
+# or `functools.partial`).
+#
+# The grader compares your call's trace with the intended one: grid and
+# semantics, block shapes, the block index of every operand at every step
+# (this is where a wrong kv head shows), one output write-back per
+# (head, q block), VMEM bytes and scratch shapes.
 
 
 # %%
@@ -200,9 +271,37 @@ def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool
 
     q: [H, L, d]; k: [Hkv, L, d]; v: [Hkv, L, dv], H % Hkv == 0 (query head h
     reads kv head h // (H // Hkv)). Grid (H, L // block_q, L // block_kv).
-    Returns float32 [H, L, dv].
+    sm_scale defaults to 1/sqrt(d). Returns float32 [H, L, dv].
+    Raises ValueError when H is not a multiple of Hkv or a block size does
+    not divide L.
     """
     raise NotImplementedError("Need to implement for Task 4.4")
+
+
+# %%
+if __name__ == "__main__":
+    import pallas_sim  # only for the trace printed below
+
+    def _dense(q, k, v, masked):
+        group = q.shape[0] // k.shape[0]
+        kk, vv = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)
+        s = np.einsum("hid,hjd->hij", q, kk) * q.shape[-1] ** -0.5
+        future = np.triu(np.ones(s.shape[-2:], bool), 1) & masked
+        s = np.where(future, -np.inf, s)
+        w = np.exp(s - s.max(-1, keepdims=True))
+        return np.einsum("hij,hjd->hid", w / w.sum(-1, keepdims=True), vv)
+
+    _rng = np.random.default_rng(0)
+    _q = _rng.standard_normal((4, 64, 16)).astype(np.float32)
+    _k = _rng.standard_normal((2, 64, 16)).astype(np.float32)   # GQA: groups of 2 heads
+    _v = _rng.standard_normal((2, 64, 8)).astype(np.float32)
+    for _causal in (False, True):
+        with pallas_sim.trace() as _t:
+            _out = flash_attention(_q, _k, _v, causal=_causal, block_q=16, block_kv=16)
+        _reads = _t.last.role("in")[1].kernel_reads
+        print(f"Task 4.4 causal={_causal}: max error "
+              f"{np.abs(_out - _dense(_q, _k, _v, _causal)).max():.1e}, K read at "
+              f"{int((_reads > 0).sum())} of {_reads.size} steps")
 
 
 # %% [markdown]
@@ -264,8 +363,18 @@ if __name__ == "__main__":
 # * **Work**: `2·H·L²·(d + dv)` FLOPs for the two matrix products, 1.3744e12,
 #   about 1.34 ms at peak.
 #
-# So Flash Attention is bounded by arithmetic (1.34 ms) rather than by memory
-# (0.49 ms), while the XLA version was memory-bound by a wide margin.
+# Put the two side by side with the machine's balance point,
+# 1028.75e12 / 3685.5e9 ≈ 279 FLOP per byte (lecture §4.3):
+#
+# | | HBM bytes | time for the bytes | FLOP per byte | bound by |
+# |---|---|---|---|---|
+# | XLA-style | 24.75 GiB | 7.21 ms | ≈ 52 | memory (7.21 ms ≫ 1.34 ms) |
+# | Flash, block_q 1024 | 1728 MiB | 0.49 ms | ≈ 759 | compute (1.34 ms > 0.49 ms) |
+#
+# The FLOPs are the same in both; Flash Attention only removed the bytes —
+# the 8 GiB score matrix never leaves VMEM — and that moves it from the
+# memory-bound side of the roofline to the compute-bound side. A larger
+# `block_q` re-reads K and V fewer times and pushes the intensity further.
 #
 # **Task.** Write the three counting functions. Return Python ints. When
 # `block_q` does not divide `L`, the last, shorter query block still reads
