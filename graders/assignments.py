@@ -3,8 +3,8 @@
 Source: design.md ("Assignments") and student-api.md (task ids and function
 names). Task ids ``N.M`` are the same everywhere: the stub's error message,
 the pytest marker, the report and the README. Every assignment totals 100
-points; only tasks marked ``graded`` count towards a score (a2 and a3 are not
-graded yet).
+points; only tasks marked ``graded`` count towards a score (every task of
+a1-a5 is graded).
 """
 
 from __future__ import annotations
