@@ -23,6 +23,8 @@ from graders.grading import grade_file  # noqa: E402
 
 CASES = [
     ("a1 (Tasks 1.1-1.5)", ROOT / "examples/submissions/ada_correct/a1_pallas_basics.py"),
+    ("a2 (Tasks 2.1-2.4)", ROOT / "examples/submissions/ada_correct/a2_pipelining.py"),
+    ("a3 (Tasks 3.1-3.4)", ROOT / "examples/submissions/ada_correct/a3_matmul.py"),
     ("a4 (Tasks 4.1-4.2)", ROOT / "examples/submissions/ada_correct/a4_flash_attention.py"),
 ]
 
@@ -45,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         score = f"{result.score:g}/{result.max_score:g}"
         runs = ", ".join(f"{t:.2f}" for t in times)
         print(f"{label:<22}{len(result.checks):>8}{score:>12}{best:>10.2f}{runs:>28}")
-    print(f"{'a1 + a4':<22}{'':>8}{'':>12}{total:>10.2f}")
+    print(f"{'all':<22}{'':>8}{'':>12}{total:>10.2f}")
     return 0
 
 

@@ -34,6 +34,15 @@ API_TASKS = {
         "add_kernel": "1.1", "blocked_add": "1.2", "bias_add": "1.3",
         "accumulate_inplace": "1.4", "vmem_bytes": "1.5",
     },
+    "a2_pipelining": {
+        "pipeline_schedule": "2.1", "render_gantt": "2.2", "pipeline_utilization": "2.3",
+        "effective_bandwidth": "2.4",
+    },
+    "a3_matmul": {
+        "matmul_kernel": "3.1", "matmul": "3.2", "matmul_vmem_bytes": "3.3",
+        "arithmetic_intensity": "3.4", "min_compute_bound_block": "3.4",
+        "ideal_matmul_time": "3.4",
+    },
     "a4_flash_attention": {
         "online_softmax": "4.1", "merge_attention_states": "4.2",
         "finalize_attention_state": "4.2", "flash_attention_kernel": "4.3",
