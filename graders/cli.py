@@ -115,7 +115,8 @@ def _grade_all(
     results: list[SubmissionResult] = []
     failed = False
     for sub in submissions:
-        err.print(f"grading {sub.student}/{sub.file.name} as {sub.assignment} ...", style="dim")
+        err.print(f"grading {sub.student}/{sub.file.name} as {sub.assignment} ...", style="dim",
+                  markup=False, highlight=False)
         try:
             results.append(
                 grade_file(sub.file, assignment=sub.assignment, timeout=timeout,
@@ -124,7 +125,7 @@ def _grade_all(
         except Exception as exc:  # noqa: BLE001 - the grader's bug: report, go on
             failed = True
             err.print(f"internal error while grading {sub.file}: {type(exc).__name__}: {exc}",
-                      style="bold red")
+                      markup=False, style="bold red")
             err.print(traceback.format_exc(), markup=False, highlight=False)
     return results, failed
 
@@ -151,12 +152,12 @@ def _write_gradescope(results: Sequence[SubmissionResult], out: Path | None, con
         if out is None:
             sys.stdout.write(results_text(results[0]))
         else:
-            con.print(f"wrote {write_results_json(results[0], out)}")
+            con.print(f"wrote {write_results_json(results[0], out)}", markup=False)
         return
     folder = out if out is not None else Path("results")
     for result in results:
         path = write_results_json(result, folder / result.student / result.stem / "results.json")
-        con.print(f"wrote {path}")
+        con.print(f"wrote {path}", markup=False)
 
 
 def _to_gradebook(args: argparse.Namespace, scores: dict, con: Console, err: Console) -> bool:
@@ -227,7 +228,7 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
         from graders.reports.gradebook_csv import write_gradebook
 
         path = write_gradebook(results, args.out or Path("gradebook.csv"))
-        con.print(f"wrote {path} ({len(results)} submission(s))")
+        con.print(f"wrote {path} ({len(results)} submission(s))", markup=False)
         for problem in found.problems:
             err.print(f"skipped: {problem}", markup=False)
     internal = _report_internal(results, err)

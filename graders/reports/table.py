@@ -34,7 +34,7 @@ def _short(text: str) -> str:
 def submission_table(result: SubmissionResult) -> Table:
     """A rich Table for one submission: Task, Title, Points, Status, Reason; total in the footer."""
     info = result.info
-    title = f"{result.student} — {info.id} {info.title} ({result.stem}.py)"
+    title = Text(f"{result.student} — {info.id} {info.title} ({result.stem}.py)")
     table = Table(title=title, box=box.SIMPLE_HEAVY, show_footer=True, title_justify="left")
     table.add_column("Task", footer="total")
     table.add_column("Title")
@@ -59,9 +59,10 @@ def submission_table(result: SubmissionResult) -> Table:
             reason = "still the handout's stub (NotImplementedError)"
         else:
             reason = _short(task.reason)
+        # Every dynamic string goes in as Text: a student's "[/]" is text, not markup.
         table.add_row(
-            task.task, task.title, points, Text(status, style=STATUS_STYLE.get(status, "")),
-            reason,
+            Text(task.task), Text(task.title), Text(points),
+            Text(status, style=STATUS_STYLE.get(status, "")), Text(reason),
         )
     return table
 
@@ -94,8 +95,8 @@ def print_report(
         summary.add_column("Score", justify="right")
         for result in results:
             summary.add_row(
-                result.student, result.assignment,
-                f"{format_points(result.score)}/{format_points(result.max_score)}",
+                Text(result.student), Text(result.assignment),
+                Text(f"{format_points(result.score)}/{format_points(result.max_score)}"),
             )
         console.print(summary)
     for problem in problems:
