@@ -69,6 +69,8 @@ def durations(*, max_blocks: int = 64) -> st.SearchStrategy[tuple[list[float], l
 
 @st.composite
 def schedule_cases(draw, *, max_blocks: int = 64, max_buffers: int = 6) -> Case:
+    """Arguments of pipeline_schedule / pipeline_utilization: (dma_times, compute_times,
+    n_buffers), the sequences as lists or float64 arrays, 1 <= n_buffers <= max_buffers."""
     dma, compute = draw(durations(max_blocks=max_blocks))
     buffers = draw(st.integers(1, max_buffers))
     if draw(st.booleans()):  # sequences may be lists or arrays

@@ -364,6 +364,8 @@ def vmem_worked(s: Session) -> None:
 
 @st.composite
 def vmem_cases(draw) -> Case:
+    """Arguments of matmul_vmem_bytes: (M, N, K) multiples of the block, any grid kind and
+    dtype names."""
     block = draw(st.sampled_from([8, 128, 256, 512, 1024, 2048]))
     m, n, k = (block * draw(st.integers(1, 24)) for _ in range(3))
     kwargs = {"block": block, "grid": draw(st.sampled_from(["1d", "2d", "3d"])),
@@ -435,6 +437,8 @@ def min_block_worked(s: Session) -> None:
 
 @st.composite
 def roofline_cases(draw) -> Case:
+    """Arguments of min_compute_bound_block: peaks 0.25e12-1000e12 FLOP/s, bandwidths
+    5e9-4000e9 B/s, dtype sizes 1/2/4 B, multiples 1/8/16/128."""
     peak = draw(st.integers(1, 4000)) * 1e12 / 4
     bandwidth = draw(st.integers(1, 800)) * 1e10 / 2
     dtype_bytes = draw(st.sampled_from([1, 2, 4]))
@@ -483,6 +487,8 @@ def ideal_time_worked(s: Session) -> None:
 
 @st.composite
 def time_cases(draw) -> Case:
+    """Arguments of ideal_matmul_time: (M, N, K, block) with dimensions multiples of the
+    block (the other case is undefined by the API), hardware as in roofline_cases."""
     block = draw(st.sampled_from([128, 256, 512, 1024, 2048]))
     m, n, k = (block * draw(st.integers(1, 16)) for _ in range(3))
     kwargs = {"peak_flops": draw(st.integers(1, 4000)) * 1e12 / 4,
