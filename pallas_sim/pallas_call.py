@@ -43,6 +43,17 @@ _SEMANTICS = {"parallel": "parallel", "arbitrary": "arbitrary",
               "core_parallel": "parallel"}
 
 
+_DTYPE_NAMES: dict[np.dtype, str] = {}
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    """``dtype.name``, cached (NumPy recomputes the name on every access)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = dtype.name
+    return name
+
+
 def cdiv(a: int, b: int) -> int:
     """Ceiling division ``-(-a // b)`` (JAX ``pl.cdiv``), for grid sizes."""
     return -(-int(a) // int(b))
@@ -122,10 +133,47 @@ def _kernel_name(kernel: Callable[..., None]) -> str:
     return getattr(kernel, "__name__", "kernel")
 
 
-def _kernel_param_names(kernel: Callable[..., None], count: int) -> list[str]:
+_SIGNATURES: dict[tuple, list[inspect.Parameter] | None] = {}
+
+
+def _signature_key(kernel: Callable[..., object]) -> tuple | None:
+    """A key under which the kernel's signature can be cached, or None.
+
+    Wrappers usually build ``functools.partial(kernel, **static)`` afresh on
+    every call, and ``inspect.signature`` of a partial costs ~0.2 ms; what the
+    signature depends on (the code object, the defaults, what the partials
+    bind) is stable, so it keys the cache.
+    """
+    bound_args, bound_kw = 0, []
+    while isinstance(kernel, functools.partial):
+        bound_args += len(kernel.args)
+        bound_kw.extend(kernel.keywords)
+        kernel = kernel.func
+    code = getattr(kernel, "__code__", None)
+    if code is None:
+        return None
+    return (code, bound_args, tuple(sorted(bound_kw)), len(kernel.__defaults__ or ()),
+            tuple(sorted(kernel.__kwdefaults__ or ())))
+
+
+def _kernel_params(kernel: Callable[..., object]) -> list[inspect.Parameter] | None:
+    key = _signature_key(kernel)
+    if key is not None and key in _SIGNATURES:
+        return _SIGNATURES[key]
     try:
         params = list(inspect.signature(kernel).parameters.values())
     except (TypeError, ValueError):
+        params = None
+    if key is not None:
+        if len(_SIGNATURES) > 4096:
+            _SIGNATURES.clear()
+        _SIGNATURES[key] = params
+    return params
+
+
+def _kernel_param_names(kernel: Callable[..., None], count: int) -> list[str]:
+    params = _kernel_params(kernel)
+    if params is None:
         return [f"ref{i}" for i in range(count)]
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                         p.POSITIONAL_OR_KEYWORD)]
@@ -189,7 +237,7 @@ class _Operand:
 
     def allocation(self) -> memory.Allocation:
         nbytes = math.prod(self.kernel_shape) * self.dtype.itemsize
-        what = f"{self.dtype.name}{list(self.kernel_shape)} block"
+        what = f"{_dtype_name(self.dtype)}{list(self.kernel_shape)} block"
         return memory.Allocation(self.name, self.role, self.space, nbytes, self.buffers, what)
 
     def blocked_view(self) -> np.ndarray:
@@ -221,7 +269,7 @@ class _Operand:
 
     def to_trace(self, reads: np.ndarray | None = None) -> tracing.OperandTrace:
         return tracing.OperandTrace(
-            role=self.role, name=self.name, shape=self.shape, dtype=self.dtype.name,
+            role=self.role, name=self.name, shape=self.shape, dtype=_dtype_name(self.dtype),
             block_shape=tuple(self.spec_shape), memory_space=self.space, buffers=self.buffers,
             dma_count=self.dma_count, hbm_bytes=self.hbm_bytes,
             block_indices=self.idx.astype(np.int32),
@@ -272,16 +320,18 @@ class _Call:
         aliases = self._check_aliases(ins, outs)
 
         pre_refs = [Ref(p, nm, "smem") for p, nm in zip(prefetch, pre_names, strict=True)]
+        grid_idx = (np.asarray(steps, dtype=np.int64).T
+                    if len(steps) >= _MIN_VECTORIZED_STEPS and steps[0] else None)
         for op in ins + outs:
-            op.idx = _block_indices(op, steps, pre_refs, self.name)
+            op.idx = _block_indices(op, steps, pre_refs, grid_idx)
 
         allocations = [op.allocation() for op in ins + outs]
         allocations += [memory.Allocation(nm, "prefetch", "smem", p.nbytes, 1,
-                                          f"{p.dtype.name}{list(p.shape)}")
+                                          f"{_dtype_name(p.dtype)}{list(p.shape)}")
                         for nm, p in zip(pre_names, prefetch, strict=True)]
         allocations += [memory.Allocation(nm, "scratch", s.memory_space,
                                           math.prod(s.shape) * s.dtype.itemsize, 1,
-                                          f"{s.dtype.name}{list(s.shape)} scratch")
+                                          f"{_dtype_name(s.dtype)}{list(s.shape)} scratch")
                         for nm, s in zip(scratch_names, self.scratch, strict=True)]
         vmem = memory.check_vmem(self.name, allocations, self.vmem_limit)
         _, smem = memory.totals(allocations)
@@ -354,14 +404,14 @@ class _Call:
                 results.append(np.ascontiguousarray(logical) if op.ragged else logical)
 
         operand_traces = [
-            tracing.OperandTrace("prefetch", nm, p.shape, p.dtype.name, p.shape, "smem", 1, 0, 0,
-                                 np.zeros((0, 0), np.int32))
+            tracing.OperandTrace("prefetch", nm, p.shape, _dtype_name(p.dtype), p.shape, "smem",
+                                 1, 0, 0, np.zeros((0, 0), np.int32))
             for nm, p in zip(pre_names, prefetch, strict=True)]
         operand_traces += [op.to_trace(reads[j]) for j, op in enumerate(ins)]
         operand_traces += [op.to_trace() for op in outs]
         operand_traces += [
-            tracing.OperandTrace("scratch", nm, s.shape, s.dtype.name, s.shape, s.memory_space,
-                                 1, 0, 0, np.zeros((0, 0), np.int32))
+            tracing.OperandTrace("scratch", nm, s.shape, _dtype_name(s.dtype), s.shape,
+                                 s.memory_space, 1, 0, 0, np.zeros((0, 0), np.int32))
             for nm, s in zip(scratch_names, self.scratch, strict=True)]
         tracing.record(tracing.CallTrace(
             name=self.name, grid=self.grid, dimension_semantics=self.semantics,
@@ -482,14 +532,15 @@ def _semantics(given: tuple[str, ...] | None, grid: tuple[int, ...]) -> tuple[st
 
 
 def _block_indices(op: _Operand, steps: list[tuple[int, ...]], pre_refs: list[Ref],
-                   call_name: str) -> np.ndarray:
+                   grid_idx: np.ndarray | None) -> np.ndarray:
     """Evaluate the index map at every step → int64 [steps, ndim], bounds-checked."""
     ndim = len(op.shape)
     out = np.zeros((len(steps), ndim), np.int64)
     spec_map = op.index_map
     if spec_map is None:
         return out
-    vectorized = _vectorized_indices(spec_map, steps, pre_refs, ndim)
+    vectorized = (None if grid_idx is None
+                  else _vectorized_indices(spec_map, grid_idx, pre_refs, ndim))
     if vectorized is not None:
         out[...] = vectorized
     else:
@@ -515,19 +566,21 @@ def _block_indices(op: _Operand, steps: list[tuple[int, ...]], pre_refs: list[Re
     return out
 
 
-def _vectorized_indices(index_map: Callable[..., object], steps: list[tuple[int, ...]],
+_MIN_VECTORIZED_STEPS = 8
+
+
+def _vectorized_indices(index_map: Callable[..., object], grid_idx: np.ndarray,
                         pre_refs: list[Ref], ndim: int) -> np.ndarray | None:
     """Evaluate ``index_map`` once on int arrays of all grid indices.
 
-    Index maps are usually affine (``lambda i, j: (i, 0)``), so one call on
-    arrays gives every step's block index.  Anything that does not come back
-    as ``ndim`` integer arrays of one value per step (Python branching on an
-    index raises on arrays, for example) returns None, and the caller falls
-    back to one call per step: the result is the same either way.
+    ``grid_idx`` is int64 [grid ndim, steps], built once per call.  Index maps
+    are usually affine (``lambda i, j: (i, 0)``), so one call on arrays gives
+    every step's block index.  Anything that does not come back as ``ndim``
+    integer arrays of one value per step (Python branching on an index raises
+    on arrays, for example) returns None, and the caller falls back to one call
+    per step: the result is the same either way.
     """
-    if len(steps) < 8 or not steps[0]:
-        return None
-    grid_idx = np.asarray(steps, dtype=np.int64).T
+    n_steps = grid_idx.shape[1]
     try:
         r = index_map(*grid_idx, *pre_refs)
     except Exception:  # noqa: BLE001 - any failure means "evaluate step by step"
@@ -537,10 +590,10 @@ def _vectorized_indices(index_map: Callable[..., object], steps: list[tuple[int,
     cols = []
     for entry in r:
         a = np.asarray(entry)
-        if a.dtype.kind not in "iu" or a.ndim > 1 or (a.ndim == 1 and len(a) != len(steps)):
+        if a.dtype.kind not in "iu" or a.ndim > 1 or (a.ndim == 1 and len(a) != n_steps):
             return None
-        cols.append(np.broadcast_to(a, (len(steps),)))
-    return np.stack(cols, axis=1) if cols else np.zeros((len(steps), 0), np.int64)
+        cols.append(np.broadcast_to(a, (n_steps,)))
+    return np.stack(cols, axis=1) if cols else np.zeros((n_steps, 0), np.int64)
 
 
 def _check_revisits(op: _Operand, changed: np.ndarray, call_name: str,

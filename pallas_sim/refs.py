@@ -92,14 +92,18 @@ class Ref:
 
     def _checked(self, idx):
         """Return ``idx`` after checking every entry against the ref's shape."""
-        entries = idx if isinstance(idx, tuple) else (idx,)
         shape = self._buf.shape
-        n_real = sum(1 for e in entries if e is not None and e is not Ellipsis)
+        if type(idx) is int and shape:  # the common scalar read of an SMEM table
+            if not -shape[0] <= idx < shape[0]:
+                self._raise(idx, 0, shape[0])
+            return idx
+        entries = idx if isinstance(idx, tuple) else (idx,)
         dim = 0
         for entry in entries:
             if entry is None:
                 continue
             if entry is Ellipsis:
+                n_real = sum(1 for e in entries if e is not None and e is not Ellipsis)
                 dim += len(shape) - n_real
                 continue
             if dim >= len(shape):
