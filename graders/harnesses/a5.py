@@ -81,14 +81,24 @@ def splash_attention_kernel(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np
         name="grader_splash")(*prefetch, q, k, v, np.asarray(info.partial_mask_blocks, bool))
 
 
+class _Recorded(BaseException):
+    """Stops the student's wrapper right after its pallas_call received its arguments.
+
+    A BaseException, so a student's ``except Exception`` does not swallow it.
+    """
+
+
 def splash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-                     fields: tuple, sm_scale: float | None) -> tuple:
+                     fields: tuple, sm_scale: float | None, record_only: bool = False) -> tuple:
     """Call the student's wrapper with a MaskInfo object and record what it prefetches.
 
     Returns ``(output, prefetch)``: the wrapper's result and, per pallas_call
     it made, the list of its scalar-prefetch arrays as passed (empty when the
-    call declared none). ``pl.pallas_call`` is wrapped only for the duration
-    of the call and restored afterwards.
+    call declared none). With ``record_only`` the first pallas_call is not
+    run: the wrapper stops as soon as the call receives its arguments and the
+    output is None, so a wrong table is reported as such even when running
+    it would fail. ``pl.pallas_call`` is wrapped only for the duration of the
+    call and restored afterwards.
     """
     wrapper = _function(sub, "splash_attention")
     info = GraderMaskInfo(*fields)
@@ -103,16 +113,20 @@ def splash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarra
         @functools.wraps(call)
         def run(*operands):
             recorded.append([np.array(a) for a in operands[:count]])
+            if record_only:
+                raise _Recorded()
             return call(*operands)
         return run
 
     pl.pallas_call = recording_pallas_call
+    out = None
     try:
         if sm_scale is None:
             out = wrapper(q, k, v, info)
         else:
             out = wrapper(q, k, v, info, sm_scale=sm_scale)
+    except _Recorded:
+        pass
     finally:
         pl.pallas_call = original
     return out, recorded
-

@@ -1,0 +1,133 @@
+"""End-to-end grading of a5_splash_attention (Tasks 5.1–5.5).
+
+Every file runs through the real pipeline (static check, a worker subprocess,
+the hypothesis checks against the hidden reference). The sample submissions'
+expected scores are those documented in ``examples/submissions/README.md``;
+the mutation tests prove that each graded MaskInfo rule and each part of the
+Splash call can cost points, on that task only, with feedback that names the
+field or invariant that is wrong.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graders.grading import SubmissionResult, grade_file
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "examples" / "submissions"
+A5 = "a5_splash_attention.py"
+FULL = {"5.1": 15, "5.2": 15, "5.3": 25, "5.4": 35, "5.5": 10}
+
+
+def task_points(result: SubmissionResult) -> dict[str, float]:
+    """Points per graded task, e.g. {"5.1": 15, ...}."""
+    return {t.task: t.points for t in result.tasks() if t.graded}
+
+
+def feedback(result: SubmissionResult, task: str) -> str:
+    return "\n".join(c.feedback for c in result.checks if c.task == task and c.feedback)
+
+
+def test_the_solution_gets_100_and_the_tasks_total_100():
+    result = grade_file(ROOT / "solutions" / A5)
+    assert (result.score, result.max_score) == (100, 100), (
+        f"solutions/{A5} must get 100/100; failures: "
+        f"{[c.feedback for c in result.checks if c.status != 'passed']}")
+    assert task_points(result) == FULL
+
+
+def test_the_untouched_handout_gets_zero_and_says_not_started():
+    result = grade_file(ROOT / "assignments" / A5)
+    assert result.score == 0
+    assert {t.status for t in result.tasks() if t.graded} == {"not started"}
+
+
+EXPECTED = {
+    "ada_correct": FULL,
+    # local window edges excluded; patterns keyed by q-start minus kv-start; mask on
+    # every tile (see the README for the checks each mistake loses).
+    "ben_typical_mistakes": {"5.1": 10, "5.2": 15, "5.3": 10, "5.4": 12, "5.5": 10},
+    "cleo_untouched": {"5.1": 0, "5.2": 0, "5.3": 0, "5.4": 0, "5.5": 0},
+    # endless search for the next partial tile; a kernel that returns a value (the
+    # wrapper's prefetch table, checked without running the call, is right).
+    "dev_broken": {"5.1": 15, "5.2": 15, "5.3": 10, "5.4": 5, "5.5": 4},
+}
+
+
+@pytest.fixture(scope="module")
+def graded_samples() -> dict[str, SubmissionResult]:
+    # A short timeout keeps dev_broken's endless loop cheap; correct calls take milliseconds.
+    return {student: grade_file(SAMPLES / student / A5, timeout=1.0) for student in EXPECTED}
+
+
+@pytest.mark.parametrize("student", sorted(EXPECTED))
+def test_sample_submissions_get_their_documented_scores(graded_samples, student):
+    result = graded_samples[student]
+    assert task_points(result) == EXPECTED[student], (
+        f"{student}/{A5}: per-task points differ from examples/submissions/README.md; "
+        f"reasons: {[(t.task, t.reason) for t in result.tasks() if t.points < t.max_points]}")
+
+
+def test_ben_s_mistakes_are_named_in_the_feedback(graded_samples):
+    ben = graded_samples["ben_typical_mistakes"]
+    assert "the window's edges are excluded" in feedback(ben, "5.1")
+    assert "compare the tiles' contents, not their positions" in feedback(ben, "5.3")
+    assert "MaskInfo invariant broken: partial patterns are distinct" in feedback(ben, "5.3")
+    assert "the mask is applied on full tiles too" in feedback(ben, "5.4")
+
+
+def test_dev_s_faults_fail_only_the_checks_that_hit_them(graded_samples):
+    dev = graded_samples["dev_broken"]
+    statuses = [c.status for c in dev.checks if c.task == "5.3"]
+    assert sorted(statuses) == ["passed", "passed", "timeout", "timeout"], (
+        f"the two drawn 5.3 checks time out on a mask without partial tiles: {statuses}")
+    assert "a Pallas kernel must return None" in feedback(dev, "5.4")
+
+
+def _mutated(tmp_path: Path, old: str, new: str) -> Path:
+    source = (ROOT / "solutions" / A5).read_text()
+    assert source.count(old) == 1, f"the mutation target {old!r} must occur once"
+    path = tmp_path / "student" / A5
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source.replace(old, new))
+    return path
+
+
+@pytest.mark.parametrize("old, new, task, kept, named", [
+    # Tiles listed column by column instead of row by row.
+    ("tile_rows, tile_cols = np.nonzero(kinds)  # row-major order",
+     "tile_cols, tile_rows = np.nonzero(kinds.T)", "5.3", 5,
+     "active tiles are listed in row-major (q block, kv block) order"),
+    # bounds_start / bounds_end computed per column of tiles.
+    ("new_row = tile_rows[1:] != tile_rows[:-1]",
+     "new_row = tile_cols[1:] != tile_cols[:-1]", "5.3", 5,
+     "bounds_start marks the first active tile of each q row of tiles"),
+    # A ValueError that does not say which row has no visible key.
+    ('raise ValueError(f"query row {int(blind_rows[0])} can attend to no key: every row "',
+     'raise ValueError("some query row can attend to no key: every row "', "5.3", 20,
+     "the ValueError's message does not name what is wrong"),
+    # The wrapper passes block_mask third instead of last: the kernel misreads the table.
+    ("mask_info.active_rows, mask_info.active_cols, mask_info.mask_next,\n"
+     "        mask_info.bounds_start, mask_info.bounds_end, mask_info.block_mask)]",
+     "mask_info.active_rows, mask_info.active_cols, mask_info.block_mask,\n"
+     "        mask_info.mask_next, mask_info.bounds_start, mask_info.bounds_end)]", "5.4", 15,
+     "prefetch argument 2 holds bounds_start or bounds_end or block_mask; the kernel expects "
+     "mask_next there"),
+    # K and V chosen by the q row instead of the active column.
+    ("        return h, cols[g], 0\n", "        return h, rows[g], 0\n", "5.4", 20,
+     "the k block chosen by the index map differs"),
+])
+def test_a_solution_with_one_mistake_loses_points_on_that_task_only(
+        tmp_path, old, new, task, kept, named):
+    result = grade_file(_mutated(tmp_path, old, new))
+    got = task_points(result)
+    assert got[task] == kept, (
+        f"the mutation {old!r} -> {new!r} leaves Task {task} exactly {kept} points; got "
+        f"{got[task]}: {[(c.check, c.status) for c in result.checks if c.task == task]}")
+    assert {t: p for t, p in got.items() if t != task} == {
+        t: p for t, p in FULL.items() if t != task}, "the fault is charged to its task only"
+    assert named in feedback(result, task), (
+        f"the feedback names what is wrong ({named!r}); it reads:\n{feedback(result, task)}")
