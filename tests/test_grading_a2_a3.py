@@ -147,6 +147,9 @@ MUTATIONS = [
     # 2.2: cells truncated instead of rounded; the single-buffered chart survives.
     (A2, "range(round(start * width / total), round(end * width / total))",
      "range(int(start * width / total), int(end * width / total))", "2.2", 5, set()),
+    # 2.2: a row label one space short: every chart is off, the worked ones included.
+    (A2, '(("DMA     ", dma_intervals), ("compute ", compute_intervals))',
+     '(("DMA    ", dma_intervals), ("compute ", compute_intervals))', "2.2", 0, set()),
     # 2.3: a pipeline that takes no time reported as unused.
     (A2, "    if finish == 0:\n        return 1.0", "    if finish == 0:\n        return 0.0",
      "2.3", 12, set()),
@@ -167,6 +170,9 @@ MUTATIONS = [
      'raise ValueError(f"{size} is not a multiple of {block}")', "3.2", 26, set()),
     # 3.3: operands counted once (no double buffering).
     (A3, "return sum(2 * rows * cols * size", "return sum(rows * cols * size", "3.3", 0, set()),
+    # 3.4: dtype_bytes ignored in the intensity (bf16 hard-coded); the solution's
+    # min_compute_bound_block uses it, so its drawn check (other dtype sizes) fails too.
+    (A3, "    return block / dtype_bytes\n", "    return block / 2\n", "3.4", 12, set()),
     # 3.4: the copy time forgotten (512-blocks are copy-bound).
     (A3, "return steps * max(compute_s, copy_s)", "return steps * compute_s", "3.4", 12, set()),
 ]
