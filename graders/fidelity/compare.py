@@ -161,8 +161,17 @@ def _same_value(a: Any, b: Any, where: str) -> None:
                        f"{xf[i]!r}, JAX {yf[i]!r} (largest difference {err:.3g})")
 
 
+@dataclasses.dataclass
+class RunStats:
+    """How many drawn inputs were compared, and on how many pallas_sim raised
+    ``NotImplementedError`` (a stub: both backends must then raise it)."""
+
+    compared: int = 0
+    not_implemented: int = 0
+
+
 def run_case(sim_module: types.ModuleType, jax_module: types.ModuleType,
-             case: FidelityCase, mode: str, *, max_examples: int | None = None) -> int:
+             case: FidelityCase, mode: str, *, max_examples: int | None = None) -> RunStats:
     """Compare ``case.func`` on both modules over hypothesis-drawn inputs.
 
     Args:
@@ -173,25 +182,25 @@ def run_case(sim_module: types.ModuleType, jax_module: types.ModuleType,
       max_examples: override ``case.max_examples``.
 
     Returns:
-      How many inputs were compared.
+      A :class:`RunStats`.
 
     Raises:
       Mismatch: the first disagreement (hypothesis shrinks it first).
     """
     from pallas_sim.backends import real_jax  # noqa: PLC0415 - needs the jax extra
 
-    count = 0
+    stats = RunStats()
 
     @settings(FIDELITY_SETTINGS, max_examples=max_examples or case.max_examples)
     @given(case.inputs)
     def body(drawn: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
-        nonlocal count
         args, kwargs = drawn
         sim = call(sim_module, case.func, args, kwargs)
         with real_jax.mode(mode):
             got = call(jax_module, case.func, args, kwargs, on_error=real_jax.reset)
-        count += 1
+        stats.compared += 1
+        stats.not_implemented += isinstance(sim.error, NotImplementedError)
         assert_same(sim, got, f"{case.func} on JAX {mode} interpret mode")
 
     body()
-    return count
+    return stats

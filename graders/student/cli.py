@@ -3,6 +3,7 @@
 ::
 
     pallas-lab check [FILE ...] [--task N.M] [--assignment aN] [--timeout S]
+                     [--backend pallas_sim|jax]
     pallas-lab status [FOLDER]
 
 ``check`` runs the public checks (``graders.student.selfcheck``) of each FILE
@@ -60,6 +61,17 @@ def _run_public(args: argparse.Namespace, con: Console) -> list[FileReport]:
 CHECK_BACKENDS: dict[str, Callable[[argparse.Namespace, Console], list[FileReport]]] = {
     "pallas_sim": _run_public,
 }
+
+
+def _run_jax(args: argparse.Namespace, con: Console) -> list[FileReport]:
+    """``--backend jax``: the file's kernels on real JAX Pallas vs pallas_sim
+    (``graders.fidelity.student_backend``; needs the ``pallas-lab[jax]`` extra)."""
+    from graders.fidelity.student_backend import run_jax_backend
+
+    return run_jax_backend(args, con)
+
+
+CHECK_BACKENDS["jax"] = _run_jax
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
