@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 
 import pallas_sim
 import reference.a1_pallas_basics as ref
-from graders.checks.compare import assert_close, assert_equal_int, assert_same_trace, tolerance
+from graders.checks.compare import (
+    assert_close,
+    assert_equal_int,
+    assert_same_trace,
+    require_ndarray,
+    require_pallas_call,
+    tolerance,
+)
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import F32, Case, blocked_2d, make_array, seeds
 
@@ -104,7 +111,9 @@ def add_kernel_ragged(s: Session) -> None:
 def blocked_add_values(s: Session) -> None:
     def body(case: Case) -> None:
         x, y = case.args
-        got = s.invoke("blocked_add", case.args, case.kwargs).value
+        reply = s.invoke("blocked_add", case.args, case.kwargs)
+        require_pallas_call(reply.traces, "blocked_add")
+        got = require_ndarray(reply.value, "blocked_add's result")
         expected = ref.blocked_add(x, y, **case.kwargs)
         assert_close(got, expected.astype(np.float64), *_tol(x.dtype), what="blocked_add's result")
     run_property(two_arrays(), body, max_examples=20)
@@ -143,7 +152,9 @@ def blocked_add_worked(s: Session) -> None:
 def bias_add_values(s: Session) -> None:
     def body(case: Case) -> None:
         x, bias = case.args
-        got = s.invoke("bias_add", case.args, case.kwargs).value
+        reply = s.invoke("bias_add", case.args, case.kwargs)
+        require_pallas_call(reply.traces, "bias_add")
+        got = require_ndarray(reply.value, "bias_add's result")
         assert_close(got, ref.bias_add(x, bias, **case.kwargs).astype(np.float64),
                      *_tol(x.dtype), what="bias_add's result")
     run_property(bias_cases(), body, max_examples=20)
@@ -192,7 +203,9 @@ def accumulate_cases(draw) -> Case:
 def accumulate_values(s: Session) -> None:
     def body(case: Case) -> None:
         acc, x = case.args
-        got = s.invoke("accumulate_inplace", case.args, case.kwargs).value
+        reply = s.invoke("accumulate_inplace", case.args, case.kwargs)
+        require_pallas_call(reply.traces, "accumulate_inplace")
+        got = require_ndarray(reply.value, "the result")
         assert_close(got, _expected_sum(acc, x), *_tol(acc.dtype), what="the result")
     run_property(accumulate_cases(), body, max_examples=15)
 
@@ -203,6 +216,7 @@ def accumulate_in_place(s: Session) -> None:
     def body(case: Case) -> None:
         acc, x = case.args
         reply = s.invoke("accumulate_inplace", case.args, case.kwargs, return_args=True)
+        require_pallas_call(reply.traces, "accumulate_inplace")
         returned = reply.returned_arg
         if isinstance(returned, (list, tuple)):
             returned = returned[0] if len(returned) == 1 else None

@@ -53,8 +53,11 @@ def as_array(got: object, what: str) -> np.ndarray:
     """``got`` as a numeric/bool ndarray.
 
     Raises:
-      CheckFailure: ``got`` is not array-like, or holds objects.
+      CheckFailure: ``got`` is None, not array-like, or holds objects.
     """
+    if got is None:
+        raise CheckFailure(f"{what} is None", expected="an array", got="None",
+                           hint="did the function forget to return its result?")
     try:
         arr = np.asarray(got)
     except Exception:  # noqa: BLE001
@@ -119,6 +122,33 @@ def assert_close(got: object, expected: np.ndarray, rtol: float, atol: float, *,
 def _scalar(v: object) -> str:
     v = np.asarray(v).item()
     return f"{v:.6g}" if isinstance(v, float) else repr(v)
+
+
+def require_ndarray(got: object, what: str) -> np.ndarray:
+    """``got`` must be a NumPy array (a list or a scalar is not the API's result).
+
+    Raises:
+      CheckFailure: None, or not an ``np.ndarray``.
+    """
+    if not isinstance(got, np.ndarray):
+        as_array(got, what)  # None and non-numeric results get their own message
+        raise CheckFailure(f"{what} must be a NumPy array", expected="numpy.ndarray",
+                           got=type(got).__name__,
+                           hint="return what pl.pallas_call returns, without converting it")
+    return got
+
+
+def require_pallas_call(traces: Sequence[CallTrace], func: str) -> None:
+    """The wrapper ``func`` must compute its result through ``pl.pallas_call``.
+
+    Raises:
+      CheckFailure: the trace shows no pallas_call.
+    """
+    if not traces:
+        raise CheckFailure(f"{func} made no pallas_call", expected="the result of pl.pallas_call",
+                           got="a result computed without any pallas_call",
+                           hint="the task is to write the kernel and call it through "
+                                "pl.pallas_call; plain NumPy earns no points here")
 
 
 def assert_equal_int(got: object, expected: int, what: str) -> None:
