@@ -545,7 +545,13 @@ def _block_indices(op: _Operand, steps: list[tuple[int, ...]], pre_refs: list[Re
         out[...] = vectorized
     else:
         for s, pid in enumerate(steps):
-            r = spec_map(*pid, *pre_refs)
+            try:
+                r = spec_map(*pid, *pre_refs)
+            except TypeError as exc:
+                raise KernelSignatureError(
+                    f"index_map of {op.role}put {op.name!r} failed at grid step {pid}: {exc}. "
+                    f"An index map takes one argument per grid axis ({len(pid)}), then the "
+                    f"scalar-prefetch refs ({len(pre_refs)}), and returns block indices") from exc
             if not isinstance(r, tuple):
                 r = tuple(r) if isinstance(r, list) else (r,)
             if len(r) != ndim:

@@ -85,10 +85,14 @@ class Ref:
         return value.copy() if isinstance(value, np.ndarray) else value
 
     def __setitem__(self, idx, value) -> None:
-        if idx is Ellipsis:
-            self._buf[...] = value
-            return
-        self._buf[self._checked(idx)] = value
+        target = idx if idx is Ellipsis else self._checked(idx)
+        try:
+            self._buf[target] = value
+        except ValueError as exc:
+            shape = np.shape(value)
+            raise ValueError(
+                f"cannot store a value of shape {shape} into {self.name}{_fmt(idx)}, whose "
+                f"shape is {self._buf[target].shape}: {exc}") from None
 
     def _checked(self, idx):
         """Return ``idx`` after checking every entry against the ref's shape."""
