@@ -141,7 +141,10 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     errors: list[str] = []
     gradebook = out / GRADEBOOK
     if pending:
-        context = multiprocessing.get_context("spawn")
+        # forkserver: each student's grader is a fresh process forked from a server that
+        # has already imported the grader, so a student costs no interpreter start-up.
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["graders.grading", "graders.reports.gradescope"])
         columns = [TextColumn("grading"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[last]}"), TimeElapsedColumn()]
         with Progress(*columns, console=err, transient=False) as progress, \

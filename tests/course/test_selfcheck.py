@@ -1,0 +1,59 @@
+"""`pallas-lab check` / `status`: public checks in the student's process, never the reference."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "examples" / "submissions"
+
+
+def pallas_lab(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "graders.cli", *args], cwd=cwd, text=True,
+                          capture_output=True, timeout=timeout,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                               "COLUMNS": "200"})
+
+
+def test_check_passes_the_solution_and_uses_no_hidden_module() -> None:
+    code = ("import sys; from graders.student.cli import main; "
+            "rc = main(['check', 'solutions/a1_pallas_basics.py', 'solutions/a4_flash_attention.py',"
+            " '--task', '4.1']);"
+            "hidden = sorted(m for m in sys.modules if m.split('.')[0] == 'reference' or "
+            "m.startswith(('graders.checks', 'graders.grading', 'graders.worker.client')));"
+            "print('HIDDEN', hidden); sys.exit(rc)")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, text=True, capture_output=True,
+                         timeout=120, env={"PYTHONPATH": str(ROOT), "COLUMNS": "200"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Task 4.1 online_softmax: passed" in run.stdout
+    assert "HIDDEN []" in run.stdout, "the self-check must not import the reference or graders"
+    full = pallas_lab("check", "solutions/a1_pallas_basics.py")
+    assert full.returncode == 0, full.stdout + full.stderr
+    assert full.stdout.count(": passed") == 5
+
+
+def test_check_shows_the_smallest_failing_input_and_not_started() -> None:
+    ben = pallas_lab("check", "a1_pallas_basics.py", "a4_flash_attention.py",
+                     cwd=SAMPLES / "ben_typical_mistakes")
+    assert ben.returncode == 1
+    out = ben.stdout
+    assert "Task 1.3 bias_add: failing" in out and "got: 192 DMAs" in out
+    assert "Task 1.5 vmem_bytes: failing" in out and "smallest failing input:" in out
+    assert "Task 4.1 online_softmax: failing" in out and "(5, 2.1851)" in out
+    assert "Task 1.1 add_kernel: passed" in out
+    cleo = pallas_lab("check", "--task", "1.2", cwd=SAMPLES / "cleo_untouched")
+    assert cleo.returncode == 1 and "Task 1.2 blocked_add: not started" in cleo.stdout
+    assert "Task 1.1" not in cleo.stdout, "--task runs one task only"
+
+
+def test_status_lists_every_assignment_and_usage_errors_exit_2(tmp_path: Path) -> None:
+    status = pallas_lab("status", str(SAMPLES / "ada_correct"))
+    assert status.returncode == 0
+    for label in ("a1 Pallas basics", "a2 Pipelining", "a3 Matmul", "a4 Flash Attention",
+                  "a5 Splash Attention"):
+        assert label in status.stdout
+    assert "5/5" in status.stdout, "ada passes every public check of a1"
+    assert pallas_lab("check", cwd=tmp_path).returncode == 2
+    assert pallas_lab("check", "--task", "9.9").returncode == 2
