@@ -59,7 +59,9 @@ python="${{PALLAS_LAB_PYTHON:-python3}}"
 mkdir -p "$root/results"
 if ! "$python" -m graders.autograder run --root "$root"{assignment}; then
   if [ ! -s "$root/results/results.json" ]; then
-    printf '%s\\n' '{{"score": 0, "output": "The autograder could not run; please tell the course staff.", "visibility": "visible", "tests": []}}' > "$root/results/results.json"
+    printf '%s%s\\n' '{{"score": 0, "visibility": "visible", "tests": [], ' \\
+      '"output": "The autograder could not run; please tell the course staff."}}' \\
+      > "$root/results/results.json"
   fi
 fi
 exit 0

@@ -25,14 +25,15 @@ from graders.assignments import ASSIGNMENTS
 from graders.release_notebook import grade_cell_id, notebook_text, source_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG = '''"""nbgrader configuration of the pallas-lab course (written by `pallas-lab nbgrader`)."""
+CONFIG = '''"""nbgrader configuration of the pallas-lab course (from `pallas-lab nbgrader`)."""
 
 c = get_config()  # noqa: F821 - provided by nbgrader
 c.CourseDirectory.course_id = "{course_id}"
 # Solution regions become this stub in the released notebooks.
-c.ClearSolutions.code_stub = {{"python": 'raise NotImplementedError("Need to implement this task")'}}
-# The autograder-tests cells only name the task: pallas-lab grades it in its own worker
-# (`pallas-lab grade . --to-gradebook`), never by executing the notebook here.
+STUB = 'raise NotImplementedError("Need to implement this task")'
+c.ClearSolutions.code_stub = {{"python": STUB}}
+# The autograder-tests cells only name the task: pallas-lab grades it in its own
+# worker (`pallas-lab grade . --to-gradebook`), never by executing the notebook.
 '''
 
 

@@ -72,6 +72,7 @@ def notebook_static_result(
         if where is not None:
             cell, line = where
             message = _LINE_PREFIX.sub(
-                lambda m: f"cell {cell}, line {line}{m.group(2) or ''}:", message, count=1)
+                lambda m, c=cell, n=line: f"cell {c}, line {n}{m.group(2) or ''}:", message,
+                count=1)
         problems.append(StaticProblem(problem.line, problem.column, message))
     return StaticCheckResult(file_name, tuple(problems))

@@ -19,8 +19,8 @@ def pallas_lab(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess
 
 def test_check_passes_the_solution_and_uses_no_hidden_module() -> None:
     code = ("import sys; from graders.student.cli import main; "
-            "rc = main(['check', 'solutions/a1_pallas_basics.py', 'solutions/a4_flash_attention.py',"
-            " '--task', '4.1']);"
+            "rc = main(['check', 'solutions/a1_pallas_basics.py', "
+            "'solutions/a4_flash_attention.py', '--task', '4.1']);"
             "hidden = sorted(m for m in sys.modules if m.split('.')[0] == 'reference' or "
             "m.startswith(('graders.checks', 'graders.grading', 'graders.worker.client')));"
             "print('HIDDEN', hidden); sys.exit(rc)")
