@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
 
+from graders.checks.a5 import mask_cases
 from graders.grading import SubmissionResult, grade_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,3 +148,71 @@ def test_the_public_self_check_passes_the_solution_and_flags_ben_s_mistakes():
     (outcome,) = ben.tasks
     assert outcome.status != "passed" and "lecture's causal table" in outcome.check, (
         "ben's kernel masks full tiles too, which the public kernel check catches")
+
+
+# --- the invariant checker on its own (trusted side, no worker) ----------------------------
+
+def _causal_case():
+    import reference.a5_splash_attention as ref
+    from graders.checks.a5 import MaskCase
+
+    mask = ref.causal_mask(16) & ref.local_mask(16, (8, None))  # tiles P, F, P per row
+    return ref, MaskCase(mask, 4, 4, "causal_mask(16) & local_mask(16, (8, None))")
+
+
+def _corrupt(fields: dict, how: str) -> dict:
+    f = {k: np.array(v) for k, v in fields.items()}
+    if how == "order":
+        for k in ("active_rows", "active_cols", "block_mask", "mask_next"):
+            f[k][[1, 2]] = f[k][[2, 1]]
+    elif how == "bounds":
+        f["bounds_start"] = np.r_[True, f["active_cols"][1:] != f["active_cols"][:-1]]
+    elif how == "empty":
+        f["active_rows"] = np.insert(f["active_rows"], 1, 0)
+        f["active_cols"] = np.insert(f["active_cols"], 1, 3)
+        for k, v in (("block_mask", 1), ("mask_next", 0), ("bounds_start", False),
+                     ("bounds_end", True)):
+            f[k] = np.insert(f[k], 1, v)
+        f["bounds_end"][0] = False
+    elif how == "duplicate":
+        f["partial_mask_blocks"] = np.concatenate([f["partial_mask_blocks"],
+                                                   f["partial_mask_blocks"][:1]])
+        f["mask_next"][np.flatnonzero(f["block_mask"] == 1)[-1]] = len(
+            f["partial_mask_blocks"]) - 1
+    elif how == "own pattern":
+        partial = np.flatnonzero(f["block_mask"] == 1)
+        f["mask_next"][partial[0]] = (f["mask_next"][partial[0]] + 1) % len(
+            f["partial_mask_blocks"])
+    elif how == "full next":
+        full = np.flatnonzero(f["block_mask"] == 2)
+        f["mask_next"][full[0]] = (f["mask_next"][full[0]] + 1) % len(f["partial_mask_blocks"])
+    return f
+
+
+@pytest.mark.parametrize("how, invariant", [
+    ("order", "row-major"),
+    ("bounds", "bounds_start marks the first active tile of each q row"),
+    ("empty", "each active tile is non-empty"),
+    ("duplicate", "partial patterns are distinct"),
+    ("own pattern", "mask_next of a partial tile points at its own pattern"),
+    ("full next", "mask_next of a full tile is the pattern of the next partial tile"),
+])
+def test_each_broken_invariant_is_named(how, invariant):
+    from graders.checks.a5 import FIELDS, _broken_invariant
+
+    ref, case = _causal_case()
+    fields = ref.build_mask_info(case.mask, case.block_q, case.block_kv)._asdict()
+    assert _broken_invariant([np.asarray(v) for v in fields.values()], case) is None
+    broken = _corrupt(fields, how)
+    found = _broken_invariant([broken[name] for name in FIELDS], case)
+    assert found is not None and invariant in found[0], (how, found)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(mask_cases())
+def test_the_reference_mask_info_satisfies_every_invariant(case):
+    import reference.a5_splash_attention as ref
+    from graders.checks.a5 import _broken_invariant
+
+    info = ref.build_mask_info(case.mask, case.block_q, case.block_kv)
+    assert _broken_invariant([np.asarray(v) for v in info], case) is None

@@ -374,6 +374,9 @@ def _broken_invariant(got: list[np.ndarray], case: MaskCase) -> tuple[str, str, 
     own = np.full(len(rows), -1)
     for g, (r, c, kind) in enumerate(zip(rows, cols, kinds, strict=True)):
         tile = tiles[r, c]
+        if not tile.any():
+            return ("each active tile is non-empty", "only tiles with a True entry",
+                    f"tile ({r}, {c}) at position {g} has none")
         if kind == 2:
             if not tile.all():
                 return ("a tile marked full (block_mask 2) is all True",
@@ -400,6 +403,14 @@ def _broken_invariant(got: list[np.ndarray], case: MaskCase) -> tuple[str, str, 
             return ("mask_next of a full tile is the pattern of the next partial tile "
                     "(wrapping to the first; 0 with no partial tile)",
                     f"mask_next[{g}] = {want}", f"mask_next[{g}] = {nxt[g]}")
+    rebuilt = np.zeros_like(tiles)
+    for r, c, kind, n in zip(rows, cols, kinds, nxt, strict=True):
+        rebuilt[r, c] = True if kind == 2 else patterns[n]
+    if not np.array_equal(rebuilt, tiles):
+        where = tuple(int(i) for i in np.argwhere(rebuilt != tiles)[0])
+        return ("the dense mask rebuilt from MaskInfo equals the input",
+                f"tile {where[:2]} element {where[2:]} = {bool(tiles[where])}",
+                f"{bool(rebuilt[where])}")
     return None
 
 
