@@ -50,6 +50,11 @@ API_TASKS = {
         "flash_attention_hbm_bytes": "4.6", "xla_attention_hbm_bytes": "4.6",
         "attention_flops": "4.6",
     },
+    "a5_splash_attention": {
+        "causal_mask": "5.1", "local_mask": "5.1", "segment_mask": "5.1",
+        "classify_blocks": "5.2", "render_block_mask": "5.2", "build_mask_info": "5.3",
+        "splash_attention_kernel": "5.4", "splash_attention": "5.4", "mask_stats": "5.5",
+    },
 }
 
 
