@@ -57,12 +57,20 @@ class MaskInfo(_NamedTuple):
 
 
 def causal_mask(q_len: int, kv_len: int | None = None, *, offset: int = 0) -> _np.ndarray:
-    """Task 5.1: bool [q_len, kv_len], True where q + offset >= kv (np.tri with k = offset)."""
+    """Task 5.1 (lecture §6.1): the causal mask, bool [q_len, kv_len].
+
+    True where q + offset >= kv: ``np.tri`` with diagonal ``k = offset``.
+    q_len, kv_len (default q_len): ints >= 0; offset: any int.
+    """
     return _np.tri(q_len, q_len if kv_len is None else kv_len, k=offset, dtype=bool)
 
 
 def local_mask(q_len: int, window, kv_len: int | None = None) -> _np.ndarray:
-    """Task 5.1: bool [q_len, kv_len], True where q - left <= kv <= q + right."""
+    """Task 5.1 (lecture §6.1): the sliding-window mask, bool [q_len, kv_len].
+
+    window = (left, right), each an int >= 0 or None (unbounded): True where
+    q - left <= kv <= q + right. Built from two ``np.tri`` triangles.
+    """
     left, right = window
     n = q_len if kv_len is None else kv_len
     out = None
@@ -78,7 +86,11 @@ def local_mask(q_len: int, window, kv_len: int | None = None) -> _np.ndarray:
 
 
 def segment_mask(q_segment_ids, kv_segment_ids=None) -> _np.ndarray:
-    """Task 5.1: bool [q_len, kv_len], True where the segment ids are equal."""
+    """Task 5.1 (lecture §6.4): the document mask, bool [q_len, kv_len].
+
+    q_segment_ids: int [q_len]; kv_segment_ids: int [kv_len] (default: the
+    query ids). True where the ids are equal.
+    """
     q_ids = _np.asarray(q_segment_ids)
     kv_ids = q_ids if kv_segment_ids is None else _np.asarray(kv_segment_ids)
     return _np.equal.outer(q_ids, kv_ids)
@@ -90,7 +102,13 @@ def _check_block(name: str, block: int, length_name: str, length: int) -> None:
 
 
 def classify_blocks(mask, block_q: int, block_kv: int) -> _np.ndarray:
-    """Task 5.2: int8 [nq, nkv]: 0 empty, 1 partial, 2 full."""
+    """Task 5.2 (lecture §6.1): the kind of every tile, int8 [q_len // block_q, kv_len // block_kv].
+
+    0 = no True entry, 1 = partial, 2 = all True (``any`` + ``all`` per tile).
+
+    Raises:
+      ValueError: a block size that is not a positive divisor of its length.
+    """
     m = _np.asarray(mask, dtype=bool)
     _check_block("block_q", block_q, "q_len", m.shape[0])
     _check_block("block_kv", block_kv, "kv_len", m.shape[1])
@@ -101,14 +119,23 @@ def classify_blocks(mask, block_q: int, block_kv: int) -> _np.ndarray:
 
 
 def render_block_mask(block_mask) -> str:
-    """Task 5.2: one line per q block, cells "·", "P", "F" joined by single spaces."""
+    """Task 5.2 (lecture §6.1): the block picture of an int [nq, nkv] array of 0/1/2.
+
+    One line per q block, cells "·" (0), "P" (1), "F" (2) joined by single
+    spaces, lines joined by "\n".
+    """
     table = _np.array(["·", "P", "F"])
     return "\n".join(" ".join(table[_np.asarray(row, dtype=int)].tolist())
                      for row in _np.asarray(block_mask))
 
 
 def build_mask_info(mask, block_q: int, block_kv: int) -> MaskInfo:
-    """Task 5.3: the MaskInfo of a bool [q_len, kv_len] mask.
+    """Task 5.3 (lecture §6.2): the MaskInfo of a bool [q_len, kv_len] mask.
+
+    Walks the tiles in row-major order; patterns are deduplicated by content
+    (``np.array_equal`` against every stored one), in order of first
+    appearance; a full tile's ``mask_next`` is the pattern of the next partial
+    tile at or after it, wrapping to the first (0 with none).
 
     Raises:
       ValueError: a block size does not divide its length; a query row with no
@@ -162,7 +189,14 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
                             bounds_end_ref, block_mask_ref, q_ref, k_ref, v_ref, mask_ref, o_ref,
                             m_scratch_ref, l_scratch_ref, acc_scratch_ref, *, sm_scale,
                             block_q, block_kv) -> None:
-    """Task 5.4: one (head, active tile) step; tile math in float64, state in f32 scratch."""
+    """Task 5.4 (lecture §6.3): one (head, active tile) step of Splash Attention.
+
+    Refs as in the student API: six int32 [A] SMEM prefetch refs, q (block_q,
+    d), k (block_kv, d), v (block_kv, dv), mask (block_q, block_kv) bool, o
+    (block_q, dv) f32, scratch m, l f32 (block_q, 128) and acc f32 (block_q,
+    dv). Scores and weights are computed in float64; masked pairs (partial
+    tiles only) get weight exactly 0.
+    """
     g = _pl.program_id(1)
     if bounds_start_ref[g]:
         m_scratch_ref[...] = -_np.inf
@@ -187,7 +221,13 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
 
 
 def splash_attention(q, k, v, mask_info, *, sm_scale=None):
-    """Task 5.4: f32 [H, L, dv] through one pallas_call over the active tiles."""
+    """Task 5.4 (lecture §6.3): Splash Attention, f32 [H, L, dv], one pallas_call.
+
+    q, k: [H, L, d]; v: [H, L, dv]; mask_info: any object with the MaskInfo
+    attributes. Grid (H, A) through ``pltpu.PrefetchScalarGridSpec`` with the
+    six prefetch arrays (active_rows, active_cols, mask_next, bounds_start,
+    bounds_end, block_mask) as int32; sm_scale defaults to 1 / sqrt(d).
+    """
     heads, length, d = q.shape
     dv = v.shape[2]
     blocks = _np.asarray(mask_info.partial_mask_blocks, dtype=bool)
@@ -223,7 +263,12 @@ def splash_attention(q, k, v, mask_info, *, sm_scale=None):
 
 
 def mask_stats(mask, block_q: int, block_kv: int) -> dict:
-    """Task 5.5: block counts, stored-pattern bytes, and num_blocks / num_active."""
+    """Task 5.5 (lecture §6.4, §6.6): statistics of a mask's tiling.
+
+    Returns ints num_blocks, num_active, num_partial, num_full, num_patterns,
+    pattern_bytes (one byte per element per stored pattern) and the float
+    compute_saving = num_blocks / num_active. Raises as ``build_mask_info``.
+    """
     kinds = classify_blocks(mask, block_q, block_kv)
     info = build_mask_info(mask, block_q, block_kv)
     partial = int((kinds == 1).sum())

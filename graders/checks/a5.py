@@ -173,6 +173,7 @@ class Call:
 
 @st.composite
 def causal_calls(draw: st.DrawFn) -> Call:
+    """causal_mask calls: lengths 1..24 (kv_len may be None), offsets -6..30."""
     q_len = draw(st.integers(1, 24))
     kv_len = draw(st.one_of(st.none(), st.integers(1, 24)))
     return Call("causal_mask", (q_len, kv_len), {"offset": draw(st.integers(-6, 30))})
@@ -189,6 +190,7 @@ def causal_values(s: Session) -> None:
 
 @st.composite
 def local_calls(draw: st.DrawFn) -> Call:
+    """local_mask calls: windows with either side None or 0..26, kv_len None or 1..24."""
     q_len = draw(st.integers(1, 24))
     side = st.one_of(st.none(), st.integers(0, 26))
     kv_len = draw(st.one_of(st.none(), st.integers(1, 24)))
@@ -217,6 +219,7 @@ def local_values(s: Session) -> None:
 
 @st.composite
 def segment_calls(draw: st.DrawFn) -> Call:
+    """segment_mask calls: int32 ids in 0..3, kv ids None or their own list."""
     q_ids = np.asarray(draw(st.lists(st.integers(0, 3), min_size=1, max_size=20)), np.int32)
     kv = draw(st.one_of(st.none(), st.lists(st.integers(0, 3), min_size=1, max_size=20)))
     return Call("segment_mask", (q_ids, None if kv is None else np.asarray(kv, np.int32)), {})
@@ -578,6 +581,7 @@ class SplashCase:
 
 @st.composite
 def splash_cases(draw: st.DrawFn, kinds: tuple[str, ...] = KINDS) -> SplashCase:
+    """Square masks of ``kinds`` (L <= 32, blocks 2/4/8), H 1-2, d 4/8/16, dv 4/8, f32 inputs."""
     case = draw(mask_cases(square=True, blocks=(2, 4, 8), max_len=32, kinds=kinds))
     heads = draw(st.integers(1, 2))
     d, dv = draw(st.sampled_from([4, 8, 16])), draw(st.sampled_from([4, 8]))
