@@ -268,8 +268,8 @@ def render_values(s: Session) -> None:
 _EX12_IDS = np.repeat([0, 1, 2], [1000, 2000, 1096])
 
 
-@check(A, "5.2", 3, "worked answers: the causal L 8 picture in 2 x 2 blocks, causal 4096 in "
-                    "(1024, 2048) blocks, Ex12's three documents (lecture §6.1, §6.2, Ex12)")
+@check(A, "5.2", 3, "worked answers: the causal L 8 picture in 2 x 2 blocks, the causal "
+                    "(1024, 2048)-block grid, Ex12's three documents (lecture §6.1, §6.2, Ex12)")
 def classify_worked(s: Session) -> None:
     picture = "P · · ·\nF P · ·\nF F P ·\nF F F P"
     kinds = s.invoke("classify_blocks", (ref.causal_mask(8), 2, 2)).value
@@ -281,8 +281,9 @@ def classify_worked(s: Session) -> None:
                            input="render_block_mask(classify_blocks(causal_mask(8), 2, 2))",
                            expected=repr(picture), got=repr(got))
     worked = [
-        ("causal_mask(4096), block_q = 1024, block_kv = 2048", ref.causal_mask(4096), 1024,
-         2048, [[1, 0], [1, 0], [2, 1], [2, 1]]),
+        ("causal_mask(16), block_q = 4, block_kv = 8 (the lecture's causal 4096 with "
+         "(1024, 2048) blocks, scaled by 1/256: the same tile grid)", ref.causal_mask(16), 4,
+         8, [[1, 0], [1, 0], [2, 1], [2, 1]]),
         ("segment_mask(documents 1000/2000/1096), blocks 1024", ref.segment_mask(_EX12_IDS),
          1024, 1024, [[1, 1, 1, 0], [1, 2, 1, 0], [1, 1, 1, 1], [0, 0, 1, 2]]),
     ]
@@ -469,7 +470,7 @@ def mask_info_worked(s: Session) -> None:
     label = "build_mask_info(causal_mask(4096), 1024, 2048)"
     for name, g in zip(FIELDS, got, strict=True):
         if name == "partial_mask_blocks":
-            expected = ref.build_mask_info(mask, 1024, 2048).partial_mask_blocks
+            expected = np.stack([mask[:1024, :2048], mask[1024:2048, :2048]])
             what = "MaskInfo.partial_mask_blocks (2 patterns: tiles (0,0)/(2,1) and (1,0)/(3,1))"
         else:
             expected = np.asarray(_WORKED_INFO[name], FIELD_DTYPES[name])
@@ -834,15 +835,15 @@ def stats_values(s: Session) -> None:
     run_property(mask_cases(), body, max_examples=15)
 
 
-@check(A, "5.5", 4, "worked answers: Ex11; causal L 512 in 64-blocks; the lecture's L 16384 / "
-                    "block 1024 pattern counts (causal 1, causal & window 2048 2), scaled to "
-                    "L 2048 / block 128 / window 256")
+@check(A, "5.5", 4, "worked answers: Ex11 (scaled to L 1024 / block 256); causal L 512 in "
+                    "64-blocks; the lecture's L 16384 / block 1024 pattern counts (causal 1, "
+                    "causal & window 2048 2), scaled to L 2048 / block 128 / window 256")
 def stats_worked(s: Session) -> None:
     causal2k = ref.causal_mask(2048)
     worked = [
-        ("Ex11: causal_mask(4096), blocks 1024", ref.causal_mask(4096), 1024,
+        ("Ex11 scaled by 1/4: causal_mask(1024), blocks 256", ref.causal_mask(1024), 256,
          {"num_blocks": 16, "num_active": 10, "num_partial": 4, "num_full": 6,
-          "num_patterns": 1, "pattern_bytes": 1 << 20}),
+          "num_patterns": 1, "pattern_bytes": 256 * 256}),
         ("causal_mask(512), blocks 64", ref.causal_mask(512), 64,
          {"num_blocks": 64, "num_active": 36, "num_partial": 8, "num_full": 28,
           "num_patterns": 1, "pattern_bytes": 4096}),
