@@ -216,3 +216,42 @@ def test_the_reference_mask_info_satisfies_every_invariant(case):
 
     info = ref.build_mask_info(case.mask, case.block_q, case.block_kv)
     assert _broken_invariant([np.asarray(v) for v in info], case) is None
+
+
+def test_every_a5_check_can_fail(tmp_path):
+    # One file with a mistake in every function the samples and mutations above do not
+    # already catch; each named check must fail (graded once to keep the suite fast).
+    source = (ROOT / "solutions" / A5).read_text()
+    mistakes = [
+        ("return query_pos >= np.arange(n_keys)[None, :]",
+         "return query_pos > np.arange(n_keys)[None, :]"),
+        ("kv_ids = q_ids if kv_segment_ids is None else np.asarray(kv_segment_ids)",
+         "kv_ids = q_ids"),
+        ("kinds = np.where(allowed == block_q * block_kv, 2, np.where(allowed > 0, 1, 0))",
+         "kinds = np.where(allowed == block_q * block_kv, 1, np.where(allowed > 0, 2, 0))"),
+        ('return "\\n".join(lines)', 'return " / ".join(lines)'),
+        ("return kernel(*table, q, k, v, patterns)",
+         "s = np.einsum('hqd,hkd->hqk', q, k) * scale\n"
+         "    dense = np.zeros((seq_len, seq_len), bool)\n"
+         "    for r, c, kind, n in zip(*table[:2], table[5], table[2]):\n"
+         "        dense[r * block_q:(r + 1) * block_q, c * block_kv:(c + 1) * block_kv] = (\n"
+         "            True if kind == 2 else patterns[n])\n"
+         "    s = np.where(dense, s, -np.inf)\n"
+         "    p = np.exp(s - s.max(-1, keepdims=True))\n"
+         "    return ((p / p.sum(-1, keepdims=True)) @ v).astype(np.float32)"),
+        ('"compute_saving": total / active}', '"compute_saving": active / total}'),
+    ]
+    for old, new in mistakes:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    path = tmp_path / "student" / A5
+    path.parent.mkdir()
+    path.write_text(source)
+    failed = {c.check: c.feedback for c in grade_file(path).checks if c.status != "passed"}
+    for start in ("causal_mask(q_len, kv_len, offset=...)", "segment_mask(q_ids, kv_ids)",
+                  "classify_blocks(mask, block_q, block_kv)", "render_block_mask draws",
+                  "worked answers: the causal L 8 picture", "splash_attention(q, k, v, mask_info)",
+                  "mask_stats equals the reference", "worked answers: Ex11"):
+        hits = [name for name in failed if name.startswith(start)]
+        assert hits, f"the check starting {start!r} should fail; failed: {sorted(failed)}"
+    assert any("made no pallas_call" in text for text in failed.values())

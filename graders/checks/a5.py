@@ -697,8 +697,15 @@ def _wrapper_reply(s: Session, c: SplashCase, record_only: bool = False):
                     "attention (drawn masks, heads, head sizes, sm_scale or its default)")
 def wrapper_values(s: Session) -> None:
     def body(c: SplashCase) -> None:
-        _, out, _ = _wrapper_reply(s, c)
+        reply, out, _ = _wrapper_reply(s, c)
+        if not reply.traces:
+            raise CheckFailure("splash_attention made no pallas_call",
+                               expected="the output of one pl.pallas_call over the active tiles",
+                               got="a result computed without pallas_call")
         _check_output(out, c, "splash_attention's output")
+        if np.asarray(out).dtype != np.float32:
+            raise CheckFailure("splash_attention's output has the wrong dtype",
+                               expected="float32", got=np.asarray(out).dtype.name)
     run_property(splash_cases(), body, max_examples=12)
 
 
