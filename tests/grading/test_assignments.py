@@ -22,7 +22,13 @@ def test_the_points_of_the_graded_tasks() -> None:
     ]
     assert [(t.id, t.points) for t in a4.graded_tasks] == [("4.1", 15), ("4.2", 15)]
     assert [t.points for t in a4.tasks] == [15, 15, 30, 20, 5, 15]
-    for other in ("a2", "a3", "a5"):
+    assert [(t.id, t.points) for t in get_assignment("a2").graded_tasks] == [
+        ("2.1", 40), ("2.2", 25), ("2.3", 20), ("2.4", 15),
+    ]
+    assert [(t.id, t.points) for t in get_assignment("a3").graded_tasks] == [
+        ("3.1", 30), ("3.2", 30), ("3.3", 20), ("3.4", 20),
+    ]
+    for other in ("a5",):
         assert get_assignment(other).graded_tasks == ()
 
 
@@ -35,7 +41,7 @@ def test_stems_name_assignments() -> None:
         get_assignment("a9")
 
 
-@pytest.mark.parametrize("assignment_id", ["a1", "a4"])
+@pytest.mark.parametrize("assignment_id", ["a1", "a2", "a3", "a4"])
 def test_the_checks_of_each_graded_task_add_up_to_its_points(assignment_id: str) -> None:
     assignment = get_assignment(assignment_id)
     checks = load_checks(assignment_id)
