@@ -1,0 +1,429 @@
+"""Red-team suite: one hostile submission per attack, graded through the real CLI.
+
+Each submission in ``tests/redteam/submissions/`` is the a1 solution followed by
+the attack (later definitions replace the solution's functions, module-level
+code runs on import). A class folder of them, with honest students graded
+before and after, goes through ``pallas-lab grade --format gradescope`` in a
+subprocess (two groups, run at the same time). For every attack the tests
+assert that (docs/security.md, "Attacks and their tests"):
+
+* the run finished (every student has a results.json; the CLI exits 0);
+* the score is at most what the honest part earns: the solution's points minus
+  the tasks the attack replaced, exactly so when the attack is contained at
+  run time (the other checks are unaffected); 0 when the file is refused;
+* the honest students still get 100;
+* the feedback says what was refused.
+
+Attacks that only the operating-system sandbox stops (reading, writing, /proc,
+network, fork bombs) are marked ``needs_sandbox``: with ``PALLAS_LAB_SANDBOX=off``
+they fail, which is how the suite proves it can fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graders.worker import sandbox
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+SUBMISSIONS = HERE / "submissions"
+SOLUTION = REPO / "solutions" / "a1_pallas_basics.py"
+STEM = "a1_pallas_basics"
+POINTS = {"1.1": 15, "1.2": 25, "1.3": 25, "1.4": 20, "1.5": 15}
+#: Seconds every CLI run may take before the test calls the grader hung.
+RUN_LIMIT = 300
+#: A sleep length no other process on the machine uses: the fork bomb's children carry it.
+SLEEP_MARK = f"{4000 + os.getpid() % 1000}.{time.time_ns() % 10**6:06d}"
+
+
+@dataclass(frozen=True)
+class Attack:
+    """One hostile submission: ``replaces`` the tasks whose functions it replaces;
+    ``mode`` "contained" (score = 100 - their points), "refused" (static check: 0),
+    "unloaded" (fails on import: 0) or "custom" (score ``score``); ``says``: phrases
+    the feedback must contain; ``group``: which CLI run grades it."""
+
+    name: str
+    replaces: tuple[str, ...] = ()
+    mode: str = "contained"
+    says: tuple[str, ...] = ()
+    group: str = "a"
+    needs_sandbox: bool = False
+    score: float | None = None
+
+    @property
+    def honest(self) -> float:
+        """Points the honest part of the submission earns."""
+        if self.score is not None:
+            return self.score
+        if self.mode in ("refused", "unloaded"):
+            return 0.0
+        return 100.0 - sum(POINTS[task] for task in self.replaces)
+
+
+ATTACKS = [
+    Attack("monkeypatch_numpy_static", mode="refused",
+           says=("line ", "'np.allclose'", "monkeypatching")),
+    Attack("monkeypatch_numpy_hidden", ("1.5",), says=("expected", "got")),
+    Attack("monkeypatch_test_tools", ("1.5",), says=("No module named 'pytest'",)),
+    Attack("hypothesis_tricks", ("1.5",), says=("raised UnsatisfiedAssumption",)),
+    Attack("pytest_outcomes", ("1.2", "1.3", "1.4"),
+           says=("raised Skipped", "raised XFailed", "raised Exit")),
+    Attack("always_equal", ("1.2", "1.5"), says=("'AlwaysEqual'", "cannot be sent")),
+    Attack("ndarray_subclass", ("1.2",), says=("'Agreeable'", "subclass of numpy.ndarray")),
+    Attack("os_exit", ("1.5",), says=("exited with status 0",), group="b"),
+    Attack("sys_exit", ("1.2", "1.5"), says=("raised SystemExit",)),
+    Attack("import_time_exit", mode="unloaded", says=("exited with status 0",)),
+    Attack("read_hidden_path", ("1.5",), says=("refused (FileNotFoundError",),
+           needs_sandbox=True),
+    Attack("read_hidden_symlink", ("1.5",), says=("refused (FileNotFoundError)",),
+           needs_sandbox=True),
+    Attack("read_proc", ("1.5",), says=("[2 cmdline]",), needs_sandbox=True),
+    Attack("forged_output", ("1.5",), says=("got:",)),
+    Attack("forged_channel", ("1.5",), says=("did not sign",), group="b"),
+    Attack("write_outside", ("1.5",), says=("refused (",), needs_sandbox=True),
+    Attack("network", ("1.5",), says=("network: refused",), needs_sandbox=True),
+    Attack("grader_detection", mode="custom", score=100 - 9,
+           says=("grader signs seen: []",)),
+    Attack("infinite_loop", ("1.5",), says=("did not finish within 4 s",), group="b"),
+    Attack("deep_recursion", ("1.2", "1.5"), says=("RecursionError", "did not finish"),
+           group="b"),
+    Attack("memory_bomb", ("1.2", "1.5"), says=("MemoryError",), group="b"),
+    Attack("fork_bomb", ("1.5",), says=("forked ",), group="b", needs_sandbox=True),
+    Attack("huge_output", ("1.5",), says=("File too large",), group="b"),
+    Attack("percent_shell_escape", mode="refused", says=("SyntaxError", "!cat /etc/shadow")),
+    Attack("dyn_import_dunder", mode="refused", says=("use of '__import__' is not allowed",)),
+    Attack("dyn_importlib", mode="refused", says=("import of 'importlib' is not allowed",)),
+    Attack("dyn_getattr_builtins", mode="refused",
+           says=("use of '__builtins__' is not allowed",)),
+    Attack("dyn_exec", mode="refused", says=("use of 'exec' is not allowed",)),
+    # Files and links beside the submission (built in ``_extras``).
+    Attack("beside_conftest_sitecustomize_pth", mode="custom", score=100),
+    Attack("linked_submission", mode="refused", says=("is a symbolic link",)),
+    Attack("linked_student_folder", mode="refused", says=("is a symbolic link",)),
+    Attack("notebook_magics", mode="custom", score=100),
+]
+BY_NAME = {attack.name: attack for attack in ATTACKS}
+HONEST = ("aaa_honest", "zzz_honest")
+
+
+def _sandbox_expected() -> bool:
+    """True when this run should have the namespace sandbox (else sandbox tests skip).
+
+    With ``PALLAS_LAB_SANDBOX`` set to anything, the tests run whatever it says, so
+    ``PALLAS_LAB_SANDBOX=off`` makes them fail instead of skipping.
+    """
+    if os.environ.get(sandbox.ENV_VAR):
+        return True
+    return sandbox.choose_level() == "namespace"
+
+
+class _Listener:
+    """A TCP listener on the host's loopback that records whether anyone connected."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server.settimeout(0.2)
+        self.port = self.server.getsockname()[1]
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except (TimeoutError, OSError):
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.server.close()
+
+
+@dataclass
+class Run:
+    """What the CLI runs produced: per-student results.json, their output, exit codes."""
+
+    results: dict[str, dict[str, Any]]
+    stdout: str
+    stderr: str
+    returncodes: list[int]
+    seconds: float
+    classes: dict[str, Path]
+    out: dict[str, Path]
+    marker: Path
+    listener_connections: int
+    leftover_sleepers: list[int]
+
+
+def _compose(attack: Attack, substitutions: dict[str, str]) -> str:
+    text = (SUBMISSIONS / f"{attack.name}.py").read_text(encoding="utf-8")
+    for key, value in substitutions.items():
+        text = text.replace(f"@@{key}@@", value)
+    smuggle = (SUBMISSIONS / "_smuggle.txt").read_text(encoding="utf-8")
+    return SOLUTION.read_text(encoding="utf-8") + "\n\n" + smuggle + "\n\n" + text
+
+
+def _notebook(marker: Path) -> str:
+    """The solution as a notebook, plus cells with shell escapes and magics."""
+    source = SOLUTION.read_text(encoding="utf-8")
+    cells = []
+    for chunk in source.split("# %%"):
+        if chunk.strip() and not chunk.lstrip().startswith("[markdown]"):
+            cells.append(chunk.lstrip("\n"))
+    hostile = [f"!touch {marker}", f"%%bash\ntouch {marker}\n", f"%system touch {marker}",
+               f"import os\nos.system('touch {marker}')"]
+    return json.dumps({
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                    "language": "python"}},
+        "cells": [
+            {"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None,
+             "outputs": [], "source": text}
+            for i, text in enumerate([*cells, *hostile])
+        ],
+    })
+
+
+def _extras(attack: Attack, klass: Path, marker: Path) -> None:
+    folder = klass / attack.name
+    solution = SOLUTION.read_text(encoding="utf-8")
+    if attack.name == "beside_conftest_sitecustomize_pth":
+        folder.mkdir()
+        (folder / f"{STEM}.py").write_text(solution, encoding="utf-8")
+        touch = f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n"
+        for name in ("conftest.py", "sitecustomize.py", "usercustomize.py"):
+            (folder / name).write_text(touch, encoding="utf-8")
+        (folder / "evil.pth").write_text(touch.replace("\n", "; ") + "\n", encoding="utf-8")
+    elif attack.name == "linked_submission":  # the reference implements the same API
+        folder.mkdir()
+        (folder / f"{STEM}.py").symlink_to(REPO / "reference" / f"{STEM}.py")
+    elif attack.name == "linked_student_folder":
+        folder.symlink_to(REPO / "solutions", target_is_directory=True)
+    elif attack.name == "notebook_magics":
+        folder.mkdir()
+        (folder / f"{STEM}.ipynb").write_text(_notebook(marker), encoding="utf-8")
+    elif attack.name == "read_hidden_symlink":
+        (folder / "ref_link.py").symlink_to(REPO / "reference" / f"{STEM}.py")
+        (folder / "link_dir").symlink_to(REPO / "reference", target_is_directory=True)
+
+
+def _cli() -> list[str]:
+    script = Path(sys.executable).parent / "pallas-lab"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "graders.cli"]
+
+
+def _sleepers() -> list[int]:
+    """Pids of processes running ``sleep SLEEP_MARK`` (the fork bomb's children)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if SLEEP_MARK.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    base = tmp_path_factory.mktemp("redteam")
+    marker = base / "marker-should-never-exist"
+    listener = _Listener()
+    classes = {group: base / f"class_{group}" for group in ("a", "b")}
+    out = {group: base / f"results_{group}" for group in ("a", "b")}
+    substitutions = {"REPO": str(REPO), "MARKER": str(marker), "PORT": str(listener.port),
+                     "SLEEP": SLEEP_MARK}
+    for klass in classes.values():
+        klass.mkdir()
+        for name in HONEST:
+            (klass / name).mkdir()
+            shutil.copy(SOLUTION, klass / name / f"{STEM}.py")
+    for attack in ATTACKS:
+        klass = classes[attack.group]
+        subs = {**substitutions, "CLASS": str(klass), "RESULTS": str(out[attack.group])}
+        if (SUBMISSIONS / f"{attack.name}.py").exists():
+            (klass / attack.name).mkdir()
+            (klass / attack.name / f"{STEM}.py").write_text(_compose(attack, subs),
+                                                             encoding="utf-8")
+        _extras(attack, klass, marker)
+    timeouts = {"a": "10", "b": "4"}  # b holds the attacks that must time out
+    started = time.monotonic()
+    processes = {
+        group: subprocess.Popen(
+            [*_cli(), "grade", str(classes[group]), "--format", "gradescope",
+             "--out", str(out[group]), "--timeout", timeouts[group]],
+            cwd=base, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for group in classes
+    }
+    stdout, stderr, codes = "", "", []
+    try:
+        for process in processes.values():
+            o, e = process.communicate(timeout=RUN_LIMIT)
+            stdout, stderr = stdout + o, stderr + e
+            codes.append(process.returncode)
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.kill()
+        listener.close()
+    seconds = time.monotonic() - started
+    leftovers = _sleepers()
+    for pid in leftovers:  # the fork bomb's children, by pid (only when the sandbox is off)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    results = {}
+    for group in classes:
+        for path in out[group].glob(f"*/{STEM}/results.json"):
+            results[path.parent.parent.name] = json.loads(path.read_text(encoding="utf-8"))
+    return Run(results, stdout, stderr, codes, seconds, classes, out, marker,
+               listener.connections, leftovers)
+
+
+def _feedback(result: dict[str, Any]) -> str:
+    return "\n".join(test.get("output", "") for test in result["tests"])
+
+
+def test_the_runs_finish_with_every_student_graded(run: Run) -> None:
+    assert run.returncodes == [0, 0], run.stderr[-3000:]
+    expected = {a.name for a in ATTACKS} | set(HONEST)
+    assert expected <= set(run.results), sorted(expected - set(run.results))
+    assert run.seconds < RUN_LIMIT
+
+
+def test_honest_students_graded_around_the_attacks_get_full_marks(run: Run) -> None:
+    for group in ("a", "b"):
+        for name in HONEST:
+            # Both groups' honest students share a name; each group's folder is separate.
+            path = run.out[group] / name / STEM / "results.json"
+            result = json.loads(path.read_text(encoding="utf-8"))
+            assert result["score"] == 100, (group, name, _feedback(result))
+
+
+@pytest.mark.parametrize("name", [a.name for a in ATTACKS])
+def test_an_attack_earns_at_most_the_honest_part_and_is_named(run: Run, name: str) -> None:
+    attack = BY_NAME[name]
+    if attack.needs_sandbox and not _sandbox_expected():
+        pytest.skip("this machine cannot give the worker the namespace sandbox")
+    result = run.results[name]
+    feedback = _feedback(result)
+    assert result["score"] <= attack.honest, feedback
+    if attack.mode != "custom" or attack.score is not None:
+        assert result["score"] == attack.honest, (
+            f"{name}: the checks the attack does not touch must be unaffected\n{feedback}")
+    for phrase in attack.says:
+        assert phrase in feedback, f"{name}: the feedback does not say {phrase!r}:\n{feedback}"
+    for test in result["tests"]:
+        if test["number"] in attack.replaces and attack.mode == "contained":
+            assert test["score"] == 0, test
+
+
+def _sandboxed(name: str) -> None:
+    if not _sandbox_expected():
+        pytest.skip("this machine cannot give the worker the namespace sandbox")
+
+
+def test_hidden_files_are_not_readable_by_path(run: Run) -> None:
+    _sandboxed("read_hidden_path")
+    feedback = _feedback(run.results["read_hidden_path"])
+    assert "READ" not in feedback, feedback
+    # Both checks of Task 1.5 call it: each report lists the five paths.
+    assert feedback.count("refused (FileNotFoundError, FileNotFoundError)") == 2 * 5, feedback
+
+
+def test_links_beside_the_submission_lead_nowhere(run: Run) -> None:
+    _sandboxed("read_hidden_symlink")
+    feedback = _feedback(run.results["read_hidden_symlink"])
+    assert "READ" not in feedback and feedback.count("refused (FileNotFoundError)") == 2 * 4
+
+
+def test_proc_shows_no_grader_process(run: Run) -> None:
+    _sandboxed("read_proc")
+    feedback = _feedback(run.results["read_proc"])
+    for secret in ("pallas-lab grade", "graders.cli", "pytest", "sandbox.py", str(REPO),
+                   "[1 cmdline]"):
+        assert secret not in feedback, f"/proc showed {secret!r}:\n{feedback}"
+
+
+def test_nothing_is_written_outside_the_workers_own_directory(run: Run) -> None:
+    _sandboxed("write_outside")
+    feedback = _feedback(run.results["write_outside"])
+    assert "WROTE" not in feedback, feedback
+    assert not run.marker.exists()
+    assert not (run.out["a"] / "pwned.json").exists()
+    honest = run.classes["a"] / "aaa_honest" / f"{STEM}.py"
+    assert honest.read_text(encoding="utf-8") == SOLUTION.read_text(encoding="utf-8")
+
+
+def test_there_is_no_network(run: Run) -> None:
+    _sandboxed("network")
+    assert run.listener_connections == 0
+    assert "CONNECTED" not in _feedback(run.results["network"])
+
+
+def test_a_fork_bomb_leaves_no_process_behind(run: Run) -> None:
+    _sandboxed("fork_bomb")
+    assert run.leftover_sleepers == [], "the fork bomb's children outlived the grader"
+    feedback = _feedback(run.results["fork_bomb"])
+    forked = int(feedback.split("forked ")[1].split(",")[0])
+    assert forked < sandbox.LIMITS_BY_NAME["RLIMIT_NPROC"], feedback
+
+
+def test_files_beside_the_submission_never_run(run: Run) -> None:
+    assert not run.marker.exists()
+    assert run.results["beside_conftest_sitecustomize_pth"]["score"] == 100
+
+
+def test_notebook_magics_and_shell_escapes_never_run(run: Run) -> None:
+    result = run.results["notebook_magics"]
+    assert not run.marker.exists()
+    assert result["score"] == 100, _feedback(result)
+
+
+def test_forged_scores_stay_output(run: Run) -> None:
+    result = run.results["forged_output"]
+    assert result["score"] == 85
+    assert sum(test["score"] for test in result["tests"]) == 85
+    for test in result["tests"]:  # printed text is never a result, at most "your output"
+        if "score: 100/100" in test["output"] or '"score": 100' in test["output"]:
+            before = test["output"].split("score: 100/100")[0].split('"score": 100')[0]
+            assert "your code printed:" in before, test["output"]
+
+
+def test_huge_output_is_capped_in_the_report(run: Run) -> None:
+    path = run.out["b"] / "huge_output" / STEM / "results.json"
+    assert path.stat().st_size < 64 * 1024, path.stat().st_size
+
+
+def test_feedback_names_no_grader_internals(run: Run) -> None:
+    for name, result in run.results.items():
+        if name == "read_hidden_path":  # its own report names the paths it tried
+            continue
+        feedback = _feedback(result)
+        for secret in ("graders/checks", "reference/", "Traceback (most recent call last)"):
+            assert secret not in feedback, f"{name}: {secret!r} in\n{feedback}"

@@ -1,0 +1,48 @@
+"""Grading hostile and honest submissions twice through the CLI gives identical results."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from tests.redteam.test_attacks import ATTACKS, SOLUTION, STEM, _cli, _compose
+
+#: Attacks whose feedback carries the worker's own output, exceptions and restarts.
+CHOSEN = ("forged_output", "always_equal", "os_exit", "pytest_outcomes")
+
+
+def _grade(klass: Path, out: Path) -> dict[str, str]:
+    done = subprocess.run(
+        [*_cli(), "grade", str(klass), "--format", "gradescope", "--out", str(out),
+         "--timeout", "10"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    texts = {}
+    for path in sorted(out.glob(f"*/{STEM}/results.json")):
+        result = json.loads(path.read_text(encoding="utf-8"))
+        result.pop("execution_time", None)
+        for test in result.get("tests", []):
+            test.pop("execution_time", None)
+        texts[path.parent.parent.name] = json.dumps(result, sort_keys=True, indent=1)
+    return texts
+
+
+def test_grading_twice_gives_identical_results(tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    (klass / "honest").mkdir(parents=True)
+    shutil.copy(SOLUTION, klass / "honest" / f"{STEM}.py")
+    subs = {"REPO": "/nonexistent", "MARKER": "/nonexistent", "PORT": "9", "SLEEP": "1",
+            "CLASS": str(klass), "RESULTS": "/nonexistent"}
+    for attack in ATTACKS:
+        if attack.name in CHOSEN:
+            (klass / attack.name).mkdir()
+            (klass / attack.name / f"{STEM}.py").write_text(_compose(attack, subs),
+                                                            encoding="utf-8")
+    first = _grade(klass, tmp_path / "first")
+    second = _grade(klass, tmp_path / "second")
+    assert set(first) == {"honest", *CHOSEN}
+    for student, text in first.items():
+        assert second[student] == text, f"{student}: grading twice gave different results"

@@ -1,0 +1,147 @@
+"""The sandbox levels: what the worker sees and may do at each (docs/security.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from graders.worker import sandbox
+from graders.worker.client import Worker, site_package_dirs
+
+# A probe module; the Worker API is used directly (no static check), as an attacker who got
+# past the static check would.
+PROBE = '''
+import os
+import sys
+
+
+def identity():
+    return os.getuid(), os.geteuid(), os.getgid(), os.getgroups()
+
+
+def capabilities():
+    with open("/proc/self/status") as handle:
+        return [line.split()[1] for line in handle if line.startswith("CapEff")][0]
+
+
+def limits():
+    with open("/proc/self/limits") as handle:
+        return handle.read()
+
+
+def root_listing():
+    return sorted(os.listdir("/"))
+
+
+def write(path):
+    try:
+        with open(path, "w") as handle:
+            handle.write("x")
+        return "wrote"
+    except OSError as exc:
+        return type(exc).__name__
+
+
+def exists(path):
+    return os.path.exists(path)
+
+
+def interfaces():
+    return sorted(os.listdir("/sys/class/net")) if os.path.exists("/sys/class/net") else []
+
+
+def pids():
+    return sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+
+
+def no_new_privs():
+    with open("/proc/self/status") as handle:
+        return [line.split()[1] for line in handle if line.startswith("NoNewPrivs")][0]
+'''
+
+
+def _namespace_available() -> bool:
+    try:
+        return sandbox.choose_level() == "namespace"
+    except (RuntimeError, ValueError):
+        return False
+
+
+needs_namespace = pytest.mark.skipif(
+    not _namespace_available(), reason="the namespace sandbox needs root and unshare(2)"
+)
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
+    folder = tmp_path_factory.mktemp("mallory")
+    (folder / "a1_pallas_basics.py").write_text(PROBE, encoding="utf-8")
+    with Worker(folder / "a1_pallas_basics.py", timeout=10.0,
+                sandbox_level="namespace" if _namespace_available() else "process") as w:
+        assert w.load_result is not None and w.load_result.ok, w.load_result
+        yield w
+
+
+@needs_namespace
+def test_the_worker_is_an_unprivileged_user_of_its_own(worker: Worker) -> None:
+    uid, euid, gid, groups = worker.call("identity").value
+    assert uid == euid == gid >= sandbox.FIRST_UID and groups == []
+    assert int(worker.call("capabilities").value, 16) == 0, "the worker kept capabilities"
+    assert worker.call("no_new_privs").value == "1"
+
+
+@needs_namespace
+def test_the_worker_runs_under_the_documented_limits(worker: Worker) -> None:
+    text = worker.call("limits").value
+    rows = {" ".join(line.split()[:-3]): line.split()[-3:] for line in text.splitlines()[1:]}
+    assert rows["Max address space"][0] == str(sandbox.LIMITS_BY_NAME["RLIMIT_AS"])
+    assert rows["Max processes"][0] == str(sandbox.LIMITS_BY_NAME["RLIMIT_NPROC"])
+    assert rows["Max file size"][0] == str(sandbox.LIMITS_BY_NAME["RLIMIT_FSIZE"])
+    assert rows["Max cpu time"][0] == str(sandbox.LIMITS_BY_NAME["RLIMIT_CPU"])
+    assert rows["Max core file size"][0] == "0"
+
+
+@needs_namespace
+def test_the_root_holds_only_the_system_the_interpreter_and_the_worker(worker: Worker) -> None:
+    listing = set(worker.call("root_listing").value)
+    assert listing <= {"bin", "dev", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp",
+                       "usr", "root", "opt", "home", "work", "var"}, listing
+    for hidden in ("/work/main", "/etc/passwd", "/etc/shadow", "/home", "/var/lib"):
+        assert not worker.call("exists", (hidden,)).value, hidden
+    for folder in site_package_dirs():
+        assert not worker.call("exists", (f"{folder}/hypothesis",)).value, folder
+
+
+@needs_namespace
+def test_only_the_working_directory_is_writable(worker: Worker) -> None:
+    assert worker.call("write", (str(worker.workdir / "scratch.txt"),)).value == "wrote"
+    for path in ("/scratch.txt", "/usr/scratch.txt", f"{worker.libdir}/scratch.py",
+                 "/proc/scratch", "/dev/scratch"):
+        assert worker.call("write", (path,)).value in (
+            "OSError", "PermissionError", "FileNotFoundError"), path
+
+
+@needs_namespace
+def test_no_network_interface_and_no_other_process(worker: Worker) -> None:
+    assert worker.call("interfaces").value == []  # /sys is not even mounted
+    assert worker.call("pids").value == [2], "the worker must see only itself"
+
+
+def test_the_level_can_be_forced_and_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(sandbox.ENV_VAR, "off")
+    assert sandbox.requested_level() == "process"
+    assert sandbox.choose_level() == "process"
+    monkeypatch.setenv(sandbox.ENV_VAR, "chroot-please")
+    with pytest.raises(ValueError, match="PALLAS_LAB_SANDBOX='chroot-please'"):
+        sandbox.requested_level()
+    monkeypatch.delenv(sandbox.ENV_VAR)
+    assert sandbox.requested_level() is None
+
+
+def test_the_process_level_still_grades(tmp_path: Path) -> None:
+    (tmp_path / "a1_pallas_basics.py").write_text("def f():\n    return 3\n", encoding="utf-8")
+    with Worker(tmp_path / "a1_pallas_basics.py", sandbox_level="process") as w:
+        assert w.sandbox_level == "process"
+        assert w.call("f").value == 3
