@@ -65,6 +65,7 @@ LIMITS: tuple[tuple[str, int], ...] = (
     ("RLIMIT_NOFILE", 256),            # open file descriptors
     ("RLIMIT_CORE", 0),                # no core dumps
 )
+LIMITS_BY_NAME = dict(LIMITS)
 #: Host device nodes made available inside the namespace level's root.
 DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
 
