@@ -20,8 +20,10 @@ def test_the_points_of_the_graded_tasks() -> None:
     assert [(t.id, t.points) for t in a1.graded_tasks] == [
         ("1.1", 15), ("1.2", 25), ("1.3", 25), ("1.4", 20), ("1.5", 15),
     ]
-    assert [(t.id, t.points) for t in a4.graded_tasks] == [("4.1", 15), ("4.2", 15)]
-    assert [t.points for t in a4.tasks] == [15, 15, 30, 20, 5, 15]
+    assert [(t.id, t.points) for t in a4.graded_tasks] == [
+        ("4.1", 15), ("4.2", 15), ("4.3", 30), ("4.4", 20), ("4.5", 5), ("4.6", 15),
+    ]
+    assert a4.max_score == 100
     assert [(t.id, t.points) for t in get_assignment("a2").graded_tasks] == [
         ("2.1", 40), ("2.2", 25), ("2.3", 20), ("2.4", 15),
     ]
