@@ -351,9 +351,9 @@ class AttentionCase:
                                      causal=self.causal, soft_cap=self.soft_cap)
 
     def __repr__(self) -> str:
-        heads, length, d = self.q.shape
         parts = [f"q = {fmt_array(self.q)}, k = {fmt_array(self.k)}, v = {fmt_array(self.v)}"
-                 f" (uniform in [-4, 4), seed {self.seed})",
+                 f" (rng = np.random.default_rng({self.seed}); q, k, v = rng.uniform(-4, 4, "
+                 "shape) in that order, cast to the dtype)",
                  f"sm_scale = {'None (1/sqrt(d))' if self.sm_scale is None else self.sm_scale}",
                  f"causal = {self.causal}", f"block_q = {self.block_q}",
                  f"block_kv = {self.block_kv}"]
