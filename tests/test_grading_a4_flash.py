@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from graders.grading import SubmissionResult, grade_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,10 +61,6 @@ def check_points(result: SubmissionResult, task: str) -> dict[str, tuple[float, 
 
 def feedback(result: SubmissionResult, task: str) -> str:
     return "\n".join(c.feedback for c in result.checks if c.task == task and c.feedback)
-
-
-def test_the_solution_earns_every_point_of_a4() -> None:
-    assert points(grade_file(ROOT / "solutions" / STEM)) == FULL
 
 
 def test_removing_the_rescale_loses_the_kernel_and_the_end_to_end_check(tmp_path):
@@ -139,17 +133,23 @@ def test_reading_kv_head_h_mod_hkv_fails_the_wrapper_only(tmp_path):
     assert "h // (H // Hkv)" in feedback(result, "4.4")
 
 
-@pytest.mark.parametrize("func, old, new, task", [
-    ("flash_attention_hbm_bytes", "kv_read = q_blocks * H * L * (d + dv) * in_bytes",
-     "kv_read = H * L * (d + dv) * in_bytes", "4.6"),
-    ("mle_safe_range", "underflow_margin = float(-np.log(f32.tiny))",
-     "underflow_margin = float(np.log(f32.max))", "4.5"),
-])
-def test_model_mistakes_cost_their_task_with_a_diagnosis(tmp_path, func, old, new, task):
-    result = grade_mutation(tmp_path, old, new)
+def test_model_mistakes_cost_their_tasks_with_a_diagnosis(tmp_path):
+    # Both in one file (one grading run): K and V read once in total instead of once per
+    # q block (4.6), and ln(f32 max) as the underflow margin (4.5).
+    source = (ROOT / "solutions" / STEM).read_text()
+    for old, new in (("kv_read = q_blocks * H * L * (d + dv) * in_bytes",
+                      "kv_read = H * L * (d + dv) * in_bytes"),
+                     ("underflow_margin = float(-np.log(f32.tiny))",
+                      "underflow_margin = float(np.log(f32.max))")):
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    path = tmp_path / "student" / STEM
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    result = grade_file(path)
     got = points(result)
-    assert got[task] < FULL[task]
-    assert {t: p for t, p in got.items() if t != task} == {
-        t: p for t, p in FULL.items() if t != task}
-    text = feedback(result, task)
-    assert ("once per query block" in text) if task == "4.6" else ("87.34" in text), text
+    assert got["4.5"] < FULL["4.5"] and got["4.6"] < FULL["4.6"]
+    assert {t: got[t] for t in ("4.1", "4.2", "4.3", "4.4")} == {
+        "4.1": 15, "4.2": 15, "4.3": 30, "4.4": 20}
+    assert "once per query block" in feedback(result, "4.6")
+    assert "87.34" in feedback(result, "4.5")
