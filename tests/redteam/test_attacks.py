@@ -171,6 +171,7 @@ class Run:
     classes: dict[str, Path]
     out: dict[str, Path]
     marker: Path
+    written: Path
     listener_connections: int
     leftover_sleepers: list[int]
 
@@ -202,6 +203,11 @@ def _notebook(marker: Path) -> str:
             for i, text in enumerate([*cells, *hostile])
         ],
     })
+
+
+def _marker_of(marker: Path, name: str) -> Path:
+    """The file an attack's hostile side files would create if they ever ran."""
+    return marker.with_name(f"{marker.name}-{name}")
 
 
 def _extras(attack: Attack, klass: Path, marker: Path) -> None:
@@ -254,8 +260,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     listener = _Listener()
     classes = {group: base / f"class_{group}" for group in ("a", "b")}
     out = {group: base / f"results_{group}" for group in ("a", "b")}
+    written = base / "written-should-never-exist"
     substitutions = {"REPO": str(REPO), "MARKER": str(marker), "PORT": str(listener.port),
-                     "SLEEP": SLEEP_MARK}
+                     "SLEEP": SLEEP_MARK, "WRITTEN": str(written)}
     for klass in classes.values():
         klass.mkdir()
         for name in HONEST:
@@ -268,7 +275,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
             (klass / attack.name).mkdir()
             (klass / attack.name / f"{STEM}.py").write_text(_compose(attack, subs),
                                                              encoding="utf-8")
-        _extras(attack, klass, marker)
+        _extras(attack, klass, _marker_of(marker, attack.name))
     timeouts = {"a": "10", "b": "4"}  # b holds the attacks that must time out
     started = time.monotonic()
     processes = {
@@ -301,7 +308,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     for group in classes:
         for path in out[group].glob(f"*/{STEM}/results.json"):
             results[path.parent.parent.name] = json.loads(path.read_text(encoding="utf-8"))
-    return Run(results, stdout, stderr, codes, seconds, classes, out, marker,
+    return Run(results, stdout, stderr, codes, seconds, classes, out, marker, written,
                listener.connections, leftovers)
 
 
@@ -374,7 +381,7 @@ def test_nothing_is_written_outside_the_workers_own_directory(run: Run) -> None:
     _sandboxed("write_outside")
     feedback = _feedback(run.results["write_outside"])
     assert "WROTE" not in feedback, feedback
-    assert not run.marker.exists()
+    assert not run.written.exists()
     assert not (run.out["a"] / "pwned.json").exists()
     honest = run.classes["a"] / "aaa_honest" / f"{STEM}.py"
     assert honest.read_text(encoding="utf-8") == SOLUTION.read_text(encoding="utf-8")
@@ -395,13 +402,13 @@ def test_a_fork_bomb_leaves_no_process_behind(run: Run) -> None:
 
 
 def test_files_beside_the_submission_never_run(run: Run) -> None:
-    assert not run.marker.exists()
+    assert not _marker_of(run.marker, "beside_conftest_sitecustomize_pth").exists()
     assert run.results["beside_conftest_sitecustomize_pth"]["score"] == 100
 
 
 def test_notebook_magics_and_shell_escapes_never_run(run: Run) -> None:
     result = run.results["notebook_magics"]
-    assert not run.marker.exists()
+    assert not _marker_of(run.marker, "notebook_magics").exists()
     assert result["score"] == 100, _feedback(result)
 
 

@@ -34,7 +34,8 @@ def test_grading_twice_gives_identical_results(tmp_path: Path) -> None:
     klass = tmp_path / "class"
     (klass / "honest").mkdir(parents=True)
     shutil.copy(SOLUTION, klass / "honest" / f"{STEM}.py")
-    subs = {"REPO": "/nonexistent", "MARKER": "/nonexistent", "PORT": "9", "SLEEP": "1",
+    subs = {"REPO": "/nonexistent", "MARKER": "/nonexistent", "WRITTEN": "/nonexistent",
+            "PORT": "9", "SLEEP": "1",
             "CLASS": str(klass), "RESULTS": "/nonexistent"}
     for attack in ATTACKS:
         if attack.name in CHOSEN:

@@ -3,7 +3,7 @@
 TARGETS = [
     "@@RESULTS@@/pwned.json",
     "@@CLASS@@/aaa_honest/a1_pallas_basics.py",
-    "@@MARKER@@",
+    "@@WRITTEN@@",
 ]
 
 
