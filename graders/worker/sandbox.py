@@ -137,12 +137,15 @@ def requested_level() -> str | None:
 
 def _probe(level: str, python: str) -> bool:
     """True when a throw-away launcher can enter ``level`` on this machine."""
+    import importlib.util
     import subprocess
 
+    spec = importlib.util.find_spec("numpy")  # located, not imported
+    numpy_parent = os.path.dirname(os.path.dirname(spec.origin)) if spec and spec.origin else ""
     try:
         done = subprocess.run(
             [python, "-I", "-S", "-B", os.path.abspath(__file__), "--probe", level,
-             os.path.realpath(getattr(sys, "_base_executable", None) or python)],
+             os.path.realpath(getattr(sys, "_base_executable", None) or python), numpy_parent],
             capture_output=True, timeout=30, check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
@@ -388,16 +391,21 @@ def launch(plan: SandboxPlan) -> int:
     return os.WEXITSTATUS(status)
 
 
-def _probe_main(level: str, python: str) -> int:
-    """Try ``level`` in a child that only runs ``python -c pass`` (at the uid level, whose
-    user must be able to run the interpreter) or ``true``; print ``ok`` when it works."""
+def _probe_main(level: str, python: str, numpy_parent: str) -> int:
+    """Try ``level`` in a child that does nothing else; print ``ok`` when it works.
+
+    At the namespace level the child runs ``true`` in the new root (the
+    interpreter and numpy are bind-mounted there by root); at the uid level it
+    runs ``python -c "import numpy"`` as the worker's user, which must be able
+    to reach both on the host's filesystem."""
     import tempfile
 
     base = tempfile.mkdtemp(prefix="pallas-lab-probe-")
     try:
         root = os.path.join(base, "root")
         os.mkdir(root)
-        argv = ["/usr/bin/true"] if level == "namespace" else [python, "-I", "-S", "-c", "pass"]
+        check = f"import sys; sys.path.insert(0, {numpy_parent!r}); import numpy"
+        argv = ["/usr/bin/true"] if level == "namespace" else [python, "-I", "-S", "-c", check]
         plan = SandboxPlan(level, root, argv, {}, os.path.join(base, "work"))
         pid = os.fork()
         if pid == 0:
@@ -419,11 +427,11 @@ def _probe_main(level: str, python: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """Script entry: ``sandbox.py PLAN.json`` or ``sandbox.py --probe LEVEL PYTHON``."""
-    if len(argv) == 4 and argv[1] == "--probe":
-        return _probe_main(argv[2], argv[3])
+    """Script entry: ``sandbox.py PLAN.json`` or ``sandbox.py --probe LEVEL PYTHON NUMPY``."""
+    if len(argv) == 5 and argv[1] == "--probe":
+        return _probe_main(argv[2], argv[3], argv[4])
     if len(argv) != 2:
-        os.write(2, b"usage: sandbox.py PLAN.json | --probe LEVEL PYTHON\n")
+        os.write(2, b"usage: sandbox.py PLAN.json | --probe LEVEL PYTHON NUMPY_PARENT\n")
         return 2
     with open(argv[1], encoding="utf-8") as handle:
         data = json.load(handle)
