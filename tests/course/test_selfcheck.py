@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "examples" / "submissions"
 
@@ -57,3 +59,23 @@ def test_status_lists_every_assignment_and_usage_errors_exit_2(tmp_path: Path) -
     assert "5/5" in status.stdout, "ada passes every public check of a1"
     assert pallas_lab("check", cwd=tmp_path).returncode == 2
     assert pallas_lab("check", "--task", "9.9").returncode == 2
+
+
+STEMS = sorted(p.stem for p in (ROOT / "solutions").glob("*.py") if not p.name.startswith("_"))
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_every_public_check_passes_the_solution_and_none_passes_the_handout(stem: str) -> None:
+    from graders.assignments import assignment_for_stem
+    from graders.student.public import load_public_checks
+    from graders.student.selfcheck import check_file
+
+    info = assignment_for_stem(stem)
+    assert info is not None
+    checked = {c.task for c in load_public_checks(info.id)}
+    solution = check_file(ROOT / "solutions" / f"{stem}.py", info)
+    assert {t.task: t.status for t in solution.tasks if t.task in checked} == dict.fromkeys(
+        sorted(checked), "passed"), [t.detail for t in solution.tasks if t.status != "passed"]
+    handout = check_file(ROOT / "assignments" / f"{stem}.ipynb", info)
+    assert {t.status for t in handout.tasks} == {"not started"}, (
+        "an untouched handout passes no public check and every stub reads as not started")

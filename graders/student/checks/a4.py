@@ -133,3 +133,77 @@ def finalize_property(api: Api) -> None:
         expected = state[2].astype(np.float64) / state[1].astype(np.float64)[..., None]
         assert_close(got, expected, rtol=1e-5, atol=1e-6, what="the normalized output")
     api.run_property(two_parts(), body)
+
+
+@st.composite
+def attention_cases(draw) -> dict:
+    heads, group = draw(st.sampled_from([(1, 1), (2, 1), (2, 2)]))
+    block_q, block_kv = draw(st.sampled_from([8, 16])), draw(st.sampled_from([8, 16]))
+    length = max(block_q, block_kv) * draw(st.integers(1, 2))
+    d, dv = draw(st.sampled_from([4, 8])), draw(st.sampled_from([4, 8]))
+    return {"q": arrays((heads, length, d), draw(seeds)),
+            "k": arrays((heads // group, length, d), draw(seeds)),
+            "v": arrays((heads // group, length, dv), draw(seeds)),
+            "causal": draw(st.booleans()), "block_q": block_q, "block_kv": block_kv}
+
+
+def dense_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
+    """softmax(q k^T / sqrt(d)) v per head, query head h reading kv head h // group."""
+    group = q.shape[0] // k.shape[0]
+    k64, v64 = (np.repeat(a.astype(np.float64), group, axis=0) for a in (k, v))
+    scores = q.astype(np.float64) @ k64.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+    if causal:
+        length = q.shape[1]
+        scores = np.where(np.tril(np.ones((length, length), bool)), scores, -np.inf)
+    return _softmax(scores) @ v64
+
+
+@public_check(A, "4.4", "flash_attention equals dense softmax attention (causal or not, GQA)")
+def flash_attention_values(api: Api) -> None:
+    def body(case: dict) -> None:
+        got = api.call("flash_attention", case["q"], case["k"], case["v"],
+                       causal=case["causal"], block_q=case["block_q"],
+                       block_kv=case["block_kv"])
+        expected = dense_attention(case["q"], case["k"], case["v"], case["causal"])
+        assert_close(got.value, expected, rtol=1e-4, atol=1e-5, what="the attention output")
+    api.run_property(attention_cases(), body, max_examples=5)
+
+
+@public_check(A, "4.5", "worked answer: scores in [-30, 40] → safe constants in about "
+                        "(-48.7, 57.3) (lecture §5.3)")
+def mle_worked(api: Api) -> None:
+    got = api.call("mle_safe_range", 40.0, -30.0).value
+    try:
+        low, high = (float(v) for v in got)
+    except (TypeError, ValueError):
+        raise Mismatch("mle_safe_range must return (low, high)", got=repr(got)) from None
+    if not (abs(low + 48.72) < 0.1 and abs(high - 57.34) < 0.1):
+        raise Mismatch("the safe range differs from the lecture's",
+                       expected="(-48.7, 57.3)", got=f"({low:.4g}, {high:.4g})")
+
+
+@public_check(A, "4.6", "worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048); "
+                        "XLA 24.75 GiB; 1.3744e12 FLOPs (lecture §5.2)")
+def traffic_worked(api: Api) -> None:
+    MiB, GiB = 1 << 20, 1 << 30
+    cases = [("flash_attention_hbm_bytes", (128, 4096, 192, 128, 1024), 1728 * MiB),
+             ("flash_attention_hbm_bytes", (128, 4096, 192, 128, 2048), 1088 * MiB),
+             ("xla_attention_hbm_bytes", (128, 4096, 192, 128), int(24.75 * GiB)),
+             ("attention_flops", (128, 4096, 192, 128), 2 * 128 * 4096**2 * 320)]
+    for func, args, expected in cases:
+        got = api.call(func, *args).value
+        if got != expected:
+            raise Mismatch(f"{func} differs from the lecture's", input=f"{args}",
+                           expected=str(expected), got=repr(got))
+
+
+@public_check(A, "4.3", "flash_attention_kernel in the standard (head, q block, kv block) "
+                        "pallas_call equals dense softmax attention")
+def flash_kernel_values(api: Api) -> None:
+    def body(case: dict) -> None:
+        got = api.kernel("a4", "flash_attention_kernel", case["q"], case["k"], case["v"],
+                         sm_scale=1 / np.sqrt(case["q"].shape[-1]), causal=case["causal"],
+                         block_q=case["block_q"], block_kv=case["block_kv"])
+        expected = dense_attention(case["q"], case["k"], case["v"], case["causal"])
+        assert_close(got, expected, rtol=1e-4, atol=1e-5, what="the attention output")
+    api.run_property(attention_cases(), body, max_examples=5)
