@@ -42,7 +42,7 @@ def results_json(result: SubmissionResult) -> dict[str, Any]:
         })
     info = result.info
     lines = [
-        f"{info.id} {info.title} ({result.stem}.py): "
+        f"{info.id} {info.title} ({Path(result.file).name}): "
         f"{format_points(result.score)}/{format_points(result.max_score)}"
     ]
     if result.load_error:

@@ -6,6 +6,7 @@ design.md, "Reports": per task the points, the status and a one-line reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich import box
 from rich.console import Console
@@ -34,7 +35,7 @@ def _short(text: str) -> str:
 def submission_table(result: SubmissionResult) -> Table:
     """A rich Table for one submission: Task, Title, Points, Status, Reason; total in the footer."""
     info = result.info
-    title = Text(f"{result.student} — {info.id} {info.title} ({result.stem}.py)")
+    title = Text(f"{result.student} — {info.id} {info.title} ({Path(result.file).name})")
     table = Table(title=title, box=box.SIMPLE_HEAVY, show_footer=True, title_justify="left")
     table.add_column("Task", footer="total")
     table.add_column("Title")
