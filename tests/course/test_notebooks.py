@@ -10,7 +10,6 @@ magic or test cells it also holds.
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 
 import jupytext
@@ -145,4 +144,3 @@ def test_a_broken_notebook_costs_only_its_own_checks_with_a_clear_message(
     assert result.score == 0
     assert "cell 3, line 2: import of 'os' is not allowed" in (result.load_error or ""), (
         result.load_error)
-    assert json.dumps(result.load_error)  # plain text, no objects
