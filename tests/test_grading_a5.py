@@ -136,18 +136,18 @@ def test_a_solution_with_one_mistake_loses_points_on_that_task_only(
         f"the feedback names what is wrong ({named!r}); it reads:\n{feedback(result, task)}")
 
 
-def test_the_public_self_check_passes_the_solution_and_flags_ben_s_mistakes():
+def test_the_public_self_check_passes_the_solution_and_flags_ben_s_window():
     from graders.assignments import get_assignment
     from graders.student.selfcheck import check_file
 
     a5 = get_assignment("a5")
     solution = check_file(ROOT / "solutions" / A5, a5, timeout=60)
-    assert {t.task: t.status for t in solution.tasks} == dict.fromkeys(FULL, "passed"), (
+    assert {t.status for t in solution.tasks} <= {"passed", "no self-check"}, (
         [(t.task, t.check, t.detail) for t in solution.tasks if t.status != "passed"])
-    ben = check_file(SAMPLES / "ben_typical_mistakes" / A5, a5, tasks=["5.4"], timeout=60)
+    ben = check_file(SAMPLES / "ben_typical_mistakes" / A5, a5, tasks=["5.1"], timeout=60)
     (outcome,) = ben.tasks
-    assert outcome.status != "passed" and "lecture's causal table" in outcome.check, (
-        "ben's kernel masks full tiles too, which the public kernel check catches")
+    assert outcome.status == "failing", (
+        "ben's local window without its edges breaks the public mask formulas too")
 
 
 # --- the invariant checker on its own (trusted side, no worker) ----------------------------

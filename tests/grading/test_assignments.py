@@ -30,8 +30,11 @@ def test_the_points_of_the_graded_tasks() -> None:
     assert [(t.id, t.points) for t in get_assignment("a3").graded_tasks] == [
         ("3.1", 30), ("3.2", 30), ("3.3", 20), ("3.4", 20),
     ]
-    for other in ("a5",):
-        assert get_assignment(other).graded_tasks == ()
+    a5 = get_assignment("a5")
+    assert [(t.id, t.points) for t in a5.graded_tasks] == [
+        ("5.1", 15), ("5.2", 15), ("5.3", 25), ("5.4", 35), ("5.5", 10),
+    ]
+    assert a5.max_score == 100
 
 
 def test_stems_name_assignments() -> None:
