@@ -9,8 +9,9 @@ gradebook ``DIR/gradebook.csv`` is rebuilt from those files after every
 student; every file is replaced atomically.
 
 Resuming: a student whose every submission already has its results.json is
-not graded again, so a batch killed half-way and started again grades only
-the students without a result and ends with the same gradebook. Delete a
+not graded again (temporary files left by a killed write are removed), so a
+batch killed half-way and started again grades only the students without a
+result and ends with the same gradebook. Delete a
 student's folder under DIR to grade them again.
 """
 
@@ -135,6 +136,8 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     The gradebook is rewritten after each student and once at the end.
     """
     out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("**/.*.tmp"):  # half-written by a batch that was killed
+        stale.unlink(missing_ok=True)
     pending = pending_students(submissions, out)
     students = {s.student for s in submissions}
     done_before = len(students) - len(pending)
