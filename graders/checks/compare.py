@@ -115,7 +115,8 @@ def assert_close(got: object, expected: np.ndarray, rtol: float, atol: float, *,
         f"{what} is wrong in {n_bad} of {bad.size} elements{nan_note}",
         expected=f"{fmt_array(expected)}; at index {first}: {_scalar(e[first])}",
         got=f"{fmt_array(arr)}; at index {first}: {_scalar(g[first])}"
-            + (f" (largest error {err:.3g}, tolerance {atol:g} + {rtol:g}·|expected|)"
+            + (f" (largest error{' among the non-NaN elements' if nan_note else ''} "
+               f"{err:.3g}, tolerance {atol:g} + {rtol:g}·|expected|)"
                if err is not None and np.isfinite(err) else ""))
 
 
