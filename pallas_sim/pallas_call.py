@@ -611,15 +611,25 @@ def _check_revisits(op: _Operand, changed: np.ndarray, call_name: str,
         two grid steps (write-back, revisit).
     """
     entries = np.flatnonzero(changed)
-    seen: dict[tuple[int, ...], int] = {}
-    for n, s in enumerate(entries):
-        key = tuple(int(i) for i in op.idx[s])
-        if key in seen:
-            written_at = int(entries[seen[key] + 1] - 1)
-            raise RevisitedOutputBlockError(
-                f"output {op.name!r} of pallas_call {call_name!r} returns to block index "
-                f"{key} at grid step {steps[s]} after writing it back to HBM at grid step "
-                f"{steps[written_at]}; the second visit would start from an uninitialized "
-                "VMEM buffer and overwrite the first result. Put the reduction axis last in "
-                "the grid so each output block is visited in consecutive steps.")
-        seen[key] = n
+    rows = op.idx[entries]
+    if len(rows) < 2:
+        return
+    if rows.shape[1] == 0:  # a 0-d output: every entry is the same block
+        n, first = 1, 0
+    else:
+        _, first_of, inverse = np.unique(rows, axis=0, return_index=True,
+                                         return_inverse=True)
+        if len(first_of) == len(rows):
+            return
+        first_visit = first_of[inverse.reshape(-1)]
+        n = int(np.flatnonzero(first_visit != np.arange(len(rows)))[0])
+        first = int(first_visit[n])
+    s = int(entries[n])
+    key = tuple(int(i) for i in rows[n])
+    written_at = int(entries[first + 1] - 1)
+    raise RevisitedOutputBlockError(
+        f"output {op.name!r} of pallas_call {call_name!r} returns to block index "
+        f"{key} at grid step {steps[s]} after writing it back to HBM at grid step "
+        f"{steps[written_at]}; the second visit would start from an uninitialized "
+        "VMEM buffer and overwrite the first result. Put the reduction axis last in "
+        "the grid so each output block is visited in consecutive steps.")
