@@ -214,6 +214,18 @@ def _assert_state(got: tuple[np.ndarray, ...], expected: tuple[np.ndarray, ...],
         assert_close(g, np.asarray(e, np.float64), rtol * 5, atol, what=f"{name} of {what}")
 
 
+def _assert_same_merge(got: tuple[np.ndarray, ...], other: tuple[np.ndarray, ...],
+                       got_label: str, other_label: str, diagnosis: str) -> None:
+    """Two of the student's own merges must agree; label both sides by their call."""
+    try:
+        _assert_state(got, other, got_label)
+    except CheckFailure as failure:
+        raise failure.copy(
+            what=f"{got_label} and {other_label} disagree (both are your merge)",
+            expected=f"{other_label}: {failure.expected}",
+            got=f"{got_label}: {failure.got}", diagnosis=diagnosis) from None
+
+
 @st.composite
 def merge_cases(draw) -> Case:
     scores, values, desc = draw(split_rows(2))
@@ -248,14 +260,12 @@ def merge_algebra(s: Session) -> None:
     def body(case: Case) -> None:
         a, b, c = case.args
         ab, ba = merge(a, b), merge(b, a)
-        try:
-            _assert_state(ba, ab, "merge(b, a) compared with merge(a, b)")
-        except CheckFailure as failure:
-            failure.diagnosis = "the merge treats its two arguments differently"
-            raise
+        _assert_same_merge(ba, ab, "merge(b, a)", "merge(a, b)",
+                           "the merge treats its two arguments differently")
         left = merge(ab, c)
         right = merge(a, merge(b, c))
-        _assert_state(right, left, "merge(a, merge(b, c)) compared with merge(merge(a, b), c)")
+        _assert_same_merge(right, left, "merge(a, merge(b, c))", "merge(merge(a, b), c)",
+                           "merging in a different order gives a different state")
     run_property(three_states(), body, max_examples=10)
 
 
