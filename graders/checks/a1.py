@@ -69,6 +69,7 @@ def two_arrays(draw, dividing: bool | None = None) -> Case:
 
 @st.composite
 def bias_cases(draw) -> Case:
+    """Strategy: x [M, N] and bias [1, N] with M, N multiples of a drawn block."""
     shape, block, dtype = draw(blocked_2d(dividing=True, max_blocks=4))
     x = make_array(shape, dtype, draw(seeds))
     bias = make_array((1, shape[1]), dtype, draw(seeds))
@@ -96,11 +97,15 @@ def _tol(dtype: np.dtype) -> tuple[float, float]:
 @check(A, "1.1", 10, "add_kernel, run in the grader's pallas_call, writes x + y for every "
                      "block (shapes that are multiples of the block)")
 def add_kernel_dividing(s: Session) -> None:
+    """Task 1.1: add_kernel, run in the grader's pallas_call, writes x + y for every block
+    (shapes that are multiples of the block).
+    """
     _check_add_kernel(s, dividing=True)
 
 
 @check(A, "1.1", 5, "add_kernel is correct on edge blocks padded past the array's end")
 def add_kernel_ragged(s: Session) -> None:
+    """Task 1.1: add_kernel is correct on edge blocks padded past the array's end."""
     _check_add_kernel(s, dividing=False)
 
 
@@ -109,6 +114,9 @@ def add_kernel_ragged(s: Session) -> None:
 @check(A, "1.2", 10, "blocked_add(x, y, block_shape=...) equals x + y, including shapes that "
                      "are not multiples of the block")
 def blocked_add_values(s: Session) -> None:
+    """Task 1.2: blocked_add(x, y, block_shape=...) equals x + y, including shapes that are not
+    multiples of the block.
+    """
     def body(case: Case) -> None:
         x, y = case.args
         reply = s.invoke("blocked_add", case.args, case.kwargs)
@@ -122,12 +130,18 @@ def blocked_add_values(s: Session) -> None:
 @check(A, "1.2", 10, "blocked_add makes one pallas_call with a cdiv grid of block_shape blocks "
                      "(grid, block shapes, DMAs, VMEM equal the intended call's)")
 def blocked_add_trace(s: Session) -> None:
+    """Task 1.2: blocked_add makes one pallas_call with a cdiv grid of block_shape blocks (grid,
+    block shapes, DMAs, VMEM equal the intended call's).
+    """
     check_trace_against_reference(s, "blocked_add", ref.blocked_add, two_arrays())
 
 
 @check(A, "1.2", 5, "worked answer: a blocked f32[2048, 2048] add with (512, 512) blocks reads "
                     "32 MiB, writes 16 MiB and needs 6 MiB of VMEM (lecture §2.2)")
 def blocked_add_worked(s: Session) -> None:
+    """Task 1.2: worked answer: a blocked f32[2048, 2048] add with (512, 512) blocks reads 32
+    MiB, writes 16 MiB and needs 6 MiB of VMEM (lecture §2.2).
+    """
     x = make_array((2048, 2048), F32, 1)
     y = make_array((2048, 2048), F32, 2)
     reply = s.invoke("blocked_add", (x, y), {"block_shape": (512, 512)})
@@ -150,6 +164,7 @@ def blocked_add_worked(s: Session) -> None:
 
 @check(A, "1.3", 10, "bias_add(x, bias) equals x + bias broadcast over rows")
 def bias_add_values(s: Session) -> None:
+    """Task 1.3: bias_add(x, bias) equals x + bias broadcast over rows."""
     def body(case: Case) -> None:
         x, bias = case.args
         reply = s.invoke("bias_add", case.args, case.kwargs)
@@ -163,6 +178,9 @@ def bias_add_values(s: Session) -> None:
 @check(A, "1.3", 10, "worked answer: f32[1024, 1024] + bias with (128, 128) blocks makes 136 "
                      "DMAs, not 192 (each bias block fetched once per column of blocks)")
 def bias_add_worked_dmas(s: Session) -> None:
+    """Task 1.3: worked answer: f32[1024, 1024] + bias with (128, 128) blocks makes 136 DMAs, not
+    192 (each bias block fetched once per column of blocks).
+    """
     x = make_array((1024, 1024), F32, 3)
     bias = make_array((1, 1024), F32, 4)
     reply = s.invoke("bias_add", (x, bias), {"block_shape": (128, 128)})
@@ -181,6 +199,9 @@ def bias_add_worked_dmas(s: Session) -> None:
 @check(A, "1.3", 5, "bias_add's pallas_call matches the DMA-minimal configuration on drawn "
                     "shapes (grid, block shapes, DMAs, VMEM)")
 def bias_add_trace(s: Session) -> None:
+    """Task 1.3: bias_add's pallas_call matches the DMA-minimal configuration on drawn shapes
+    (grid, block shapes, DMAs, VMEM).
+    """
     def diagnose(got: list, expected: list) -> str | None:
         if len(got) == 1 and got[0].grid == tuple(reversed(expected[0].grid)):
             return ("the grid runs over (row blocks, column blocks): with the column-block axis "
@@ -193,6 +214,7 @@ def bias_add_trace(s: Session) -> None:
 
 @st.composite
 def accumulate_cases(draw) -> Case:
+    """Strategy: acc and x of one shape (multiples of a drawn block) and dtype."""
     shape, block, dtype = draw(blocked_2d(dividing=True, max_blocks=4))
     acc = make_array(shape, dtype, draw(seeds))
     x = make_array(shape, dtype, draw(seeds))
@@ -201,6 +223,7 @@ def accumulate_cases(draw) -> Case:
 
 @check(A, "1.4", 8, "accumulate_inplace(acc, x) returns acc + x")
 def accumulate_values(s: Session) -> None:
+    """Task 1.4: accumulate_inplace(acc, x) returns acc + x."""
     def body(case: Case) -> None:
         acc, x = case.args
         reply = s.invoke("accumulate_inplace", case.args, case.kwargs)
@@ -213,6 +236,9 @@ def accumulate_values(s: Session) -> None:
 @check(A, "1.4", 7, "accumulate_inplace updates acc in place: the returned array is acc itself "
                     "(input_output_aliases={0: 0})")
 def accumulate_in_place(s: Session) -> None:
+    """Task 1.4: accumulate_inplace updates acc in place: the returned array is acc itself
+    (input_output_aliases={0: 0}).
+    """
     def body(case: Case) -> None:
         acc, x = case.args
         reply = s.invoke("accumulate_inplace", case.args, case.kwargs, return_args=True)
@@ -235,6 +261,9 @@ def accumulate_in_place(s: Session) -> None:
 @check(A, "1.4", 5, "accumulate_inplace's pallas_call matches the intended one (grid, block "
                     "shapes, DMAs, VMEM)")
 def accumulate_trace(s: Session) -> None:
+    """Task 1.4: accumulate_inplace's pallas_call matches the intended one (grid, block shapes,
+    DMAs, VMEM).
+    """
     check_trace_against_reference(s, "accumulate_inplace", ref.accumulate_inplace,
                                   accumulate_cases(), max_examples=8)
 
@@ -253,6 +282,7 @@ _WORKED_VMEM = [
 
 @check(A, "1.5", 6, "worked answers: 48 MiB, 192 MiB and 6 MiB (lecture §2.1, Ex1)")
 def vmem_worked(s: Session) -> None:
+    """Task 1.5: worked answers: 48 MiB, 192 MiB and 6 MiB (lecture §2.1, Ex1)."""
     for label, (shapes, dtypes, block, buffers), expected in _WORKED_VMEM:
         got = s.invoke("vmem_bytes", (shapes, dtypes, block, buffers)).value
         try:
@@ -265,6 +295,7 @@ def vmem_worked(s: Session) -> None:
 
 @st.composite
 def vmem_cases(draw) -> Case:
+    """Strategy: operand shapes, dtype names, an optional 2-D block and a buffer count."""
     n = draw(st.integers(1, 4))
     blocked = draw(st.booleans())
     ndim = 2 if blocked else draw(st.integers(1, 3))
@@ -281,6 +312,9 @@ def vmem_cases(draw) -> Case:
 @check(A, "1.5", 9, "vmem_bytes agrees with the reference on drawn shapes, dtypes, blocks "
                     "and buffer counts")
 def vmem_property(s: Session) -> None:
+    """Task 1.5: vmem_bytes agrees with the reference on drawn shapes, dtypes, blocks and buffer
+    counts.
+    """
     def body(case: Case) -> None:
         got = s.invoke("vmem_bytes", case.args).value
         expected = ref.vmem_bytes(*case.args)

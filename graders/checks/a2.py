@@ -153,6 +153,9 @@ def _diagnose_schedule(got: tuple[np.ndarray, np.ndarray], case: Case) -> str | 
 @check(A, "2.1", 10, "worked answers: 6 blocks (DMA 1, compute 2) end at 18 with one buffer "
                      "and 13 with two; Ex3 (d 3, c 1, 100 blocks) ends at 400 and 301")
 def schedule_worked(s: Session) -> None:
+    """Task 2.1: worked answers: 6 blocks (DMA 1, compute 2) end at 18 with one buffer and 13
+    with two; Ex3 (d 3, c 1, 100 blocks) ends at 400 and 301.
+    """
     worked = [((1.0, 2.0, 6), 1, 18.0), ((1.0, 2.0, 6), 2, 13.0),
               ((3.0, 1.0, 100), 1, 400.0), ((3.0, 1.0, 100), 2, 301.0)]
     for (d, c, n), buffers, total in worked:
@@ -168,6 +171,9 @@ def schedule_worked(s: Session) -> None:
 @check(A, "2.1", 20, "pipeline_schedule's intervals equal the reference's on drawn durations "
                      "(zeros, equal, long and short blocks; 1-64 blocks, 1-6 buffers)")
 def schedule_matches_reference(s: Session) -> None:
+    """Task 2.1: pipeline_schedule's intervals equal the reference's on drawn durations (zeros,
+    equal, long and short blocks; 1-64 blocks, 1-6 buffers).
+    """
     def body(case: Case) -> None:
         dma, compute, _ = case.args
         got = _intervals(s.invoke("pipeline_schedule", case.args).value, len(dma))
@@ -216,6 +222,9 @@ def _broken_invariant(dma_iv: np.ndarray, comp_iv: np.ndarray, case: Case) -> st
 @check(A, "2.1", 10, "pipeline_schedule obeys the model's rules: durations kept, one DMA at a "
                      "time, compute k after DMA k, at most n_buffers blocks resident")
 def schedule_invariants(s: Session) -> None:
+    """Task 2.1: pipeline_schedule obeys the model's rules: durations kept, one DMA at a time,
+    compute k after DMA k, at most n_buffers blocks resident.
+    """
     def body(case: Case) -> None:
         got = _intervals(s.invoke("pipeline_schedule", case.args).value, len(case.args[0]))
         broken = _broken_invariant(*got, case)
@@ -270,6 +279,9 @@ def _compare_chart(got: object, expected: str, dma_iv: np.ndarray, comp_iv: np.n
 @check(A, "2.2", 5, "worked answer: the lecture's single-buffered chart (6 blocks, DMA 1, "
                     "compute 2, width 54), character for character")
 def gantt_worked_single(s: Session) -> None:
+    """Task 2.2: worked answer: the lecture's single-buffered chart (6 blocks, DMA 1, compute 2,
+    width 54), character for character.
+    """
     dma_iv, comp_iv = ref.pipeline_schedule([1.0] * 6, [2.0] * 6, 1)
     got = s.invoke("render_gantt", (dma_iv, comp_iv), {"width": 54}).value
     try:
@@ -282,6 +294,9 @@ def gantt_worked_single(s: Session) -> None:
 @check(A, "2.2", 5, "worked answer: the lecture's double-buffered chart (total time 13, "
                     "width 54), character for character")
 def gantt_worked_double(s: Session) -> None:
+    """Task 2.2: worked answer: the lecture's double-buffered chart (total time 13, width 54),
+    character for character.
+    """
     dma_iv, comp_iv = ref.pipeline_schedule([1.0] * 6, [2.0] * 6, 2)
     got = s.invoke("render_gantt", (dma_iv, comp_iv), {"width": 54}).value
     try:
@@ -305,6 +320,7 @@ def gantt_cases(draw) -> tuple[np.ndarray, np.ndarray, int, str]:
 
 @check(A, "2.2", 15, "render_gantt equals the reference's chart on drawn schedules and widths")
 def gantt_matches_reference(s: Session) -> None:
+    """Task 2.2: render_gantt equals the reference's chart on drawn schedules and widths."""
     def body(example: tuple) -> None:
         dma_iv, comp_iv, width, label = example
         got = s.invoke("render_gantt", (dma_iv, comp_iv), {"width": width}).value
@@ -352,6 +368,9 @@ def _expect_utilization(got: float, expected: float, label: str, dma, compute,
 @check(A, "2.3", 4, "worked answer: the bf16 1024³ step (DMA 1.138 µs, compute 2.087 µs) over "
                     "504 steps with one buffer uses the MXU 64.72 % of the time")
 def utilization_worked_single(s: Session) -> None:
+    """Task 2.3: worked answer: the bf16 1024³ step (DMA 1.138 µs, compute 2.087 µs) over 504
+    steps with one buffer uses the MXU 64.72 % of the time.
+    """
     dma, compute = [STEP_DMA] * STEPS, [STEP_COMPUTE] * STEPS
     label = "504 steps of DMA 1.138e-6 s and compute 2.087e-6 s, n_buffers = 1"
     got = _utilization(s, dma, compute, 1, label)
@@ -361,6 +380,9 @@ def utilization_worked_single(s: Session) -> None:
 @check(A, "2.3", 4, "worked answers: double-buffered, the same steps reach 99.89 %; with the "
                     "measured 6.833 µs copies the cap is 30.55 % (lecture §3.2)")
 def utilization_worked_double(s: Session) -> None:
+    """Task 2.3: worked answers: double-buffered, the same steps reach 99.89 %; with the measured
+    6.833 µs copies the cap is 30.55 % (lecture §3.2).
+    """
     for dma_time, expected in ((STEP_DMA, 0.9989), (6.833e-6, 0.3055)):
         dma, compute = [dma_time] * STEPS, [STEP_COMPUTE] * STEPS
         label = f"504 steps of DMA {dma_time:.4g} s and compute 2.087e-6 s, n_buffers = 2"
@@ -385,6 +407,9 @@ def stochastic_durations() -> tuple[np.ndarray, np.ndarray]:
 @check(A, "2.3", 4, "worked answer: random copy times (mean 0.8, sd 1.0, compute 1.0) give "
                     "about 76 / 87 / 92 % with 2 / 3 / 4 buffers (lecture §3.3)")
 def utilization_stochastic(s: Session) -> None:
+    """Task 2.3: worked answer: random copy times (mean 0.8, sd 1.0, compute 1.0) give about 76 /
+    87 / 92 % with 2 / 3 / 4 buffers (lecture §3.3).
+    """
     dma, compute = stochastic_durations()
     for buffers, lecture in STOCHASTIC_LECTURE.items():
         label = (f"{STOCHASTIC_BLOCKS} blocks, DMA = max(0, N(0.8, 1.0)) drawn by "
@@ -401,6 +426,9 @@ def utilization_stochastic(s: Session) -> None:
 @check(A, "2.3", 8, "pipeline_utilization equals the reference's on drawn durations "
                     "(including all-zero durations, which give 1.0)")
 def utilization_matches_reference(s: Session) -> None:
+    """Task 2.3: pipeline_utilization equals the reference's on drawn durations (including all-
+    zero durations, which give 1.0).
+    """
     zero_label = "dma_times = [0.0, 0.0], compute_times = [0.0, 0.0], n_buffers = 2"
     got = _utilization(s, [0.0, 0.0], [0.0, 0.0], 2, zero_label)
     _expect_utilization(got, 1.0, zero_label, [0.0, 0.0], [0.0, 0.0], 0.0,
@@ -435,6 +463,9 @@ def _diagnose_bandwidth(got: float, bytes_per_step: float, compute: float, u: fl
 @check(A, "2.4", 7, "worked answer: 4 MiB per step, compute 2.087 µs, measured 23.4 % → DMA "
                     "≈ 6.83 µs, about 614 GB/s (lecture §3.2)")
 def bandwidth_worked(s: Session) -> None:
+    """Task 2.4: worked answer: 4 MiB per step, compute 2.087 µs, measured 23.4 % → DMA ≈ 6.83
+    µs, about 614 GB/s (lecture §3.2).
+    """
     args = (float(STEP_BYTES), 2.087e-6, 0.234)
     label = "bytes_per_step = 4194304, compute_time = 2.087e-06, utilization = 0.234"
     got = _bandwidth(s, args, label)
@@ -447,6 +478,9 @@ def bandwidth_worked(s: Session) -> None:
 @check(A, "2.4", 8, "effective_bandwidth equals the reference's on drawn bytes, compute times "
                     "and utilizations")
 def bandwidth_matches_reference(s: Session) -> None:
+    """Task 2.4: effective_bandwidth equals the reference's on drawn bytes, compute times and
+    utilizations.
+    """
     cases = st.tuples(
         st.integers(1, 2**40).map(float),
         st.sampled_from([1e-9, 2.087e-6, 1e-3, 1.0, 250.0]),

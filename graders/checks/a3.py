@@ -159,6 +159,10 @@ def _kernel_run(s: Session, case: Case, memory: str) -> object:
                      "x @ y over the k steps (f32 inputs; fresh output buffers are poisoned, so "
                      "z_ref must be zeroed at k == 0)")
 def kernel_accumulates(s: Session) -> None:
+    """Task 3.1: matmul_kernel, run in the grader's 3D-grid pallas_call, accumulates x @ y over
+    the k steps (f32 inputs; fresh output buffers are poisoned, so z_ref must be zeroed at k
+    == 0).
+    """
     def body(case: Case) -> None:
         _assert_matmul(_kernel_run(s, case, "poison"), case, F32_ACCUMULATION, "the output")
     run_property(matmul_cases(dtypes=(F32,), activations=(None,)), body, max_examples=12)
@@ -167,6 +171,9 @@ def kernel_accumulates(s: Session) -> None:
 @check(A, "3.1", 6, "matmul_kernel multiplies bf16 blocks and accumulates in float32 "
                     "(preferred_element_type=jnp.float32): error within float32 rounding")
 def kernel_bf16_in_f32(s: Session) -> None:
+    """Task 3.1: matmul_kernel multiplies bf16 blocks and accumulates in float32
+    (preferred_element_type=jnp.float32): error within float32 rounding.
+    """
     def body(case: Case) -> None:
         got = _kernel_run(s, case, "poison")
         try:
@@ -184,6 +191,9 @@ def kernel_bf16_in_f32(s: Session) -> None:
                      "sum after the last k step (run with zero-filled buffers, so this checks "
                      "the activation alone)")
 def kernel_relu(s: Session) -> None:
+    """Task 3.1: with activation='relu' the kernel applies ReLU once, to the complete sum after
+    the last k step (run with zero-filled buffers, so this checks the activation alone).
+    """
     def body(case: Case) -> None:
         _assert_matmul(_kernel_run(s, case, "zero"), case, BF16_RESULT, "the output")
     run_property(matmul_cases(activations=("relu",)), body, max_examples=12)
@@ -209,6 +219,9 @@ def _invoke_matmul(s: Session, case: Case):
 @check(A, "3.2", 10, "matmul(x, y, block_shape=..., activation=...) equals x @ y (then ReLU) "
                      "for f32 and bf16 inputs")
 def matmul_values(s: Session) -> None:
+    """Task 3.2: matmul(x, y, block_shape=..., activation=...) equals x @ y (then ReLU) for f32
+    and bf16 inputs.
+    """
     def body(case: Case) -> None:
         reply = _invoke_matmul(s, case)
         _assert_matmul(reply.value, case, BF16_RESULT if case.args[0].dtype == BF16
@@ -248,6 +261,10 @@ def _trace_diagnosis(field: str, got: object, expected: object) -> str | None:
                      "('parallel', 'parallel', 'arbitrary'), each output block written back "
                      "once, DMAs, HBM bytes and VMEM equal the reference's")
 def matmul_trace(s: Session) -> None:
+    """Task 3.2: matmul's pallas_call: grid (M/bm, N/bn, K/bk) with K last, semantics
+    ('parallel', 'parallel', 'arbitrary'), each output block written back once, DMAs, HBM
+    bytes and VMEM equal the reference's.
+    """
     def body(case: Case) -> None:
         reply = _invoke_matmul(s, case)
         with pallas_sim.trace() as recorded:
@@ -291,6 +308,9 @@ def _mismatch_cases() -> list[tuple[str, tuple[int, int], tuple[int, int], tuple
 @check(A, "3.2", 4, "matmul raises ValueError naming the dimension for mismatched K and for "
                     "M, N or K that its block size does not divide")
 def matmul_errors(s: Session) -> None:
+    """Task 3.2: matmul raises ValueError naming the dimension for mismatched K and for M, N or K
+    that its block size does not divide.
+    """
     for dim, x_shape, y_shape, block in _mismatch_cases():
         x, y = make_array(x_shape, F32, 1), make_array(y_shape, F32, 2)
         label = f"x = f32{list(x_shape)}, y = f32{list(y_shape)}, block_shape = {block}"
@@ -321,6 +341,10 @@ def matmul_errors(s: Session) -> None:
                     "without activation (a separate pass would add 256 + 256 KiB; at full size "
                     "301.99 MB, 81.94 µs) (lecture §4.3)")
 def matmul_fused_relu(s: Session) -> None:
+    """Task 3.2: worked answer: the fused ReLU costs no extra traffic — f32[256, 512] @ f32[512,
+    256] with 128-blocks reads 2048 KiB and writes 256 KiB, with or without activation (a
+    separate pass would add 256 + 256 KiB; at full size 301.99 MB, 81.94 µs) (lecture §4.3).
+    """
     x, y = make_array((256, 512), F32, 5), make_array((512, 256), F32, 6)
     traffic = {}
     for activation in (None, "relu"):
@@ -348,6 +372,9 @@ def matmul_fused_relu(s: Session) -> None:
 @check(A, "3.3", 8, "worked answers: (4096, 7168) @ (7168, 18432), 1024-blocks, bf16 in, f32 "
                     "out: 664 MiB (1d), 64 MiB (2d), 16 MiB (3d) (lecture §4.1)")
 def vmem_worked(s: Session) -> None:
+    """Task 3.3: worked answers: (4096, 7168) @ (7168, 18432), 1024-blocks, bf16 in, f32 out: 664
+    MiB (1d), 64 MiB (2d), 16 MiB (3d) (lecture §4.1).
+    """
     for grid, mib in (("1d", 664), ("2d", 64), ("3d", 16)):
         kwargs = {"block": 1024, "grid": grid, "in_dtype": "bfloat16", "out_dtype": "float32"}
         got = s.invoke("matmul_vmem_bytes", (4096, 18432, 7168), kwargs).value
@@ -377,6 +404,9 @@ def vmem_cases(draw) -> Case:
 @check(A, "3.3", 12, "matmul_vmem_bytes equals the reference's on drawn shapes, blocks, grid "
                      "kinds and dtypes")
 def vmem_property(s: Session) -> None:
+    """Task 3.3: matmul_vmem_bytes equals the reference's on drawn shapes, blocks, grid kinds and
+    dtypes.
+    """
     def body(case: Case) -> None:
         got = s.invoke("matmul_vmem_bytes", case.args, case.kwargs).value
         assert_equal_int(got, ref.matmul_vmem_bytes(*case.args, **case.kwargs),
@@ -397,6 +427,9 @@ def _number(s: Session, func: str, args: tuple, kwargs: dict, label: str) -> flo
 @check(A, "3.4", 4, "arithmetic_intensity(b, dtype_bytes) = b / dtype_bytes: 256 for b = 512 "
                     "and 512 for b = 1024 in bf16 (lecture §4.2)")
 def intensity(s: Session) -> None:
+    """Task 3.4: arithmetic_intensity(b, dtype_bytes) = b / dtype_bytes: 256 for b = 512 and 512
+    for b = 1024 in bf16 (lecture §4.2).
+    """
     cases = [(512, 2), (1024, 2)] + [(b, d) for b in (8, 100, 2048) for d in (1, 4)]
     for block, dtype_bytes in cases:
         label = f"block = {block}, dtype_bytes = {dtype_bytes}"
@@ -423,6 +456,9 @@ def _block(s: Session, args: tuple, kwargs: dict, label: str) -> int:
                     "smallest compute-bound bf16 block is 560 (559 without the multiple of 8) "
                     "(lecture §4.2, Ex5)")
 def min_block_worked(s: Session) -> None:
+    """Task 3.4: worked answers: Ironwood's balance point is about 279 FLOP/B, so the smallest
+    compute-bound bf16 block is 560 (559 without the multiple of 8) (lecture §4.2, Ex5).
+    """
     for multiple, expected in ((8, 560), (1, 559)):
         kwargs = {"dtype_bytes": 2, "multiple_of": multiple}
         label = f"peak_flops = 1028.75e12, hbm_bandwidth = 3685.5e9, multiple_of = {multiple}"
@@ -450,6 +486,9 @@ def roofline_cases(draw) -> Case:
 @check(A, "3.4", 4, "min_compute_bound_block equals the reference's on drawn peaks, bandwidths, "
                     "dtype sizes and multiples")
 def min_block_property(s: Session) -> None:
+    """Task 3.4: min_compute_bound_block equals the reference's on drawn peaks, bandwidths, dtype
+    sizes and multiples.
+    """
     def body(case: Case) -> None:
         got = _block(s, case.args, case.kwargs, repr(case))
         expected = ref.min_compute_bound_block(*case.args, **case.kwargs)
@@ -470,6 +509,9 @@ def _time(s: Session, args: tuple, kwargs: dict, label: str) -> float:
 @check(A, "3.4", 4, "worked answers: the full matmul ideally takes 1.147 ms with 512-blocks "
                     "(4032 steps) and 1.052 ms with 1024-blocks (504 steps) (lecture §4.2)")
 def ideal_time_worked(s: Session) -> None:
+    """Task 3.4: worked answers: the full matmul ideally takes 1.147 ms with 512-blocks (4032
+    steps) and 1.052 ms with 1024-blocks (504 steps) (lecture §4.2).
+    """
     for block, ms in ((512, 1.147), (1024, 1.052)):
         kwargs = {"peak_flops": PEAK_FLOPS, "hbm_bandwidth": HBM_BANDWIDTH}
         label = f"M = 4096, N = 18432, K = 7168, block = {block}, Ironwood"
@@ -500,6 +542,9 @@ def time_cases(draw) -> Case:
 @check(A, "3.4", 4, "ideal_matmul_time equals the reference's on drawn shapes (multiples of "
                     "the block), peaks, bandwidths and dtype sizes")
 def ideal_time_property(s: Session) -> None:
+    """Task 3.4: ideal_matmul_time equals the reference's on drawn shapes (multiples of the
+    block), peaks, bandwidths and dtype sizes.
+    """
     def body(case: Case) -> None:
         got = _time(s, case.args, case.kwargs, repr(case))
         expected = ref.ideal_matmul_time(*case.args, **case.kwargs)

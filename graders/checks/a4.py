@@ -37,6 +37,7 @@ SCALES = [(-4.0, 4.0), (-30.0, 30.0), (40.0, 90.0)]
 
 @st.composite
 def softmax_cases(draw) -> Case:
+    """Strategy: x ([n] or [rows, n], f32/f64, three logit scales) and a block size."""
     rows = draw(st.one_of(st.none(), st.integers(1, 5)))
     n = draw(st.integers(1, 40))
     block = draw(st.integers(1, 12))
@@ -129,6 +130,9 @@ def _diagnose_trace(got: list, x: np.ndarray, block: int) -> str | None:
 @check(A, "4.1", 5, "worked answers: x = (1, 3, 2, 5, 0, 4) and Ex7 x = (2, 0, 4, 1), "
                     "block 2 (lecture §5.1)")
 def online_softmax_worked(s: Session) -> None:
+    """Task 4.1: worked answers: x = (1, 3, 2, 5, 0, 4) and Ex7 x = (2, 0, 4, 1), block 2
+    (lecture §5.1).
+    """
     worked = [
         ((1, 3, 2, 5, 0, 4), [(3, 1.1353), (5, 1.2034), (5, 1.5781)], None),
         ((2, 0, 4, 1), [(2, 1.1353), (4, 1.2034)], (0.1125, 0.0152, 0.8310, 0.0414)),
@@ -153,6 +157,9 @@ def online_softmax_worked(s: Session) -> None:
 @check(A, "4.1", 5, "online_softmax's probabilities equal the softmax over the last axis "
                     "(drawn [n] and [rows, n] inputs, blocks that do not divide n, large logits)")
 def online_softmax_probs(s: Session) -> None:
+    """Task 4.1: online_softmax's probabilities equal the softmax over the last axis (drawn [n]
+    and [rows, n] inputs, blocks that do not divide n, large logits).
+    """
     def body(case: Case) -> None:
         x, block = case.args
         probs, _ = _unpack_softmax(s.invoke("online_softmax", case.args).value, x, block)
@@ -163,6 +170,7 @@ def online_softmax_probs(s: Session) -> None:
 
 @check(A, "4.1", 5, "online_softmax's trace holds the running (m, l) after each block")
 def online_softmax_trace(s: Session) -> None:
+    """Task 4.1: online_softmax's trace holds the running (m, l) after each block."""
     def body(case: Case) -> None:
         x, block = case.args
         _, got = _unpack_softmax(s.invoke("online_softmax", case.args).value, x, block)
@@ -228,6 +236,7 @@ def _assert_same_merge(got: tuple[np.ndarray, ...], other: tuple[np.ndarray, ...
 
 @st.composite
 def merge_cases(draw) -> Case:
+    """Strategy: two softmax states (m, l, acc) over disjoint key sets of the same rows."""
     scores, values, desc = draw(split_rows(2))
     a, b = (_as_f32(_state(sc, v)) for sc, v in zip(scores, values, strict=True))
     return Case((a, b), {}, ("state_a", "state_b"))
@@ -236,6 +245,9 @@ def merge_cases(draw) -> Case:
 @check(A, "4.2", 5, "merge_attention_states equals the reference merge of two states over "
                     "disjoint keys")
 def merge_values(s: Session) -> None:
+    """Task 4.2: merge_attention_states equals the reference merge of two states over disjoint
+    keys.
+    """
     def body(case: Case) -> None:
         got = _unpack_state(s.invoke("merge_attention_states", case.args).value,
                             "merge_attention_states")
@@ -245,6 +257,7 @@ def merge_values(s: Session) -> None:
 
 @st.composite
 def three_states(draw) -> Case:
+    """Strategy: three states over disjoint key sets, for the merge algebra."""
     scores, values, _ = draw(split_rows(3))
     states = tuple(_as_f32(_state(sc, v)) for sc, v in zip(scores, values, strict=True))
     return Case(states, {}, ("a", "b", "c"))
@@ -253,6 +266,9 @@ def three_states(draw) -> Case:
 @check(A, "4.2", 4, "merge is commutative and associative: merge(a, b) = merge(b, a) and "
                     "merge(merge(a, b), c) = merge(a, merge(b, c))")
 def merge_algebra(s: Session) -> None:
+    """Task 4.2: merge is commutative and associative: merge(a, b) = merge(b, a) and
+    merge(merge(a, b), c) = merge(a, merge(b, c)).
+    """
     def merge(x: tuple, y: tuple) -> tuple[np.ndarray, ...]:
         return _unpack_state(s.invoke("merge_attention_states", (x, y)).value,
                              "merge_attention_states")
@@ -271,6 +287,7 @@ def merge_algebra(s: Session) -> None:
 
 @check(A, "4.2", 3, "finalize_attention_state returns acc / l")
 def finalize_values(s: Session) -> None:
+    """Task 4.2: finalize_attention_state returns acc / l."""
     def body(case: Case) -> None:
         state = case.args[0]
         got = s.invoke("finalize_attention_state", (state,)).value
@@ -283,6 +300,9 @@ def finalize_values(s: Session) -> None:
 @check(A, "4.2", 3, "finalize(merge(part 1, part 2)) equals softmax(scores) @ values over "
                     "all keys (lecture §5.1)")
 def merge_end_to_end(s: Session) -> None:
+    """Task 4.2: finalize(merge(part 1, part 2)) equals softmax(scores) @ values over all keys
+    (lecture §5.1).
+    """
     def body(draw: tuple) -> None:
         scores, values, desc = draw
         a, b = (_as_f32(_state(sc, v)) for sc, v in zip(scores, values, strict=True))
@@ -631,12 +651,18 @@ def _kernel_values(s: Session, cases: st.SearchStrategy, max_examples: int) -> N
                      "float64 attention (drawn heads, GQA groups, L, d, dv, blocks, f32/bf16, "
                      "sm_scale; no mask)")
 def kernel_values(s: Session) -> None:
+    """Task 4.3: flash_attention_kernel, run in the grader's pallas_call, equals dense float64
+    attention (drawn heads, GQA groups, L, d, dv, blocks, f32/bf16, sm_scale; no mask).
+    """
     _kernel_values(s, attention_cases(causal=False), max_examples=15)
 
 
 @check(A, "4.3", 6, "with causal=True the kernel masks key position > query position "
                     "(positions from pl.program_id and the block sizes)")
 def kernel_causal_values(s: Session) -> None:
+    """Task 4.3: with causal=True the kernel masks key position > query position (positions from
+    pl.program_id and the block sizes).
+    """
     _kernel_values(s, attention_cases(causal=True), max_examples=12)
 
 
@@ -661,6 +687,10 @@ def _fully_masked(q_blocks: np.ndarray, kv_blocks: np.ndarray, block_q: int,
                     "kernel does not read k_ref or v_ref there (trace: kernel_reads per step), "
                     "and the output is still correct")
 def kernel_causal_skipping(s: Session) -> None:
+    """Task 4.3: with causal=True, grid steps whose tile is fully masked do no work: the kernel
+    does not read k_ref or v_ref there (trace: kernel_reads per step), and the output is still
+    correct.
+    """
     def body(case: AttentionCase) -> None:
         reply = s.invoke("flash_attention_kernel", case.args, case.kwargs, harness="a4")
         _check_attention(reply.value, case, "the kernel's output")
@@ -697,6 +727,10 @@ def kernel_causal_skipping(s: Session) -> None:
                     "logits drawn; an overflow is reported as a constant outside the safe "
                     "range)")
 def kernel_options(s: Session) -> None:
+    """Task 4.3: soft_cap and max_logit_const: scores capped at cap·tanh(s/cap), and a constant
+    from the safe range used instead of the running max (large logits drawn; an overflow is
+    reported as a constant outside the safe range).
+    """
     _kernel_values(s, attention_cases(options=True), max_examples=16)
 
 
@@ -706,6 +740,9 @@ def kernel_options(s: Session) -> None:
                      "(GQA, causal, default and drawn sm_scale, soft_cap, max_logit_const; "
                      "float32 [H, L, dv])")
 def wrapper_values(s: Session) -> None:
+    """Task 4.4: flash_attention(q, k, v, ...) equals dense float64 attention end to end (GQA,
+    causal, default and drawn sm_scale, soft_cap, max_logit_const; float32 [H, L, dv]).
+    """
     def body(case: AttentionCase) -> None:
         _check_with_mle_diagnosis(s, "flash_attention", case, wrapper=True)
     run_property(attention_cases(options=True, default_scale=True), body, max_examples=15)
@@ -783,6 +820,10 @@ def _compare_flash_trace(got: list, expected: list, case: AttentionCase) -> None
                     "dims, kv head h // group, one write-back per (head, q block), scratch "
                     "shapes, DMAs and VMEM")
 def wrapper_trace(s: Session) -> None:
+    """Task 4.4: flash_attention's pallas_call is the intended one: grid (H, L/block_q,
+    L/block_kv), semantics (parallel, parallel, arbitrary), squeezed head dims, kv head h //
+    group, one write-back per (head, q block), scratch shapes, DMAs and VMEM.
+    """
     def body(case: AttentionCase) -> None:
         reply = s.invoke("flash_attention", case.args, case.wrapper_kwargs)
         with pallas_sim.trace() as recorded:
@@ -816,6 +857,7 @@ def _diagnose_range(got: tuple[float, float], max_logit: float, min_row_max: flo
 
 @check(A, "4.5", 2, "worked answer (Ex10): scores in [-30, 40] give about (-48.7, 57.3)")
 def mle_worked(s: Session) -> None:
+    """Task 4.5: worked answer (Ex10): scores in [-30, 40] give about (-48.7, 57.3)."""
     got = _unpack_range(s.invoke("mle_safe_range", (40.0, -30.0)).value)
     if not (math.isclose(got[0], -48.7, rel_tol=5e-3) and math.isclose(got[1], 57.3,
                                                                          rel_tol=5e-3)):
@@ -826,6 +868,7 @@ def mle_worked(s: Session) -> None:
 
 @check(A, "4.5", 3, "mle_safe_range equals the reference on drawn score extremes")
 def mle_property(s: Session) -> None:
+    """Task 4.5: mle_safe_range equals the reference on drawn score extremes."""
     def body(case: Case) -> None:
         got = _unpack_range(s.invoke("mle_safe_range", case.args).value)
         want = ref.mle_safe_range(*case.args)
@@ -860,6 +903,9 @@ _WORKED_TRAFFIC = [
 @check(A, "4.6", 6, "worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048), XLA "
                     "24.75 GiB, 1.3744e12 FLOPs (lecture §5.2)")
 def traffic_worked(s: Session) -> None:
+    """Task 4.6: worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048), XLA 24.75
+    GiB, 1.3744e12 FLOPs (lecture §5.2).
+    """
     for func, args, expected, why in _WORKED_TRAFFIC:
         got = s.invoke(func, args).value
         try:
@@ -896,6 +942,7 @@ def _diagnose_traffic(func: str, args: tuple, kwargs: dict, got: object) -> str 
 
 @st.composite
 def traffic_cases(draw) -> Case:
+    """Strategy: (H, L, d, dv, block_q) for the HBM-traffic and FLOP models of Task 4.6."""
     heads = draw(st.integers(1, 256))
     length = draw(st.integers(1, 16384))
     d, dv = draw(st.integers(1, 512)), draw(st.integers(1, 512))
@@ -910,6 +957,9 @@ def traffic_cases(draw) -> Case:
 @check(A, "4.6", 4, "flash_attention_hbm_bytes equals the reference on drawn sizes (block_q "
                     "need not divide L; in_bytes/out_bytes)")
 def flash_traffic_property(s: Session) -> None:
+    """Task 4.6: flash_attention_hbm_bytes equals the reference on drawn sizes (block_q need not
+    divide L; in_bytes/out_bytes).
+    """
     def body(case: Case) -> None:
         got = s.invoke("flash_attention_hbm_bytes", case.args, case.kwargs).value
         try:
@@ -925,6 +975,7 @@ def flash_traffic_property(s: Session) -> None:
 @check(A, "4.6", 5, "xla_attention_hbm_bytes and attention_flops equal the reference on drawn "
                     "sizes")
 def xla_traffic_property(s: Session) -> None:
+    """Task 4.6: xla_attention_hbm_bytes and attention_flops equal the reference on drawn sizes."""
     def body(case: Case) -> None:
         args = case.args[:4]
         kwargs = ({"in_bytes": case.kwargs["in_bytes"], "out_bytes": case.kwargs["out_bytes"],

@@ -182,6 +182,9 @@ def causal_calls(draw: st.DrawFn) -> Call:
 @check(A, "5.1", 5, "causal_mask(q_len, kv_len, offset=...) is True exactly where "
                     "q + offset >= kv (bool, drawn lengths and offsets of either sign)")
 def causal_values(s: Session) -> None:
+    """Task 5.1: causal_mask(q_len, kv_len, offset=...) is True exactly where q + offset >= kv
+    (bool, drawn lengths and offsets of either sign).
+    """
     def body(call: Call) -> None:
         got = s.invoke("causal_mask", call.args, call.kwargs).value
         _assert_exact(got, ref.causal_mask(*call.args, **call.kwargs), "the causal mask")
@@ -200,6 +203,9 @@ def local_calls(draw: st.DrawFn) -> Call:
 @check(A, "5.1", 5, "local_mask(q_len, (left, right), kv_len) is True exactly where "
                     "q - left <= kv <= q + right (None = unbounded side)")
 def local_values(s: Session) -> None:
+    """Task 5.1: local_mask(q_len, (left, right), kv_len) is True exactly where q - left <= kv <=
+    q + right (None = unbounded side).
+    """
     def body(call: Call) -> None:
         q_len, window, kv_len = call.args
         got = s.invoke("local_mask", call.args).value
@@ -228,6 +234,9 @@ def segment_calls(draw: st.DrawFn) -> Call:
 @check(A, "5.1", 5, "segment_mask(q_ids, kv_ids) is True exactly where the ids are equal, "
                     "and combines with the other masks through &")
 def segment_values(s: Session) -> None:
+    """Task 5.1: segment_mask(q_ids, kv_ids) is True exactly where the ids are equal, and
+    combines with the other masks through &.
+    """
     def body(call: Call) -> None:
         q_ids, kv_ids = call.args
         got = _assert_exact(s.invoke("segment_mask", (q_ids, kv_ids)).value,
@@ -243,6 +252,9 @@ def segment_values(s: Session) -> None:
 @check(A, "5.2", 8, "classify_blocks(mask, block_q, block_kv) gives int8 [nq, nkv] of 0 "
                     "(empty), 1 (partial), 2 (full) on drawn masks and tilings")
 def classify_values(s: Session) -> None:
+    """Task 5.2: classify_blocks(mask, block_q, block_kv) gives int8 [nq, nkv] of 0 (empty), 1
+    (partial), 2 (full) on drawn masks and tilings.
+    """
     def body(case: MaskCase) -> None:
         got = s.invoke("classify_blocks", (case.mask, case.block_q, case.block_kv)).value
         _assert_exact(got, ref.classify_blocks(case.mask, case.block_q, case.block_kv),
@@ -253,6 +265,9 @@ def classify_values(s: Session) -> None:
 @check(A, "5.2", 4, "render_block_mask draws one line per q block with '·', 'P', 'F' "
                     "separated by single spaces")
 def render_values(s: Session) -> None:
+    """Task 5.2: render_block_mask draws one line per q block with '·', 'P', 'F' separated by
+    single spaces.
+    """
     def body(kinds: np.ndarray) -> None:
         got = s.invoke("render_block_mask", (kinds,)).value
         expected = ref.render_block_mask(kinds)
@@ -271,6 +286,9 @@ _EX12_IDS = np.repeat([0, 1, 2], [1000, 2000, 1096])
 @check(A, "5.2", 3, "worked answers: the causal L 8 picture in 2 x 2 blocks, the causal "
                     "(1024, 2048)-block grid, Ex12's three documents (lecture §6.1, §6.2, Ex12)")
 def classify_worked(s: Session) -> None:
+    """Task 5.2: worked answers: the causal L 8 picture in 2 x 2 blocks, the causal (1024,
+    2048)-block grid, Ex12's three documents (lecture §6.1, §6.2, Ex12).
+    """
     picture = "P · · ·\nF P · ·\nF F P ·\nF F F P"
     kinds = s.invoke("classify_blocks", (ref.causal_mask(8), 2, 2)).value
     kinds = _assert_exact(kinds, ref.classify_blocks(ref.causal_mask(8), 2, 2),
@@ -316,6 +334,9 @@ def _compare_fields(got: list[np.ndarray], expected: ref.MaskInfo) -> None:
 @check(A, "5.3", 8, "build_mask_info equals the reference field by field (values, dtypes, "
                     "order) on drawn masks, including block shapes that differ per axis")
 def mask_info_fields(s: Session) -> None:
+    """Task 5.3: build_mask_info equals the reference field by field (values, dtypes, order) on
+    drawn masks, including block shapes that differ per axis.
+    """
     def body(case: MaskCase) -> None:
         value = s.invoke("build_mask_info", (case.mask, case.block_q, case.block_kv)).value
         got = _mask_info_fields(value)
@@ -432,6 +453,9 @@ def _diagnose_info(got: list[np.ndarray], case: MaskCase) -> str | None:
                     "dense mask rebuilt from MaskInfo equals the input, distinct patterns, "
                     "mask_next rules")
 def mask_info_invariants(s: Session) -> None:
+    """Task 5.3: MaskInfo invariants: tiles in row-major order, bounds per q row, the dense mask
+    rebuilt from MaskInfo equals the input, distinct patterns, mask_next rules.
+    """
     def body(case: MaskCase) -> None:
         value = s.invoke("build_mask_info", (case.mask, case.block_q, case.block_kv)).value
         got = _mask_info_fields(value)
@@ -465,6 +489,9 @@ def _counts(fields: list[np.ndarray]) -> tuple[int, int, int, int]:
 @check(A, "5.3", 5, "worked answers: causal 4096 with (1024, 2048) blocks (every array), Ex11, "
                     "Ex12, causal L 512 in 64-blocks (lecture §6.2)")
 def mask_info_worked(s: Session) -> None:
+    """Task 5.3: worked answers: causal 4096 with (1024, 2048) blocks (every array), Ex11, Ex12,
+    causal L 512 in 64-blocks (lecture §6.2).
+    """
     mask = ref.causal_mask(4096)
     got = _mask_info_fields(s.invoke("build_mask_info", (mask, 1024, 2048)).value)
     label = "build_mask_info(causal_mask(4096), 1024, 2048)"
@@ -546,6 +573,9 @@ def bad_inputs(draw: st.DrawFn) -> tuple:
 @check(A, "5.3", 5, "bad input raises ValueError naming the problem: a block size that does "
                     "not divide its length, a query row with no visible key (the first one)")
 def mask_info_errors(s: Session) -> None:
+    """Task 5.3: bad input raises ValueError naming the problem: a block size that does not
+    divide its length, a query row with no visible key (the first one).
+    """
     def body(example: tuple) -> None:
         args, label, words, why = example
         _expect_value_error(s, args, label, words, why)
@@ -652,6 +682,9 @@ def _active_tiles(info: ref.MaskInfo, case: MaskCase) -> np.ndarray:
 @check(A, "5.4", 10, "splash_attention_kernel, run in the grader's pallas_call over the "
                      "reference MaskInfo, equals dense float64 masked attention")
 def kernel_values(s: Session) -> None:
+    """Task 5.4: splash_attention_kernel, run in the grader's pallas_call over the reference
+    MaskInfo, equals dense float64 masked attention.
+    """
     def body(c: SplashCase) -> None:
         got = s.invoke("splash_attention_kernel",
                        (c.q, c.k, c.v, _kernel_fields(c.info), c.scale), harness="a5").value
@@ -662,6 +695,9 @@ def kernel_values(s: Session) -> None:
 @check(A, "5.4", 5, "the kernel applies mask_ref only where block_mask == 1 (full tiles are "
                     "given an all-False pattern and must ignore it)")
 def kernel_masks_only_partial(s: Session) -> None:
+    """Task 5.4: the kernel applies mask_ref only where block_mask == 1 (full tiles are given an
+    all-False pattern and must ignore it).
+    """
     def body(c: SplashCase) -> None:
         info = c.info
         full = info.block_mask == 2
@@ -696,6 +732,9 @@ def _wrapper_reply(s: Session, c: SplashCase, record_only: bool = False):
 @check(A, "5.4", 8, "splash_attention(q, k, v, mask_info) equals dense float64 masked "
                     "attention (drawn masks, heads, head sizes, sm_scale or its default)")
 def wrapper_values(s: Session) -> None:
+    """Task 5.4: splash_attention(q, k, v, mask_info) equals dense float64 masked attention
+    (drawn masks, heads, head sizes, sm_scale or its default).
+    """
     def body(c: SplashCase) -> None:
         reply, out, _ = _wrapper_reply(s, c)
         if not reply.traces:
@@ -765,6 +804,10 @@ def _compare_splash_trace(got: list, expected: list) -> None:
                     "through the prefetched table, K/V fetched only when the column changes, "
                     "one write-back per q row, VMEM/SMEM bytes")
 def wrapper_trace(s: Session) -> None:
+    """Task 5.4: splash_attention's pallas_call: grid (H, A), semantics, blocks chosen through
+    the prefetched table, K/V fetched only when the column changes, one write-back per q row,
+    VMEM/SMEM bytes.
+    """
     def body(c: SplashCase) -> None:
         reply, _, _ = _wrapper_reply(s, c)
         with pallas_sim.trace() as t:
@@ -777,6 +820,9 @@ def wrapper_trace(s: Session) -> None:
                     "the order active_rows, active_cols, mask_next, bounds_start, bounds_end, "
                     "block_mask")
 def wrapper_prefetch(s: Session) -> None:
+    """Task 5.4: the six scalar-prefetch arrays handed to pallas_call are int32 and in the order
+    active_rows, active_cols, mask_next, bounds_start, bounds_end, block_mask.
+    """
     def body(c: SplashCase) -> None:
         _, _, recorded = _wrapper_reply(s, c, record_only=True)
         if not isinstance(recorded, (list, tuple)) or len(recorded) != 1:
@@ -836,6 +882,9 @@ def _compare_stats(got: object, expected: dict, label: str | None = None) -> Non
 @check(A, "5.5", 6, "mask_stats equals the reference's counts, pattern bytes and saving on "
                     "drawn masks")
 def stats_values(s: Session) -> None:
+    """Task 5.5: mask_stats equals the reference's counts, pattern bytes and saving on drawn
+    masks.
+    """
     def body(case: MaskCase) -> None:
         got = s.invoke("mask_stats", (case.mask, case.block_q, case.block_kv)).value
         _compare_stats(got, ref.mask_stats(case.mask, case.block_q, case.block_kv))
@@ -846,6 +895,10 @@ def stats_values(s: Session) -> None:
                     "64-blocks; the lecture's L 16384 / block 1024 pattern counts (causal 1, "
                     "causal & window 2048 2), scaled to L 2048 / block 128 / window 256")
 def stats_worked(s: Session) -> None:
+    """Task 5.5: worked answers: Ex11 (scaled to L 1024 / block 256); causal L 512 in 64-blocks;
+    the lecture's L 16384 / block 1024 pattern counts (causal 1, causal & window 2048 2),
+    scaled to L 2048 / block 128 / window 256.
+    """
     causal2k = ref.causal_mask(2048)
     worked = [
         ("Ex11 scaled by 1/4: causal_mask(1024), blocks 256", ref.causal_mask(1024), 256,

@@ -160,6 +160,7 @@ class Worker:
     # -- requests ------------------------------------------------------------------------------
 
     def load(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Import the submission module; reply with its public names or the error."""
         stem = request.get("module")
         if not isinstance(stem, str) or not stem.isidentifier():
             return self._error("request", None, f"bad module name {stem!r}")
@@ -209,6 +210,9 @@ class Worker:
         return run_harness, None
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run one requested function (or harness) inside pallas_sim.trace(); reply with the
+        result.
+        """
         args = request.get("args", ())
         kwargs = request.get("kwargs", {})
         if not isinstance(args, tuple) or not isinstance(kwargs, dict):
@@ -254,6 +258,7 @@ class Worker:
     # -- loop ----------------------------------------------------------------------------------
 
     def send(self, reply: dict[str, Any]) -> None:
+        """Sign and send one reply on the protocol channel."""
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()  # what the student printed lands before the reply is read
@@ -265,6 +270,7 @@ class Worker:
         self.channel_out.flush()
 
     def serve(self) -> int:
+        """Answer requests until the grader closes the channel."""
         self.send({"ok": True, "ready": True, "pallas_sim": pallas_sim is not None})
         while True:
             try:

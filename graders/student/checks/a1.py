@@ -26,6 +26,7 @@ def blocked_pairs(draw, dividing: bool = False) -> dict:
 
 @public_check(A, "1.1", "add_kernel in the standard pallas_call writes x + y in every block")
 def add_kernel_values(api: Api) -> None:
+    """Task 1.1: add_kernel in the standard pallas_call writes x + y in every block."""
     def body(case: dict) -> None:
         got = api.kernel("a1", "add_kernel", case["x"], case["y"], case["block_shape"])
         assert_close(got, case["x"] + case["y"], rtol=1e-6, atol=1e-6, what="the output")
@@ -34,6 +35,7 @@ def add_kernel_values(api: Api) -> None:
 
 @public_check(A, "1.2", "blocked_add(x, y, block_shape=...) equals x + y (ragged shapes too)")
 def blocked_add_values(api: Api) -> None:
+    """Task 1.2: blocked_add(x, y, block_shape=...) equals x + y (ragged shapes too)."""
     def body(case: dict) -> None:
         got = api.call("blocked_add", case["x"], case["y"], block_shape=case["block_shape"])
         assert_close(got.value, case["x"] + case["y"], rtol=1e-6, atol=1e-6,
@@ -44,6 +46,9 @@ def blocked_add_values(api: Api) -> None:
 @public_check(A, "1.2", "worked answer: f32[2048, 2048] with (512, 512) blocks: grid (4, 4), "
                         "reads 32 MiB, writes 16 MiB, 6 MiB of VMEM (lecture §2.2)")
 def blocked_add_worked(api: Api) -> None:
+    """Task 1.2: worked answer: f32[2048, 2048] with (512, 512) blocks: grid (4, 4), reads 32
+    MiB, writes 16 MiB, 6 MiB of VMEM (lecture §2.2).
+    """
     x = np.ones((2048, 2048), np.float32)
     result = api.call("blocked_add", x, x, block_shape=(512, 512))
     if not result.traces:
@@ -62,6 +67,7 @@ def blocked_add_worked(api: Api) -> None:
 
 @public_check(A, "1.3", "bias_add(x, bias) equals x + bias")
 def bias_add_values(api: Api) -> None:
+    """Task 1.3: bias_add(x, bias) equals x + bias."""
     def body(case: dict) -> None:
         bias = case["y"][:1]
         got = api.call("bias_add", case["x"], bias, block_shape=case["block_shape"])
@@ -72,6 +78,9 @@ def bias_add_values(api: Api) -> None:
 @public_check(A, "1.3", "worked answer: f32[1024, 1024] with (128, 128) blocks makes "
                         "2·64 + 8 = 136 DMAs (lecture §2.3)")
 def bias_add_worked(api: Api) -> None:
+    """Task 1.3: worked answer: f32[1024, 1024] with (128, 128) blocks makes 2·64 + 8 = 136 DMAs
+    (lecture §2.3).
+    """
     x, bias = np.zeros((1024, 1024), np.float32), np.ones((1, 1024), np.float32)
     result = api.call("bias_add", x, bias, block_shape=(128, 128))
     dmas = sum(call.dma_count for call in result.traces)
@@ -85,6 +94,7 @@ def bias_add_worked(api: Api) -> None:
 
 @public_check(A, "1.4", "accumulate_inplace(acc, x) returns acc itself, holding acc + x")
 def accumulate_values(api: Api) -> None:
+    """Task 1.4: accumulate_inplace(acc, x) returns acc itself, holding acc + x."""
     def body(case: dict) -> None:
         acc, x = case["x"].copy(), case["y"]
         expected = acc + x
@@ -100,6 +110,9 @@ def accumulate_values(api: Api) -> None:
 @public_check(A, "1.5", "worked answers: 48 MiB, 192 MiB unblocked; 6 MiB with (512, 512) "
                         "blocks (lecture §2.2)")
 def vmem_worked(api: Api) -> None:
+    """Task 1.5: worked answers: 48 MiB, 192 MiB unblocked; 6 MiB with (512, 512) blocks (lecture
+    §2.2).
+    """
     f32 = ["float32"] * 3
     cases = [([(2048, 2048)] * 3, None, 48), ([(4096, 4096)] * 3, None, 192),
              ([(4096, 4096)] * 3, (512, 512), 6)]
@@ -114,6 +127,9 @@ def vmem_worked(api: Api) -> None:
 @public_check(A, "1.5", "vmem_bytes follows the formula: whole arrays once, or buffer_count "
                         "buffers of one block per operand")
 def vmem_formula(api: Api) -> None:
+    """Task 1.5: vmem_bytes follows the formula: whole arrays once, or buffer_count buffers of
+    one block per operand.
+    """
     @st.composite
     def cases(draw) -> dict:
         n = draw(st.integers(1, 4))

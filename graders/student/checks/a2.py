@@ -34,6 +34,9 @@ def _pair(value: object) -> tuple[np.ndarray, np.ndarray]:
 @public_check(A, "2.1", "worked answers: 6 blocks, DMA 1, compute 2: 18 with 1 buffer, 13 with "
                         "2; DMA 3, compute 1, 100 blocks: 400 and 301 (lecture §3.1)")
 def schedule_worked(api: Api) -> None:
+    """Task 2.1: worked answers: 6 blocks, DMA 1, compute 2: 18 with 1 buffer, 13 with 2; DMA 3,
+    compute 1, 100 blocks: 400 and 301 (lecture §3.1).
+    """
     for d, c, n, totals in ((1.0, 2.0, 6, (18, 13)), (3.0, 1.0, 100, (400, 301))):
         for buffers, total in zip((1, 2), totals, strict=True):
             _, comp = _pair(api.call("pipeline_schedule", [d] * n, [c] * n, buffers).value)
@@ -46,6 +49,7 @@ def schedule_worked(api: Api) -> None:
 
 @st.composite
 def pipelines(draw) -> dict:
+    """Strategy: DMA and compute durations (zeros and ties included) and a buffer count."""
     n = draw(st.integers(1, 8))
     times = st.floats(0, 5, allow_nan=False).map(lambda t: round(t, 2))
     return {"dma_times": draw(st.lists(times, min_size=n, max_size=n)),
@@ -55,6 +59,7 @@ def pipelines(draw) -> dict:
 
 @public_check(A, "2.1", "every interval follows the one-engine, n-buffer recurrence")
 def schedule_property(api: Api) -> None:
+    """Task 2.1: every interval follows the one-engine, n-buffer recurrence."""
     def body(case: dict) -> None:
         dma, comp = _pair(api.call("pipeline_schedule", case["dma_times"],
                                    case["compute_times"], case["n_buffers"]).value)
@@ -67,6 +72,9 @@ def schedule_property(api: Api) -> None:
 @public_check(A, "2.2", "each row has width cells; block k fills cells round(start·width/T) up "
                         "to round(end·width/T) with the digit k % 10")
 def gantt_property(api: Api) -> None:
+    """Task 2.2: each row has width cells; block k fills cells round(start·width/T) up to
+    round(end·width/T) with the digit k % 10.
+    """
     def body(case: dict) -> None:
         dma, comp = schedule(case["dma_times"], case["compute_times"], case["n_buffers"])
         total = comp[-1, 1]
@@ -89,6 +97,9 @@ def gantt_property(api: Api) -> None:
 @public_check(A, "2.3", "worked answers: 6 blocks, DMA 1, compute 2: utilization 12/18 with 1 "
                         "buffer, 12/13 with 2 (lecture §3.1)")
 def utilization_worked(api: Api) -> None:
+    """Task 2.3: worked answers: 6 blocks, DMA 1, compute 2: utilization 12/18 with 1 buffer,
+    12/13 with 2 (lecture §3.1).
+    """
     for buffers, expected in ((1, 12 / 18), (2, 12 / 13)):
         got = api.call("pipeline_utilization", [1.0] * 6, [2.0] * 6, buffers).value
         if not np.isclose(float(got), expected, rtol=1e-9):
@@ -99,6 +110,9 @@ def utilization_worked(api: Api) -> None:
 @public_check(A, "2.4", "worked answer: 4 MiB per step, compute 2.087 µs, utilization 0.234 → "
                         "about 614 GB/s (lecture §3.2)")
 def bandwidth_worked(api: Api) -> None:
+    """Task 2.4: worked answer: 4 MiB per step, compute 2.087 µs, utilization 0.234 → about 614
+    GB/s (lecture §3.2).
+    """
     got = api.call("effective_bandwidth", 4 * 2**20, 2.087e-6, 0.234).value
     if not np.isclose(float(got), 613.8e9, rtol=5e-3):
         raise Mismatch("the bandwidth differs from the lecture's",

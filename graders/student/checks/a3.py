@@ -14,6 +14,7 @@ PEAK, BW = 1028.75e12, 3685.5e9  # Ironwood, one TensorCore
 
 @st.composite
 def matmuls(draw) -> dict:
+    """Strategy: (x, y) matmul operands with drawn M, N, K for the public self-check."""
     bm, bn, bk = (draw(st.sampled_from([8, 16])) for _ in range(3))
     m, n, k = (bm * draw(st.integers(1, 3)), bn * draw(st.integers(1, 3)),
                bk * draw(st.integers(1, 3)))
@@ -29,6 +30,7 @@ def _expected(case: dict) -> np.ndarray:
 @public_check(A, "3.1", "matmul_kernel in the standard 3D-grid pallas_call gives x @ y "
                         "(and relu(x @ y))")
 def kernel_values(api: Api) -> None:
+    """Task 3.1: matmul_kernel in the standard 3D-grid pallas_call gives x @ y (and relu(x @ y))."""
     def body(case: dict) -> None:
         got = api.kernel("a3", "matmul_kernel", case["x"], case["y"],
                          block_shape=case["block_shape"], activation=case["activation"])
@@ -38,6 +40,7 @@ def kernel_values(api: Api) -> None:
 
 @public_check(A, "3.2", "matmul(x, y, block_shape=..., activation=...) equals x @ y")
 def matmul_values(api: Api) -> None:
+    """Task 3.2: matmul(x, y, block_shape=..., activation=...) equals x @ y."""
     def body(case: dict) -> None:
         got = api.call("matmul", case["x"], case["y"], block_shape=case["block_shape"],
                        activation=case["activation"])
@@ -48,6 +51,9 @@ def matmul_values(api: Api) -> None:
 @public_check(A, "3.3", "worked answers: (4096, 7168) @ (7168, 18432), block 1024: 1d 664 MiB, "
                         "2d 64 MiB, 3d 16 MiB (lecture §4.2)")
 def vmem_worked(api: Api) -> None:
+    """Task 3.3: worked answers: (4096, 7168) @ (7168, 18432), block 1024: 1d 664 MiB, 2d 64 MiB,
+    3d 16 MiB (lecture §4.2).
+    """
     for grid, mib in (("1d", 664), ("2d", 64), ("3d", 16)):
         got = api.call("matmul_vmem_bytes", 4096, 18432, 7168, block=1024, grid=grid).value
         if got != mib * MiB:
@@ -58,6 +64,9 @@ def vmem_worked(api: Api) -> None:
 @public_check(A, "3.4", "worked answers: intensity b/2; smallest compute-bound block 560; "
                         "ideal time 1.147 ms (block 512) and 1.052 ms (block 1024) (lecture §4.3)")
 def roofline_worked(api: Api) -> None:
+    """Task 3.4: worked answers: intensity b/2; smallest compute-bound block 560; ideal time
+    1.147 ms (block 512) and 1.052 ms (block 1024) (lecture §4.3).
+    """
     got = api.call("arithmetic_intensity", 1024).value
     if not np.isclose(float(got), 512.0):
         raise Mismatch("arithmetic_intensity(1024) differs", expected="512.0", got=repr(got))

@@ -39,6 +39,9 @@ def _pairs(value: object, n_blocks: int) -> tuple[np.ndarray, list[tuple[np.ndar
 @public_check(A, "4.1", "worked answers: x = (1, 3, 2, 5, 0, 4) and Ex7 x = (2, 0, 4, 1), "
                         "block 2 (lecture §5.1)")
 def online_softmax_worked(api: Api) -> None:
+    """Task 4.1: worked answers: x = (1, 3, 2, 5, 0, 4) and Ex7 x = (2, 0, 4, 1), block 2
+    (lecture §5.1).
+    """
     worked = [((1, 3, 2, 5, 0, 4), [(3, 1.1353), (5, 1.2034), (5, 1.5781)]),
               ((2, 0, 4, 1), [(2, 1.1353), (4, 1.2034)])]
     for xs, trace in worked:
@@ -54,6 +57,7 @@ def online_softmax_worked(api: Api) -> None:
 
 @st.composite
 def softmax_cases(draw) -> dict:
+    """Strategy: x ([n] or [rows, n], f32/f64, three logit scales) and a block size."""
     rows = draw(st.one_of(st.none(), st.integers(1, 4)))
     n = draw(st.integers(1, 24))
     low, high = draw(st.sampled_from([(-4.0, 4.0), (40.0, 90.0)]))
@@ -65,6 +69,9 @@ def softmax_cases(draw) -> dict:
 @public_check(A, "4.1", "probabilities equal softmax(x) over the last axis; after block k the "
                         "trace holds m = max of the columns seen and l = Σ exp(x - m) over them")
 def online_softmax_property(api: Api) -> None:
+    """Task 4.1: probabilities equal softmax(x) over the last axis; after block k the trace holds
+    m = max of the columns seen and l = Σ exp(x - m) over them.
+    """
     def body(case: dict) -> None:
         x, block = case["x"], case["block_size"]
         n_blocks = -(-x.shape[-1] // block)
@@ -88,6 +95,7 @@ def _state(scores: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, ...]:
 
 @st.composite
 def two_parts(draw) -> dict:
+    """Strategy: scores and values of two disjoint key sets for the public merge check."""
     rows, dv = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     scale = draw(st.sampled_from([4.0, 30.0]))
     parts = []
@@ -113,6 +121,9 @@ def _merged(api: Api, a: tuple, b: tuple) -> tuple[np.ndarray, ...]:
 @public_check(A, "4.2", "merging the states of two disjoint key sets gives the state of all "
                         "keys, in either order")
 def merge_property(api: Api) -> None:
+    """Task 4.2: merging the states of two disjoint key sets gives the state of all keys, in
+    either order.
+    """
     def body(case: dict) -> None:
         (s1, v1), (s2, v2) = case["parts"]
         a, b = _f32(_state(s1, v1)), _f32(_state(s2, v2))
@@ -126,6 +137,7 @@ def merge_property(api: Api) -> None:
 
 @public_check(A, "4.2", "finalize_attention_state returns acc / l")
 def finalize_property(api: Api) -> None:
+    """Task 4.2: finalize_attention_state returns acc / l."""
     def body(case: dict) -> None:
         scores, values = case["parts"][0]
         state = _f32(_state(scores, values))
@@ -137,6 +149,7 @@ def finalize_property(api: Api) -> None:
 
 @st.composite
 def attention_cases(draw) -> dict:
+    """Strategy: small q, k, v (and GQA head counts) for the public attention check."""
     heads, group = draw(st.sampled_from([(1, 1), (2, 1), (2, 2)]))
     block_q, block_kv = draw(st.sampled_from([8, 16])), draw(st.sampled_from([8, 16]))
     length = max(block_q, block_kv) * draw(st.integers(1, 2))
@@ -160,6 +173,7 @@ def dense_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -
 
 @public_check(A, "4.4", "flash_attention equals dense softmax attention (causal or not, GQA)")
 def flash_attention_values(api: Api) -> None:
+    """Task 4.4: flash_attention equals dense softmax attention (causal or not, GQA)."""
     def body(case: dict) -> None:
         got = api.call("flash_attention", case["q"], case["k"], case["v"],
                        causal=case["causal"], block_q=case["block_q"],
@@ -172,6 +186,9 @@ def flash_attention_values(api: Api) -> None:
 @public_check(A, "4.5", "worked answer: scores in [-30, 40] → safe constants in about "
                         "(-48.7, 57.3) (lecture §5.3)")
 def mle_worked(api: Api) -> None:
+    """Task 4.5: worked answer: scores in [-30, 40] → safe constants in about (-48.7, 57.3)
+    (lecture §5.3).
+    """
     got = api.call("mle_safe_range", 40.0, -30.0).value
     try:
         low, high = (float(v) for v in got)
@@ -185,6 +202,9 @@ def mle_worked(api: Api) -> None:
 @public_check(A, "4.6", "worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048); "
                         "XLA 24.75 GiB; 1.3744e12 FLOPs (lecture §5.2)")
 def traffic_worked(api: Api) -> None:
+    """Task 4.6: worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048); XLA 24.75
+    GiB; 1.3744e12 FLOPs (lecture §5.2).
+    """
     MiB, GiB = 1 << 20, 1 << 30
     cases = [("flash_attention_hbm_bytes", (128, 4096, 192, 128, 1024), 1728 * MiB),
              ("flash_attention_hbm_bytes", (128, 4096, 192, 128, 2048), 1088 * MiB),
@@ -200,6 +220,9 @@ def traffic_worked(api: Api) -> None:
 @public_check(A, "4.3", "flash_attention_kernel in the standard (head, q block, kv block) "
                         "pallas_call equals dense softmax attention")
 def flash_kernel_values(api: Api) -> None:
+    """Task 4.3: flash_attention_kernel in the standard (head, q block, kv block) pallas_call
+    equals dense softmax attention.
+    """
     def body(case: dict) -> None:
         got = api.kernel("a4", "flash_attention_kernel", case["q"], case["k"], case["v"],
                          sm_scale=1 / np.sqrt(case["q"].shape[-1]), causal=case["causal"],

@@ -22,6 +22,9 @@ def _same(got: object, expected: np.ndarray, what: str) -> None:
 @public_check(A, "5.1", "masks equal their formulas: q + offset >= kv; q - left <= kv <= "
                         "q + right; equal segment ids")
 def masks_property(api: Api) -> None:
+    """Task 5.1: masks equal their formulas: q + offset >= kv; q - left <= kv <= q + right; equal
+    segment ids.
+    """
     @st.composite
     def cases(draw) -> dict:
         return {"q": draw(st.integers(1, 12)), "kv": draw(st.integers(1, 12)),
@@ -56,6 +59,9 @@ def _causal(length: int) -> np.ndarray:
 @public_check(A, "5.2", "worked answers: causal L 8, block 2 renders as P/F/· rows; causal "
                         "4096 with blocks (1024, 2048) is [[1,0],[1,0],[2,1],[2,1]] (lecture §6.2)")
 def classify_worked(api: Api) -> None:
+    """Task 5.2: worked answers: causal L 8, block 2 renders as P/F/· rows; causal 4096 with
+    blocks (1024, 2048) is [[1,0],[1,0],[2,1],[2,1]] (lecture §6.2).
+    """
     blocks = api.call("classify_blocks", _causal(8), 2, 2).value
     picture = api.call("render_block_mask", np.asarray(blocks)).value
     expected = "P · · ·\nF P · ·\nF F P ·\nF F F P"
@@ -68,6 +74,7 @@ def classify_worked(api: Api) -> None:
 
 @public_check(A, "5.3", "worked answer: causal 4096, blocks (1024, 2048) (lecture §6.3)")
 def mask_info_worked(api: Api) -> None:
+    """Task 5.3: worked answer: causal 4096, blocks (1024, 2048) (lecture §6.3)."""
     info = api.call("build_mask_info", _causal(4096), 1024, 2048).value
     T, F = True, False
     expected = {"active_rows": [0, 1, 2, 2, 3, 3], "active_cols": [0, 0, 0, 1, 0, 1],
@@ -89,6 +96,9 @@ def mask_info_worked(api: Api) -> None:
 @public_check(A, "5.5", "worked answer: causal 4096, block 1024: 10 active blocks, 6 full, "
                         "4 partial, 1 pattern of 1 MiB (lecture §6.3, Ex11)")
 def stats_worked(api: Api) -> None:
+    """Task 5.5: worked answer: causal 4096, block 1024: 10 active blocks, 6 full, 4 partial, 1
+    pattern of 1 MiB (lecture §6.3, Ex11).
+    """
     got = api.call("mask_stats", _causal(4096), 1024, 1024).value
     expected = {"num_blocks": 16, "num_active": 10, "num_partial": 4, "num_full": 6,
                 "num_patterns": 1, "pattern_bytes": 1 << 20}
