@@ -83,3 +83,30 @@ def test_elementwise_and_reductions_match_numpy_on_f32(name, call, expected):
     assert np.allclose(got, expected(x), rtol=1e-6, atol=1e-6), (
         f"jnp.{name} on f32 values must equal NumPy's"
     )
+
+
+def test_broadcasted_iota_indexes_along_its_dimension() -> None:
+    from pallas_sim import jax
+    rows = jax.lax.broadcasted_iota(np.int32, (3, 4), 0)
+    cols = jax.lax.broadcasted_iota(np.int32, (3, 4), 1)
+    assert rows.dtype == np.int32 and rows.shape == (3, 4)
+    assert np.array_equal(rows, np.repeat(np.arange(3)[:, None], 4, axis=1)), (
+        "dimension 0: every row holds its row index, as jax.lax.broadcasted_iota")
+    assert np.array_equal(cols >= rows, np.triu(np.ones((3, 4), bool))), (
+        "col >= row is the upper triangle: the causal mask idiom works")
+
+
+def test_jit_runs_the_function_unchanged_in_both_spellings() -> None:
+    import functools
+
+    from pallas_sim import jax
+
+    @jax.jit
+    def double(x):
+        return 2 * x
+
+    @functools.partial(jax.jit, static_argnames=["k"])
+    def scale(x, *, k):
+        return k * x
+
+    assert double(3) == 6 and scale(2, k=5) == 10, "jax.jit is the identity on pallas_sim"
