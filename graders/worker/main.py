@@ -69,9 +69,18 @@ try:
 except ImportError:  # the simulator is optional until it exists; calls then run untraced
     pallas_sim = None
 else:
-    # The grading profile's sanitizers (graders.grading.GRADING_SIM_OPTIONS): parallel
-    # grid axes in a seeded random order, as TPU interpret mode visits them.
-    pallas_sim.config(shuffle_parallel=True, shuffle_seed=0)
+    # The grading profile: the simulator's defaults (poisoned memory, the 32 MiB scoped
+    # limit, ...) plus the sanitizers of graders.grading.GRADING_SIM_OPTIONS (parallel
+    # grid axes in a seeded random order, as TPU interpret mode visits them). Applied
+    # again before every call, so a submission that changes pallas_sim.config (at
+    # import or in a call) cannot turn poisoning or the VMEM limit off for its checks.
+    import dataclasses as _dataclasses  # noqa: E402
+
+    from pallas_sim.config import Options as _Options  # noqa: E402
+
+    GRADING_OPTIONS = {**_dataclasses.asdict(_Options()), "shuffle_parallel": True,
+                       "shuffle_seed": 0}
+    pallas_sim.config(**GRADING_OPTIONS)
 
 MAX_MESSAGE_CHARS = 2000
 MAX_TRACEBACK_FRAMES = 20
@@ -225,6 +234,7 @@ class Worker:
             if pallas_sim is None:
                 value = target(*args, **kwargs)
             else:
+                pallas_sim.config(**GRADING_OPTIONS)
                 with pallas_sim.trace() as recorded:
                     value = target(*args, **kwargs)
                 calls = list(recorded.calls)

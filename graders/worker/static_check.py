@@ -109,7 +109,8 @@ def is_allowed_module(module: str) -> bool:
     if parts[0] not in ALLOWED_MODULES:
         return False
     if parts[0] == "pallas_sim":
-        return not any(part.startswith("_") for part in parts[1:])
+        return not any(part.startswith("_") or part in PALLAS_SIM_INTERNALS
+                       for part in parts[1:])
     return True
 
 
@@ -127,9 +128,44 @@ def _refuse(node: ast.AST, what: str, why: str) -> StaticProblem:
     return StaticProblem(line, column, f"line {line}: {what} is not allowed ({why})")
 
 
+#: pallas_sim's internal modules: their objects (the active traces, the recorder, the
+#: kernel context) are the grader's evidence and are reachable only through these names.
+PALLAS_SIM_INTERNALS = frozenset({
+    "tracing", "context", "memory", "refs", "specs", "dtypes", "dma", "grid_order",
+    "backends", "errors", "record",
+})
+#: Underscore names that are public API by convention (NamedTuple's methods).
+ALLOWED_PRIVATE = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
+
+
 def _forbidden_attribute(name: str) -> bool:
     dunder = name.startswith("__") and name.endswith("__")
-    return (dunder and name not in ALLOWED_DUNDERS) or name in FORBIDDEN_ATTRIBUTES
+    private = name.startswith("_") and not dunder and name not in ALLOWED_PRIVATE
+    return ((dunder and name not in ALLOWED_DUNDERS) or name in FORBIDDEN_ATTRIBUTES
+            or name in PALLAS_SIM_INTERNALS or (private and name != "_"))
+
+
+def _own_private_attributes(tree: ast.AST) -> set[int]:
+    """ids of ``self._x`` nodes inside a class's methods, where ``self`` is the method's
+    first parameter and is never rebound: a class may keep private state of its own."""
+    allowed: set[int] = set()
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for fn in cls.body:
+            if not isinstance(fn, ast.FunctionDef) or not fn.args.args:
+                continue
+            me = fn.args.args[0].arg
+            rebound = any(isinstance(n, ast.Name) and n.id == me and
+                          isinstance(n.ctx, ast.Store | ast.Del) for n in ast.walk(fn))
+            if rebound:
+                continue
+            for n in ast.walk(fn):
+                if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                        and n.value.id == me and n.attr.startswith("_")
+                        and not n.attr.startswith("__")):
+                    allowed.add(id(n))
+    return allowed
 
 
 def _module_names(tree: ast.AST) -> set[str]:
@@ -153,6 +189,7 @@ def _dynamic_problems(tree: ast.AST) -> list[StaticProblem]:
     """Refusals of dynamic imports, string execution, dunder access and monkeypatching."""
     problems: list[StaticProblem] = []
     modules = _module_names(tree)
+    own_private = _own_private_attributes(tree)
     direct_calls: set[int] = set()
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
@@ -182,9 +219,15 @@ def _dynamic_problems(tree: ast.AST) -> list[StaticProblem]:
                 problems.append(_refuse(node, f"'{node.id}' used as a value",
                                         "call it directly with a literal attribute name"))
         elif isinstance(node, ast.Attribute):
-            if _forbidden_attribute(node.attr):
+            if id(node) in own_private:
+                continue
+            if node.attr in PALLAS_SIM_INTERNALS:
                 problems.append(_refuse(node, f"access to '.{node.attr}'",
-                                        "it reaches the interpreter's internals"))
+                                        "it is pallas_sim's internals, not its public API"))
+            elif _forbidden_attribute(node.attr):
+                problems.append(_refuse(node, f"access to '.{node.attr}'",
+                                        "it reaches the interpreter's internals or private "
+                                        "state"))
             elif isinstance(node.ctx, ast.Store | ast.Del) and _root_name(node) in modules:
                 problems.append(_refuse(
                     node, f"assigning to or deleting '{ast.unparse(node)}'",
@@ -205,11 +248,12 @@ def _import_problems(tree: ast.AST) -> list[StaticProblem]:
                 problems.append(_reject(node, f"relative import 'from {dots}{node.module or ''}'"))
             elif node.module is None or not is_allowed_module(node.module):
                 problems.append(_reject(node, f"import of '{node.module}'"))
-            elif node.module == "pallas_sim":
+            elif node.module.split(".")[0] == "pallas_sim":
                 for alias in node.names:
-                    if alias.name.startswith("_"):
+                    if alias.name.startswith("_") or alias.name in PALLAS_SIM_INTERNALS:
                         problems.append(
-                            _reject(node, f"import of private name 'pallas_sim.{alias.name}'")
+                            _reject(node, f"import of pallas_sim's internal name "
+                                          f"'{node.module}.{alias.name}'")
                         )
     problems.sort(key=lambda p: (p.line, p.column))
     return problems

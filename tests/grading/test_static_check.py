@@ -22,8 +22,8 @@ import numpy.linalg
 from numpy import float32
 
 import pallas_sim
-from pallas_sim import jax, jnp, pl, pltpu
-from pallas_sim.tracing import trace
+from pallas_sim import jax, jnp, pl, pltpu, trace
+from pallas_sim.pl import BlockSpec
 """
 
 
@@ -103,3 +103,37 @@ def test_files_are_read_with_their_encoding_and_unreadable_ones_are_reported(
     assert "cannot decode bad.py" in check_file(bad).message()
     missing = check_file(tmp_path / "missing.py")
     assert not missing.ok and "cannot read missing.py" in missing.message()
+
+
+@pytest.mark.parametrize(
+    ("source", "refused"),
+    [
+        # The trace-forging attack: reach the grader's active trace and rewrite a DMA count.
+        ("from pallas_sim import tracing as _tr\nfor t in _tr._ACTIVE:\n    t.calls.pop()\n",
+         "pallas_sim.tracing"),
+        ("import pallas_sim\nrec = pallas_sim.tracing.record\n", "'.tracing'"),
+        ("import pallas_sim.context\n", "pallas_sim.context"),
+        ("from pallas_sim.dma import wait\n", "pallas_sim.dma"),
+        ("import numpy as np\nx = np._NoValue\n", "'._NoValue'"),
+        ("class A:\n    def f(self):\n        self = np\n        return self._core\n",
+         "'._core'"),
+    ],
+)
+def test_pallas_sim_internals_and_private_attributes_are_refused(source: str,
+                                                                  refused: str) -> None:
+    result = check_source(source)
+    assert not result.ok and refused in result.message(), (
+        "the simulator's internals (where the grader's trace lives) and private attributes "
+        f"are out of a submission's reach; got: {result.message()!r}")
+
+
+def test_a_class_may_keep_private_state_and_use_namedtuple_methods() -> None:
+    source = (
+        "from typing import NamedTuple\n"
+        "class Point(NamedTuple):\n    x: int\n    y: int\n"
+        "class Cache:\n    def __init__(self):\n        self._store = {}\n"
+        "    def get(self, k):\n        return self._store.get(k)\n"
+        "d = Point(1, 2)._asdict()\n"
+    )
+    result = check_source(source)
+    assert result.ok, result.message()
