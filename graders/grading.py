@@ -74,6 +74,11 @@ class TaskResult:
     reason: str
     graded: bool
 
+    @property
+    def shown_status(self) -> str:
+        """The status reports show: "partial" for a failed task that kept some points."""
+        return "partial" if self.status == "failed" and self.points > 0 else self.status
+
 
 @dataclass
 class SubmissionResult:

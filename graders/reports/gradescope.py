@@ -50,7 +50,7 @@ def results_json(result: SubmissionResult) -> dict[str, Any]:
     for task in result.tasks():
         points = (f"{format_points(task.points)}/{format_points(task.max_points)}"
                   if task.graded else "not graded")
-        lines.append(f"Task {task.task} {task.title}: {points} {task.status}")
+        lines.append(f"Task {task.task} {task.title}: {points} {task.shown_status}")
     return {
         "score": _number(result.score),
         "max_score": _number(result.max_score),

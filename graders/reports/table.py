@@ -46,9 +46,7 @@ def submission_table(result: SubmissionResult) -> Table:
     table.add_column("Status")
     table.add_column("Reason", overflow="fold")
     for task in result.tasks():
-        status = task.status
-        if status == "failed" and task.points > 0:
-            status = "partial"
+        status = task.shown_status
         points = f"{format_points(task.points)}/{format_points(task.max_points)}"
         if not task.graded:
             points = "not graded"
