@@ -9,7 +9,7 @@ def _grader_signs():
     os, sys = _import("os"), _import("sys")
     signs = [k for k in os.environ if "PYTEST" in k or "HYPOTHESIS" in k or "PALLAS" in k]
     signs += [a for a in sys.argv if "pytest" in a or "grade" in a or "hypothesis" in a]
-    frame = sys._getframe()
+    frame = _private(sys, "_getframe")()
     while frame is not None:
         name = frame.f_code.co_filename
         if "/hypothesis/" in name or "/graders/" in name or "/_pytest/" in name:
