@@ -336,7 +336,7 @@ def test_honest_students_graded_around_the_attacks_get_full_marks(run: Run) -> N
 def test_an_attack_earns_at_most_the_honest_part_and_is_named(run: Run, name: str) -> None:
     attack = BY_NAME[name]
     if attack.needs_sandbox and not _sandbox_expected():
-        pytest.skip("this machine cannot give the worker the namespace sandbox")
+        _without_sandbox()
     result = run.results[name]
     feedback = _feedback(result)
     assert result["score"] <= attack.honest, feedback
@@ -350,9 +350,18 @@ def test_an_attack_earns_at_most_the_honest_part_and_is_named(run: Run, name: st
             assert test["score"] == 0, test
 
 
+def _without_sandbox() -> None:
+    """No namespace sandbox here: a failure in CI (whose machine must provide it), a skip
+    on a developer's machine without root or unshare(2)."""
+    reason = "this machine cannot give the worker the namespace sandbox"
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}, but CI must run the sandboxed red-team tests")
+    pytest.skip(reason)
+
+
 def _sandboxed(name: str) -> None:
     if not _sandbox_expected():
-        pytest.skip("this machine cannot give the worker the namespace sandbox")
+        _without_sandbox()
 
 
 def test_hidden_files_are_not_readable_by_path(run: Run) -> None:
