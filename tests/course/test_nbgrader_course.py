@@ -24,8 +24,11 @@ def test_generate_assignment_grade_submitted_and_read_the_gradebook(tmp_path: Pa
     write_course(course)
     nbgrader = Path(sys.executable).parent / "nbgrader"
     command = [str(nbgrader)] if nbgrader.exists() else [sys.executable, "-m", "nbgrader"]
+    # nbgrader shells out to `alembic` from its own environment: find it without activation.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     made = subprocess.run([*command, "generate_assignment", STEM, "--force"], cwd=course,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PATH": path})
     assert made.returncode == 0, made.stderr
     released = course / "release" / STEM / f"{STEM}.ipynb"
     handout = nbformat.read(ROOT / "assignments" / f"{STEM}.ipynb", as_version=4)
