@@ -64,11 +64,16 @@ class SemaphoreRef:
       IndexError: an index outside the array of semaphores.
     """
 
-    __slots__ = ("_sems", "name")
+    __slots__ = ("_sems", "_name")
 
     def __init__(self, sems: np.ndarray, name: str) -> None:
         self._sems = sems
-        self.name = name
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        """The kernel parameter's name, used in errors (read-only)."""
+        return self._name
 
     @classmethod
     def allocate(cls, shape: Sequence[int], name: str) -> SemaphoreRef:
@@ -88,7 +93,7 @@ class SemaphoreRef:
         """``sems.at[i]``: the semaphore ref of element ``i``."""
         return _SemaphoreIndexer(self)
 
-    def semaphore(self) -> Semaphore:
+    def _semaphore(self) -> Semaphore:
         """The single semaphore of a scalar ref.
 
         Raises:
@@ -100,7 +105,7 @@ class SemaphoreRef:
                 f"with {self.name}.at[i]")
         return self._sems[()]
 
-    def all(self) -> Iterable[Semaphore]:
+    def _all(self) -> Iterable[Semaphore]:
         """Every semaphore this ref holds."""
         return self._sems.reshape(-1).tolist()
 
@@ -170,7 +175,7 @@ class AsyncCopy:
         if not isinstance(sem, SemaphoreRef):
             raise TypeError("make_async_copy needs a DMA semaphore (scratch "
                             f"pltpu.SemaphoreType.DMA) as its third argument, got {sem!r}")
-        self._sem = sem.semaphore()
+        self._sem = sem._semaphore()
         if self._src.shape != self._dst.shape or self._src.dtype != self._dst.dtype:
             raise ValueError(
                 f"make_async_copy from {self._src_name} ({self._src.dtype}"
@@ -222,7 +227,7 @@ def make_async_copy(src_ref: object, dst_ref: object, sem: object) -> AsyncCopy:
 
 def manual_dma_count(sem_refs: Iterable[SemaphoreRef]) -> int:
     """Copies started on these semaphores (the trace's ``manual_dma_count``)."""
-    return sum(s.started for ref in sem_refs for s in ref.all())
+    return sum(s.started for ref in sem_refs for s in ref._all())
 
 
 def check_drained(sem_refs: Iterable[SemaphoreRef], call_name: str) -> None:
@@ -235,14 +240,14 @@ def check_drained(sem_refs: Iterable[SemaphoreRef], call_name: str) -> None:
     Warns:
       RuntimeWarning: with ``config(unwaited_dma="warn")``.
     """
-    pending = [c for ref in sem_refs for s in ref.all() for c in s.pending]
+    pending = [c for ref in sem_refs for s in ref._all() for c in s.pending]
     if not pending:
         return
     message = (f"pallas_call {call_name!r} ended with {len(pending)} DMA(s) started and never "
                f"waited, first {pending[0]!r}; the destination never receives the data. "
                "Every .start() needs a matching .wait() before the kernel's last step ends.")
     for ref in sem_refs:
-        for s in ref.all():
+        for s in ref._all():
             s.pending.clear()
     if OPTIONS.unwaited_dma == "warn":
         warnings.warn(message, RuntimeWarning, stacklevel=3)

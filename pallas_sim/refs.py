@@ -16,9 +16,12 @@ import numpy as np
 class Ref:
     """A kernel-side reference to a buffer.
 
-    Attributes:
+    Attributes (all read-only: a kernel changes a ref's contents, never the ref):
       name: the kernel parameter's name (e.g. ``"x_ref"``), used in errors.
       memory_space: "vmem", "smem" or "any" (HBM).
+      reads: how many times the kernel has read the ref in the current grid
+        step (``ref[...]``, ``np.asarray(ref)``); pallas_call turns it into
+        the per-step ``OperandTrace.kernel_reads``.
       shape, dtype, ndim, size: those of the buffer (``None`` block dims are
         already squeezed out).
 
@@ -26,15 +29,25 @@ class Ref:
       IndexError: an index or slice outside the ref's shape, naming the ref.
     """
 
-    __slots__ = ("_buf", "name", "memory_space", "reads")
+    __slots__ = ("_buf", "_name", "_space", "_reads")
 
     def __init__(self, buf: np.ndarray, name: str, memory_space: str = "vmem") -> None:
         self._buf = buf
-        self.name = name
-        self.memory_space = memory_space
-        #: How many times the kernel read this ref (``ref[...]``, ``np.asarray(ref)``);
-        #: pallas_call turns it into the per-step ``OperandTrace.kernel_reads``.
-        self.reads = 0
+        self._name = name
+        self._space = memory_space
+        self._reads = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def memory_space(self) -> str:
+        return self._space
+
+    @property
+    def reads(self) -> int:
+        return self._reads
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -73,12 +86,12 @@ class Ref:
         return _RefIndexer(self)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        self.reads += 1
+        self._reads += 1
         out = self._buf.copy()
         return out if dtype is None else out.astype(dtype)
 
     def __getitem__(self, idx):
-        self.reads += 1
+        self._reads += 1
         if idx is Ellipsis:
             return self._buf.copy()
         value = self._buf[self._checked(idx)]
@@ -91,7 +104,7 @@ class Ref:
         except ValueError as exc:
             shape = np.shape(value)
             raise ValueError(
-                f"cannot store a value of shape {shape} into {self.name}{_fmt(idx)}, whose "
+                f"cannot store a value of shape {shape} into {self._name}{_fmt(idx)}, whose "
                 f"shape is {self._buf[target].shape}: {exc}") from None
 
     def _checked(self, idx):

@@ -51,10 +51,15 @@ class MemorySpace:
     as ``pltpu.VMEM((8, 128), jnp.float32)`` does in JAX.
     """
 
-    __slots__ = ("name",)
+    __slots__ = ("_name",)
 
     def __init__(self, name: str) -> None:
-        self.name = name
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        """"any", "vmem" or "smem" (read-only)."""
+        return self._name
 
     def __call__(self, shape: Sequence[int], dtype: object) -> ScratchShape:
         return ScratchShape(tuple(int(d) for d in shape), as_dtype(dtype), self.name)

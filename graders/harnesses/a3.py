@@ -10,8 +10,8 @@ from types import ModuleType
 
 import numpy as np
 
-import pallas_sim
 from pallas_sim import jax, jnp, pl, pltpu
+from pallas_sim.config import _override as sim_options
 
 
 def _kernel(sub: ModuleType, name: str):
@@ -49,5 +49,5 @@ def matmul_kernel(sub: ModuleType, x: np.ndarray, y: np.ndarray, *,
             dimension_semantics=("parallel", "parallel", "arbitrary")),
         name="grader_matmul",
     )
-    with pallas_sim.config(uninitialized=memory):
+    with sim_options(uninitialized=memory):
         return call(x, y)

@@ -3,8 +3,9 @@
 A kernel that forgets to zero its accumulator at k == 0 is caught because
 fresh output buffers are poisoned (NaN).  ``pallas_sim.config(uninitialized=
 "zero")`` is public API for exploring, so a submission may call it, at import
-or inside a kernel; the worker re-applies the grading options before every
-call, so the call changes nothing in grading.
+or inside a kernel; while it is graded the options are locked (the call only
+warns) and the worker re-applies them before every call, so it changes
+nothing in grading.
 """
 
 from __future__ import annotations
