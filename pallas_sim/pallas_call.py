@@ -382,9 +382,9 @@ class _Call:
                         f"kernel {self.name} returned a value; a Pallas kernel must return "
                         "None and write its results into the output refs")
                 for j, ref in enumerate(in_refs):
-                    if ref.reads:
-                        reads[j, s] = ref.reads
-                        ref.reads = 0
+                    if ref._reads:
+                        reads[j, s] = ref._reads
+                        ref._reads = 0
                 for view, key, buf in plan_out[s]:
                     view[key] = buf
         finally:
@@ -418,7 +418,7 @@ class _Call:
             num_steps=num_steps, vmem_bytes=vmem, smem_bytes=smem,
             vmem_limit_bytes=self.vmem_limit, operands=tuple(operand_traces),
             when_bodies_run=ctx.when_bodies_run,
-            manual_dma_count=dma.manual_dma_count(sem_refs)))
+            manual_dma_count=dma.manual_dma_count(sem_refs)), tuple(results), self.kernel)
         return results[0] if self.single_out else tuple(results)
 
     def _check_aliases(self, ins: list[_Operand], outs: list[_Operand]) -> dict[int, int]:

@@ -55,6 +55,14 @@ class OperandTrace:
     kernel_reads: np.ndarray = dataclasses.field(
         default_factory=lambda: np.zeros(0, np.int32))
 
+    def __post_init__(self) -> None:
+        # A trace is evidence: its arrays are private read-only copies, so code that holds
+        # a CallTrace (a submission's own ``trace()`` shares them) cannot rewrite them.
+        for field in ("block_indices", "kernel_reads"):
+            array = np.array(getattr(self, field), dtype=np.int32)
+            array.setflags(write=False)
+            object.__setattr__(self, field, array)
+
     @property
     def vmem_bytes(self) -> int:
         """Bytes this operand takes in VMEM (block bytes × buffers)."""
@@ -263,6 +271,9 @@ class Trace:
 
     def __init__(self) -> None:
         self.calls: list[CallTrace] = []
+        #: Per call, the arrays it returned and the kernel it ran (not part of the record;
+        #: the grader's worker uses them to tie a wrapper's result to its pallas_call).
+        self._results: list[tuple[tuple[np.ndarray, ...], object]] = []
 
     @property
     def last(self) -> CallTrace:
@@ -316,7 +327,9 @@ def trace() -> Iterator[Trace]:
         _ACTIVE.remove(t)
 
 
-def record(call: CallTrace) -> None:
-    """Append ``call`` to every active trace (called by pallas_call)."""
+def record(call: CallTrace, outputs: tuple[np.ndarray, ...] = (), kernel: object = None) -> None:
+    """Append ``call`` to every active trace (called by pallas_call), with the arrays the
+    call returned and the kernel it ran."""
     for t in _ACTIVE:
         t.calls.append(call)
+        t._results.append((outputs, kernel))
