@@ -232,3 +232,11 @@ def astype(x: object, dtype: object) -> np.ndarray:
     return _value(x).astype(as_dtype(dtype))
 
 
+
+
+#: The public names: every dtype, constant and function above; not the helpers this
+#: module imports (``Ref``, ``as_dtype``, ``is_floating``) nor the modules it uses.
+__all__ = sorted(
+    name for name, value in list(globals().items())
+    if not name.startswith("_") and not isinstance(value, type(_builtins))
+    and name not in {"Ref", "as_dtype", "is_floating", "annotations", "ml_dtypes", "np"})
