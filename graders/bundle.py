@@ -7,7 +7,8 @@
 * ``graders/student/`` (public checks, self-check, notebook conversion) with
   the few modules it needs: ``graders/assignments.py`` (the task table),
   ``graders/harnesses/`` (the standard pallas_call around a kernel) and
-  ``graders/worker/static_check.py`` (the import rules);
+  ``graders/worker/static_check.py`` with ``graders/worker/policy/`` (the
+  submission policy's compile-time check);
 * a ``pyproject.toml`` whose ``pallas-lab`` command has ``check`` and
   ``status`` only, and a student ``README.md``.
 
@@ -31,6 +32,7 @@ SHIPPED = (
     "graders/student",
     "graders/harnesses",
     "graders/worker/static_check.py",
+    "graders/worker/policy",
 )
 #: What must never be in a bundle (checked after writing it).
 HIDDEN = ("reference", "solutions", "graders/checks", "graders/grading.py",
@@ -55,7 +57,7 @@ pallas-lab = "graders.student.cli:main"
 include = ["pallas_sim*", "graders*"]
 """
 DEPENDENCIES = ["numpy>=1.26", "ml_dtypes>=0.4", "hypothesis>=6.100", "rich>=13",
-                "nbformat>=5.9"]
+                "nbformat>=5.9", "RestrictedPython>=8.0"]
 
 README = """# Pallas exercises: student bundle
 
@@ -74,7 +76,7 @@ Your handouts are in `assignments/`: {handouts}. Each exists as a `.py`
 (jupytext percent format) and as a Jupyter notebook (`.ipynb`); work in
 either. Replace each `raise NotImplementedError("Need to implement for Task
 N.M")` with your code and keep the function names and signatures. Import only
-numpy, math, functools, itertools, dataclasses, typing and `pallas_sim`.
+numpy, math, functools, itertools, dataclasses, typing, warnings and `pallas_sim`.
 
 ## Check your progress
 

@@ -36,9 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from graders.worker import protocol, sandbox
+from graders.worker.policy import policy_enabled
 
 WORKER_DIR = Path(__file__).resolve().parent
 HARNESS_DIR = WORKER_DIR.parent / "harnesses"
+POLICY_DIR = WORKER_DIR / "policy"
 
 #: Bytes of the worker's captured output kept for a reply (the end of it).
 OUTPUT_TAIL_BYTES = 4096
@@ -96,8 +98,10 @@ class CallResult:
     On success: ``value`` (a decoded value tree), ``traces`` (one
     ``CallTrace.to_dict()`` dict per pallas_call, in order), ``returned_arg``
     (per top-level element of the value, or for the value itself when it is not
-    a tuple/list: the index of the positional argument it is, else None) and
-    ``args_after`` (the positional args after the call, when requested).
+    a tuple/list: the index of the positional argument it is, else None),
+    ``sources`` (the same shape: the index in ``traces`` of the pallas_call whose
+    output it is, else None; see the worker's ``_source``) and ``args_after``
+    (the positional args after the call, when requested).
     On failure: ``error``. ``output`` is the end of what the call printed.
     """
 
@@ -105,6 +109,7 @@ class CallResult:
     value: Any = None
     traces: tuple[dict[str, Any], ...] = ()
     returned_arg: tuple[int | None, ...] = ()
+    sources: tuple[int | None, ...] = ()
     args_after: tuple[Any, ...] | None = None
     error: WorkerFailure | None = None
     output: str = ""
@@ -142,7 +147,7 @@ def build_libdir(libdir: Path, *, mount_points: bool = False) -> list[tuple[str,
     """
     libdir.mkdir(parents=True, exist_ok=True)
     binds: list[tuple[str, str]] = []
-    for name in ("numpy", "ml_dtypes", "pallas_sim"):
+    for name in ("numpy", "ml_dtypes", "RestrictedPython", "pallas_sim"):
         package = _package_dir(name)
         if package is None:
             if name == "pallas_sim":
@@ -159,6 +164,8 @@ def build_libdir(libdir: Path, *, mount_points: bool = False) -> list[tuple[str,
                 entry.symlink_to(source, target_is_directory=True)
     shutil.copyfile(WORKER_DIR / "main.py", libdir / "pallas_lab_worker.py")
     shutil.copyfile(WORKER_DIR / "protocol.py", libdir / "pallas_lab_protocol.py")
+    shutil.copytree(POLICY_DIR, libdir / "pallas_lab_policy",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     harnesses = libdir / "pallas_lab_harnesses"
     if HARNESS_DIR.is_dir():
         shutil.copytree(
@@ -309,7 +316,11 @@ class Worker:
         startup_timeout: float = STARTUP_TIMEOUT,
         python: str | None = None,
         sandbox_level: str | None = None,
+        policy: bool | None = None,
     ) -> None:
+        #: Whether the worker compiles and runs the submission under the submission policy
+        #: (``graders.worker.policy``); off only through ``PALLAS_LAB_POLICY=off``.
+        self.policy = policy_enabled() if policy is None else bool(policy)
         self.submission_path = Path(submission_path).resolve()
         if not self.submission_path.is_file():
             raise FileNotFoundError(f"no submission file at {submission_path}")
@@ -488,8 +499,9 @@ class Worker:
 
     def _load(self) -> LoadResult:
         start = self._output_size()
+        request = {"op": "load", "module": self.module_name, "policy": self.policy}
         try:
-            reply = self._exchange({"op": "load", "module": self.module_name}, self.timeout)
+            reply = self._exchange(request, self.timeout)
         except _Failed as failed:
             return LoadResult(False, error=failed.failure, output=failed.failure.output)
         output = self._output_since(start)
@@ -722,9 +734,10 @@ class _Failed(Exception):
 
 def _validate_call_reply(
     reply: dict[str, Any], n_args: int, return_args: bool
-) -> tuple[Any, tuple[dict[str, Any], ...], tuple[int | None, ...], tuple[Any, ...] | None]:
+) -> tuple[Any, tuple[dict[str, Any], ...], tuple[int | None, ...], tuple[int | None, ...],
+           tuple[Any, ...] | None]:
     """Check a successful call reply's keys and types; raises ``_Malformed``."""
-    expected = {"ok", "value", "traces", "returned_arg", "args_after"}
+    expected = {"ok", "value", "traces", "returned_arg", "sources", "args_after"}
     if set(reply) != expected:
         raise _Malformed(f"keys {sorted(reply)} instead of {sorted(expected)}")
     traces = reply["traces"]
@@ -739,10 +752,15 @@ def _validate_call_reply(
     top = len(value) if isinstance(value, list | tuple) else 1
     if len(returned) != top:
         raise _Malformed("returned_arg does not match the returned value")
+    sources = reply["sources"]
+    if not isinstance(sources, list) or len(sources) != top or not all(
+        s is None or (type(s) is int and 0 <= s < len(traces)) for s in sources
+    ):
+        raise _Malformed("sources is not a list of pallas_call indices")
     args_after = reply["args_after"]
     if return_args:
         if not isinstance(args_after, tuple) or len(args_after) != n_args:
             raise _Malformed("args_after is not the tuple of positional arguments")
     elif args_after is not None:
         raise _Malformed("args_after was sent without being asked for")
-    return value, tuple(traces), tuple(returned), args_after
+    return value, tuple(traces), tuple(returned), tuple(sources), args_after

@@ -55,8 +55,10 @@ def _restrict_sys_path() -> None:
 
 _restrict_sys_path()
 
+import functools  # noqa: E402
 import importlib  # noqa: E402
 import importlib.util  # noqa: E402
+import linecache  # noqa: E402,F401 - the error path reads the student's lines with it
 import traceback  # noqa: E402
 import types  # noqa: E402
 from typing import Any, BinaryIO  # noqa: E402
@@ -71,16 +73,20 @@ except ImportError:  # the simulator is optional until it exists; calls then run
 else:
     # The grading profile: the simulator's defaults (poisoned memory, the 32 MiB scoped
     # limit, ...) plus the sanitizers of graders.grading.GRADING_SIM_OPTIONS (parallel
-    # grid axes in a seeded random order, as TPU interpret mode visits them). Applied
-    # again before every call, so a submission that changes pallas_sim.config (at
-    # import or in a call) cannot turn poisoning or the VMEM limit off for its checks.
+    # grid axes in a seeded random order, as TPU interpret mode visits them). Locked, so
+    # pallas_sim.config raises in the submission, and applied again before every call.
     import dataclasses as _dataclasses  # noqa: E402
 
     from pallas_sim.config import Options as _Options  # noqa: E402
+    from pallas_sim.config import _lock as _lock_sim_options  # noqa: E402
 
     GRADING_OPTIONS = {**_dataclasses.asdict(_Options()), "shuffle_parallel": True,
                        "shuffle_seed": 0}
-    pallas_sim.config(**GRADING_OPTIONS)
+    _lock_sim_options(**GRADING_OPTIONS)
+
+import pallas_lab_policy.audit as policy_audit  # noqa: E402
+import pallas_lab_policy.guards as policy_guards  # noqa: E402
+import pallas_lab_policy.transform as policy_transform  # noqa: E402
 
 MAX_MESSAGE_CHARS = 2000
 MAX_TRACEBACK_FRAMES = 20
@@ -123,6 +129,7 @@ class Worker:
         self._sign = sign
         self.module: types.ModuleType | None = None
         self.module_file: str | None = None
+        self.guards: Any = None
 
     # -- error replies -------------------------------------------------------------------------
 
@@ -142,8 +149,8 @@ class Worker:
                 lines.append(f"    {frame.line.strip()}")
         return "\n".join(lines)
 
-    def _error(self, kind: str, exc: BaseException | None, message: str = "") -> dict[str, Any]:
-        type_name = ""
+    def _error(self, kind: str, exc: BaseException | None, message: str = "",
+               type_name: str = "") -> dict[str, Any]:
         text = message
         tb = ""
         if exc is not None:
@@ -169,12 +176,23 @@ class Worker:
     # -- requests ------------------------------------------------------------------------------
 
     def load(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Import the submission module; reply with its public names or the error."""
+        """Import the submission module; reply with its public names or the error.
+
+        With ``"policy": True`` (the grader's default) the source is compiled
+        under the submission policy (``pallas_lab_policy``: RestrictedPython with
+        the allowlists), run under its guards, and the audit hook is armed just
+        before its first line. ``"policy": False`` (only for the red-team tests
+        of the layers below, ``PALLAS_LAB_POLICY=off``) imports it as plain Python.
+        """
         stem = request.get("module")
         if not isinstance(stem, str) or not stem.isidentifier():
             return self._error("request", None, f"bad module name {stem!r}")
+        if self.module is not None or stem in sys.modules:
+            return self._error("request", None, "a submission is already loaded")
         path = os.path.join(_WORKDIR, stem + ".py")
         self.module_file = os.path.abspath(path)
+        if request.get("policy", True) is not False:
+            return self._load_restricted(stem, self.module_file)
         spec = importlib.util.spec_from_file_location(stem, path)
         if spec is None or spec.loader is None:
             return self._error("request", None, f"cannot load {stem}.py")
@@ -185,6 +203,35 @@ class Worker:
         except BaseException as exc:  # noqa: BLE001 - anything the student's module does
             sys.modules.pop(stem, None)
             return self._exception_reply(exc)
+        return self._loaded(module)
+
+    def _load_restricted(self, stem: str, path: str) -> dict[str, Any]:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+            source = policy_transform.decode_source(data)
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
+            return self._error("exception", exc)
+        compiled = policy_transform.compile_submission(source, path)
+        if compiled.code is None:
+            problems = "; ".join(problem.message for problem in compiled.problems)
+            return self._error("exception", None, problems, type_name="PolicyError")
+        module = types.ModuleType(stem)
+        module.__file__ = path
+        sys.modules[stem] = module
+
+        def arm_audit_hook(guards: Any) -> None:
+            policy_audit.install(path, guards.acting_codes(), guards.owns_type_now)()
+
+        try:
+            self.guards = policy_guards.load_submission(compiled.code, module, path,
+                                                        before_run=arm_audit_hook)
+        except BaseException as exc:  # noqa: BLE001 - anything the student's module does
+            sys.modules.pop(stem, None)
+            return self._exception_reply(exc)
+        return self._loaded(module)
+
+    def _loaded(self, module: types.ModuleType) -> dict[str, Any]:
         self.module = module
         names = sorted(name for name in vars(module) if not name.startswith("_"))
         return {"ok": True, "names": names}
@@ -230,14 +277,16 @@ class Worker:
         if error is not None:
             return error
         calls: list[Any] = []
+        results: list[Any] = []
         try:
             if pallas_sim is None:
                 value = target(*args, **kwargs)
             else:
-                pallas_sim.config(**GRADING_OPTIONS)
+                _lock_sim_options(**GRADING_OPTIONS)
                 with pallas_sim.trace() as recorded:
                     value = target(*args, **kwargs)
                 calls = list(recorded.calls)
+                results = list(recorded._results)
         except BaseException as exc:  # noqa: BLE001 - anything the student's code raises
             return self._exception_reply(exc)
         try:
@@ -251,11 +300,13 @@ class Worker:
             return self._error("unencodable", None, f"{request.get('func')} {what}: {exc}")
         top = list(value) if isinstance(value, tuple | list) else [value]
         returned_arg = [_identity_index(item, args) for item in top]
+        sources = [self._source(item, results) for item in top]
         reply = {
             "ok": True,
             "value": value,
             "traces": traces,
             "returned_arg": returned_arg,
+            "sources": sources,
             "args_after": args if request.get("return_args") else None,
         }
         try:
@@ -300,6 +351,50 @@ class Worker:
             else:
                 reply = self._error("request", None, f"unknown op {op!r}")
             self.send(reply)
+
+
+    def _source(self, item: Any, results: list[Any]) -> int | None:
+        """Index of the pallas_call (in this call's trace) whose output ``item`` is.
+
+        ``item`` counts as that call's output when it is one of the arrays the
+        call returned, a NumPy view of one (reshaped, sliced) or a copy equal to
+        one bit for bit; the call's kernel must be the submission's own code (a
+        function it defined, possibly wrapped in functools.partial). The last
+        such call wins. None for anything else (a value computed without a
+        pallas_call, or next to a decoy one).
+        """
+        if not isinstance(item, np.ndarray):
+            return None
+        for index in range(len(results) - 1, -1, -1):
+            outputs, kernel = results[index]
+            if not self._own_kernel(kernel):
+                continue
+            for out in outputs:
+                if isinstance(out, np.ndarray) and _same_array(item, out):
+                    return index
+        return None
+
+    def _own_kernel(self, kernel: Any) -> bool:
+        while isinstance(kernel, functools.partial):
+            kernel = kernel.func
+        if self.guards is not None:
+            return bool(self.guards.owns(kernel))
+        module = self.module
+        return (isinstance(kernel, types.FunctionType) and module is not None
+                and kernel.__globals__ is vars(module))
+
+
+def _same_array(item: np.ndarray, out: np.ndarray) -> bool:
+    """``item`` is ``out``, a view of it, or an equal copy (same shape, dtype and bytes)."""
+    base: Any = item
+    while isinstance(base, np.ndarray):
+        if base is out:
+            return True
+        base = base.base
+    if item.shape != out.shape or item.dtype != out.dtype:
+        return False
+    return bool(np.array_equal(np.ascontiguousarray(item).reshape(-1).view(np.uint8),
+                               np.ascontiguousarray(out).reshape(-1).view(np.uint8)))
 
 
 def _identity_index(item: Any, args: tuple[Any, ...]) -> int | None:

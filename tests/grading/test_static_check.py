@@ -31,7 +31,8 @@ def test_the_handout_imports_and_every_allowed_module_pass() -> None:
     result = check_source(ALLOWED_SOURCE)
     assert result.ok, result.message()
     assert ALLOWED_MODULES == (
-        "numpy", "math", "functools", "itertools", "dataclasses", "typing", "pallas_sim",
+        "numpy", "math", "functools", "itertools", "dataclasses", "typing", "warnings",
+        "pallas_sim",
     )
 
 

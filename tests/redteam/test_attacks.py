@@ -4,19 +4,31 @@ Each submission in ``tests/redteam/submissions/`` is the a1 solution followed by
 the attack (later definitions replace the solution's functions, module-level
 code runs on import). A class folder of them, with honest students graded
 before and after, goes through ``pallas-lab grade --format gradescope`` in a
-subprocess (two groups, run at the same time). For every attack the tests
-assert that (docs/security.md, "Attacks and their tests"):
+subprocess. Every attack is graded twice (docs/security.md, "Attacks and
+their tests"):
+
+* **with the submission policy** (the production configuration): the
+  attacks that smuggle ``__import__`` through ``typing.get_type_hints`` and a
+  rewritten ``__annotations__`` are refused by the compile-time check (0
+  points); the others are refused or contained as the row says;
+* **without it** (``PALLAS_LAB_POLICY=off``, test-only): the smuggled
+  ``__import__`` works, so the layers below the policy (the worker process,
+  the operating-system sandbox, the signed channel, the grader's own
+  comparisons) must contain each attack on their own.
+
+For every attack and both runs the tests assert that:
 
 * the run finished (every student has a results.json; the CLI exits 0);
 * the score is at most what the honest part earns: the solution's points minus
   the tasks the attack replaced, exactly so when the attack is contained at
-  run time (the other checks are unaffected); 0 when the file is refused;
+  run time (the other checks are unaffected); 0 when the file is refused or
+  does not load;
 * the honest students still get 100;
 * the feedback says what was refused.
 
 Attacks that only the operating-system sandbox stops (reading, writing, /proc,
 network, fork bombs) are marked ``needs_sandbox``: with ``PALLAS_LAB_SANDBOX=off``
-they fail, which is how the suite proves it can fail.
+their run without the policy fails, which is how the suite proves it can fail.
 """
 
 from __future__ import annotations
@@ -50,12 +62,21 @@ RUN_LIMIT = 300
 SLEEP_MARK = f"{4000 + os.getpid() % 1000}.{time.time_ns() % 10**6:06d}"
 
 
+#: The outcome with the policy on of an attack that smuggles ``__import__``: the smuggling
+#: helper rewrites a function's ``__annotations__``, which the compile-time check refuses
+#: (tests/redteam/test_policy.py shows the run-time guard refusing ``get_type_hints``).
+SMUGGLE_REFUSED = ("refused", ("access to '.__annotations__' is not allowed",))
+
+
 @dataclass(frozen=True)
 class Attack:
     """One hostile submission: ``replaces`` the tasks whose functions it replaces;
     ``mode`` "contained" (score = 100 - their points), "refused" (static check: 0),
     "unloaded" (fails on import: 0) or "custom" (score ``score``); ``says``: phrases
-    the feedback must contain; ``group``: which CLI run grades it."""
+    the feedback must contain; ``group``: which CLI run grades it. ``mode`` and
+    ``says`` hold without the policy; ``policy`` is ``(mode, says)`` with it (None:
+    the same); ``below`` says whether the run without the policy grades it (an
+    attack the compile-time check refuses is about the policy alone)."""
 
     name: str
     replaces: tuple[str, ...] = ()
@@ -64,53 +85,81 @@ class Attack:
     group: str = "a"
     needs_sandbox: bool = False
     score: float | None = None
+    policy: tuple[str, tuple[str, ...]] | None = None
+    below: bool = True
 
-    @property
-    def honest(self) -> float:
-        """Points the honest part of the submission earns."""
+    def outcome(self, policy: bool) -> tuple[str, tuple[str, ...]]:
+        """(mode, phrases) with the policy on or off."""
+        if policy and self.policy is not None:
+            return self.policy
+        return self.mode, self.says
+
+    def honest(self, policy: bool) -> float:
+        """Points the honest part of the submission earns with the policy on or off."""
+        mode, _ = self.outcome(policy)
+        if mode in ("refused", "unloaded"):
+            return 0.0
         if self.score is not None:
             return self.score
-        if self.mode in ("refused", "unloaded"):
-            return 0.0
         return 100.0 - sum(POINTS[task] for task in self.replaces)
+
+    @property
+    def smuggles(self) -> bool:
+        """Whether the attack uses the smuggled ``__import__`` (``_smuggle.txt``)."""
+        path = SUBMISSIONS / f"{self.name}.py"
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        return "_import(" in text or "_private(" in text
 
 
 ATTACKS = [
     Attack("monkeypatch_numpy_static", mode="refused",
-           says=("line ", "'np.allclose'", "monkeypatching")),
-    Attack("monkeypatch_numpy_hidden", ("1.5",), says=("expected", "got")),
-    Attack("monkeypatch_test_tools", ("1.5",), says=("No module named 'pytest'",)),
-    Attack("hypothesis_tricks", ("1.5",), says=("raised UnsatisfiedAssumption",)),
+           says=("line ", "'np.allclose'", "monkeypatching"), below=False),
+    Attack("monkeypatch_numpy_hidden", ("1.5",), says=("expected", "got"),
+           policy=SMUGGLE_REFUSED),
+    Attack("monkeypatch_test_tools", ("1.5",), says=("No module named 'pytest'",),
+           policy=SMUGGLE_REFUSED),
+    Attack("hypothesis_tricks", ("1.5",), says=("raised UnsatisfiedAssumption",),
+           policy=SMUGGLE_REFUSED),
     Attack("pytest_outcomes", ("1.2", "1.3", "1.4"),
-           says=("raised Skipped", "raised XFailed", "raised Exit")),
+           says=("raised Skipped", "raised XFailed", "raised Exit"),
+           policy=("refused", ("the name '__module__' is not allowed",))),
     Attack("always_equal", ("1.2", "1.5"), says=("'AlwaysEqual'", "cannot be sent")),
     Attack("ndarray_subclass", ("1.2",), says=("'Agreeable'", "subclass of numpy.ndarray")),
-    Attack("os_exit", ("1.5",), says=("exited with status 0",), group="b"),
-    Attack("sys_exit", ("1.2", "1.5"), says=("raised SystemExit",)),
-    Attack("import_time_exit", mode="unloaded", says=("exited with status 0",)),
+    Attack("os_exit", ("1.5",), says=("exited with status 0",), group="b",
+           policy=SMUGGLE_REFUSED),
+    Attack("sys_exit", ("1.2", "1.5"), says=("raised SystemExit",), policy=SMUGGLE_REFUSED),
+    Attack("import_time_exit", mode="unloaded", says=("exited with status 0",),
+           policy=SMUGGLE_REFUSED),
     Attack("read_hidden_path", ("1.5",), says=("refused (FileNotFoundError",),
-           needs_sandbox=True),
+           needs_sandbox=True, policy=SMUGGLE_REFUSED),
     Attack("read_hidden_symlink", ("1.5",), says=("refused (FileNotFoundError)",),
-           needs_sandbox=True),
-    Attack("read_proc", ("1.5",), says=("[2 cmdline]",), needs_sandbox=True),
-    Attack("forged_output", ("1.5",), says=("got:",)),
-    Attack("forged_channel", ("1.5",), says=("did not sign",), group="b"),
-    Attack("write_outside", ("1.5",), says=("refused (",), needs_sandbox=True),
-    Attack("network", ("1.5",), says=("network: refused",), needs_sandbox=True),
+           needs_sandbox=True,
+           policy=("contained", ("refused (PolicyAttributeError)",))),
+    Attack("read_proc", ("1.5",), says=("[2 cmdline]",), needs_sandbox=True,
+           policy=SMUGGLE_REFUSED),
+    Attack("forged_output", ("1.5",), says=("got:",), policy=SMUGGLE_REFUSED),
+    Attack("forged_channel", ("1.5",), says=("did not sign",), group="b",
+           policy=SMUGGLE_REFUSED),
+    Attack("write_outside", ("1.5",), says=("refused (",), needs_sandbox=True,
+           policy=("contained", ("refused (PolicyAttributeError)",))),
+    Attack("network", ("1.5",), says=("network: refused",), needs_sandbox=True,
+           policy=SMUGGLE_REFUSED),
     Attack("grader_detection", mode="custom", score=100 - 9,
-           says=("grader signs seen: []",)),
+           says=("grader signs seen: []",), policy=SMUGGLE_REFUSED),
     Attack("infinite_loop", ("1.5",), says=("did not finish within 4 s",), group="b"),
     Attack("deep_recursion", ("1.2", "1.5"), says=("RecursionError", "did not finish"),
-           group="b"),
+           group="b", policy=SMUGGLE_REFUSED),
     Attack("memory_bomb", ("1.2", "1.5"), says=("MemoryError",), group="b"),
-    Attack("fork_bomb", ("1.5",), says=("forked ",), group="b", needs_sandbox=True),
+    Attack("fork_bomb", ("1.5",), says=("forked ",), group="b", needs_sandbox=True,
+           policy=SMUGGLE_REFUSED),
     Attack("huge_output", ("1.5",), says=("File too large",), group="b"),
     Attack("percent_shell_escape", mode="refused", says=("SyntaxError", "!cat /etc/shadow")),
-    Attack("dyn_import_dunder", mode="refused", says=("use of '__import__' is not allowed",)),
+    Attack("dyn_import_dunder", mode="refused", says=("use of '__import__' is not allowed",),
+           below=False),
     Attack("dyn_importlib", mode="refused", says=("import of 'importlib' is not allowed",)),
     Attack("dyn_getattr_builtins", mode="refused",
-           says=("use of '__builtins__' is not allowed",)),
-    Attack("dyn_exec", mode="refused", says=("use of 'exec' is not allowed",)),
+           says=("use of '__builtins__' is not allowed",), below=False),
+    Attack("dyn_exec", mode="refused", says=("use of 'exec' is not allowed",), below=False),
     # Files and links beside the submission (built in ``_extras``).
     Attack("beside_conftest_sitecustomize_pth", mode="custom", score=100),
     Attack("linked_submission", mode="refused", says=("is a symbolic link",)),
@@ -174,13 +223,18 @@ class Run:
     written: Path
     listener_connections: int
     leftover_sleepers: list[int]
+    policy: bool
 
 
-def _compose(attack: Attack, substitutions: dict[str, str]) -> str:
+def _compose(attack: Attack, substitutions: dict[str, str], policy: bool) -> str:
+    """The solution, the smuggling trick (when the attack uses it, or always without the
+    policy), then the attack."""
     text = (SUBMISSIONS / f"{attack.name}.py").read_text(encoding="utf-8")
     for key, value in substitutions.items():
         text = text.replace(f"@@{key}@@", value)
     smuggle = (SUBMISSIONS / "_smuggle.txt").read_text(encoding="utf-8")
+    if policy and not attack.smuggles:
+        smuggle = ""
     return SOLUTION.read_text(encoding="utf-8") + "\n\n" + smuggle + "\n\n" + text
 
 
@@ -253,9 +307,8 @@ def _sleepers() -> list[int]:
     return found
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    base = tmp_path_factory.mktemp("redteam")
+def _grade_class(tmp_path_factory: pytest.TempPathFactory, policy: bool) -> Run:
+    base = tmp_path_factory.mktemp("redteam-policy-on" if policy else "redteam-policy-off")
     marker = base / "marker-should-never-exist"
     listener = _Listener()
     classes = {group: base / f"class_{group}" for group in ("a", "b")}
@@ -268,21 +321,22 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         for name in HONEST:
             (klass / name).mkdir()
             shutil.copy(SOLUTION, klass / name / f"{STEM}.py")
-    for attack in ATTACKS:
+    for attack in _graded(policy):
         klass = classes[attack.group]
         subs = {**substitutions, "CLASS": str(klass), "RESULTS": str(out[attack.group])}
         if (SUBMISSIONS / f"{attack.name}.py").exists():
             (klass / attack.name).mkdir()
-            (klass / attack.name / f"{STEM}.py").write_text(_compose(attack, subs),
+            (klass / attack.name / f"{STEM}.py").write_text(_compose(attack, subs, policy),
                                                              encoding="utf-8")
         _extras(attack, klass, _marker_of(marker, attack.name))
     timeouts = {"a": "10", "b": "4"}  # b holds the attacks that must time out
+    env = {**os.environ, "PALLAS_LAB_POLICY": "on" if policy else "off"}
     started = time.monotonic()
     processes = {
         group: subprocess.Popen(
             [*_cli(), "grade", str(classes[group]), "--format", "gradescope",
              "--out", str(out[group]), "--timeout", timeouts[group]],
-            cwd=base, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=base, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         )
         for group in classes
     }
@@ -309,44 +363,73 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         for path in out[group].glob(f"*/{STEM}/results.json"):
             results[path.parent.parent.name] = json.loads(path.read_text(encoding="utf-8"))
     return Run(results, stdout, stderr, codes, seconds, classes, out, marker, written,
-               listener.connections, leftovers)
+               listener.connections, leftovers, policy)
+
+
+def _graded(policy: bool) -> list[Attack]:
+    return [attack for attack in ATTACKS if policy or attack.below]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The class graded without the policy: the layers below it on their own."""
+    return _grade_class(tmp_path_factory, policy=False)
+
+
+@pytest.fixture(scope="module")
+def run_with_policy(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The class graded as in production, with the submission policy."""
+    return _grade_class(tmp_path_factory, policy=True)
+
+
+@pytest.fixture(params=[True, False], ids=["policy", "below-policy"])
+def any_run(request: pytest.FixtureRequest) -> Run:
+    """Each of the two runs in turn."""
+    return request.getfixturevalue("run_with_policy" if request.param else "run")
 
 
 def _feedback(result: dict[str, Any]) -> str:
     return "\n".join(test.get("output", "") for test in result["tests"])
 
 
-def test_the_runs_finish_with_every_student_graded(run: Run) -> None:
+def test_the_runs_finish_with_every_student_graded(any_run: Run) -> None:
+    run = any_run
     assert run.returncodes == [0, 0], run.stderr[-3000:]
-    expected = {a.name for a in ATTACKS} | set(HONEST)
+    expected = {a.name for a in _graded(run.policy)} | set(HONEST)
     assert expected <= set(run.results), sorted(expected - set(run.results))
     assert run.seconds < RUN_LIMIT
 
 
-def test_honest_students_graded_around_the_attacks_get_full_marks(run: Run) -> None:
+def test_honest_students_graded_around_the_attacks_get_full_marks(any_run: Run) -> None:
     for group in ("a", "b"):
         for name in HONEST:
             # Both groups' honest students share a name; each group's folder is separate.
-            path = run.out[group] / name / STEM / "results.json"
+            path = any_run.out[group] / name / STEM / "results.json"
             result = json.loads(path.read_text(encoding="utf-8"))
             assert result["score"] == 100, (group, name, _feedback(result))
 
 
-@pytest.mark.parametrize("name", [a.name for a in ATTACKS])
-def test_an_attack_earns_at_most_the_honest_part_and_is_named(run: Run, name: str) -> None:
+@pytest.mark.parametrize(("name", "policy"), [
+    pytest.param(a.name, policy, id=f"{a.name}-{'policy' if policy else 'below-policy'}")
+    for a in ATTACKS for policy in (True, False) if policy or a.below])
+def test_an_attack_earns_at_most_the_honest_part_and_is_named(
+        request: pytest.FixtureRequest, name: str, policy: bool) -> None:
     attack = BY_NAME[name]
-    if attack.needs_sandbox and not _sandbox_expected():
+    run = request.getfixturevalue("run_with_policy" if policy else "run")
+    mode, says = attack.outcome(policy)
+    if attack.needs_sandbox and mode == "contained" and not policy and not _sandbox_expected():
         _without_sandbox()
     result = run.results[name]
     feedback = _feedback(result)
-    assert result["score"] <= attack.honest, feedback
-    if attack.mode != "custom" or attack.score is not None:
-        assert result["score"] == attack.honest, (
+    honest = attack.honest(policy)
+    assert result["score"] <= honest, feedback
+    if mode != "custom" or attack.score is not None:
+        assert result["score"] == honest, (
             f"{name}: the checks the attack does not touch must be unaffected\n{feedback}")
-    for phrase in attack.says:
+    for phrase in says:
         assert phrase in feedback, f"{name}: the feedback does not say {phrase!r}:\n{feedback}"
     for test in result["tests"]:
-        if test["number"] in attack.replaces and attack.mode == "contained":
+        if test["number"] in attack.replaces and mode == "contained":
             assert test["score"] == 0, test
 
 
@@ -436,8 +519,8 @@ def test_huge_output_is_capped_in_the_report(run: Run) -> None:
     assert path.stat().st_size < 64 * 1024, path.stat().st_size
 
 
-def test_feedback_names_no_grader_internals(run: Run) -> None:
-    for name, result in run.results.items():
+def test_feedback_names_no_grader_internals(any_run: Run) -> None:
+    for name, result in any_run.results.items():
         if name == "read_hidden_path":  # its own report names the paths it tried
             continue
         feedback = _feedback(result)

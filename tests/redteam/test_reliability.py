@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.redteam.test_attacks import ATTACKS, SOLUTION, STEM, _cli, _compose
 
@@ -13,11 +16,12 @@ from tests.redteam.test_attacks import ATTACKS, SOLUTION, STEM, _cli, _compose
 CHOSEN = ("forged_output", "always_equal", "os_exit", "pytest_outcomes")
 
 
-def _grade(klass: Path, out: Path) -> dict[str, str]:
+def _grade(klass: Path, out: Path, policy: bool) -> dict[str, str]:
     done = subprocess.run(
         [*_cli(), "grade", str(klass), "--format", "gradescope", "--out", str(out),
          "--timeout", "10"],
         capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "PALLAS_LAB_POLICY": "on" if policy else "off"},
     )
     assert done.returncode == 0, done.stderr[-2000:]
     texts = {}
@@ -30,7 +34,8 @@ def _grade(klass: Path, out: Path) -> dict[str, str]:
     return texts
 
 
-def test_grading_twice_gives_identical_results(tmp_path: Path) -> None:
+@pytest.mark.parametrize("policy", [True, False], ids=["policy", "below-policy"])
+def test_grading_twice_gives_identical_results(tmp_path: Path, policy: bool) -> None:
     klass = tmp_path / "class"
     (klass / "honest").mkdir(parents=True)
     shutil.copy(SOLUTION, klass / "honest" / f"{STEM}.py")
@@ -40,10 +45,10 @@ def test_grading_twice_gives_identical_results(tmp_path: Path) -> None:
     for attack in ATTACKS:
         if attack.name in CHOSEN:
             (klass / attack.name).mkdir()
-            (klass / attack.name / f"{STEM}.py").write_text(_compose(attack, subs),
+            (klass / attack.name / f"{STEM}.py").write_text(_compose(attack, subs, policy),
                                                             encoding="utf-8")
-    first = _grade(klass, tmp_path / "first")
-    second = _grade(klass, tmp_path / "second")
+    first = _grade(klass, tmp_path / "first", policy)
+    second = _grade(klass, tmp_path / "second", policy)
     assert set(first) == {"honest", *CHOSEN}
     for student, text in first.items():
         assert second[student] == text, f"{student}: grading twice gave different results"

@@ -11,8 +11,8 @@ import pytest
 from graders.worker import sandbox
 from graders.worker.client import Worker, site_package_dirs
 
-# A probe module; the Worker API is used directly (no static check), as an attacker who got
-# past the static check would.
+# A probe module; the Worker API is used directly with the submission policy off (no static
+# check, no guards), as an attacker who got past the policy would.
 PROBE = '''
 import os
 import sys
@@ -82,7 +82,7 @@ needs_namespace = pytest.mark.skipif(
 def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
     folder = tmp_path_factory.mktemp("mallory")
     (folder / "a1_pallas_basics.py").write_text(PROBE, encoding="utf-8")
-    with Worker(folder / "a1_pallas_basics.py", timeout=10.0,
+    with Worker(folder / "a1_pallas_basics.py", timeout=10.0, policy=False,
                 sandbox_level="namespace" if _namespace_available() else "process") as w:
         assert w.load_result is not None and w.load_result.ok, w.load_result
         yield w

@@ -1,5 +1,8 @@
-"""The static check's refusals of dynamic imports, string execution, dunder access and
-monkeypatching name the line, and ordinary kernel code is never refused."""
+"""The compile-time half of the submission policy: its refusals of dynamic imports, string
+execution, dunder and introspection access, guard names and monkeypatching name the line,
+and ordinary kernel code is never refused. (What is decided at run time — names computed
+while the code runs, public names of numpy a submission may not use, writes to objects that
+are not its own — is in tests/redteam/test_policy.py.)"""
 
 from __future__ import annotations
 
@@ -16,32 +19,34 @@ REFUSED = [
     ("exec('import os')", "use of 'exec'"),
     ("eval('1 + 1')", "use of 'eval'"),
     ("code = compile('1', 'f', 'eval')", "use of 'compile'"),
-    ("g = globals()", "use of 'globals'"),
-    ("v = vars()", "use of 'vars'"),
-    ("f = open('/etc/passwd')", "use of 'open'"),
     ("b = __builtins__", "use of '__builtins__'"),
-    ("import numpy as np\nf = getattr(np, 'ctypes' + 'lib')", "computed attribute name"),
-    ("import numpy as np\nf = getattr(np, 'ctypeslib')", "'getattr' of 'ctypeslib'"),
-    ("get = getattr", "'getattr' used as a value"),
-    ("import numpy as np\nsetattr(np, 'allclose', None)", "'setattr' on the imported module 'np'"),
     ("import numpy as np\nnp.allclose = None", "assigning to or deleting 'np.allclose'"),
     ("from pallas_sim import pl\npl.pallas_call = None",
      "assigning to or deleting 'pl.pallas_call'"),
     ("import numpy as np\ndel np.testing", "assigning to or deleting 'np.testing'"),
-    ("import dataclasses\nm = dataclasses.sys", "access to '.sys'"),
-    ("import typing\nt = typing.types", "access to '.types'"),
+    ("import numpy as np\nnp.pi += 1", "assigning to or deleting 'np.pi'"),
     ("s = ().__class__.__base__", "access to '.__base__'"),
     ("def f():\n    return f.__globals__", "access to '.__globals__'"),
-    ("import numpy as np\nc = np.ctypeslib", "access to '.ctypeslib'"),
+    ("def g():\n    yield 1\nfr = g().gi_frame", "access to '.gi_frame'"),
+    ("try:\n    1 / 0\nexcept Exception as e:\n    t = e.__traceback__",
+     "access to '.__traceback__'"),
+    ("_getattr_ = None", "the name '_getattr_'"),
+    ("def f(_write_):\n    pass", "line 1: the name '_write_'"),
+    ("from typing import get_type_hints", "typing.get_type_hints"),
+    ("from dataclasses import sys", "dataclasses.sys"),
+    ("import numpy.lib.stride_tricks", "import of 'numpy.lib.stride_tricks'"),
+    ("import pallas_sim\nrec = pallas_sim.tracing", "access to '.tracing'"),
+    ("match 1:\n    case int(real=r):\n        pass", "line 1: the match statement"),
+    ("class A(metaclass=type):\n    pass", "line 1: a metaclass"),
 ]
-
 
 @pytest.mark.parametrize(("source", "what"), REFUSED)
 def test_a_way_around_the_import_rule_is_refused_naming_its_line(source: str, what: str) -> None:
     result = check_source(source)
     assert not result.ok, source
-    line = len(source.splitlines())
-    assert f"line {line}: " in result.message() and what in result.message(), result.message()
+    line = len(source.splitlines())  # the last line, unless ``what`` names another
+    where = "" if what.startswith("line ") else f"line {line}: "
+    assert where in result.message() and what in result.message(), result.message()
 
 
 ALLOWED = """\
@@ -75,11 +80,23 @@ class State(NamedTuple):
 
 def kernel(x_ref, o_ref, *, scale):
     o_ref[...] = x_ref[...] * scale
+    o_ref[...] += x_ref[...]
     o_ref.at[0]
     shape = getattr(x_ref, "shape")
-    if hasattr(x_ref, "dtype"):
+    get = getattr
+    if hasattr(x_ref, "dtype") and get(x_ref, "ndim"):
         pass
     return shape
+
+
+def _helper(_x, total: int = 0):
+    count = 0
+
+    def bump():
+        nonlocal count
+        count += 1
+    bump()
+    return _x, total + count
 
 
 def wrapper(x):
