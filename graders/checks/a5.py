@@ -737,11 +737,8 @@ def wrapper_values(s: Session) -> None:
     """
     def body(c: SplashCase) -> None:
         reply, out, _ = _wrapper_reply(s, c)
-        if not reply.traces:
-            raise CheckFailure("splash_attention made no pallas_call",
-                               expected="the output of one pl.pallas_call over the active tiles",
-                               got="a result computed without pallas_call")
         _check_output(out, c, "splash_attention's output")
+        reply.own_call(0)  # its own pallas_call over the active tiles computed it
         if np.asarray(out).dtype != np.float32:
             raise CheckFailure("splash_attention's output has the wrong dtype",
                                expected="float32", got=np.asarray(out).dtype.name)
@@ -810,6 +807,7 @@ def wrapper_trace(s: Session) -> None:
     """
     def body(c: SplashCase) -> None:
         reply, _, _ = _wrapper_reply(s, c)
+        reply.own_call(0)  # the checked call must be the one that computed the result
         with pallas_sim.trace() as t:
             ref.splash_attention(c.q, c.k, c.v, c.info, sm_scale=c.sm_scale)
         _compare_splash_trace(reply.traces, t.calls)

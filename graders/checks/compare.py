@@ -139,19 +139,6 @@ def require_ndarray(got: object, what: str) -> np.ndarray:
     return got
 
 
-def require_pallas_call(traces: Sequence[CallTrace], func: str) -> None:
-    """The wrapper ``func`` must compute its result through ``pl.pallas_call``.
-
-    Raises:
-      CheckFailure: the trace shows no pallas_call.
-    """
-    if not traces:
-        raise CheckFailure(f"{func} made no pallas_call", expected="the result of pl.pallas_call",
-                           got="a result computed without any pallas_call",
-                           hint="the task is to write the kernel and call it through "
-                                "pl.pallas_call; plain NumPy earns no points here")
-
-
 def assert_equal_int(got: object, expected: int, what: str) -> None:
     """``got`` must be an integer equal to ``expected`` (bools are not ints here).
 

@@ -340,6 +340,10 @@ class Reply:
     ``returned_arg``: for a returned array, the index of the positional argument
     it is (``is`` identity in the worker) or None; for a returned tuple/list,
     a tuple with that entry per element (None for non-arrays).
+    ``sources``: per returned top-level value (the value itself when it is not a
+    tuple/list), the index in ``traces`` of the pallas_call whose output it is (the
+    array the call returned, a view of it or an equal copy, from a kernel the
+    submission defined), else None.
     ``args_after``: the positional args after the call (``return_args=True``), else None.
     ``stdout_tail``: the end (at most 4 KiB) of what the call printed.
     """
@@ -351,6 +355,36 @@ class Reply:
     args_after: tuple[Any, ...] | None
     stdout_tail: str
     seconds: float = 0.0
+    sources: tuple[int | None, ...] = ()
+
+    def own_call(self, element: int | None = None) -> Any:
+        """The ``CallTrace`` of the pallas_call whose output the returned array is
+        (``element``: which item of a returned tuple; None: the value itself).
+
+        Raises ``CheckFailure`` when the function made no pallas_call, or when what
+        it returned is not the output of one it made (computed another way, e.g.
+        with NumPy next to a decoy call): a wrapper's result counts only when its
+        own pallas_call computed it (issue 11).
+        """
+        if element is None:
+            index = self.sources[0] if len(self.sources) == 1 else None
+        else:
+            index = self.sources[element] if 0 <= element < len(self.sources) else None
+        if index is not None and 0 <= index < len(self.traces):
+            return self.traces[index]
+        if not self.traces:
+            raise CheckFailure(
+                f"{self.func} made no pallas_call",
+                expected="the result of pl.pallas_call",
+                got="a result computed without any pallas_call",
+                hint="the task is to write the kernel and call it through pl.pallas_call; "
+                     "plain NumPy earns no points here")
+        raise CheckFailure(
+            f"what {self.func} returned is not the output of its pallas_call",
+            expected="the array pl.pallas_call returned (or a view of it)",
+            got=f"an array computed another way, next to {len(self.traces)} pallas_call(s) "
+                "whose outputs it is not",
+            hint="return what pl.pallas_call returns; a kernel of your own must compute it")
 
     @property
     def trace(self) -> Any:
@@ -504,6 +538,7 @@ class Session:
             args_after=result.args_after,
             stdout_tail=result.output,
             seconds=result.seconds,
+            sources=tuple(result.sources),
         )
 
     def _fail_call(self, func: str, error: WorkerFailure, timeout: float | None) -> None:

@@ -1,0 +1,157 @@
+"""Red-team suite for the submission policy and for wrappers bound to their pallas_call.
+
+Each submission in ``tests/redteam/submissions/policy/`` is named
+``<attack>__<stem>.py`` and holds the functions an attacker replaces in the
+solution of that assignment. Before the policy (issue 11) every one of them
+earned points without solving its task: a kernel with no kernel logic read
+the harness's inputs through a generator's frame (3.1 30/30), modules
+re-exported by allowed ones reached the live trace list (1.3 25/25 with a
+forged DMA count), rebinding a pallas_sim module attribute replaced the
+grader's own pallas_call (1.1 15/15 for a wrong kernel), zeroing a ref's
+public read counter hid unskipped tiles (a4 94 → 100), a decoy pallas_call
+next to NumPy's product passed every wrapper check (3.2 30/30) and a wrapper
+with no pallas_call kept 14/30 (3.2) and 12/20 (4.4).
+
+The whole class, with an honest student who submits the solutions, goes
+through ``pallas-lab grade --format gradescope`` once, as in production.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graders.assignments import ASSIGNMENTS
+from tests.redteam.test_attacks import _cli
+
+REPO = Path(__file__).resolve().parents[2]
+ATTACKS_DIR = Path(__file__).resolve().parent / "submissions" / "policy"
+RUN_LIMIT = 600
+
+
+@dataclass(frozen=True)
+class PolicyAttack:
+    """One attack: its file's ``name`` and ``stem``; ``lost`` the tasks it must score 0 on
+    (every other task keeps its full points; ``None``: the whole file is refused); ``says``
+    the phrases its feedback must contain; ``kept``: points a lost task still earns from
+    checks the attack does not touch."""
+
+    name: str
+    stem: str
+    lost: tuple[str, ...] | None
+    says: tuple[str, ...]
+    kept: float = 0.0
+
+    @property
+    def expected(self) -> float:
+        """The score the honest rest of the file earns."""
+        tasks = next(a for a in ASSIGNMENTS.values() if a.stem == self.stem).tasks
+        if self.lost is None:
+            return 0.0
+        return sum(t.points for t in tasks if t.id not in self.lost) + self.kept
+
+
+ATTACKS = [
+    PolicyAttack("frame_walk", "a3_matmul", None, ("access to '.gi_frame' is not allowed",)),
+    # The kernel raises where it reaches for the frame, so the wrapper (the solution's) fails
+    # its value and trace checks too; its argument checks (4 points) stand.
+    PolicyAttack("frame_walk_computed", "a3_matmul", ("3.1", "3.2"),
+                 ("reading '.gi_frame' of a generator is not allowed while grading",), kept=4),
+    PolicyAttack("reexported_modules", "a1_pallas_basics", None,
+                 ("import of 'dataclasses.sys' is not allowed",)),
+    PolicyAttack("reexported_computed", "a1_pallas_basics", ("1.3",),
+                 ("reading '.sys' of module dataclasses is not allowed while grading",)),
+    PolicyAttack("module_rebinding", "a1_pallas_basics", None,
+                 ("setting or deleting attributes of module pallas_sim.pl is not allowed",)),
+    PolicyAttack("decoy_call", "a3_matmul", ("3.2",),
+                 ("what matmul returned is not the output of its pallas_call",)),
+    PolicyAttack("no_call", "a3_matmul", ("3.2",), ("matmul made no pallas_call",)),
+    PolicyAttack("no_call", "a4_flash_attention", ("4.4",),
+                 ("flash_attention made no pallas_call",)),
+]
+#: The reads-reset kernel raises on the tiles it tries to hide, so its causal checks fail;
+#: what matters is that it never beats the honest non-skipping kernel it started from.
+READS_RESET = ("reads_reset", "a4_flash_attention")
+
+
+def _student(attack: str, stem: str) -> str:
+    return f"{attack}__{stem}"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """results.json per student folder of the graded class."""
+    base = tmp_path_factory.mktemp("policy-attacks")
+    klass, out = base / "class", base / "results"
+    (klass / "honest").mkdir(parents=True)
+    stems = {attack.stem for attack in ATTACKS} | {READS_RESET[1]}
+    for stem in stems:
+        shutil.copy(REPO / "solutions" / f"{stem}.py", klass / "honest" / f"{stem}.py")
+    for path in sorted(ATTACKS_DIR.glob("*__*.py")):
+        name, stem = path.stem.split("__")
+        folder = klass / _student(name, stem)
+        folder.mkdir()
+        solution = (REPO / "solutions" / f"{stem}.py").read_text(encoding="utf-8")
+        attack = path.read_text(encoding="utf-8")
+        (folder / f"{stem}.py").write_text(solution + "\n\n" + attack, encoding="utf-8")
+    done = subprocess.run([*_cli(), "grade", str(klass), "--format", "gradescope", "--out",
+                           str(out)], cwd=base, capture_output=True, text=True,
+                          timeout=RUN_LIMIT, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found: dict[str, dict[str, Any]] = {}
+    for path in out.glob("*/*/results.json"):
+        found[f"{path.parent.parent.name}/{path.parent.name}"] = json.loads(
+            path.read_text(encoding="utf-8"))
+    return found
+
+
+def _feedback(result: dict[str, Any]) -> str:
+    return "\n".join(test.get("output", "") for test in result["tests"])
+
+
+def _task_scores(result: dict[str, Any]) -> dict[str, float]:
+    scores: dict[str, float] = {}
+    for test in result["tests"]:
+        scores[test["number"]] = scores.get(test["number"], 0.0) + test["score"]
+    return scores
+
+
+def test_the_honest_student_keeps_full_marks(results: dict[str, dict[str, Any]]) -> None:
+    honest = {key: r for key, r in results.items() if key.startswith("honest/")}
+    assert len(honest) == 3, sorted(results)
+    for key, result in honest.items():
+        assert result["score"] == 100, (key, _feedback(result))
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[f"{a.name}-{a.stem}" for a in ATTACKS])
+def test_an_attack_earns_only_the_honest_rest_and_is_named(
+        results: dict[str, dict[str, Any]], attack: PolicyAttack) -> None:
+    result = results[f"{_student(attack.name, attack.stem)}/{attack.stem}"]
+    feedback = _feedback(result)
+    assert result["score"] == attack.expected, (
+        f"{attack.name}: expected {attack.expected} (the tasks it does not attack keep their "
+        f"points, the attacked ones lose them), got {result['score']}\n{feedback}")
+    if attack.lost:
+        scores = _task_scores(result)
+        assert sum(scores[task] for task in attack.lost) == attack.kept, scores
+    for phrase in attack.says:
+        assert phrase in feedback, f"{attack.name}: the feedback does not say {phrase!r}"
+
+
+def test_zeroing_a_refs_read_counter_never_beats_the_kernel_it_hides(
+        results: dict[str, dict[str, Any]]) -> None:
+    name, stem = READS_RESET
+    result = results[f"{_student(name, stem)}/{stem}"]
+    feedback = _feedback(result)
+    skipping = [t for t in result["tests"] if t["number"] == "4.3" and "do no work" in t["name"]]
+    assert len(skipping) == 1 and skipping[0]["score"] == 0, skipping
+    assert result["score"] < 94, (
+        "a kernel that computes every tile scores 94 honestly; hiding its reads must not "
+        f"raise that\n{feedback}")
+    assert "setting or deleting attributes of a Ref object is not allowed" in feedback
