@@ -34,6 +34,7 @@ from graders.assignments import ASSIGNMENTS
 from graders.discovery import Submission
 from graders.feedback import format_points
 from graders.reports.files import atomic_write_text
+from graders.safe_text import terminal_text
 
 GRADEBOOK = "gradebook.csv"
 
@@ -148,8 +149,9 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
         # has already imported the grader, so a student costs no interpreter start-up.
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["graders.grading", "graders.reports.gradescope"])
+        # The last student's name is shown escaped and never read as markup.
         columns = [TextColumn("grading"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[last]}"), TimeElapsedColumn()]
+                   TextColumn("{task.fields[last]}", markup=False), TimeElapsedColumn()]
         with Progress(*columns, console=err, transient=False) as progress, \
                 ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context,
                                     max_tasks_per_child=1) as pool:
@@ -163,7 +165,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                 if error:
                     errors.append(f"{student}: {error}")
                 atomic_write_text(gradebook, gradebook_from_results(out))
-                progress.update(bar, advance=1, last=student)
+                progress.update(bar, advance=1, last=terminal_text(student))
     atomic_write_text(gradebook, gradebook_from_results(out))
     return len(pending), done_before, errors
 

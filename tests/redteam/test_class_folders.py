@@ -1,0 +1,185 @@
+"""Hostile class folders, graded through the real CLI (issue 11, item 7; docs/security.md).
+
+Each test builds a class folder in a temp dir: honest students (the a1
+solution, 100 points) beside students whose folder names or files are
+hostile, and grades it with ``pallas-lab grade`` in a subprocess, in the
+formats a TA uses (table, csv, gradescope, ``--jobs``, a rerun and a resumed
+killed batch). The contract for every case:
+
+* every student found gets a row (table, CSV gradebook, results.json), and
+  honest students keep their full score;
+* what reaches the TA's terminal is valid UTF-8 with no control character
+  but the newline (no ANSI/OSC escapes, carriage returns, C1 controls or bidi
+  overrides) and rich markup in a student's text shows as text;
+* no CSV cell starts with ``=``, ``+``, ``-``, ``@``, tab or CR; scores stay
+  numbers;
+* files written are valid UTF-8 (results.json: valid JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SOLUTION = REPO / "solutions" / "a1_pallas_basics.py"
+STUB = REPO / "examples" / "submissions" / "cleo_untouched" / "a1_pallas_basics.py"
+STEM = "a1_pallas_basics"
+#: Seconds a CLI run may take before the test calls the grader hung.
+RUN_LIMIT = 300
+#: What must never reach a terminal: C0 controls but the newline, DEL, C1
+#: controls (U+009B is a one-character CSI), bidi overrides, line separators.
+UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                    "\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+#: A1's vmem_bytes (Task 1.5, 15 points) replaced by one that prints and raises
+#: terminal escapes, rich markup and an emoji code.
+PRINTER = '''
+
+def vmem_bytes(*args, **kwargs):
+    print("out:\\x1b]0;owned\\x07\\x1b[2J[bold red]printed[/bold red] :smile:\\x9b31m\\u202e")
+    raise ValueError("\\x1b[31mRED\\x1b[0m [link=https://evil.example]click[/link] "
+                     "\\r\\x9b2J\\u202e")
+'''
+def grade(*args: object, timeout: float = 5) -> subprocess.CompletedProcess[bytes]:
+    """``pallas-lab grade ARGS`` in a subprocess without colours, 400 columns wide;
+    stdout and stderr as bytes, exactly as a terminal would receive them."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
+    env.update(PYTHONPATH=str(REPO), COLUMNS="400", NO_COLOR="1")
+    return subprocess.run(
+        [sys.executable, "-m", "graders.cli", "grade", *map(str, args), "--timeout",
+         str(timeout)], cwd=REPO, env=env, capture_output=True, timeout=RUN_LIMIT)
+
+
+def student(klass: Path, name: str | bytes, source: Path | str | bytes = SOLUTION,
+            file: str = f"{STEM}.py") -> Path:
+    """A student folder ``klass/name`` (``bytes`` for a name that is not UTF-8) holding
+    ``file`` with ``source`` (a path to copy, a text or bytes)."""
+    folder = Path(os.fsdecode(os.path.join(os.fsencode(klass), os.fsencode(name))))
+    folder.mkdir(parents=True, exist_ok=True)
+    if isinstance(source, Path):
+        data = source.read_bytes()
+    elif isinstance(source, str):
+        data = source.encode("utf-8")
+    else:
+        data = source
+    (folder / file).write_bytes(data)
+    return folder
+
+
+def terminal_problems(data: bytes) -> list[str]:
+    """What in ``data`` would reach a terminal unsafely: invalid UTF-8, or each control
+    character (with its surroundings)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return [f"not UTF-8: {exc}: {data[max(0, exc.start - 40):exc.end + 40]!r}"]
+    return [f"{m.group()!r} at {m.start()}: {text[max(0, m.start() - 40):m.end() + 40]!r}"
+            for m in UNSAFE.finditer(text)]
+
+
+def assert_terminal_safe(run: subprocess.CompletedProcess[bytes], what: str) -> None:
+    for stream, data in (("stdout", run.stdout), ("stderr", run.stderr)):
+        problems = terminal_problems(data)
+        assert not problems, f"{what}: {stream} reaches the terminal with {problems[:5]}"
+
+
+def assert_ok(run: subprocess.CompletedProcess[bytes], what: str) -> None:
+    assert run.returncode == 0, (
+        f"{what} exited {run.returncode}:\n{run.stderr.decode('utf-8', 'replace')[-3000:]}")
+
+
+def results_files(out: Path) -> dict[str, dict]:
+    """Student name -> results.json under a results folder ``out`` (a folder name is
+    the student's name, percent-encoded where it must be: ``unquote`` reads it)."""
+    found = {}
+    for path in out.glob(f"*/{STEM}/results.json"):
+        name = urllib.parse.unquote(path.parent.parent.name, errors="surrogateescape")
+        text = path.read_bytes().decode("utf-8")  # strict: a results file is valid UTF-8
+        assert not terminal_problems(path.read_bytes()), (
+            f"{path} holds control characters: {terminal_problems(path.read_bytes())[:3]}")
+        found[name] = json.loads(text)
+    return found
+
+
+# --- escapes, markup and formulas in names, prints and exception messages ---------------
+
+#: Folder name -> a1 score. Every name is hostile but the first.
+HOSTILE = {
+    "alice": 100,
+    "esc\x1b[2J\x1b]0;owned\x07name": 100,
+    "\rcr overwrite": 0,
+    "c1\x9b31m bidi\u202eevil": 0,
+    "zz[bold red]mk[link=https:evil.example]:smile:": 0,
+    "=HYPERLINK(\"https:evil.example\",\"x\")": 0,
+    "+1+cmd": 0,
+    "-2+3": 0,
+    "@SUM(1+1)": 0,
+    "\ttab": 0,
+    "printer": 85,
+}
+FORMULAS = {"=HYPERLINK(\"https:evil.example\",\"x\")", "+1+cmd", "-2+3", "@SUM(1+1)"}
+
+
+@pytest.fixture(scope="module")
+def hostile_runs(tmp_path_factory: pytest.TempPathFactory
+                 ) -> dict[str, tuple[subprocess.CompletedProcess[bytes], Path]]:
+    """The HOSTILE class graded as a table with feedback, a CSV gradebook, Gradescope
+    results and a batch (--jobs 1: name order, so the progress bar ends on "zz...")."""
+    base = tmp_path_factory.mktemp("hostile")
+    klass = base / "class"
+    for name, score in HOSTILE.items():
+        source = SOLUTION if score == 100 else STUB
+        if name == "printer":
+            source = SOLUTION.read_text(encoding="utf-8") + PRINTER
+        student(klass, name, source)
+    (klass / "alice" / "notes\x1b[2J\u202e.py").write_text("x = 1\n", encoding="utf-8")
+    return {
+        "table": (grade(klass, "--feedback"), base),
+        "csv": (grade(klass, "--format", "csv", "--out", base / "book.csv"), base / "book.csv"),
+        "gradescope": (grade(klass, "--format", "gradescope", "--out", base / "gs"),
+                       base / "gs"),
+        "jobs": (grade(klass, "--jobs", "1", "--out", base / "batch"), base / "batch"),
+    }
+
+
+@pytest.mark.parametrize("mode", ["table", "csv", "gradescope", "jobs"])
+def test_no_escape_sequence_reaches_the_terminal(hostile_runs: dict, mode: str) -> None:
+    run, _ = hostile_runs[mode]
+    assert_ok(run, mode)
+    assert_terminal_safe(run, f"grade in mode {mode}")
+
+
+def test_names_prints_and_exception_messages_show_as_visible_text(hostile_runs: dict) -> None:
+    table = hostile_runs["table"][0].stdout.decode("utf-8")
+    for shown in (r"esc\x1b[2J\x1b]0;owned\x07name — a1", r"\rcr overwrite — a1",
+                  r"c1\x9b31m bidi\u202eevil — a1",
+                  "zz[bold red]mk[link=https:evil.example]:smile: — a1",
+                  r"skipped: alice/notes\x1b[2J\u202e.py: not an assignment file"):
+        assert shown in table, f"the table does not show {shown!r} as text:\n{table}"
+    assert "printer — a1" in table and "85/100" in table, table
+    reason = r"vmem_bytes raised ValueError: \x1b[31mRED\x1b[0m [link=https://evil.example]"
+    rows = [line for line in table.splitlines() if "vmem_bytes" in line and " failed " in line]
+    assert rows and reason in rows[0], (
+        f"the Reason column shows the exception message as text: {rows}")
+    assert f"problem: {reason}click[/link] \\r\\x9b2J\\u202e" in table, (
+        "the feedback shows the whole message as text")
+    assert r"out:\x1b]0;owned\x07\x1b[2J[bold red]printed[/bold red] :smile:\x9b31m" in table
+    batch_err = hostile_runs["jobs"][0].stderr.decode("utf-8")
+    assert "zz[bold red]mk[link=https:evil.example]:smile:" in batch_err, (
+        f"the progress bar shows the last student's name as text:\n{batch_err}")
+
+
+def test_results_files_are_valid_json_without_control_characters(hostile_runs: dict) -> None:
+    for mode in ("gradescope", "jobs"):
+        run, out = hostile_runs[mode]
+        assert_ok(run, mode)
+        found = results_files(out)
+        assert {s: r["score"] for s, r in found.items()} == HOSTILE, mode
