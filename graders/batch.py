@@ -18,7 +18,6 @@ student's folder under DIR to grade them again.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import multiprocessing
 import traceback
@@ -83,8 +82,11 @@ def gradebook_from_results(out: Path) -> str:
     """The CSV gradebook text of every ``<student>/<stem>/results.json`` under ``out``.
 
     Columns as ``graders.reports.gradebook_csv``: ``student``, graded task ids,
-    assignment totals, ``total``; one row per student, sorted.
+    assignment totals, ``total``; one row per student, sorted; cells written as that
+    module writes them (names escaped, formulas neutralised).
     """
+    from graders.reports.gradebook_csv import gradebook_columns, gradebook_text, student_cell_value
+
     rows: dict[str, dict[str, str]] = {}
     ids: set[str] = set()
     stems = {a.stem: a for a in ASSIGNMENTS.values()}
@@ -94,7 +96,7 @@ def gradebook_from_results(out: Path) -> str:
         if info is None:
             continue
         data = json.loads(path.read_text(encoding="utf-8"))
-        row = rows.setdefault(student, {"student": student})
+        row = rows.setdefault(student, {"student": student_cell_value(student)})
         points: dict[str, float] = {t.id: 0.0 for t in info.graded_tasks}
         for test in data.get("tests", []):
             if test.get("number") in points and "not graded" not in test.get("tags", []):
@@ -103,17 +105,10 @@ def gradebook_from_results(out: Path) -> str:
             row[task] = format_points(round(value, 6))
         row[info.id] = format_points(float(data.get("score", 0)))
         ids.add(info.id)
-    from graders.reports.gradebook_csv import gradebook_columns
-
     columns = gradebook_columns(sorted(ids))
     for row in rows.values():
         row["total"] = format_points(round(sum(float(row[a]) for a in ids if a in row), 6))
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for student in sorted(rows):
-        writer.writerow(rows[student])
-    return buffer.getvalue()
+    return gradebook_text(columns, sorted(rows.values(), key=lambda row: row["student"]))
 
 
 def task_scores_from_results(out: Path) -> dict[tuple[str, str], dict[str, float]]:

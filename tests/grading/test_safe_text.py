@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import io
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from graders.safe_text import UNSAFE_CODEPOINTS, show, terminal_text
+from graders.safe_text import (
+    FORMULA_STARTS,
+    UNSAFE_CODEPOINTS,
+    csv_cell,
+    csv_value,
+    show,
+    terminal_text,
+)
 
 #: Any code point, lone surrogates and controls included.
 ANY_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, categories=None,
@@ -44,3 +52,19 @@ def test_show_prints_markup_and_emoji_codes_as_text() -> None:
         printed), printed
     assert "\x1b]8;" not in printed and "\x1b[2J" not in printed, (
         f"no hyperlink and no clear-screen escape reach the terminal: {printed!r}")
+
+
+@given(ANY_TEXT)
+def test_csv_cells_never_start_a_formula_and_read_back_exactly(value: str) -> None:
+    cell = csv_cell(value)
+    assert csv_value(cell) == value
+    assert not cell.startswith(FORMULA_STARTS) or re.fullmatch(r"[+-][\d.eE+-]+", cell), (
+        f"csv_cell({value!r}) = {cell!r} starts a formula")
+
+
+def test_formula_cells_get_a_quote_and_numbers_stay_numbers() -> None:
+    for value in ("=HYPERLINK(\"https://evil.example\")", "+1+cmd", "-2+3", "@SUM(A1)",
+                  "\tx", "\rx", "'quoted", "-", "+"):
+        assert csv_cell(value) == "'" + value
+    for value in ("alice", "15", "2.5", "-2.5", "+1", "1e3", "0", "a=b"):
+        assert csv_cell(value) == value

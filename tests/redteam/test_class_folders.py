@@ -18,6 +18,8 @@ killed batch). The contract for every case:
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
@@ -94,6 +96,20 @@ def assert_terminal_safe(run: subprocess.CompletedProcess[bytes], what: str) -> 
 def assert_ok(run: subprocess.CompletedProcess[bytes], what: str) -> None:
     assert run.returncode == 0, (
         f"{what} exited {run.returncode}:\n{run.stderr.decode('utf-8', 'replace')[-3000:]}")
+
+
+def read_csv(path: Path) -> list[list[str]]:
+    """The rows of a CSV file (header first), which must be valid UTF-8."""
+    text = path.read_bytes().decode("utf-8")
+    return list(csv.reader(io.StringIO(text, newline="")))
+
+
+def gradebook(path: Path) -> dict[str, dict[str, str]]:
+    """student cell -> row of a gradebook."""
+    header, *rows = read_csv(path)
+    book = {row[0]: dict(zip(header, row, strict=True)) for row in rows}
+    assert len(book) == len(rows), f"{path}: two rows for one student: {[r[0] for r in rows]}"
+    return book
 
 
 def results_files(out: Path) -> dict[str, dict]:
@@ -183,3 +199,41 @@ def test_results_files_are_valid_json_without_control_characters(hostile_runs: d
         assert_ok(run, mode)
         found = results_files(out)
         assert {s: r["score"] for s, r in found.items()} == HOSTILE, mode
+
+
+# --- formulas in the gradebook ------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["csv", "jobs"])
+def test_gradebook_cells_are_neutralised_and_scores_stay_numbers(
+        hostile_runs: dict, mode: str) -> None:
+    run, path = hostile_runs[mode]
+    assert_ok(run, mode)
+    path = path / "gradebook.csv" if path.is_dir() else path
+    assert not terminal_problems(path.read_bytes()), terminal_problems(path.read_bytes())[:3]
+    header, *rows = read_csv(path)
+    assert len(rows) == len(HOSTILE), f"one row per student: {[r[0] for r in rows]}"
+    for row in rows:
+        for cell in row:
+            assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), (
+                f"{path}: the cell {cell!r} of row {row[0]!r} is read as a formula")
+        assert all(re.fullmatch(r"\d+(\.\d+)?", cell) for cell in row[1:]), (
+            f"{path}: the scores of {row[0]!r} are not plain numbers: {row[1:]}")
+    book = {row[0]: row for row in rows}
+    for name in FORMULAS:
+        assert "'" + name in book, f"{name!r} is written as {sorted(book)}"
+    scores = sorted(float(row[header.index("a1")]) for row in rows)
+    assert scores == sorted(float(s) for s in HOSTILE.values()), (
+        "honest students keep 100, the printer 85, the stubs 0")
+
+
+def test_regrading_one_student_keeps_one_row_per_neutralised_name(tmp_path: Path) -> None:
+    klass, book = tmp_path / "class", tmp_path / "book.csv"
+    for name in ("=1+2", "'quoted", "alice"):
+        student(klass, name, STUB)
+    assert_ok(grade(klass, "--format", "csv", "--out", book), "grade the class")
+    first = read_csv(book)
+    assert [row[0] for row in first[1:]] == ["''quoted", "'=1+2", "alice"], (
+        "a leading quote is doubled so that reading the gradebook back gives the name")
+    assert_ok(grade(klass / "=1+2", "--format", "csv", "--out", book), "grade =1+2 again")
+    assert read_csv(book) == first, "the regraded student keeps their single row"
