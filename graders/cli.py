@@ -16,7 +16,9 @@ tools); ``grade`` runs the hidden checks with the code in the worker. With
 ``--jobs`` grading is a resumable parallel batch (``graders.batch``).
 
 Exit status: 0 when grading ran (whatever the scores), 1 when the grader
-itself failed (a check's bug, a missing checks module), 2 for usage errors.
+itself failed (a check's bug, a missing checks module), 2 for usage errors
+(nothing to grade, a PATH that does not exist, a class folder that is
+ambiguous or two students that would share a name: ``graders.discovery``).
 """
 
 from __future__ import annotations
@@ -190,6 +192,10 @@ def _batch(args: argparse.Namespace, found: Discovery, con: Console, err: Consol
 
 def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
     found = discover(args.paths, assignment=args.assignment)
+    if found.ambiguities:  # grading would drop or merge students without a word
+        for ambiguity in found.ambiguities:
+            show(err, f"pallas-lab grade: {ambiguity}")
+        return EXIT_USAGE
     if not found.submissions:
         for problem in found.problems:
             show(err, f"pallas-lab grade: {problem}")

@@ -237,3 +237,75 @@ def test_regrading_one_student_keeps_one_row_per_neutralised_name(tmp_path: Path
         "a leading quote is doubled so that reading the gradebook back gives the name")
     assert_ok(grade(klass / "=1+2", "--format", "csv", "--out", book), "grade =1+2 again")
     assert read_csv(book) == first, "the regraded student keeps their single row"
+
+
+# --- discovery: a student folder named like an assignment -------------------------------
+
+
+def test_students_named_like_an_assignment_are_students_of_the_class(tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    for name in ("alice", "a1", STEM):
+        student(klass, name)
+    student(klass, "zed", STUB)
+    expected = {"alice": "100", "a1": "100", STEM: "100", "zed": "0"}
+
+    book = tmp_path / "book.csv"
+    run = grade(klass, "--format", "csv", "--out", book)
+    assert_ok(run, "grade --format csv")
+    assert {s: r["a1"] for s, r in gradebook(book).items()} == expected, (
+        "a folder named a1 or a1_pallas_basics among student folders is a student; "
+        "the class is not one student")
+
+    table = grade(klass)
+    assert_ok(table, "grade (table)")
+    for name in expected:
+        assert f"{name} — a1 Pallas basics".encode() in table.stdout, (
+            f"the table has no section for student {name!r}:\n{table.stdout.decode()}")
+
+    out = tmp_path / "results"
+    batch = grade(klass, "--jobs", "2", "--out", out)
+    assert_ok(batch, "grade --jobs 2")
+    assert {s: r["a1"] for s, r in gradebook(out / "gradebook.csv").items()} == expected
+    assert {s: r["score"] for s, r in results_files(out).items()} == {
+        s: int(v) for s, v in expected.items()}
+
+
+def test_a_folder_with_submission_files_and_student_folders_stops_naming_both(
+        tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    student(klass, "alice")
+    student(klass, "bob")
+    (klass / f"{STEM}.py").write_bytes(SOLUTION.read_bytes())  # a stray copy beside them
+    run = grade(klass, "--format", "csv", "--out", tmp_path / "book.csv")
+    err = run.stderr.decode()
+    assert run.returncode == 2, (
+        f"grading one file of the class and dropping alice and bob is a silent subset; "
+        f"exit {run.returncode}, stderr:\n{err}")
+    assert "ambiguous" in err and f"{STEM}.py" in err and "alice/" in err and "bob/" in err, err
+    assert not (tmp_path / "book.csv").exists(), "nothing is graded when the run stops"
+
+
+def test_two_students_with_one_name_in_two_folders_stop_the_run(tmp_path: Path) -> None:
+    student(tmp_path / "section1", "alice")
+    student(tmp_path / "section2", "alice", STUB)
+    book = tmp_path / "book.csv"
+    run = grade(tmp_path / "section1", tmp_path / "section2", "--format", "csv", "--out", book)
+    err = run.stderr.decode()
+    assert run.returncode == 2, (
+        f"two students called alice share one gradebook row; exit {run.returncode}:\n{err}")
+    assert "section1/alice" in err and "section2/alice" in err, err
+    assert not book.exists()
+
+
+def test_hidden_student_folders_holding_submissions_are_students(tmp_path: Path) -> None:
+    klass, book = tmp_path / "class", tmp_path / "book.csv"
+    for name in ("alice", ".bob", "_carol"):
+        student(klass, name, STUB)
+    student(klass, ".ipynb_checkpoints", "{}", f"{STEM}-checkpoint.ipynb")
+    student(klass, "__pycache__", b"", f"{STEM}.cpython-311.pyc")
+    (klass / ".git").mkdir()
+    run = grade(klass, "--format", "csv", "--out", book)
+    assert_ok(run, "grade --format csv")
+    assert sorted(gradebook(book)) == [".bob", "_carol", "alice"], (
+        "a folder whose name starts with . or _ and that holds a submission is a student; "
+        ".git, __pycache__ and .ipynb_checkpoints are not")
