@@ -6,7 +6,9 @@ time. Each student is graded by a fresh trusted grader process (a
 untrusted worker per submission, as ``grade_file`` always does. Results land
 in ``DIR/<student>/<stem>/results.json`` (Gradescope's schema) and the
 gradebook ``DIR/gradebook.csv`` is rebuilt from those files after every
-student; every file is replaced atomically.
+student; every file is replaced atomically. ``<student>`` is the student's
+name, percent-encoded where it could collide with the gradebook, a temp file
+or another student (``graders.reports.files.student_folder_name``).
 
 Resuming: a student whose every submission already has its results.json is
 not graded again (temporary files left by a killed write are removed), so a
@@ -32,15 +34,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from graders.assignments import ASSIGNMENTS
 from graders.discovery import Submission
 from graders.feedback import format_points
-from graders.reports.files import atomic_write_text
+from graders.reports.files import atomic_write_text, student_folder_name, student_of_folder_name
 from graders.safe_text import terminal_text
 
 GRADEBOOK = "gradebook.csv"
 
 
 def result_path(out: Path, student: str, stem: str) -> Path:
-    """Where a submission's results.json goes under the batch folder ``out``."""
-    return out / student / stem / "results.json"
+    """Where a submission's results.json goes under the batch folder ``out``
+    (``student_folder_name`` keeps it clear of the gradebook and other students)."""
+    return out / student_folder_name(student) / stem / "results.json"
 
 
 def _grade_student(student: str, items: list[tuple[str, str, str]], out: str,
@@ -91,7 +94,7 @@ def gradebook_from_results(out: Path) -> str:
     ids: set[str] = set()
     stems = {a.stem: a for a in ASSIGNMENTS.values()}
     for path in sorted(out.glob("*/*/results.json")):
-        student, stem = path.parent.parent.name, path.parent.name
+        student, stem = student_of_folder_name(path.parent.parent.name), path.parent.name
         info = stems.get(stem)
         if info is None:
             continue
@@ -120,7 +123,7 @@ def task_scores_from_results(out: Path) -> dict[tuple[str, str], dict[str, float
         for test in data.get("tests", []):
             if "not graded" not in test.get("tags", []):
                 points[test["number"]] = points.get(test["number"], 0.0) + float(test["score"])
-        scores[(path.parent.parent.name, path.parent.name)] = points
+        scores[(student_of_folder_name(path.parent.parent.name), path.parent.name)] = points
     return scores
 
 
@@ -132,8 +135,10 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     The gradebook is rewritten after each student and once at the end.
     """
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob("**/.*.tmp"):  # half-written by a batch that was killed
-        stale.unlink(missing_ok=True)
+    # Half-written by a batch that was killed: the temp files of atomic_write_text.
+    for stale in [*out.glob(f".{GRADEBOOK}.*.tmp"), *out.glob("*/*/.results.json.*.tmp")]:
+        if stale.is_file():
+            stale.unlink(missing_ok=True)
     pending = pending_students(submissions, out)
     students = {s.student for s in submissions}
     done_before = len(students) - len(pending)

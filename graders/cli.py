@@ -153,9 +153,12 @@ def _write_gradescope(results: Sequence[SubmissionResult], out: Path | None, con
         else:
             show(con, f"wrote {write_results_json(results[0], out)}")
         return
+    from graders.reports.files import student_folder_name
+
     folder = out if out is not None else Path("results")
     for result in results:
-        path = write_results_json(result, folder / result.student / result.stem / "results.json")
+        path = write_results_json(
+            result, folder / student_folder_name(result.student) / result.stem / "results.json")
         show(con, f"wrote {path}")
 
 

@@ -23,8 +23,10 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -309,3 +311,80 @@ def test_hidden_student_folders_holding_submissions_are_students(tmp_path: Path)
     assert sorted(gradebook(book)) == [".bob", "_carol", "alice"], (
         "a folder whose name starts with . or _ and that holds a submission is a student; "
         ".git, __pycache__ and .ipynb_checkpoints are not")
+
+
+# --- output names: students named like what the grader writes --------------------------
+
+#: gradebook.csv is the batch's own gradebook; %67radebook.csv is what an escaped
+#: "gradebook.csv" could look like; ".old.tmp" looks like a temp file of a killed write.
+COLLIDING = {"alice": SOLUTION, "gradebook.csv": SOLUTION, "%67radebook.csv": STUB,
+             ".old.tmp": STUB}
+COLLIDING_SCORES = {"alice": 100, "gradebook.csv": 100, "%67radebook.csv": 0, ".old.tmp": 0}
+
+
+def test_students_named_like_output_files_are_graded_in_batches_and_reruns(
+        tmp_path: Path) -> None:
+    klass, out = tmp_path / "class", tmp_path / "results"
+    for name, source in COLLIDING.items():
+        student(klass, name, source)
+    first = grade(klass, "--jobs", "2", "--out", out)
+    assert_ok(first, "the first batch")
+    book = out / "gradebook.csv"
+    assert book.is_file(), f"{book} is the gradebook, not a student's folder"
+    assert {s: float(r["a1"]) for s, r in gradebook(book).items()} == COLLIDING_SCORES
+    assert {s: r["score"] for s, r in results_files(out).items()} == COLLIDING_SCORES
+    before = book.read_bytes()
+
+    rerun = grade(klass, "--jobs", "2", "--out", out)
+    assert_ok(rerun, "the rerun")
+    assert b"4 already had results" in rerun.stdout, rerun.stdout.decode()
+    assert book.read_bytes() == before, "a rerun of a finished batch changes nothing"
+
+    gradescope = grade(klass, "--format", "gradescope", "--out", out)
+    assert_ok(gradescope, "grade --format gradescope into the batch's folder")
+    assert {s: r["score"] for s, r in results_files(out).items()} == COLLIDING_SCORES
+    assert book.read_bytes() == before
+
+    csv_run = grade(klass, "--format", "csv", "--out", tmp_path / "book.csv")
+    assert_ok(csv_run, "grade --format csv")
+    assert {s: float(r["a1"]) for s, r in gradebook(tmp_path / "book.csv").items()} == (
+        COLLIDING_SCORES)
+    leftovers = [p for p in tmp_path.rglob("*.tmp") if p.is_file()]
+    assert not leftovers, f"temp files left behind: {leftovers}"
+
+
+def test_a_killed_batch_of_colliding_names_resumes_to_the_full_gradebook(
+        tmp_path: Path) -> None:
+    klass, out = tmp_path / "class", tmp_path / "results"
+    for name, source in COLLIDING.items():
+        student(klass, name, source)
+    # Graded last (--jobs 1 goes in name order) and slow: the kill lands while it runs.
+    student(klass, "zz_slow", SOLUTION.read_text(encoding="utf-8") + "\nwhile True:\n    pass\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
+    first = subprocess.Popen(
+        [sys.executable, "-m", "graders.cli", "grade", str(klass), "--jobs", "1", "--out",
+         str(out), "--timeout", "5"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + RUN_LIMIT
+    while (len(list(out.glob(f"*/{STEM}/results.json"))) < len(COLLIDING)
+           and first.poll() is None and time.monotonic() < deadline):
+        time.sleep(0.05)
+    try:
+        os.killpg(first.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    _, stderr = first.communicate(timeout=60)
+    done = len(list(out.glob(f"*/{STEM}/results.json")))
+    assert done == len(COLLIDING), (
+        f"the first run was to be killed while zz_slow was graded, after the "
+        f"{len(COLLIDING)} others; it left {done} results:\n{stderr.decode('utf-8', 'replace')}")
+
+    resumed = grade(klass, "--jobs", "1", "--out", out)
+    assert_ok(resumed, "the resumed batch")
+    assert_terminal_safe(resumed, "the resumed batch")
+    assert f"graded 1 student(s), {len(COLLIDING)} already had results".encode() in (
+        resumed.stdout), resumed.stdout.decode()
+    book = gradebook(out / "gradebook.csv")
+    assert {s: float(r["a1"]) for s, r in book.items()} == {**COLLIDING_SCORES, "zz_slow": 0}
+    leftovers = [p for p in out.rglob("*") if p.name.endswith(".tmp") and p.is_file()]
+    assert not leftovers, f"temp files of the killed writes are left: {leftovers}"
