@@ -30,6 +30,8 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import jupytext
+import nbformat
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,6 +53,15 @@ def vmem_bytes(*args, **kwargs):
     raise ValueError("\\x1b[31mRED\\x1b[0m [link=https://evil.example]click[/link] "
                      "\\r\\x9b2J\\u202e")
 '''
+#: The same task raising an exception message with lone surrogates.
+SURROGATE_THROWER = '''
+
+def vmem_bytes(*args, **kwargs):
+    print("sur: \\ud800")
+    raise ValueError("lone \\ud800 and \\udcff")
+'''
+
+
 def grade(*args: object, timeout: float = 5) -> subprocess.CompletedProcess[bytes]:
     """``pallas-lab grade ARGS`` in a subprocess without colours, 400 columns wide;
     stdout and stderr as bytes, exactly as a terminal would receive them."""
@@ -76,6 +87,14 @@ def student(klass: Path, name: str | bytes, source: Path | str | bytes = SOLUTIO
         data = source
     (folder / file).write_bytes(data)
     return folder
+
+
+def solution_notebook(extra_cell: str) -> str:
+    """The a1 solution as a notebook plus one code cell, as JSON with every non-ASCII
+    character escaped (so that a lone surrogate survives as ``\\udXXX``)."""
+    notebook = jupytext.reads(SOLUTION.read_text(encoding="utf-8"), fmt="py:percent")
+    notebook.cells.append(nbformat.v4.new_code_cell(extra_cell))
+    return json.dumps(notebook, ensure_ascii=True)
 
 
 def terminal_problems(data: bytes) -> list[str]:
@@ -388,3 +407,57 @@ def test_a_killed_batch_of_colliding_names_resumes_to_the_full_gradebook(
     assert {s: float(r["a1"]) for s, r in book.items()} == {**COLLIDING_SCORES, "zz_slow": 0}
     leftovers = [p for p in out.rglob("*") if p.name.endswith(".tmp") and p.is_file()]
     assert not leftovers, f"temp files of the killed writes are left: {leftovers}"
+
+
+# --- undecodable notebooks, names and messages ------------------------------------------
+
+#: Folder name (bytes: not all are UTF-8) -> a1 score.
+UNDECODABLE = {b"alice": 100, b"bytes\xff\xfename": 100, b"sur": 0, b"badnb": 0,
+               b"thrower": 85}
+
+
+@pytest.fixture(scope="module")
+def undecodable_runs(tmp_path_factory: pytest.TempPathFactory
+                     ) -> dict[str, tuple[subprocess.CompletedProcess[bytes], Path]]:
+    base = tmp_path_factory.mktemp("undecodable")
+    klass = base / "class"
+    student(klass, b"alice")
+    student(klass, b"bytes\xff\xfename")
+    student(klass, b"sur", solution_notebook("s = '\ud800'\nt = 1"), f"{STEM}.ipynb")
+    broken = solution_notebook("s = 'MARK'").encode("ascii").replace(b"MARK", b"\xff\xfe")
+    student(klass, b"badnb", broken, f"{STEM}.ipynb")
+    student(klass, b"thrower", SOLUTION.read_text(encoding="utf-8") + SURROGATE_THROWER)
+    return {
+        "table": (grade(klass, "--feedback"), base),
+        "csv": (grade(klass, "--format", "csv", "--out", base / "book.csv"), base / "book.csv"),
+        "gradescope": (grade(klass, "--format", "gradescope", "--out", base / "gs"),
+                       base / "gs"),
+        "jobs": (grade(klass, "--jobs", "2", "--out", base / "batch"), base / "batch"),
+    }
+
+
+@pytest.mark.parametrize("mode", ["table", "csv", "gradescope", "jobs"])
+def test_undecodable_input_is_reported_for_its_student_and_the_run_goes_on(
+        undecodable_runs: dict, mode: str) -> None:
+    run, where = undecodable_runs[mode]
+    assert_ok(run, mode)
+    assert_terminal_safe(run, mode)
+    expected = {os.fsencode(name).decode("utf-8", "backslashreplace"): score
+                for name, score in UNDECODABLE.items()}
+    if mode == "table":
+        text = run.stdout.decode("utf-8")
+        for name in expected:
+            assert f"{name} — a1" in text, f"no table for {name!r}:\n{text}"
+        assert "cell " in text and "surrogate" in text, (
+            f"the notebook with a lone surrogate is an error naming its cell:\n{text}")
+        assert "not valid UTF-8" in text or "can't decode" in text, text
+    elif mode in ("csv", "jobs"):
+        book = gradebook(where / "gradebook.csv" if where.is_dir() else where)
+        assert {s: float(r["a1"]) for s, r in book.items()} == expected
+    if mode in ("gradescope", "jobs"):
+        found = results_files(where)
+        assert {os.fsencode(s).decode("utf-8", "backslashreplace"): r["score"]
+                for s, r in found.items()} == expected
+        sur = found["sur"]
+        assert {t["status"] for t in sur["tests"]} == {"failed"}
+        assert "surrogate" in sur["tests"][0]["output"], sur["tests"][0]["output"]
