@@ -169,7 +169,8 @@ FORMULAS = {"=HYPERLINK(\"https:evil.example\",\"x\")", "+1+cmd", "-2+3", "@SUM(
 def hostile_runs(tmp_path_factory: pytest.TempPathFactory
                  ) -> dict[str, tuple[subprocess.CompletedProcess[bytes], Path]]:
     """The HOSTILE class graded as a table with feedback, a CSV gradebook, Gradescope
-    results and a batch (--jobs 1: name order, so the progress bar ends on "zz...")."""
+    results and a batch (--jobs 1: name order, so the progress bar ends on "zz..."), and
+    the printer alone with its results.json on stdout."""
     base = tmp_path_factory.mktemp("hostile")
     klass = base / "class"
     for name, score in HOSTILE.items():
@@ -184,14 +185,17 @@ def hostile_runs(tmp_path_factory: pytest.TempPathFactory
         "gradescope": (grade(klass, "--format", "gradescope", "--out", base / "gs"),
                        base / "gs"),
         "jobs": (grade(klass, "--jobs", "1", "--out", base / "batch"), base / "batch"),
+        "stdout": (grade(klass / "printer", "--format", "gradescope"), base),
     }
 
 
-@pytest.mark.parametrize("mode", ["table", "csv", "gradescope", "jobs"])
+@pytest.mark.parametrize("mode", ["table", "csv", "gradescope", "jobs", "stdout"])
 def test_no_escape_sequence_reaches_the_terminal(hostile_runs: dict, mode: str) -> None:
     run, _ = hostile_runs[mode]
     assert_ok(run, mode)
     assert_terminal_safe(run, f"grade in mode {mode}")
+    if mode == "stdout":
+        assert json.loads(run.stdout.decode("utf-8"))["score"] == 85
 
 
 def test_names_prints_and_exception_messages_show_as_visible_text(hostile_runs: dict) -> None:
@@ -433,10 +437,11 @@ def undecodable_runs(tmp_path_factory: pytest.TempPathFactory
         "gradescope": (grade(klass, "--format", "gradescope", "--out", base / "gs"),
                        base / "gs"),
         "jobs": (grade(klass, "--jobs", "2", "--out", base / "batch"), base / "batch"),
+        "stdout": (grade(klass / "thrower", "--format", "gradescope"), base),
     }
 
 
-@pytest.mark.parametrize("mode", ["table", "csv", "gradescope", "jobs"])
+@pytest.mark.parametrize("mode", ["table", "csv", "gradescope", "jobs", "stdout"])
 def test_undecodable_input_is_reported_for_its_student_and_the_run_goes_on(
         undecodable_runs: dict, mode: str) -> None:
     run, where = undecodable_runs[mode]
@@ -454,6 +459,8 @@ def test_undecodable_input_is_reported_for_its_student_and_the_run_goes_on(
     elif mode in ("csv", "jobs"):
         book = gradebook(where / "gradebook.csv" if where.is_dir() else where)
         assert {s: float(r["a1"]) for s, r in book.items()} == expected
+    if mode == "stdout":
+        assert json.loads(run.stdout.decode("utf-8"))["score"] == 85, "results.json on stdout"
     if mode in ("gradescope", "jobs"):
         found = results_files(where)
         assert {os.fsencode(s).decode("utf-8", "backslashreplace"): r["score"]
