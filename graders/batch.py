@@ -6,7 +6,9 @@ time. Each student is graded by a fresh trusted grader process (a
 untrusted worker per submission, as ``grade_file`` always does. Results land
 in ``DIR/<student>/<stem>/results.json`` (Gradescope's schema) and the
 gradebook ``DIR/gradebook.csv`` is rebuilt from those files after every
-student; every file is replaced atomically.
+student; every file is replaced atomically. ``<student>`` is the student's
+name, percent-encoded where it could collide with the gradebook, a temp file
+or another student (``graders.reports.files.student_folder_name``).
 
 Resuming: a student whose every submission already has its results.json is
 not graded again (temporary files left by a killed write are removed), so a
@@ -18,7 +20,6 @@ student's folder under DIR to grade them again.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import multiprocessing
 import traceback
@@ -33,14 +34,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from graders.assignments import ASSIGNMENTS
 from graders.discovery import Submission
 from graders.feedback import format_points
-from graders.reports.files import atomic_write_text
+from graders.reports.files import atomic_write_text, student_folder_name, student_of_folder_name
+from graders.safe_text import terminal_text
 
 GRADEBOOK = "gradebook.csv"
 
 
 def result_path(out: Path, student: str, stem: str) -> Path:
-    """Where a submission's results.json goes under the batch folder ``out``."""
-    return out / student / stem / "results.json"
+    """Where a submission's results.json goes under the batch folder ``out``
+    (``student_folder_name`` keeps it clear of the gradebook and other students)."""
+    return out / student_folder_name(student) / stem / "results.json"
 
 
 def _grade_student(student: str, items: list[tuple[str, str, str]], out: str,
@@ -82,18 +85,21 @@ def gradebook_from_results(out: Path) -> str:
     """The CSV gradebook text of every ``<student>/<stem>/results.json`` under ``out``.
 
     Columns as ``graders.reports.gradebook_csv``: ``student``, graded task ids,
-    assignment totals, ``total``; one row per student, sorted.
+    assignment totals, ``total``; one row per student, sorted; cells written as that
+    module writes them (names escaped, formulas neutralised).
     """
+    from graders.reports.gradebook_csv import gradebook_columns, gradebook_text, student_cell_value
+
     rows: dict[str, dict[str, str]] = {}
     ids: set[str] = set()
     stems = {a.stem: a for a in ASSIGNMENTS.values()}
     for path in sorted(out.glob("*/*/results.json")):
-        student, stem = path.parent.parent.name, path.parent.name
+        student, stem = student_of_folder_name(path.parent.parent.name), path.parent.name
         info = stems.get(stem)
         if info is None:
             continue
         data = json.loads(path.read_text(encoding="utf-8"))
-        row = rows.setdefault(student, {"student": student})
+        row = rows.setdefault(student, {"student": student_cell_value(student)})
         points: dict[str, float] = {t.id: 0.0 for t in info.graded_tasks}
         for test in data.get("tests", []):
             if test.get("number") in points and "not graded" not in test.get("tags", []):
@@ -102,17 +108,10 @@ def gradebook_from_results(out: Path) -> str:
             row[task] = format_points(round(value, 6))
         row[info.id] = format_points(float(data.get("score", 0)))
         ids.add(info.id)
-    from graders.reports.gradebook_csv import gradebook_columns
-
     columns = gradebook_columns(sorted(ids))
     for row in rows.values():
         row["total"] = format_points(round(sum(float(row[a]) for a in ids if a in row), 6))
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for student in sorted(rows):
-        writer.writerow(rows[student])
-    return buffer.getvalue()
+    return gradebook_text(columns, sorted(rows.values(), key=lambda row: row["student"]))
 
 
 def task_scores_from_results(out: Path) -> dict[tuple[str, str], dict[str, float]]:
@@ -124,7 +123,7 @@ def task_scores_from_results(out: Path) -> dict[tuple[str, str], dict[str, float
         for test in data.get("tests", []):
             if "not graded" not in test.get("tags", []):
                 points[test["number"]] = points.get(test["number"], 0.0) + float(test["score"])
-        scores[(path.parent.parent.name, path.parent.name)] = points
+        scores[(student_of_folder_name(path.parent.parent.name), path.parent.name)] = points
     return scores
 
 
@@ -136,8 +135,10 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     The gradebook is rewritten after each student and once at the end.
     """
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob("**/.*.tmp"):  # half-written by a batch that was killed
-        stale.unlink(missing_ok=True)
+    # Half-written by a batch that was killed: the temp files of atomic_write_text.
+    for stale in [*out.glob(f".{GRADEBOOK}.*.tmp"), *out.glob("*/*/.results.json.*.tmp")]:
+        if stale.is_file():
+            stale.unlink(missing_ok=True)
     pending = pending_students(submissions, out)
     students = {s.student for s in submissions}
     done_before = len(students) - len(pending)
@@ -148,8 +149,9 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
         # has already imported the grader, so a student costs no interpreter start-up.
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["graders.grading", "graders.reports.gradescope"])
+        # The last student's name is shown escaped and never read as markup.
         columns = [TextColumn("grading"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[last]}"), TimeElapsedColumn()]
+                   TextColumn("{task.fields[last]}", markup=False), TimeElapsedColumn()]
         with Progress(*columns, console=err, transient=False) as progress, \
                 ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context,
                                     max_tasks_per_child=1) as pool:
@@ -163,7 +165,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                 if error:
                     errors.append(f"{student}: {error}")
                 atomic_write_text(gradebook, gradebook_from_results(out))
-                progress.update(bar, advance=1, last=student)
+                progress.update(bar, advance=1, last=terminal_text(student))
     atomic_write_text(gradebook, gradebook_from_results(out))
     return len(pending), done_before, errors
 

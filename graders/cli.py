@@ -16,7 +16,9 @@ tools); ``grade`` runs the hidden checks with the code in the worker. With
 ``--jobs`` grading is a resumable parallel batch (``graders.batch``).
 
 Exit status: 0 when grading ran (whatever the scores), 1 when the grader
-itself failed (a check's bug, a missing checks module), 2 for usage errors.
+itself failed (a check's bug, a missing checks module), 2 for usage errors
+(nothing to grade, a PATH that does not exist, a class folder that is
+ambiguous or two students that would share a name: ``graders.discovery``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from rich.console import Console
 from graders.assignments import ASSIGNMENTS
 from graders.discovery import DEFAULT_ROOT, Discovery, Submission, discover
 from graders.grading import SubmissionResult, grade_file
+from graders.safe_text import show
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -115,8 +118,7 @@ def _grade_all(
     results: list[SubmissionResult] = []
     failed = False
     for sub in submissions:
-        err.print(f"grading {sub.student}/{sub.file.name} as {sub.assignment} ...", style="dim",
-                  markup=False, highlight=False)
+        show(err, f"grading {sub.student}/{sub.file.name} as {sub.assignment} ...", style="dim")
         try:
             results.append(
                 grade_file(sub.file, assignment=sub.assignment, timeout=timeout,
@@ -124,9 +126,9 @@ def _grade_all(
             )
         except Exception as exc:  # noqa: BLE001 - the grader's bug: report, go on
             failed = True
-            err.print(f"internal error while grading {sub.file}: {type(exc).__name__}: {exc}",
-                      markup=False, style="bold red")
-            err.print(traceback.format_exc(), markup=False, highlight=False)
+            show(err, f"internal error while grading {sub.file}: {type(exc).__name__}: {exc}",
+                 style="bold red")
+            show(err, traceback.format_exc(), multiline=True)
     return results, failed
 
 
@@ -135,13 +137,10 @@ def _report_internal(results: Sequence[SubmissionResult], err: Console) -> bool:
     for result in results:
         for check in result.internal_errors:
             found = True
-            err.print(
-                f"internal error in check {check.assignment} {check.task} "
-                f"{check.check!r} for {result.student}: {check.reason}",
-                style="bold red", markup=False,
-            )
+            show(err, f"internal error in check {check.assignment} {check.task} "
+                      f"{check.check!r} for {result.student}: {check.reason}", style="bold red")
             if check.internal_detail:
-                err.print(check.internal_detail, markup=False, highlight=False)
+                show(err, check.internal_detail, multiline=True)
     return found
 
 
@@ -152,12 +151,15 @@ def _write_gradescope(results: Sequence[SubmissionResult], out: Path | None, con
         if out is None:
             sys.stdout.write(results_text(results[0]))
         else:
-            con.print(f"wrote {write_results_json(results[0], out)}", markup=False)
+            show(con, f"wrote {write_results_json(results[0], out)}")
         return
+    from graders.reports.files import student_folder_name
+
     folder = out if out is not None else Path("results")
     for result in results:
-        path = write_results_json(result, folder / result.student / result.stem / "results.json")
-        con.print(f"wrote {path}", markup=False)
+        path = write_results_json(
+            result, folder / student_folder_name(result.student) / result.stem / "results.json")
+        show(con, f"wrote {path}")
 
 
 def _to_gradebook(args: argparse.Namespace, scores: dict, con: Console, err: Console) -> bool:
@@ -167,9 +169,9 @@ def _to_gradebook(args: argparse.Namespace, scores: dict, con: Console, err: Con
     try:
         written = write_scores(course, scores)
     except (GradebookError, ImportError) as exc:
-        err.print(f"pallas-lab grade: {exc}", markup=False)
+        show(err, f"pallas-lab grade: {exc}")
         return False
-    con.print(f"wrote {written} task score(s) into the nbgrader gradebook of {course}")
+    show(con, f"wrote {written} task score(s) into the nbgrader gradebook of {course}")
     return True
 
 
@@ -179,12 +181,12 @@ def _batch(args: argparse.Namespace, found: Discovery, con: Console, err: Consol
     out = args.out if args.out is not None else Path("results")
     graded, skipped, errors = run_batch(found.submissions, out=out, jobs=args.jobs,
                                         timeout=args.timeout, err=err)
-    con.print(f"graded {graded} student(s), {skipped} already had results; "
+    show(con, f"graded {graded} student(s), {skipped} already had results; "
               f"wrote {out / GRADEBOOK}")
     for problem in found.problems:
-        err.print(f"skipped: {problem}", markup=False)
+        show(err, f"skipped: {problem}")
     for error in errors:
-        err.print(f"internal error while grading {error}", markup=False)
+        show(err, f"internal error while grading {error}", multiline=True)
     if args.to_gradebook is not None and not _to_gradebook(
             args, task_scores_from_results(out), con, err):
         return EXIT_USAGE
@@ -193,14 +195,18 @@ def _batch(args: argparse.Namespace, found: Discovery, con: Console, err: Consol
 
 def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
     found = discover(args.paths, assignment=args.assignment)
+    if found.ambiguities:  # grading would drop or merge students without a word
+        for ambiguity in found.ambiguities:
+            show(err, f"pallas-lab grade: {ambiguity}")
+        return EXIT_USAGE
     if not found.submissions:
         for problem in found.problems:
-            err.print(f"pallas-lab grade: {problem}", markup=False)
-        err.print("pallas-lab grade: nothing to grade", markup=False)
+            show(err, f"pallas-lab grade: {problem}")
+        show(err, "pallas-lab grade: nothing to grade")
         return EXIT_USAGE
     if any(not Path(p).exists() for p in args.paths):
         for problem in found.problems:
-            err.print(f"pallas-lab grade: {problem}", markup=False)
+            show(err, f"pallas-lab grade: {problem}")
         return EXIT_USAGE
     if args.jobs is not None:
         return _batch(args, found, con, err)
@@ -223,14 +229,14 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
     elif args.format == "gradescope":
         _write_gradescope(results, args.out, err if args.out is None else con)
         for problem in found.problems:
-            err.print(f"skipped: {problem}", markup=False)
+            show(err, f"skipped: {problem}")
     else:
         from graders.reports.gradebook_csv import write_gradebook
 
         path = write_gradebook(results, args.out or Path("gradebook.csv"))
-        con.print(f"wrote {path} ({len(results)} submission(s))", markup=False)
+        show(con, f"wrote {path} ({len(results)} submission(s))")
         for problem in found.problems:
-            err.print(f"skipped: {problem}", markup=False)
+            show(err, f"skipped: {problem}")
     internal = _report_internal(results, err)
     return EXIT_INTERNAL if failed or internal else EXIT_OK
 

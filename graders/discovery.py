@@ -5,11 +5,21 @@ A PATH is one of (design.md, "Who uses it and how"; issue #2, item 6):
 * a submission file (``.py`` or ``.ipynb``): its stem names the assignment
   (``--assignment aN`` overrides it) and its folder names the student;
 * a student folder: holds ``<stem>.py``/``<stem>.ipynb`` files directly, or
-  in folders named after the assignment (nbgrader's
-  ``submitted/<student>/<assignment>/`` layout; the assignment folder is named
-  by the stem or the id);
-* a class folder: holds student folders; an nbgrader course folder (one with
-  ``nbgrader_config.py``) means its ``submitted/`` folder.
+  only assignment folders (nbgrader's ``submitted/<student>/<assignment>/``
+  layout): folders named after an assignment's stem or id that hold no file
+  of another assignment and no folder of submissions;
+* a class folder: any other folder; every folder in it is a student, whatever
+  it is called (``a1/``, ``a1_pallas_basics/``, ``gradebook.csv/``), hidden
+  ones (``.bob/``, ``_carol/``) when they hold submission files. An nbgrader
+  course folder (one with ``nbgrader_config.py``) means its ``submitted/``
+  folder, always a class folder.
+
+So a student folder named like an assignment among other students' folders
+is one more student, never the reason the class is read as one student.
+Two cases stop the run instead of grading a part silently (``ambiguities``):
+a folder that holds submission files as a student folder does and student
+folders as a class folder does, and two student folders (in different
+places) whose names would share one row of the gradebook.
 
 When a folder holds both ``<stem>.py`` and ``<stem>.ipynb``, the ``.py`` is
 graded and the notebook is listed as skipped.
@@ -25,7 +35,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graders.assignments import ASSIGNMENTS, assignment_for_stem, get_assignment, known_stems
+from graders.assignments import (
+    ASSIGNMENTS,
+    Assignment,
+    assignment_for_stem,
+    get_assignment,
+    known_stems,
+)
+from graders.safe_text import terminal_text
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO_ROOT / "examples" / "submissions"
@@ -34,20 +51,25 @@ DEFAULT_ROOT = REPO_ROOT / "examples" / "submissions"
 @dataclass(frozen=True)
 class Submission:
     """One file to grade: ``student`` (folder name), ``stem`` (the assignment's file
-    stem), ``file`` (its path) and ``assignment`` (id, e.g. "a1")."""
+    stem), ``file`` (its path), ``assignment`` (id, e.g. "a1") and ``folder`` (the
+    student's folder, which tells two students of the same name apart)."""
 
     student: str
     stem: str
     file: Path
     assignment: str
+    folder: Path | None = field(default=None, compare=False)
 
 
 @dataclass
 class Discovery:
-    """What was found: ``submissions`` in grading order and ``problems`` (one line each)."""
+    """What was found: ``submissions`` in grading order, ``problems`` (one line each,
+    reported as skipped) and ``ambiguities`` (one line each: the run must stop, since
+    grading would silently drop or merge students)."""
 
     submissions: list[Submission] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    ambiguities: list[str] = field(default_factory=list)
 
 
 def _visible(path: Path) -> bool:
@@ -57,23 +79,57 @@ def _visible(path: Path) -> bool:
 SUFFIXES = (".py", ".ipynb")
 
 
+def _entries(folder: Path) -> list[Path]:
+    """The folder's entries, sorted; none when it cannot be listed."""
+    try:
+        return sorted(folder.iterdir())
+    except OSError:
+        return []
+
+
 def _python_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir()
-                  if p.is_file() and p.suffix in SUFFIXES and _visible(p))
+    return [p for p in _entries(folder)
+            if p.is_file() and p.suffix in SUFFIXES and _visible(p)]
+
+
+def _assignment_named(name: str) -> Assignment | None:
+    """The assignment a folder name names (its stem or its id), or None."""
+    return ASSIGNMENTS.get(name) or assignment_for_stem(name)
+
+
+def _assignment_files(folder: Path) -> list[Path]:
+    """The submission files directly in ``folder`` (stems that name an assignment)."""
+    return [p for p in _python_files(folder) if assignment_for_stem(p.stem) is not None]
 
 
 def _assignment_folders(folder: Path) -> list[Path]:
     """Subfolders named after an assignment's stem or id (nbgrader's layout)."""
-    names = set(known_stems()) | set(ASSIGNMENTS)
-    return [p for p in _subfolders(folder) if p.name in names]
+    return [p for p in _subfolders(folder) if _assignment_named(p.name) is not None]
+
+
+def _holds_submissions(folder: Path) -> bool:
+    """Whether ``folder`` holds submission files, directly or in assignment folders."""
+    return bool(_assignment_files(folder)) or any(
+        _assignment_files(sub) for sub in _assignment_folders(folder))
+
+
+def _is_assignment_folder(folder: Path) -> bool:
+    """nbgrader's ``<student>/<assignment>/``: named after an assignment, holding no
+    submission file of another assignment and no folder of submissions."""
+    info = _assignment_named(folder.name)
+    if info is None:
+        return False
+    if any(assignment_for_stem(p.stem) != info for p in _assignment_files(folder)):
+        return False
+    return not any(_holds_submissions(sub) for sub in _all_subfolders(folder))
 
 
 def _expected_names() -> str:
     return ", ".join(f"{stem}.py" for stem in known_stems())
 
 
-def _from_file(path: Path, student: str, assignment: str | None, out: Discovery,
-               *, explicit: bool) -> None:
+def _from_file(path: Path, student: str, folder: Path, assignment: str | None,
+               out: Discovery, *, explicit: bool) -> None:
     if assignment is not None:
         info = get_assignment(assignment)
         if not explicit and path.stem != info.stem:
@@ -87,16 +143,21 @@ def _from_file(path: Path, student: str, assignment: str | None, out: Discovery,
             )
             return
         info = found
-    out.submissions.append(Submission(student, info.stem, path, info.id))
+    out.submissions.append(Submission(student, info.stem, path, info.id, folder))
 
 
-def student_of(path: str | Path) -> str:
-    """The student a submission file belongs to: its folder's name, or the folder above
+def student_folder_of(path: str | Path) -> Path:
+    """The student folder a submission file belongs to: its folder, or the folder above
     when the file sits in an assignment folder (nbgrader's layout)."""
     parent = Path(path).resolve().parent
     if parent.name in set(known_stems()) | set(ASSIGNMENTS):
-        return parent.parent.name
-    return parent.name
+        return parent.parent
+    return parent
+
+
+def student_of(path: str | Path) -> str:
+    """The student a submission file belongs to: the name of ``student_folder_of``."""
+    return student_folder_of(path).name
 
 
 def _from_student_folder(folder: Path, assignment: str | None, out: Discovery) -> None:
@@ -105,7 +166,7 @@ def _from_student_folder(folder: Path, assignment: str | None, out: Discovery) -
         files += [p for p in _python_files(sub) if assignment_for_stem(p.stem) is not None]
     before = len(out.submissions)
     for path in files:
-        _from_file(path, folder.name, assignment, out, explicit=False)
+        _from_file(path, folder.name, folder, assignment, out, explicit=False)
     if len(out.submissions) == before and not files:
         out.problems.append(f"{folder.name}/: no submission files found")
     elif len(out.submissions) == before and assignment is not None:
@@ -113,19 +174,45 @@ def _from_student_folder(folder: Path, assignment: str | None, out: Discovery) -
         out.problems.append(f"{folder.name}/: no {stem}.py found")
 
 
+def _all_subfolders(folder: Path) -> list[Path]:
+    return [p for p in _entries(folder) if p.is_dir()]
+
+
 def _subfolders(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_dir() and _visible(p))
+    return [p for p in _all_subfolders(folder) if _visible(p)]
 
 
-def _is_student_folder(folder: Path) -> bool:
-    """A folder holding an assignment file, or loose .py files and no folders."""
-    files = _python_files(folder)
-    stems = set(known_stems())
-    if any(p.stem in stems for p in files):
-        return True
-    if any(p.stem in stems for sub in _assignment_folders(folder) for p in _python_files(sub)):
-        return True
-    return bool(files) and not _subfolders(folder)
+def _student_folders(folder: Path) -> list[Path]:
+    """The students of a class folder: every visible subfolder, and the hidden ones
+    (``.bob``, ``_carol``) that hold submissions (``.git``, ``__pycache__`` do not)."""
+    return [p for p in _all_subfolders(folder) if _visible(p) or _holds_submissions(p)]
+
+
+def _shown(names: list[str], limit: int = 4) -> str:
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def _classify(folder: Path) -> tuple[str, str]:
+    """("student" | "class" | "ambiguous", why) for a folder given as PATH (see the
+    module docstring)."""
+    loose = _assignment_files(folder)
+    subs = _student_folders(folder)
+    nbgrader = [p for p in subs if _visible(p) and _is_assignment_folder(p)]
+    others = [p for p in subs if p not in nbgrader]
+    students = [p for p in others if _holds_submissions(p)]
+    if loose and students:
+        return "ambiguous", (
+            f"{folder}: ambiguous: it holds submission files "
+            f"({_shown([p.name for p in loose])}) as a student folder does, and student "
+            f"folders ({_shown([p.name + '/' for p in students])}) as a class folder does; "
+            f"nothing was graded. Move the files into a student folder, or grade the parts "
+            f"one at a time (pallas-lab grade {folder}/*/ for the students)")
+    if loose or (nbgrader and not others):
+        return "student", ""
+    if not subs and _python_files(folder):
+        return "student", ""  # loose .py files of other names: --assignment grades them
+    return "class", ""
 
 
 def discover(
@@ -142,16 +229,21 @@ def discover(
     roots = [Path(p) for p in paths] or [DEFAULT_ROOT]
     out = Discovery()
     for root in roots:
-        if root.is_dir() and (root / "nbgrader_config.py").is_file() and (
-                root / "submitted").is_dir():
+        course = root.is_dir() and (root / "nbgrader_config.py").is_file() and (
+            root / "submitted").is_dir()
+        if course:
             root = root / "submitted"
         if root.is_file():
-            _from_file(root, student_of(root), assignment, out, explicit=True)
+            _from_file(root, student_of(root), student_folder_of(root), assignment, out,
+                       explicit=True)
         elif root.is_dir():
-            if _is_student_folder(root):
+            kind, why = ("class", "") if course else _classify(root)
+            if kind == "ambiguous":
+                out.ambiguities.append(why)
+            elif kind == "student":
                 _from_student_folder(root, assignment, out)
             else:
-                folders = _subfolders(root)
+                folders = _student_folders(root)
                 if not folders:
                     out.problems.append(f"{root}: no submissions found")
                 for loose in _python_files(root):
@@ -179,4 +271,18 @@ def discover(
         graded[(sub.student, sub.file.parent.resolve(), sub.stem)] = sub
         unique.append(sub)
     out.submissions = unique
+    out.ambiguities.extend(_name_clashes(unique))
     return out
+
+
+def _name_clashes(submissions: Iterable[Submission]) -> list[str]:
+    """One line per name that two different student folders would share in the reports
+    (the same name, or names shown the same once escaped)."""
+    folders: dict[str, set[Path]] = {}
+    for sub in submissions:
+        folder = (sub.folder or student_folder_of(sub.file)).resolve()
+        folders.setdefault(terminal_text(sub.student), set()).add(folder)
+    return [f"two students would share the name {name!r} in the reports: "
+            f"{' and '.join(str(f) for f in sorted(found))}; nothing was graded. Grade them "
+            "in separate runs (with separate --out)"
+            for name, found in sorted(folders.items()) if len(found) > 1]

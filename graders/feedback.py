@@ -4,12 +4,15 @@ The task and its points first, then what was checked, what went wrong, the
 smallest failing input, expected vs got, the known mistake it looks like (with
 the lecture section), a hint, and only then the student's own traceback and
 printed output. Nothing here mentions the grader's own code, temp paths or
-timings, so the same submission always gets the same text.
+timings, so the same submission always gets the same text. What the student's
+code raised or printed may hold terminal escapes: the text comes out with
+every control character shown as an escape (``graders.safe_text``).
 """
 
 from __future__ import annotations
 
 from graders.checks.framework import CheckFailure
+from graders.safe_text import terminal_text
 
 MAX_OUTPUT_LINES = 12
 
@@ -53,7 +56,11 @@ def failure_text(
     points: float,
     lecture: str,
 ) -> str:
-    """Feedback for a failed check, following style.md's example; ``lecture`` is "§N"."""
+    """Feedback for a failed check, following style.md's example; ``lecture`` is "§N".
+
+    Control characters in it (from the student's messages and output) are escaped
+    (``graders.safe_text.terminal_text``); newlines and tabs are kept.
+    """
     lines = [
         header(task_id, task_title, 0, points, failure.status),
         f"  check: {check_name}",
@@ -83,7 +90,7 @@ def failure_text(
             printed = ["...", *printed[-MAX_OUTPUT_LINES:]]
         lines.append("  your code printed:")
         lines.extend(f"    {line}" for line in printed)
-    return "\n".join(lines)
+    return terminal_text("\n".join(lines), multiline=True)
 
 
 def passed_text(*, task_id: str, task_title: str, check_name: str, points: float) -> str:

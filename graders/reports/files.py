@@ -1,10 +1,49 @@
-"""Writing report files atomically (temp file in the same folder + ``os.replace``)."""
+"""Writing report files: atomically (temp file in the same folder + ``os.replace``),
+under folder names that no student's name can collide with."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+import urllib.parse
 from pathlib import Path
+
+from graders.safe_text import UNSAFE_CODEPOINTS
+
+#: Names in a results folder that belong to the grader (the batch's gradebook).
+RESERVED_NAMES = frozenset({"gradebook.csv"})
+
+
+def _percent(char: str) -> str:
+    try:
+        data = char.encode("utf-8", "surrogateescape")  # an undecodable byte of a name
+    except UnicodeEncodeError:
+        data = char.encode("utf-8", "surrogatepass")
+    return "".join(f"%{byte:02X}" for byte in data)
+
+
+def student_folder_name(student: str) -> str:
+    """The folder holding ``student``'s results under a results folder
+    (``<out>/<this>/<stem>/results.json``).
+
+    The name itself, except that these are percent-encoded (``%XX`` per UTF-8
+    byte, as in URLs): ``%`` itself, control characters, bidi controls and
+    undecodable bytes anywhere; a leading ``.`` (temp files are hidden files);
+    and the first character of a name the grader uses for its own files
+    (``gradebook.csv`` -> ``%67radebook.csv``, in any letter case). So no
+    student's folder is the gradebook, a temp file or another student's folder:
+    the mapping is one-to-one and ``student_of_folder_name`` undoes it. Never raises.
+    """
+    reserved = student.casefold() in RESERVED_NAMES
+    return "".join(
+        _percent(char) if char == "%" or ord(char) in UNSAFE_CODEPOINTS
+        or (i == 0 and (char == "." or reserved)) else char
+        for i, char in enumerate(student))
+
+
+def student_of_folder_name(name: str) -> str:
+    """The student whose results folder is ``name`` (inverse of ``student_folder_name``)."""
+    return urllib.parse.unquote(name, errors="surrogateescape")
 
 
 def _umask() -> int:

@@ -3,19 +3,26 @@
 Written atomically (temp file + ``os.replace``) so an interrupted run never
 leaves a half-written gradebook; rows of students already in an existing
 gradebook but not in this run are kept, so a batch can be graded in parts.
+
+A student's name is a folder name, chosen by the student: its cell holds the
+name escaped by ``graders.safe_text.terminal_text`` and, when it starts with
+``=``, ``+``, ``-``, ``@``, tab or CR, a leading single quote (OWASP's
+CSV-injection rule, ``graders.safe_text.csv_cell``), so that a spreadsheet
+shows it as text. Scores are written as plain numbers.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from graders.assignments import ASSIGNMENTS
 from graders.feedback import format_points
 from graders.grading import SubmissionResult
 from graders.reports.files import atomic_write_text
+from graders.safe_text import csv_cell, csv_value, terminal_text
 
 
 def gradebook_columns(assignment_ids: Sequence[str]) -> list[str]:
@@ -26,24 +33,48 @@ def gradebook_columns(assignment_ids: Sequence[str]) -> list[str]:
     return ["student", *tasks, *ids, "total"]
 
 
+def gradebook_text(columns: Sequence[str], rows: Iterable[dict[str, str]]) -> str:
+    """The CSV text of a gradebook: a header of ``columns``, then ``rows`` (values by
+    column; missing ones empty, others ignored), every cell through ``csv_cell``."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore",
+                            lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: csv_cell(value) for key, value in row.items()})
+    return buffer.getvalue()
+
+
+def student_cell_value(student: str) -> str:
+    """What a gradebook shows for ``student`` (a folder name): the name with control
+    characters escaped (``terminal_text``); ``csv_cell`` then guards its first character."""
+    return terminal_text(student)
+
+
 def _read_existing(path: Path) -> list[dict[str, str]]:
+    """The rows of an existing gradebook, as values (``csv_value`` undoes ``csv_cell``)."""
     if not path.is_file():
         return []
     with open(path, newline="", encoding="utf-8") as handle:
-        return [row for row in csv.DictReader(handle) if row.get("student")]
+        rows = [{key: csv_value(value) for key, value in row.items() if key and value}
+                for row in csv.DictReader(handle)]
+    return [{**row, "student": student_cell_value(row["student"])}
+            for row in rows if row.get("student")]
 
 
 def gradebook_rows(results: Sequence[SubmissionResult]) -> dict[str, dict[str, str]]:
-    """Per student, the cells of their row (task points, assignment totals, total)."""
+    """Per student (as shown, ``student_cell_value``), the values of their row (task
+    points, assignment totals, total)."""
     rows: dict[str, dict[str, str]] = {}
     totals: dict[str, float] = {}
     for result in results:
-        row = rows.setdefault(result.student, {"student": result.student})
+        student = student_cell_value(result.student)
+        row = rows.setdefault(student, {"student": student})
         for task in result.tasks():
             if task.graded:
                 row[task.task] = format_points(task.points)
         row[result.assignment] = format_points(result.score)
-        totals[result.student] = totals.get(result.student, 0.0) + result.score
+        totals[student] = totals.get(student, 0.0) + result.score
     for student, row in rows.items():
         row["total"] = format_points(round(totals[student], 6))
     return rows
@@ -63,7 +94,7 @@ def write_gradebook(
     existing = _read_existing(path) if keep_existing else []
     merged: dict[str, dict[str, str]] = {}
     for row in existing:
-        merged[row["student"]] = {k: v for k, v in row.items() if k and v not in (None, "")}
+        merged[row["student"]] = row
     for student, row in fresh.items():
         merged.setdefault(student, {}).update(row)
     ids = {a for row in merged.values() for a in ASSIGNMENTS if a in row}
@@ -72,9 +103,5 @@ def write_gradebook(
             round(sum(float(row[a]) for a in ASSIGNMENTS if row.get(a)), 6)
         )
     columns = gradebook_columns(sorted(ids))
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for student in sorted(merged):
-        writer.writerow(merged[student])
-    return atomic_write_text(path, buffer.getvalue())
+    text = gradebook_text(columns, (merged[student] for student in sorted(merged)))
+    return atomic_write_text(path, text)

@@ -5,6 +5,9 @@ One test per check: ``name`` (the check), ``number`` (the task id), ``score``,
 ``tags`` and ``visibility``. Checks of tasks that are not graded yet appear
 with ``max_score`` 0. Everything except ``execution_time`` is a pure function
 of the results, so grading twice gives identical files apart from timing.
+The texts are escaped by ``graders.safe_text.terminal_text``: the file is
+valid UTF-8 JSON with no control character, whatever the submission raised,
+printed or was called.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from graders.feedback import format_points
 from graders.grading import SubmissionResult
 from graders.reports.files import atomic_write_text
+from graders.safe_text import terminal_text
 
 
 def _number(value: float) -> float | int:
@@ -36,7 +40,7 @@ def results_json(result: SubmissionResult) -> dict[str, Any]:
             "score": _number(check.points if check.graded else 0),
             "max_score": _number(check.max_points if check.graded else 0),
             "status": "passed" if check.status == "passed" else "failed",
-            "output": check.feedback,
+            "output": terminal_text(check.feedback, multiline=True),
             "tags": tags,
             "visibility": "visible",
         })
@@ -55,7 +59,7 @@ def results_json(result: SubmissionResult) -> dict[str, Any]:
         "score": _number(result.score),
         "max_score": _number(result.max_score),
         "execution_time": round(result.seconds, 3),
-        "output": "\n".join(lines),
+        "output": terminal_text("\n".join(lines), multiline=True),
         "output_format": "text",
         "test_output_format": "text",
         "visibility": "visible",

@@ -1,6 +1,9 @@
 """The terminal report: per student and assignment, one row per task, then totals.
 
 design.md, "Reports": per task the points, the status and a one-line reason.
+Every string that came from a student (names, file names, reasons, feedback,
+printed output) is escaped by ``graders.safe_text.terminal_text`` and added as
+``Text``, so control characters show as escapes and markup as text.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from rich.text import Text
 
 from graders.feedback import format_points
 from graders.grading import SubmissionResult
+from graders.safe_text import terminal_text
 
 STATUS_STYLE = {
     "passed": "green",
@@ -28,14 +32,15 @@ MAX_REASON_CHARS = 90
 
 
 def _short(text: str) -> str:
-    line = text.splitlines()[0] if text else ""
+    line = terminal_text(text.split("\n", 1)[0])
     return line if len(line) <= MAX_REASON_CHARS else line[: MAX_REASON_CHARS - 1] + "…"
 
 
 def submission_table(result: SubmissionResult) -> Table:
     """A rich Table for one submission: Task, Title, Points, Status, Reason; total in the footer."""
     info = result.info
-    title = Text(f"{result.student} — {info.id} {info.title} ({Path(result.file).name})")
+    title = Text(terminal_text(
+        f"{result.student} — {info.id} {info.title} ({Path(result.file).name})"))
     table = Table(title=title, box=box.SIMPLE_HEAVY, show_footer=True, title_justify="left")
     table.add_column("Task", footer="total")
     table.add_column("Title")
@@ -58,7 +63,7 @@ def submission_table(result: SubmissionResult) -> Table:
             reason = "still the handout's stub (NotImplementedError)"
         else:
             reason = _short(task.reason)
-        # Every dynamic string goes in as Text: a student's "[/]" is text, not markup.
+        # Every dynamic string goes in as escaped Text: a student's "[/]" is text, not markup.
         table.add_row(
             Text(task.task), Text(task.title), Text(points),
             Text(status, style=STATUS_STYLE.get(status, "")), Text(reason),
@@ -79,11 +84,12 @@ def print_report(
     for result in results:
         console.print(submission_table(result))
         if result.load_error:
-            console.print(Text(f"  {result.load_error}", style="red"))
+            console.print(Text(terminal_text(f"  {result.load_error}", multiline=True),
+                               style="red"))
         if feedback:
             for check in result.checks:
                 if check.status != "passed":
-                    console.print(Text(check.feedback))
+                    console.print(Text(terminal_text(check.feedback, multiline=True)))
                     console.print()
                     if result.load_error:
                         break  # every check failed the same way: once is enough
@@ -94,9 +100,9 @@ def print_report(
         summary.add_column("Score", justify="right")
         for result in results:
             summary.add_row(
-                Text(result.student), Text(result.assignment),
+                Text(terminal_text(result.student)), Text(result.assignment),
                 Text(f"{format_points(result.score)}/{format_points(result.max_score)}"),
             )
         console.print(summary)
     for problem in problems:
-        console.print(Text(f"skipped: {problem}", style="yellow"))
+        console.print(Text(terminal_text(f"skipped: {problem}"), style="yellow"))

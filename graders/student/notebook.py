@@ -85,14 +85,20 @@ def read_notebook_cells(path: str | Path) -> list[tuple[int, str, str]]:
     """(cell number, cell type, source) of every cell of a notebook file, in order.
 
     Uses nbformat (notebook format 4; older formats are upgraded). Raises
-    ``NotebookError`` when the file cannot be read or is not a notebook.
+    ``NotebookError`` when the file cannot be read, is not valid UTF-8, is not a
+    notebook, or has a code cell holding a lone surrogate (the message names the
+    cell, line and column).
     """
     import nbformat
 
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise NotebookError(
+            f"{path.name} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}); a notebook is UTF-8 JSON") from None
+    except OSError as exc:
         raise NotebookError(f"cannot read {path.name}: {exc}") from None
     try:
         notebook = nbformat.reads(text, as_version=4)
@@ -101,7 +107,28 @@ def read_notebook_cells(path: str | Path) -> list[tuple[int, str, str]]:
     except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds for bad input
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise NotebookError(f"{path.name} is not a Jupyter notebook ({first})") from None
+    for number, kind, source in cells:
+        if kind == "code":
+            _refuse_surrogates(path.name, number, source)
     return cells
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse_surrogates(file_name: str, number: int, source: str) -> None:
+    """Raise ``NotebookError`` when a code cell holds a lone surrogate: JSON can spell
+    one (``"\\ud800"``) but it is not a character, so no Python source holds it."""
+    found = _SURROGATE.search(source)
+    if found is None:
+        return
+    before = source[:found.start()]
+    line = before.count("\n") + 1
+    column = found.start() - (before.rfind("\n") + 1) + 1
+    raise NotebookError(
+        f"{file_name}: cell {number}, line {line}, column {column} holds "
+        f"U+{ord(found.group()):04X}, a lone surrogate: not a character (not valid UTF-8), "
+        "so it cannot be Python source")
 
 
 def _text(source: object) -> str:
