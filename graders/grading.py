@@ -10,6 +10,7 @@ tasks (``graders.assignments``).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
 from collections.abc import Iterator
@@ -393,5 +394,33 @@ def grade_file(
         missing_reason = result.load_error
     finally:
         result.checks.extend(_missing_results(info, checks, result.checks, missing_reason))
+        result.checks[:] = _note_dependencies(info, result.checks)
         result.seconds = time.monotonic() - started
     return result
+
+
+def _note_dependencies(assignment: Assignment, checks: list[CheckResult]) -> list[CheckResult]:
+    """Add to each failed check of a task that uses another task's functions (``Task.depends``)
+    which of those failed too: the fault may be there (issue 12: one fault, one charge, and
+    a dependant's feedback says so)."""
+    failed = {c.task for c in checks if c.status != "passed"}
+    if not failed:
+        return checks
+    out = []
+    for c in checks:
+        try:
+            task = assignment.task(c.task)
+        except KeyError:
+            out.append(c)
+            continue
+        broken = [d for d in task.depends if d in failed]
+        if c.status == "passed" or not broken:
+            out.append(c)
+            continue
+        names = ", ".join(f"Task {d} ({assignment.task(d).title})" for d in broken)
+        note = (f"  depends on {names}, which failed too: your {task.title} calls it, so fix "
+                "that first; this check may pass once it does")
+        out.append(dataclasses.replace(
+            c, feedback=f"{c.feedback.rstrip()}\n{note}",
+            reason=f"{c.reason} (depends on Task {', '.join(broken)}, which failed)"))
+    return out
