@@ -271,9 +271,11 @@ class Trace:
 
     def __init__(self) -> None:
         self.calls: list[CallTrace] = []
-        #: Per call, the arrays it returned and the kernel it ran (not part of the record;
-        #: the grader's worker uses them to tie a wrapper's result to its pallas_call).
+        #: Per call, copies of the arrays it returned (taken as it returned them) and the
+        #: kernel it ran, kept only when ``_keep_results`` is set: not part of the record;
+        #: the grader's worker uses them to tie a wrapper's result to its pallas_call.
         self._results: list[tuple[tuple[np.ndarray, ...], object]] = []
+        self._keep_results = False
 
     @property
     def last(self) -> CallTrace:
@@ -327,9 +329,26 @@ def trace() -> Iterator[Trace]:
         _ACTIVE.remove(t)
 
 
+@contextmanager
+def _untraced() -> Iterator[None]:
+    """Run a ``with`` block without recording its pallas_calls in any active trace (the
+    grader's harnesses run a student's kernel beside the student's wrapper this way, so
+    the run is not counted as the wrapper's)."""
+    saved = _ACTIVE[:]
+    _ACTIVE.clear()
+    try:
+        yield
+    finally:
+        _ACTIVE[:] = saved
+
+
 def record(call: CallTrace, outputs: tuple[np.ndarray, ...] = (), kernel: object = None) -> None:
-    """Append ``call`` to every active trace (called by pallas_call), with the arrays the
-    call returned and the kernel it ran."""
+    """Append ``call`` to every active trace (called by pallas_call); a trace that keeps
+    results also gets copies of the arrays the call returned, and its kernel."""
+    snapshot: tuple[np.ndarray, ...] | None = None
     for t in _ACTIVE:
         t.calls.append(call)
-        t._results.append((outputs, kernel))
+        if t._keep_results:
+            if snapshot is None:
+                snapshot = tuple(np.array(out, copy=True) for out in outputs)
+            t._results.append((snapshot, kernel))

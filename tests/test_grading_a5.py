@@ -51,8 +51,9 @@ def test_the_untouched_handout_gets_zero_and_says_not_started():
 EXPECTED = {
     "ada_correct": FULL,
     # local window edges excluded; patterns keyed by q-start minus kv-start; mask on
-    # every tile (see the README for the checks each mistake loses).
-    "ben_typical_mistakes": {"5.1": 10, "5.2": 15, "5.3": 10, "5.4": 12, "5.5": 10},
+    # every tile, charged to the kernel's checks only: the wrapper is compared with ben's
+    # own kernel (see the README for the checks each mistake loses).
+    "ben_typical_mistakes": {"5.1": 10, "5.2": 15, "5.3": 10, "5.4": 20, "5.5": 10},
     "cleo_untouched": {"5.1": 0, "5.2": 0, "5.3": 0, "5.4": 0, "5.5": 0},
     # endless search for the next partial tile; a kernel that returns a value (the
     # wrapper's prefetch table, checked without running the call, is right).

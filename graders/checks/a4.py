@@ -24,7 +24,15 @@ from hypothesis import strategies as st
 import pallas_sim
 import reference.a4_flash_attention as ref
 import reference.dense_attention as dense
-from graders.checks.compare import as_array, assert_close, assert_equal_int, fmt_array, tolerance
+from graders.checks.compare import (
+    against_own_kernel,
+    as_array,
+    assert_close,
+    assert_equal_int,
+    fmt_array,
+    kernel_mismatch,
+    tolerance,
+)
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import Case, make_array, seeds
 
@@ -579,9 +587,19 @@ def _diagnose_attention(got: np.ndarray, case: AttentionCase, tol: tuple[float, 
 
 
 def _check_attention(got: object, case: AttentionCase, what: str, *,
-                     wrapper: bool = False) -> None:
-    """``got`` must equal dense float64 attention within the input dtype's tolerance."""
+                     wrapper: bool = False, kernel_out: object = None) -> None:
+    """``got`` must equal dense float64 attention within the input dtype's tolerance; a
+    wrapper's result must equal ``kernel_out`` (what the student's own kernel computes in
+    the grader's standard call) when there is one (issue 12: one fault, one charge)."""
     tol = ATTENTION_TOL[case.q.dtype.name]
+    if wrapper and kernel_out is not None:
+        try:
+            assert_close(got, np.asarray(kernel_out, np.float64), *tol, what=what,
+                         same_nonfinite=True)
+        except CheckFailure as failure:
+            raise kernel_mismatch(failure, "flash_attention", "flash_attention_kernel") \
+                from None
+        return
     expected = case.expected()
     try:
         assert_close(got, expected, *tol, what=what)
@@ -616,15 +634,17 @@ def _check_with_mle_diagnosis(s: Session, func: str, case: AttentionCase, *,
     """Call ``func`` on ``case`` and compare with dense attention.  A non-finite output under
     a safe max_logit_const, where the same call without the constant is finite, is
     reported as a constant outside the safe range (lecture §5.4)."""
-    def call(c: AttentionCase) -> object:
+    def call(c: AttentionCase) -> tuple[object, object]:
+        """(result, the student's kernel's output in the standard call, for a wrapper)."""
         if wrapper:
-            reply = s.invoke(func, c.args, c.wrapper_kwargs)
-            if isinstance(reply.value, np.ndarray):
-                reply.own_call()  # the wrapper's own pallas_call computed it
-            return reply.value
-        return s.invoke(func, c.args, c.kwargs, harness="a4").value
+            reply = s.invoke(func, c.args, c.wrapper_kwargs, harness="a4")
+            out, kernel_out = against_own_kernel(reply.value, func, "flash_attention_kernel")
+            if isinstance(out, np.ndarray):
+                reply.own_call(0)  # the wrapper's own pallas_call computed it
+            return out, kernel_out
+        return s.invoke(func, c.args, c.kwargs, harness="a4").value, None
 
-    got = call(case)
+    got, kernel_out = call(case)
     what = "flash_attention's result" if wrapper else "the kernel's output"
     if wrapper:
         arr = as_array(got, what)
@@ -632,12 +652,12 @@ def _check_with_mle_diagnosis(s: Session, func: str, case: AttentionCase, *,
             raise CheckFailure("flash_attention must return float32", expected="float32",
                                got=arr.dtype.name)
     try:
-        _check_attention(got, case, what, wrapper=wrapper)
+        _check_attention(got, case, what, wrapper=wrapper, kernel_out=kernel_out)
     except CheckFailure as failure:
         arr = np.asarray(got) if isinstance(got, np.ndarray) else None
         if (case.max_logit_const is not None and arr is not None and arr.dtype.kind in "fV"
                 and not np.isfinite(arr.astype(np.float64)).all()):
-            again = call(dataclasses.replace(case, max_logit_const=None))
+            again, _ = call(dataclasses.replace(case, max_logit_const=None))
             if isinstance(again, np.ndarray) and np.isfinite(
                     np.asarray(again, np.float64)).all():
                 raise _mle_failure(failure, case, arr.astype(np.float64)) from None

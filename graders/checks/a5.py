@@ -24,7 +24,14 @@ from hypothesis import strategies as st
 
 import pallas_sim
 import reference.a5_splash_attention as ref
-from graders.checks.compare import as_array, assert_close, assert_equal_int, fmt_array
+from graders.checks.compare import (
+    against_own_kernel,
+    as_array,
+    assert_close,
+    assert_equal_int,
+    fmt_array,
+    kernel_mismatch,
+)
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import make_array, seeds
 
@@ -719,14 +726,18 @@ def kernel_masks_only_partial(s: Session) -> None:
                  body, max_examples=8)
 
 
-def _wrapper_reply(s: Session, c: SplashCase, record_only: bool = False):
+def _wrapper_reply(s: Session, c: SplashCase, record_only: bool = False,
+                   with_kernel: bool = False):
+    """(reply, the wrapper's output, its prefetch arrays, (the student's kernel's output in
+    the standard call or None, what it raised or None))."""
+    kernel_fields = _kernel_fields(c.info) if with_kernel else None
     reply = s.invoke("splash_attention", (c.q, c.k, c.v, tuple(c.info), c.sm_scale,
-                                          record_only), harness="a5")
+                                          record_only, kernel_fields), harness="a5")
     value = reply.value
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
+    if not isinstance(value, (tuple, list)) or len(value) != 4:
         raise CheckFailure("internal grader error: the a5 harness replied oddly",
                            status="error", internal=True)
-    return reply, value[0], value[1]
+    return reply, value[0], value[1], (value[2], value[3])
 
 
 @check(A, "5.4", 8, "splash_attention(q, k, v, mask_info) equals dense float64 masked "
@@ -736,8 +747,15 @@ def wrapper_values(s: Session) -> None:
     (drawn masks, heads, head sizes, sm_scale or its default).
     """
     def body(c: SplashCase) -> None:
-        reply, out, _ = _wrapper_reply(s, c)
-        _check_output(out, c, "splash_attention's output")
+        reply, out, _, kernel = _wrapper_reply(s, c, with_kernel=True)
+        _, kernel_out = against_own_kernel((out, *kernel), "splash_attention",
+                                           "splash_attention_kernel")
+        try:
+            assert_close(out, np.asarray(kernel_out, np.float64), 2e-4, 2e-5,
+                         what="splash_attention's output", same_nonfinite=True)
+        except CheckFailure as failure:
+            raise kernel_mismatch(failure, "splash_attention",
+                                  "splash_attention_kernel") from None
         reply.own_call(0)  # its own pallas_call over the active tiles computed it
         if np.asarray(out).dtype != np.float32:
             raise CheckFailure("splash_attention's output has the wrong dtype",
@@ -806,7 +824,7 @@ def wrapper_trace(s: Session) -> None:
     VMEM/SMEM bytes.
     """
     def body(c: SplashCase) -> None:
-        reply, _, _ = _wrapper_reply(s, c)
+        reply, _, _, _ = _wrapper_reply(s, c)
         reply.own_call(0)  # the checked call must be the one that computed the result
         with pallas_sim.trace() as t:
             ref.splash_attention(c.q, c.k, c.v, c.info, sm_scale=c.sm_scale)
@@ -822,7 +840,7 @@ def wrapper_prefetch(s: Session) -> None:
     active_rows, active_cols, mask_next, bounds_start, bounds_end, block_mask.
     """
     def body(c: SplashCase) -> None:
-        _, _, recorded = _wrapper_reply(s, c, record_only=True)
+        _, _, recorded, _ = _wrapper_reply(s, c, record_only=True)
         if not isinstance(recorded, (list, tuple)) or len(recorded) != 1:
             raise CheckFailure("splash_attention should make exactly one pallas_call",
                                expected="1", got=str(len(recorded)))

@@ -71,13 +71,17 @@ def as_array(got: object, what: str) -> np.ndarray:
 
 
 def assert_close(got: object, expected: np.ndarray, rtol: float, atol: float, *,
-                 what: str = "output", check_dtype: object = None) -> None:
+                 what: str = "output", check_dtype: object = None,
+                 same_nonfinite: bool = False) -> None:
     """Shape must match; values within ``atol + rtol·|expected|``; NaNs never match.
 
     Args:
       got: what the submission returned.
       expected: float64 (or exact integer) reference values.
       check_dtype: if given, the dtype ``got`` must have.
+      same_nonfinite: a NaN (or an infinity of the same sign) where ``expected`` has one
+        matches: for comparing a wrapper with its own kernel's output, which may hold
+        NaN where the kernel reads poisoned memory.
 
     Raises:
       CheckFailure: wrong type, shape, dtype, or values; the message names the
@@ -99,6 +103,8 @@ def assert_close(got: object, expected: np.ndarray, rtol: float, atol: float, *,
     else:
         with np.errstate(invalid="ignore"):
             bad = ~(np.abs(g - e) <= atol + rtol * np.abs(e))
+        if same_nonfinite:
+            bad &= ~((np.isnan(g) & np.isnan(e)) | (np.isinf(g) & (g == e)))
     if not bad.any():
         return
     first = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
@@ -201,3 +207,37 @@ def _fmt_field(field: str, v: object) -> str:
     if field == "VMEM bytes":
         return f"{v} B ({int(v) / 2**20:.2f} MiB)"  # type: ignore[call-overload]
     return str(v)
+
+
+def against_own_kernel(value: object, func: str, kernel: str) -> tuple[object, object]:
+    """Unpack a wrapper harness's ``(wrapper_out, kernel_out, kernel_error)`` (the harnesses'
+    ``beside_kernel``): the wrapper's result and what the student's own kernel computes in
+    the grader's standard pallas_call on the same inputs.
+
+    Raises:
+      CheckFailure: the kernel raised in the standard call (the wrapper cannot be shown to
+        run it: its task declares the kernel's, so the feedback points there), or the
+        harness replied with something else (the grader's fault).
+    """
+    if not isinstance(value, (tuple, list)) or len(value) != 3:
+        raise CheckFailure(f"internal grader error: the harness of {func} replied oddly",
+                           status="error", internal=True)
+    wrapper_out, kernel_out, kernel_error = value
+    if kernel_out is None:
+        raise CheckFailure(
+            f"{func}'s result cannot be checked against your {kernel}: run in the grader's "
+            f"standard pallas_call on the same inputs, it raised {kernel_error}",
+            hint=f"{func} is graded against what {kernel} computes; make {kernel} run first")
+    return wrapper_out, kernel_out
+
+
+def kernel_mismatch(failure: CheckFailure, func: str, kernel: str) -> CheckFailure:
+    """Re-word a failed comparison of a wrapper with its own kernel's output (issue 12: the
+    wrapper is charged for calling its kernel differently, not for the kernel's faults)."""
+    return failure.copy(
+        what=f"{func}'s result differs from what your {kernel} computes in the grader's "
+             "standard pallas_call on the same inputs",
+        diagnosis=None,
+        hint=f"the wrapper should run {kernel} in the call the task describes (grid, "
+             "BlockSpecs, scratch, arguments); a mistake inside the kernel is charged to the "
+             "kernel's task, not here")

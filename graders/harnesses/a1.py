@@ -8,6 +8,8 @@ import numpy as np
 
 from pallas_sim import jax, pl
 
+from .common import beside_kernel
+
 
 def _kernel(sub: ModuleType, name: str):
     kernel = getattr(sub, name, None)
@@ -29,3 +31,11 @@ def add_kernel(sub: ModuleType, x: np.ndarray, y: np.ndarray,
         grid=(pl.cdiv(x.shape[0], bm), pl.cdiv(x.shape[1], bn)),
         in_specs=[spec, spec], out_specs=spec,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), name="grader_add")(x, y)
+
+
+def blocked_add(sub: ModuleType, x: np.ndarray, y: np.ndarray, *,
+                block_shape: tuple[int, int] = (256, 256)) -> tuple:
+    """The student's ``blocked_add`` beside their ``add_kernel`` in the standard cdiv-grid
+    call. Returns ``(wrapper_out, kernel_out, kernel_error)`` (``common.beside_kernel``)."""
+    out = _kernel(sub, "blocked_add")(x, y, block_shape=block_shape)
+    return beside_kernel(out, lambda: add_kernel(sub, x, y, tuple(block_shape)))

@@ -13,6 +13,8 @@ import numpy as np
 from pallas_sim import jax, jnp, pl, pltpu
 from pallas_sim.config import _override as sim_options
 
+from .common import beside_kernel
+
 
 def _kernel(sub: ModuleType, name: str):
     kernel = getattr(sub, name, None)
@@ -51,3 +53,17 @@ def matmul_kernel(sub: ModuleType, x: np.ndarray, y: np.ndarray, *,
     )
     with sim_options(uninitialized=memory):
         return call(x, y)
+
+
+def matmul(sub: ModuleType, x: np.ndarray, y: np.ndarray, *,
+           block_shape: tuple[int, int, int] = (128, 128, 128),
+           activation: str | None = None) -> tuple:
+    """The student's ``matmul`` beside their ``matmul_kernel`` in the standard call.
+
+    Returns ``(wrapper_out, kernel_out, kernel_error)`` (``common.beside_kernel``);
+    arguments as ``matmul``'s (student-api.md, Task 3.2).
+    """
+    wrapper = _kernel(sub, "matmul")
+    out = wrapper(x, y, block_shape=block_shape, activation=activation)
+    return beside_kernel(out, lambda: matmul_kernel(sub, x, y, block_shape=block_shape,
+                                                    activation=activation))

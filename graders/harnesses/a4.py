@@ -12,6 +12,8 @@ import numpy as np
 
 from pallas_sim import jax, jnp, pl, pltpu
 
+from .common import beside_kernel
+
 #: Lanes of the m and l scratch buffers (one vector register row, student-api.md 4.3).
 LANES = 128
 
@@ -58,3 +60,22 @@ def flash_attention_kernel(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.
             dimension_semantics=("parallel", "parallel", "arbitrary")),
         name="grader_flash_attention",
     )(q, k, v)
+
+
+def flash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                    **options: object) -> tuple:
+    """The student's ``flash_attention`` beside their kernel in the intended call.
+
+    ``options`` are the wrapper's keywords (causal, sm_scale, block_q, block_kv,
+    soft_cap, max_logit_const; student-api.md, Task 4.4); the kernel gets the same,
+    with ``sm_scale`` defaulting to ``1/sqrt(d)``. Returns ``(wrapper_out, kernel_out,
+    kernel_error)`` (``common.beside_kernel``).
+    """
+    out = _kernel(sub, "flash_attention")(q, k, v, **options)
+    sm_scale = options.get("sm_scale")
+    kernel_options = {
+        "sm_scale": float(1.0 / np.sqrt(q.shape[-1]) if sm_scale is None else sm_scale),
+        "causal": bool(options.get("causal", False)),
+        "block_q": int(options.get("block_q", 128)), "block_kv": int(options.get("block_kv", 128)),
+        "soft_cap": options.get("soft_cap"), "max_logit_const": options.get("max_logit_const")}
+    return beside_kernel(out, lambda: flash_attention_kernel(sub, q, k, v, **kernel_options))

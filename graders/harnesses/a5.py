@@ -17,6 +17,8 @@ import numpy as np
 
 from pallas_sim import jax, jnp, pl, pltpu
 
+from .common import beside_kernel
+
 #: The order of the six scalar-prefetch arrays (student-api.md, Task 5.4).
 PREFETCH_ORDER = ("active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end",
                   "block_mask")
@@ -89,14 +91,18 @@ class _Recorded(BaseException):
 
 
 def splash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-                     fields: tuple, sm_scale: float | None, record_only: bool = False) -> tuple:
+                     fields: tuple, sm_scale: float | None, record_only: bool = False,
+                     kernel_fields: tuple | None = None) -> tuple:
     """Call the student's wrapper with a MaskInfo object and record what it prefetches.
 
-    Returns ``(output, prefetch)``: the wrapper's result and, per pallas_call
-    it made, the list of its scalar-prefetch arrays as passed (empty when the
-    call declared none). With ``record_only`` the first pallas_call is not
-    run: the wrapper stops as soon as the call receives its arguments and the
-    output is None, so a wrong table is reported as such even when running
+    Returns ``(output, prefetch, kernel_out, kernel_error)``: the wrapper's result;
+    per pallas_call it made, the list of its scalar-prefetch arrays as passed
+    (empty when the call declared none); and, when ``kernel_fields`` (the same
+    MaskInfo with at least one stored pattern) is given, the student's kernel's
+    output in the grader's standard call (``common.beside_kernel``: the wrapper
+    answers to its own kernel). With ``record_only`` the first pallas_call is
+    not run: the wrapper stops as soon as the call receives its arguments and
+    the output is None, so a wrong table is reported as such even when running
     it would fail. ``pl.pallas_call`` is wrapped only for the duration of the
     call and restored afterwards.
     """
@@ -129,4 +135,9 @@ def splash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarra
         pass
     finally:
         pl.pallas_call = original
-    return out, recorded
+    if kernel_fields is None or record_only:
+        return out, recorded, None, None
+    scale = float(1.0 / np.sqrt(q.shape[-1]) if sm_scale is None else sm_scale)
+    _, kernel_out, kernel_error = beside_kernel(
+        out, lambda: splash_attention_kernel(sub, q, k, v, kernel_fields, scale))
+    return out, recorded, kernel_out, kernel_error

@@ -284,6 +284,7 @@ class Worker:
             else:
                 _lock_sim_options(**GRADING_OPTIONS)
                 with pallas_sim.trace() as recorded:
+                    recorded._keep_results = True
                     value = target(*args, **kwargs)
                 calls = list(recorded.calls)
                 results = list(recorded._results)
@@ -356,12 +357,14 @@ class Worker:
     def _source(self, item: Any, results: list[Any]) -> int | None:
         """Index of the pallas_call (in this call's trace) whose output ``item`` is.
 
-        ``item`` counts as that call's output when it is one of the arrays the
-        call returned, a NumPy view of one (reshaped, sliced) or a copy equal to
-        one bit for bit; the call's kernel must be the submission's own code (a
-        function it defined, possibly wrapped in functools.partial). The last
-        such call wins. None for anything else (a value computed without a
-        pallas_call, or next to a decoy one).
+        ``item`` counts as that call's output when it holds, bit for bit and with
+        the same shape and dtype, what the call returned at the moment it
+        returned (a copy taken then: writing into the output afterwards does not
+        make another answer the call's); the call's kernel must be the
+        submission's own code (a function it defined, possibly wrapped in
+        functools.partial). The last such call wins. None for anything else (a
+        value computed without a pallas_call, next to a decoy one, or written
+        over the call's output).
         """
         if not isinstance(item, np.ndarray):
             return None
@@ -370,7 +373,7 @@ class Worker:
             if not self._own_kernel(kernel):
                 continue
             for out in outputs:
-                if isinstance(out, np.ndarray) and _same_array(item, out):
+                if isinstance(out, np.ndarray) and _same_content(item, out):
                     return index
         return None
 
@@ -384,13 +387,8 @@ class Worker:
                 and kernel.__globals__ is vars(module))
 
 
-def _same_array(item: np.ndarray, out: np.ndarray) -> bool:
-    """``item`` is ``out``, a view of it, or an equal copy (same shape, dtype and bytes)."""
-    base: Any = item
-    while isinstance(base, np.ndarray):
-        if base is out:
-            return True
-        base = base.base
+def _same_content(item: np.ndarray, out: np.ndarray) -> bool:
+    """``item`` holds exactly ``out``: same shape, dtype and bytes."""
     if item.shape != out.shape or item.dtype != out.dtype:
         return False
     return bool(np.array_equal(np.ascontiguousarray(item).reshape(-1).view(np.uint8),

@@ -1,24 +1,31 @@
 """The last net of the submission policy: a CPython audit hook in the worker (PEP 578).
 
-``install(submission_file, guard_file)`` adds a hook that, once installed,
-cannot be removed. It only acts after :func:`arm` (called when the trusted
-worker has finished its own imports and is about to load the submission):
+``install(submission_file, acting_codes, owns_type)`` adds a hook that,
+once installed, cannot be removed. It only acts after the returned
+``arm()`` is called (when the trusted worker has finished its own imports
+and is about to run the submission's first line):
 
 * an audited event raised while the innermost Python frame is the
   submission's code, or one of the guards acting for it, is refused
-  (``PolicyError``), except setting or deleting an attribute of a class the
-  submission defined itself;
-* an event raised by the trusted code (numpy, pallas_sim, the worker, the
-  standard library) is allowed only if it is one the worker needs while it
-  grades (:data:`TRUSTED_EVENTS`): imports, reading files (numpy's lazy
-  imports, the traceback of a student error), reading a function's code or
-  defaults (``inspect.signature`` of a kernel), the class machinery of
-  dataclasses and NamedTuple. Everything else — starting processes,
-  sockets, ctypes, pickle, writing files, new audit hooks, tracing — is
-  refused whoever asks.
+  (:class:`PolicyEventError`), except setting or deleting an attribute of a
+  class the submission defined itself;
+* an event raised by trusted code is allowed only where the worker needs it
+  while it grades (:data:`TRUSTED`): each allowed event names the modules
+  whose frames may raise it — ``exec`` and ``compile`` only from the import
+  system, dataclasses, namedtuple, typing and the worker's own loading of
+  the submission; reading a function's code only from pallas_sim,
+  ``inspect`` and ``traceback``; imports only of numpy, pallas_sim, codecs
+  and the harnesses; files only opened for reading by the import system and
+  ``linecache``. A trusted function handed a callable by the submission
+  (``np.fromfunction(exec, ...)``) therefore gains nothing: the event is
+  judged by the module that raises it. Everything else — processes,
+  sockets, ctypes, pickle, writing files, new hooks, tracing — is refused
+  whoever asks.
 
-The hook reads the caller's frame with ``sys._getframe``, which raises an
-audit event of its own; a flag stops that inner event from recursing.
+The tables live in the hook's closure, not in module globals, so code that
+reached this module could not rebind them. The hook reads the caller's frame
+with ``sys._getframe``, which raises an audit event of its own; a flag stops
+that inner event from recursing.
 """
 
 from __future__ import annotations
@@ -27,15 +34,34 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-#: Events the trusted side of the worker raises while it grades (observed over every
-#: solution, sample and red-team submission; see tests/redteam/test_policy.py).
-TRUSTED_EVENTS = frozenset({
-    "import", "open", "marshal.loads", "os.listdir", "os.scandir", "object.__getattr__",
-    "object.__setattr__", "object.__delattr__", "exec", "compile", "sys._getframe",
-    "builtins.id", "code.__new__", "function.__new__", "sys._getframemodulename",
-})
+_IMPORT_SYSTEM = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
+_ANY = None  # any trusted frame may raise the event
+
+#: Per event, the frames (file-name suffixes) that may raise it once the worker is armed.
+TRUSTED: dict[str, tuple[str, ...] | None] = {
+    "builtins.id": _ANY,
+    "exec": (*_IMPORT_SYSTEM, "/dataclasses.py", "/collections/__init__.py",
+             "/pallas_lab_policy/guards.py"),
+    "compile": (*_IMPORT_SYSTEM, "/ast.py", "/dataclasses.py", "/collections/__init__.py",
+                "/typing.py"),
+    "object.__getattr__": ("/pallas_sim/pallas_call.py", "/inspect.py", "/traceback.py",
+                           "/linecache.py"),
+    "object.__setattr__": ("/collections/__init__.py", "/typing.py", "/dataclasses.py",
+                           "/functools.py", "/abc.py"),
+    "object.__delattr__": ("/collections/__init__.py", "/typing.py", "/dataclasses.py"),
+    "sys._getframe": ("/typing.py", "/collections/__init__.py", "/warnings.py",
+                      "/inspect.py", "/traceback.py"),
+    "open": (*_IMPORT_SYSTEM, "/tokenize.py", "/linecache.py"),
+    "marshal.loads": _IMPORT_SYSTEM,
+    "os.listdir": _IMPORT_SYSTEM,
+    "os.scandir": _IMPORT_SYSTEM,
+    "import": _ANY,
+    "cpython._PySys_ClearAuditHooks": _ANY,
+}
+#: Modules the trusted side may still import after arming (lazily loaded parts).
+IMPORTABLE_PREFIXES = ("numpy", "ml_dtypes", "pallas_sim", "pallas_lab_", "encodings")
 #: File modes the trusted side may open with (reading only).
-_READ_MODES = frozenset({"r", "rb", None})
+READ_MODES = frozenset({"r", "rb", None})
 
 
 class PolicyEventError(PermissionError):
@@ -52,6 +78,9 @@ def install(submission_file: str, acting_codes: frozenset[Any],
     ``owns_type(cls)``: whether a class is the submission's own (it may set
     attributes on it).
     """
+    trusted = dict(TRUSTED)
+    importable = IMPORTABLE_PREFIXES
+    read_modes = READ_MODES
     state = {"armed": False, "inside": False}
     getframe = sys._getframe
 
@@ -61,20 +90,25 @@ def install(submission_file: str, acting_codes: frozenset[Any],
         state["inside"] = True
         try:
             code = getframe(1).f_code
-            from_submission = code in acting_codes or code.co_filename == submission_file
         finally:
             state["inside"] = False
         if event in ("object.__setattr__", "object.__delattr__") and args and isinstance(
                 args[0], type) and owns_type(args[0]):
             return
-        if from_submission:
+        if code in acting_codes or code.co_filename == submission_file:
             raise PolicyEventError(f"{event} is not allowed while grading (the submission "
                                    "reached the interpreter's internals)")
-        if event not in TRUSTED_EVENTS:
+        if event not in trusted:
             raise PolicyEventError(f"{event} is not allowed while grading")
-        if event == "open" and len(args) > 1 and args[1] not in _READ_MODES:
+        frames = trusted[event]
+        if frames is not None and not code.co_filename.endswith(frames):
+            raise PolicyEventError(f"{event} from {code.co_filename} is not allowed while "
+                                   "grading")
+        if event == "open" and len(args) > 1 and args[1] not in read_modes:
             raise PolicyEventError(f"opening {args[0]!r} for writing is not allowed while "
                                    "grading")
+        if event == "import" and args and not str(args[0]).startswith(importable):
+            raise PolicyEventError(f"importing {args[0]!r} is not allowed while grading")
 
     sys.addaudithook(hook)
 

@@ -30,11 +30,13 @@ spelled-out cases before anything runs.
 
 from __future__ import annotations
 
+import _string
 import builtins
 import dataclasses
 import functools
 import importlib
 import operator
+import string
 import sys
 import types
 from collections.abc import Callable
@@ -89,6 +91,7 @@ def _instance_rules() -> dict[type, frozenset[str] | object]:
         np.random.RandomState: rules.RANDOM_STATE_ATTRIBUTES,
         functools.partial: rules.PARTIAL_ATTRIBUTES,
         dataclasses.Field: rules.FIELD_ATTRIBUTES,
+        property: rules.PROPERTY_ATTRIBUTES,
     }
     lru = type(functools.lru_cache(maxsize=None)(lambda: None))
     table[lru] = rules.LRU_WRAPPER_ATTRIBUTES
@@ -96,7 +99,7 @@ def _instance_rules() -> dict[type, frozenset[str] | object]:
 
 
 #: Types whose items a submission may store into (besides its own objects).
-_ITEM_WRITABLE = (list, dict, bytearray, np.ndarray)
+_ITEM_WRITABLE = (list, dict, bytearray, np.ndarray, np.flatiter)
 
 
 class Guards:
@@ -117,10 +120,72 @@ class Guards:
         self._class_decisions: dict[tuple[type, str], bool] = {}
         self._owned_types: dict[type, bool] = {}
         self._pallas_sim_types: dict[type, bool] = {}
+        #: What ``import X`` gives a submission: numpy's and pallas_sim's own modules, and for
+        #: the standard library a *facade*, a module holding only the allowed names, with
+        #: guarded versions of the few that read or write attributes by name.
+        self.importable: dict[str, types.ModuleType] = {}
+        self._real: dict[types.ModuleType, types.ModuleType] = {}  # facade -> the real module
+        substitutes = self._substitutes()
         for name in _allowed_module_names():
             module = importlib.import_module(name)
             names = allowed_names(name) or frozenset()
+            if name in rules.FACADE_MODULES:
+                facade = types.ModuleType(name, getattr(module, "__doc__", None))
+                for item in names:
+                    facade.__dict__[item] = substitutes.get(f"{name}.{item}",
+                                                            getattr(module, item, None))
+                self._real[facade] = module
+                module = facade
+            self.importable[name] = module
             self._modules[module] = names | rules.HARMLESS_DUNDER_ATTRIBUTES
+
+    def _substitutes(self) -> dict[str, Any]:
+        """Guarded versions of the standard library's functions that read or write the
+        attributes a caller names (``functools.update_wrapper``) or change the class they
+        are given (``dataclasses.dataclass``): they act only on the submission's own."""
+        owns = self.owns
+
+        def own_class(cls: object, what: str) -> type:
+            if not isinstance(cls, type) or not self.owns_type(cls):
+                raise PolicyError(f"{what} may decorate only a class of the submission's own, "
+                                  f"not {_describe(cls)}")
+            return cls
+
+        def dataclass(cls: Any = None, /, **options: Any) -> Any:
+            """``dataclasses.dataclass``, for the submission's own classes."""
+            if cls is None:
+                return lambda c: dataclasses.dataclass(own_class(c, "@dataclass"), **options)
+            return dataclasses.dataclass(own_class(cls, "@dataclass"), **options)
+
+        def total_ordering(cls: Any) -> Any:
+            """``functools.total_ordering``, for the submission's own classes."""
+            return functools.total_ordering(own_class(cls, "@total_ordering"))
+
+        def update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = None,
+                           updated: Any = None) -> Any:
+            """``functools.update_wrapper`` with its default names only, into the submission's
+            own wrapper; from an object that is not its own only the plain names
+            (``__module__``, ``__name__``, ``__qualname__``, ``__doc__``) are copied."""
+            if assigned is not None or updated is not None:
+                raise PolicyError("update_wrapper/wraps with assigned= or updated= is not "
+                                  "allowed while grading (they read and write attributes by "
+                                  "name)")
+            if not owns(wrapper):
+                raise PolicyError(f"update_wrapper may change only the submission's own "
+                                  f"objects, not {_describe(wrapper)}")
+            if owns(wrapped):
+                return functools.update_wrapper(wrapper, wrapped)
+            return functools.update_wrapper(
+                wrapper, wrapped, assigned=("__module__", "__name__", "__qualname__",
+                                            "__doc__"), updated=())
+
+        def wraps(wrapped: Any, assigned: Any = None, updated: Any = None) -> Any:
+            """``functools.wraps``, through the guarded ``update_wrapper``."""
+            return functools.partial(update_wrapper, wrapped=wrapped, assigned=assigned,
+                                     updated=updated)
+
+        return {"dataclasses.dataclass": dataclass, "functools.total_ordering": total_ordering,
+                "functools.update_wrapper": update_wrapper, "functools.wraps": wraps}
 
     # -- ownership -------------------------------------------------------------------------
 
@@ -229,6 +294,35 @@ class Guards:
             decided = self._decisions[key] = self._decide_instance(tp, name)
         return decided
 
+    def _special(self, obj: object, name: str) -> Any:
+        """Guarded stand-ins for attributes the rules refuse but honest code needs: a str's
+        ``format``/``format_map`` (whose ``{0.attr}`` fields then read attributes through
+        the guard), and ``object.__setattr__``/``__delattr__``/``__new__`` for the
+        submission's own objects (a frozen dataclass's ``__post_init__``). None otherwise."""
+        if isinstance(obj, str) and name in ("format", "format_map"):
+            formatter = _GuardedFormatter(self.make_getattr())
+            if name == "format":
+                return functools.partial(formatter.format, obj)
+            return lambda mapping: formatter.vformat(obj, (), mapping)
+        if obj is object and name in ("__setattr__", "__delattr__", "__new__"):
+            return self._object_method(name)
+        return None
+
+    def _object_method(self, name: str) -> Callable[..., Any]:
+        owns = self.owns
+
+        def own_only(target: object, *args: object) -> Any:
+            if not owns(target):
+                raise PolicyError(f"object.{name} may act only on the submission's own "
+                                  f"objects, not on {_describe(target)}")
+            if name in ("__setattr__", "__delattr__") and args and isinstance(args[0], str) \
+                    and args[0].startswith("__") and args[0] not in rules.OWN_DUNDER_METHODS:
+                raise PolicyError(f"object.{name} of {args[0]!r} is not allowed while grading")
+            return getattr(object, name)(target, *args)
+
+        own_only.__name__ = own_only.__qualname__ = name
+        return own_only
+
     def refusal(self, obj: object, name: object) -> PolicyAttributeError:
         """The error for reading ``name`` of ``obj``, saying what was refused and why."""
         what = _describe(obj)
@@ -255,6 +349,8 @@ class Guards:
         allowed = self._allowed
         refusal = self.refusal
         module_type = types.ModuleType
+        special = self._special
+        real_of = self._real
 
         def _getattr_(obj: object, name: str, *default: object) -> Any:
             tp = type(obj)
@@ -265,9 +361,13 @@ class Guards:
             elif decisions.get((tp, name)):
                 return getattr(obj, name, *default)
             if type(name) is not str or not allowed(obj, name):
+                substitute = special(obj, name) if type(name) is str else None
+                if substitute is not None:
+                    return substitute
                 if default:
                     return default[0]
-                if tp is module_type and type(name) is str and not hasattr(obj, name):
+                if tp is module_type and type(name) is str and not hasattr(
+                        real_of.get(obj, obj), name):  # type: ignore[call-overload]
                     raise AttributeError(f"module {obj.__name__!r} has no attribute {name!r}")
                 raise refusal(obj, name)
             return getattr(obj, name, *default)
@@ -348,13 +448,21 @@ class Guards:
         table: dict[str, Any] = {name: getattr(builtins, name) for name in rules.BUILTIN_NAMES}
         allowed = self._allowed
 
+        def checked_name(name: object) -> str:
+            if type(name) is not str:
+                raise TypeError("attribute name must be string")
+            if name.startswith("__") and name not in rules.OWN_DUNDER_METHODS:
+                raise PolicyError(f"setting or deleting {name!r} is not allowed while grading "
+                                  "(it reaches the interpreter's internals)")
+            return name
+
         def guarded_setattr(obj: object, name: str, value: object) -> None:
             """``setattr``, for the submission's own objects only."""
-            setattr(write(obj), name, value)
+            setattr(write(obj), checked_name(name), value)
 
         def guarded_delattr(obj: object, name: str) -> None:
             """``delattr``, for the submission's own objects only."""
-            delattr(write(obj), name)
+            delattr(write(obj), checked_name(name))
 
         def guarded_hasattr(obj: object, name: str) -> bool:
             """``hasattr`` under the read rules (a refused name is not there)."""
@@ -377,12 +485,27 @@ class Guards:
             "delattr": guarded_delattr,
             "hasattr": guarded_hasattr,
             "type": guarded_type,
-            "__import__": _guarded_import,
+            "__import__": _guarded_import(self.importable),
             "__build_class__": builtins.__build_class__,
         })
         for name, why in rules.REFUSED_BUILTINS.items():
             table[name] = _refused_builtin(name, why)
         return table
+
+
+class _GuardedFormatter(string.Formatter):
+    """``str.format`` whose replacement fields read attributes through the guard: in
+    ``"{0.name}"`` the ``.name`` is a ``_getattr_`` call like any other in the submission."""
+
+    def __init__(self, getattr_guard: Callable[..., Any]) -> None:
+        self._getattr = getattr_guard
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
+        first, rest = _string.formatter_field_name_split(field_name)
+        obj = self.get_value(first, args, kwargs)
+        for is_attribute, key in rest:
+            obj = self._getattr(obj, key) if is_attribute else obj[key]
+        return obj, first
 
 
 def _namedtuple_fields(tp: type) -> tuple[str, ...] | None:
@@ -401,34 +524,45 @@ def _allowed_module_names() -> list[str]:
     return [name for name in names if is_allowed_module(name)]
 
 
-def _guarded_import(name: str, globals: object = None, locals: object = None,  # noqa: A002
-                    fromlist: tuple[str, ...] | list[str] | None = (), level: int = 0) -> Any:
-    """``__import__`` under the import allowlist (modules, and names for ``from ... import``).
+def _guarded_import(importable: dict[str, types.ModuleType]) -> Callable[..., Any]:
+    """``__import__`` under the import allowlist (modules, and names for ``from ... import``);
+    ``importable`` maps each allowed module name to what a submission gets for it."""
 
-    C code that imports while a submission's frame is current (numpy's methods
-    import their Python helpers through ``PyImport_Import``) calls the same
-    ``__import__`` with a *list* as ``fromlist``; a compiled ``import``
-    statement always passes a tuple or None, so such a call is answered from
-    the modules already loaded, and only from them.
-    """
-    if type(fromlist) is list and not level:
-        loaded = sys.modules.get(name) if type(name) is str else None
-        if loaded is not None:
-            return loaded
-    if level:
-        raise PolicyImportError("relative imports are not allowed (a submission is a single "
-                                "file)")
-    if type(name) is not str or not is_allowed_module(name):
-        raise PolicyImportError(f"import of {name!r} is not allowed while grading (allowed: "
-                                f"{', '.join(rules.ALLOWED_TOP_LEVEL)})")
-    names = allowed_names(name) or frozenset()
-    for item in fromlist or ():
-        if type(item) is not str or (item not in names
-                                     and not is_allowed_module(f"{name}.{item}")):
-            raise PolicyImportError(f"import of {name}.{item} is not allowed while grading "
-                                    f"(it is not among the names of {name} a submission "
-                                    "may use)")
-    return builtins.__import__(name, None, None, tuple(fromlist or ()), 0)
+    def __import__(name: str, globals: object = None, locals: object = None,  # noqa: A002
+                   fromlist: tuple[str, ...] | list[str] | None = (), level: int = 0) -> Any:
+        """The guarded ``__import__``.
+
+        C code that imports while a submission's frame is current (numpy's methods
+        import their Python helpers through ``PyImport_Import``) calls the same
+        ``__import__`` with a *list* as ``fromlist``; a compiled ``import``
+        statement always passes a tuple or None, so such a call is answered from
+        the modules already loaded, and only from them.
+        """
+        if type(fromlist) is list and not level:
+            loaded = sys.modules.get(name) if type(name) is str else None
+            if loaded is not None:
+                return loaded
+        if level:
+            raise PolicyImportError("relative imports are not allowed (a submission is a "
+                                    "single file)")
+        if type(name) is not str or not is_allowed_module(name):
+            raise PolicyImportError(f"import of {name!r} is not allowed while grading "
+                                    f"(allowed: {', '.join(rules.ALLOWED_TOP_LEVEL)})")
+        names = allowed_names(name) or frozenset()
+        for item in fromlist or ():
+            if type(item) is not str or (item not in names
+                                         and not is_allowed_module(f"{name}.{item}")):
+                raise PolicyImportError(f"import of {name}.{item} is not allowed while grading "
+                                        f"(it is not among the names of {name} a submission "
+                                        "may use)")
+        if fromlist:
+            return importable.get(name) or builtins.__import__(name, None, None,
+                                                               tuple(fromlist), 0)
+        top = name.split(".")[0]
+        builtins.__import__(name, None, None, (), 0)  # loads ``name`` (already loaded)
+        return importable.get(top) or sys.modules[top]
+
+    return __import__
 
 
 def _refused_builtin(name: str, why: str) -> Callable[..., Any]:

@@ -55,7 +55,8 @@ NUMPY_NAMES = frozenset("""
     matrix_transpose matvec max maximum may_share_memory mean median meshgrid mgrid min
     min_scalar_type minimum mod modf moveaxis multiply nan nan_to_num nanargmax nanargmin
     nancumprod nancumsum nanmax nanmean nanmedian nanmin nanpercentile nanprod nanquantile
-    nanstd nansum nanvar ndarray ndim newaxis nextafter nonzero not_equal number ogrid ones
+    nanstd nansum nanvar ndarray ndenumerate ndim ndindex newaxis nextafter nonzero not_equal
+    number ogrid ones
     ones_like outer packbits pad partition percentile permute_dims pi piecewise place positive
     pow power prod promote_types ptp put put_along_axis putmask quantile r_ rad2deg radians
     ravel ravel_multi_index real real_if_close reciprocal remainder repeat require reshape
@@ -105,8 +106,8 @@ NUMPY_SUBMODULES: dict[str, frozenset[str]] = {
 MATH_ALL_PUBLIC = True
 
 FUNCTOOLS_NAMES = frozenset("""
-    cache cached_property cmp_to_key lru_cache partial partialmethod reduce singledispatch
-    singledispatchmethod total_ordering update_wrapper wraps
+    cache cached_property cmp_to_key lru_cache partial partialmethod reduce total_ordering
+    update_wrapper wraps
 """.split())
 ITERTOOLS_NAMES = frozenset("""
     accumulate batched chain combinations combinations_with_replacement compress count cycle
@@ -126,10 +127,14 @@ TYPING_NAMES = frozenset("""
     MutableMapping MutableSequence MutableSet NamedTuple Never NewType NoReturn NotRequired
     Optional OrderedDict ParamSpec Protocol Required Reversible Self Sequence Set Sized
     SupportsAbs SupportsFloat SupportsIndex SupportsInt SupportsRound Tuple Type TypeAlias
-    TypeGuard TypeVar TypeVarTuple TypedDict Union Unpack ValuesView assert_never cast final
-    overload runtime_checkable
+    TypeGuard TypeVar TypeVarTuple TypedDict Union Unpack ValuesView assert_never cast
 """.split())
 WARNINGS_NAMES = frozenset("warn catch_warnings simplefilter filterwarnings".split())
+#: Standard-library modules a submission gets as a facade (only the allowed names, with
+#: guarded versions of those that act on attributes by name; see guards.Guards).
+FACADE_MODULES = frozenset({"math", "functools", "itertools", "dataclasses", "typing",
+                            "warnings", "__future__"})
+
 FUTURE_NAMES = frozenset("""
     annotations division absolute_import generator_stop generators nested_scopes
     print_function unicode_literals with_statement barry_as_FLUFL
@@ -266,3 +271,4 @@ FIELD_ATTRIBUTES = frozenset("""
     name type default default_factory init repr hash compare metadata kw_only
 """.split())
 GENERATOR_ATTRIBUTES = frozenset({"send", "throw", "close"})
+PROPERTY_ATTRIBUTES = frozenset({"getter", "setter", "deleter", "fget", "fset", "fdel"})
