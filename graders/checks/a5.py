@@ -24,7 +24,13 @@ from hypothesis import strategies as st
 
 import pallas_sim
 import reference.a5_splash_attention as ref
-from graders.checks.compare import as_array, assert_close, assert_equal_int, fmt_array
+from graders.checks.compare import (
+    as_array,
+    as_finite_number,
+    assert_close,
+    assert_equal_int,
+    fmt_array,
+)
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import make_array, seeds
 
@@ -871,12 +877,13 @@ def _compare_stats(got: object, expected: dict, label: str | None = None) -> Non
         except CheckFailure as failure:
             failure.input = label
             raise
-    saving = got.get("compute_saving")
-    if isinstance(saving, bool) or not isinstance(saving, (int, float, np.floating, np.integer)) \
-            or not math.isclose(float(saving), expected["compute_saving"], rel_tol=1e-9):
+    saving = as_finite_number(got.get("compute_saving"), "mask_stats['compute_saving']",
+                              expected=f"{expected['compute_saving']:.6g} "
+                                       "(num_blocks / num_active)", input=label)
+    if not math.isclose(saving, expected["compute_saving"], rel_tol=1e-9):
         raise CheckFailure("mask_stats['compute_saving'] should be num_blocks / num_active",
-                           expected=f"{expected['compute_saving']:.6g}", got=repr(saving),
-                           input=label)
+                           expected=f"{expected['compute_saving']:.6g}",
+                           got=repr(got.get("compute_saving")), input=label)
 
 
 @check(A, "5.5", 6, "mask_stats equals the reference's counts, pattern bytes and saving on "
