@@ -103,6 +103,7 @@ def replies(tmp_path_factory: pytest.TempPathFactory) -> Graded:
     students = {
         "honest": {"a2": solution("a2")},
         "nan_schedule": {"a2": compose("a2", "nan_schedule")},
+        "many_patterns": {"a5": compose("a5", "many_patterns")},
     }
     return grade_class(base, students)
 
@@ -110,7 +111,8 @@ def replies(tmp_path_factory: pytest.TempPathFactory) -> Graded:
 def test_the_run_finishes_with_every_student_graded(replies: Graded) -> None:
     assert replies.returncode == 0, replies.stderr[-3000:]
     assert replies.of("honest", "a2")["score"] == 100, feedback(replies.of("honest", "a2"))
-    assert ("nan_schedule", STEMS["a2"]) in replies.results, sorted(replies.results)
+    assert {("nan_schedule", STEMS["a2"]), ("many_patterns", STEMS["a5"])} <= set(
+        replies.results), sorted(replies.results)
 
 
 def test_a_nan_schedule_breaks_every_rule_and_is_named(replies: Graded) -> None:
@@ -125,3 +127,20 @@ def test_a_nan_schedule_breaks_every_rule_and_is_named(replies: Graded) -> None:
     assert points["2.3"] == 0 and "NaN" in feedback(result, "2.3"), feedback(result, "2.3")
     assert points["2.4"] == 0 and "inf" in feedback(result, "2.4"), feedback(result, "2.4")
     assert points["2.2"] == 25, "render_gantt is the solution's: its 25 points stay"
+
+
+def test_many_distinct_patterns_are_refused_before_any_pairwise_work(replies: Graded) -> None:
+    result = replies.of("many_patterns", "a5")
+    by_name = {t["name"]: t for t in result["tests"] if t["number"] == "5.3"}
+    fields = next(t for name, t in by_name.items() if name.startswith("build_mask_info equals"))
+    invariants = next(t for name, t in by_name.items() if name.startswith("MaskInfo invariants"))
+    assert fields["score"] == 0 and invariants["score"] == 0, (fields, invariants)
+    assert "holds more patterns than the mask has partial tiles" in fields["output"], fields
+    assert "at most one pattern per partial tile" in invariants["output"], invariants
+    assert "30001 patterns" in invariants["output"], invariants["output"]
+    points = task_points(result)
+    # Worked answers use tiles of more than 64 elements and the errors check raises: the
+    # attack leaves them as honest as the solution (5 + 5). mask_stats counts the
+    # solution's own patterns, so its drawn check (6) fails too.
+    assert points["5.3"] == 10 and points["5.5"] == 4, feedback(result)
+    assert result["score"] == 100 - 15 - 6, feedback(result)
