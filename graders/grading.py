@@ -20,7 +20,7 @@ from pathlib import Path
 import pallas_sim
 from graders.assignments import Assignment, assignment_for_stem, get_assignment
 from graders.checks.framework import Check, CheckFailure, PropertyAbort, Session, load_checks
-from graders.feedback import failure_text, passed_text
+from graders.feedback import cap_text, failure_text, passed_text
 from graders.notebook_submissions import notebook_module, notebook_static_result
 from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker
@@ -258,10 +258,10 @@ def _result_for_failure(
         failure, task_id=check.task, task_title=task[0], check_name=check.name,
         points=check.points, lecture=assignment.lecture,
     )
+    reason = cap_text(failure.what.splitlines()[0]) if failure.what else failure.status
     return CheckResult(
         assignment.id, check.task, check.name, 0.0, check.points, failure.status, feedback,
-        seconds, task[1], failure.what.splitlines()[0] if failure.what else failure.status,
-        failure.internal or bool(detail), detail,
+        seconds, task[1], reason, failure.internal or bool(detail), detail,
     )
 
 

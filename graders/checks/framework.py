@@ -432,6 +432,7 @@ class Session:
         harness: str | None = None,
         return_args: bool = False,
         timeout: float | None = None,
+        reply_bytes: int = 0,
     ) -> Reply:
         """Run the student's ``func(*args, **kwargs)`` in the worker and return its ``Reply``.
 
@@ -439,6 +440,10 @@ class Session:
         ``func(submission_module, *args, **kwargs)`` instead (``func`` must
         still be defined by the submission). ``return_args`` asks for the
         positional args after the call; ``timeout`` (s) overrides the worker's.
+        The reply may hold what ``protocol.ReplyBudget.for_request`` allows for
+        these arguments plus ``reply_bytes`` of arrays that this check expects
+        a correct result to need beyond that (an output larger than the
+        inputs); a larger reply is refused unread (status "error").
         Raises ``CheckFailure``: the submission did not pass the static check
         or load (status "error"); ``func`` is missing; the student raised
         (type, message, trimmed traceback; status "not started" for
@@ -463,7 +468,7 @@ class Session:
         try:
             result = self._worker.call(
                 func, tuple(args), dict(kwargs or {}), harness=harness,
-                return_args=return_args, timeout=timeout,
+                return_args=return_args, timeout=timeout, reply_bytes=reply_bytes,
             )
         except ProtocolError as exc:  # our arguments could not be sent: a grader bug
             failure = CheckFailure(
@@ -485,9 +490,11 @@ class Session:
     def _reply(self, func: str, result: CallResult) -> Reply:
         try:
             traces = _to_call_traces(result.traces)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError,
+                AttributeError) as exc:
+            detail = str(exc)[:200]
             failure = CheckFailure(
-                f"the trace of {func} could not be read ({type(exc).__name__}: {exc})",
+                f"the trace of {func} could not be read ({type(exc).__name__}: {detail})",
                 status="error",
             )
             self._raise(failure, with_input=True)
@@ -525,6 +532,13 @@ class Session:
                 status="timeout", output=output,
                 hint="look for a loop that never ends (a while loop whose condition never "
                      "changes, or a grid that is far too large)",
+            )
+            self._remember(func, failure, with_input=True)
+        elif kind == "oversize":
+            failure = CheckFailure(
+                error.message, status="error", output=output,
+                hint="return only what the task asks for: a reply is checked against the "
+                     "size its inputs allow before the grader reads it",
             )
             self._remember(func, failure, with_input=True)
         elif kind in ("crash", "malformed"):

@@ -65,6 +65,7 @@ class WorkerFailure:
     (it raised NotImplementedError), ``"missing"`` (no such function),
     ``"unencodable"`` (the result cannot be sent), ``"timeout"``, ``"crash"``
     (the process died), ``"malformed"`` (a reply broke the protocol),
+    ``"oversize"`` (a reply larger than its ``protocol.ReplyBudget``, refused unread),
     ``"harness"`` (a grader harness failed: our bug), ``"request"`` (a bad
     request: our bug) or ``"not_loaded"`` (the submission failed to load).
     ``type``/``message``: the exception's class name and text (student-facing);
@@ -113,6 +114,10 @@ class CallResult:
 
 class _Malformed(Exception):
     """A reply that breaks the protocol."""
+
+
+class _Refused(_Malformed):
+    """A reply over its budget (``protocol.ReplyRefused``), refused before it is decoded."""
 
 
 def _package_dir(name: str) -> Path | None:
@@ -439,7 +444,7 @@ class Worker:
         try:
             # The key goes first, before any student code exists in the worker.
             self._send(protocol.pack_message({"op": "hello", "key": key.hex()}), deadline)
-            ready = self._receive(deadline)
+            ready = self._receive(deadline, protocol.ReplyBudget.small())
         except TimeoutError:
             return self._fail("crash", "the worker did not start in time")
         except EOFError:
@@ -489,7 +494,8 @@ class Worker:
     def _load(self) -> LoadResult:
         start = self._output_size()
         try:
-            reply = self._exchange({"op": "load", "module": self.module_name}, self.timeout)
+            reply = self._exchange({"op": "load", "module": self.module_name}, self.timeout,
+                                   protocol.ReplyBudget.small(), "the reply to loading the file")
         except _Failed as failed:
             return LoadResult(False, error=failed.failure, output=failed.failure.output)
         output = self._output_since(start)
@@ -513,15 +519,20 @@ class Worker:
         harness: str | None = None,
         return_args: bool = False,
         timeout: float | None = None,
+        reply_bytes: int = 0,
+        budget: protocol.ReplyBudget | None = None,
     ) -> CallResult:
         """Run ``func(*args, **kwargs)`` (or through ``harness``) in the worker.
 
         ``args`` is a tuple and ``kwargs`` a dict of protocol values; ``harness``
         names a module of ``graders/harnesses/`` whose function ``func`` is run
         as ``func(submission_module, *args, **kwargs)``; ``timeout`` in
-        seconds defaults to the worker's. Returns a ``CallResult``; raises
-        ``protocol.EncodeError`` only when the arguments cannot be sent (a
-        grader bug).
+        seconds defaults to the worker's. The reply must fit ``budget``, by
+        default ``protocol.ReplyBudget.for_request`` of this request plus
+        ``reply_bytes`` of arrays the caller expects beyond it; a larger reply
+        is refused unread (kind ``"oversize"``) and the worker restarted.
+        Returns a ``CallResult``; raises ``protocol.EncodeError`` only when the
+        arguments cannot be sent (a grader bug).
         """
         began = time.monotonic()
         request = {
@@ -533,6 +544,10 @@ class Worker:
             "return_args": bool(return_args),
         }
         packed = protocol.pack_message(request)  # EncodeError here is the grader's bug
+        if budget is None:
+            budget = protocol.ReplyBudget.for_request(
+                packed, protocol.count_arrays((request["args"], request["kwargs"])),
+                expected_array_bytes=reply_bytes)
         load = self._ensure_running()
         if not load.ok:
             assert load.error is not None
@@ -542,7 +557,8 @@ class Worker:
             return CallResult(False, error=error, seconds=time.monotonic() - began)
         start = self._output_size()
         try:
-            reply = self._exchange(packed, self.timeout if timeout is None else timeout)
+            reply = self._exchange(packed, self.timeout if timeout is None else timeout,
+                                   budget, f"the reply of {func}")
         except _Failed as failed:
             return CallResult(
                 False, error=failed.failure, output=failed.failure.output,
@@ -554,7 +570,10 @@ class Worker:
             return CallResult(False, error=self._error_from(reply, output), output=output,
                               seconds=seconds)
         try:
-            result = _validate_call_reply(reply, len(request["args"]), return_args)
+            result = _validate_call_reply(reply, len(request["args"]), return_args, budget)
+        except _Refused as exc:
+            failure = self._fail("oversize", f"the reply of {func} was refused: {exc}")
+            return CallResult(False, error=failure, output=output, seconds=seconds)
         except _Malformed as exc:
             failure = self._fail("malformed", f"the worker's reply is malformed: {exc}")
             return CallResult(False, error=failure, output=output, seconds=seconds)
@@ -577,8 +596,10 @@ class Worker:
 
     # -- wire ------------------------------------------------------------------------------------
 
-    def _exchange(self, request: dict[str, Any] | bytes, timeout: float) -> dict[str, Any]:
-        """Send one request and wait for its reply; raises ``_Failed`` (process then killed)."""
+    def _exchange(self, request: dict[str, Any] | bytes, timeout: float,
+                  budget: protocol.ReplyBudget, what: str = "the reply") -> dict[str, Any]:
+        """Send one request and wait for its reply, refused unread beyond ``budget``
+        (``what`` names it in that message); raises ``_Failed`` (process then killed)."""
         if self._conversation is None:
             raise _Failed(WorkerFailure("crash", "", "the worker is not running"))
         data = request if isinstance(request, bytes) else protocol.pack_message(request)
@@ -586,11 +607,13 @@ class Worker:
         deadline = time.monotonic() + timeout
         try:
             self._send(data, deadline)
-            reply = self._receive(deadline)
+            reply = self._receive(deadline, budget)
         except TimeoutError:
             raise _Failed(self._fail("timeout", f"did not finish within {timeout:g} s")) from None
         except EOFError:
             raise _Failed(self._fail("crash", "the worker stopped")) from None
+        except _Refused as exc:
+            raise _Failed(self._fail("oversize", f"{what} was refused: {exc}")) from None
         except _Malformed as exc:
             raise _Failed(self._fail("malformed", f"the worker's reply is malformed: {exc}")) \
                 from None
@@ -620,12 +643,14 @@ class Worker:
                 raise EOFError from None
             view = view[written:]
 
-    def _receive(self, deadline: float) -> Any:
+    def _receive(self, deadline: float, budget: protocol.ReplyBudget) -> Any:
         """Read one signed reply: a protocol frame, then its HMAC tag.
 
-        Raises ``TimeoutError``, ``EOFError`` or ``_Malformed`` (bad framing, or a
-        tag that does not verify: bytes the worker program did not sign, e.g.
-        written to the channel by the submission).
+        The prefix is checked against ``budget`` before the rest is read, and the
+        frame's arrays before they are decoded. Raises ``TimeoutError``,
+        ``EOFError``, ``_Refused`` (over the budget) or ``_Malformed`` (bad
+        framing, or a tag that does not verify: bytes the worker program did not
+        sign, e.g. written to the channel by the submission).
         """
         conversation = self._conversation
         assert conversation is not None
@@ -649,7 +674,9 @@ class Worker:
             if not framed and len(buffer) >= protocol.PREFIX_SIZE:
                 framed = True
                 try:
-                    needed = protocol.frame_size(bytes(buffer[: protocol.PREFIX_SIZE]))
+                    needed = protocol.frame_size(bytes(buffer[: protocol.PREFIX_SIZE]), budget)
+                except protocol.ReplyRefused as exc:
+                    raise _Refused(str(exc)) from None
                 except protocol.ProtocolError as exc:
                     raise _Malformed(str(exc)) from None
                 needed += protocol.TAG_BYTES
@@ -659,7 +686,9 @@ class Worker:
             raise _Malformed("a reply that the worker program did not sign (forged or corrupted)")
         conversation.replies += 1
         try:
-            return protocol.unpack_message(frame)
+            return protocol.unpack_message(frame, budget)
+        except protocol.ReplyRefused as exc:
+            raise _Refused(str(exc)) from None
         except protocol.ProtocolError as exc:
             raise _Malformed(str(exc)) from None
 
@@ -721,15 +750,19 @@ class _Failed(Exception):
 
 
 def _validate_call_reply(
-    reply: dict[str, Any], n_args: int, return_args: bool
+    reply: dict[str, Any], n_args: int, return_args: bool, budget: protocol.ReplyBudget
 ) -> tuple[Any, tuple[dict[str, Any], ...], tuple[int | None, ...], tuple[Any, ...] | None]:
-    """Check a successful call reply's keys and types; raises ``_Malformed``."""
+    """Check a successful call reply's keys and types; raises ``_Malformed``, or
+    ``_Refused`` for more pallas_call records than ``budget.trace_calls``."""
     expected = {"ok", "value", "traces", "returned_arg", "args_after"}
     if set(reply) != expected:
         raise _Malformed(f"keys {sorted(reply)} instead of {sorted(expected)}")
     traces = reply["traces"]
     if not isinstance(traces, list) or not all(isinstance(t, dict) for t in traces):
         raise _Malformed("traces is not a list of dicts")
+    if len(traces) > budget.trace_calls:
+        raise _Refused(f"it records {len(traces)} pallas_calls; at most {budget.trace_calls} "
+                       "are expected")
     returned = reply["returned_arg"]
     if not isinstance(returned, list) or not all(
         r is None or (type(r) is int and 0 <= r < n_args) for r in returned

@@ -52,6 +52,7 @@ class Graded:
     returncode: int
     stdout: str
     stderr: str
+    rss_mib: float | None = None
 
     def of(self, student: str, assignment: str) -> dict[str, Any]:
         """The results.json of one student's file."""
@@ -59,16 +60,22 @@ class Graded:
 
 
 def grade_class(base: Path, students: dict[str, dict[str, str]], *args: str,
-                env: dict[str, str] | None = None) -> Graded:
+                env: dict[str, str] | None = None, measure_rss: bool = False) -> Graded:
     """Write ``students`` ({name: {assignment: source}}) under ``base/class`` and grade the
-    class through the CLI with ``args``; ``env`` is added to this process's environment."""
+    class through the CLI with ``args``; ``env`` is added to this process's environment.
+    With ``measure_rss`` the CLI runs in a wrapper that records the grader process's peak
+    resident memory (``ru_maxrss`` of that process alone, not of its workers)."""
     klass, out = base / "class", base / "results"
     for student, files in students.items():
         (klass / student).mkdir(parents=True)
         for assignment, text in files.items():
             (klass / student / f"{STEMS[assignment]}.py").write_text(text, encoding="utf-8")
-    script = Path(sys.executable).parent / "pallas-lab"
-    cli = [str(script)] if script.exists() else [sys.executable, "-m", "graders.cli"]
+    rss_file = base / "grader-rss-kib"
+    if measure_rss:
+        cli = [sys.executable, "-c", RSS_WRAPPER, str(rss_file)]
+    else:
+        script = Path(sys.executable).parent / "pallas-lab"
+        cli = [str(script)] if script.exists() else [sys.executable, "-m", "graders.cli"]
     run = subprocess.run(
         [*cli, "grade", str(klass), "--format", "gradescope", "--out", str(out), *args],
         cwd=base, capture_output=True, text=True, timeout=RUN_LIMIT, check=False,
@@ -78,7 +85,19 @@ def grade_class(base: Path, students: dict[str, dict[str, str]], *args: str,
     for path in out.glob("*/*/results.json"):
         results[(path.parent.parent.name, path.parent.name)] = json.loads(
             path.read_text(encoding="utf-8"))
-    return Graded(results, run.returncode, run.stdout, run.stderr)
+    rss = int(rss_file.read_text()) / 1024 if measure_rss and rss_file.exists() else None
+    return Graded(results, run.returncode, run.stdout, run.stderr, rss)
+
+
+#: Runs ``pallas-lab`` in this interpreter and writes its peak RSS (KiB) to argv[1] at exit.
+RSS_WRAPPER = """
+import atexit, resource, runpy, sys
+path = sys.argv.pop(1)
+atexit.register(lambda: open(path, "w").write(
+    str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
+sys.argv[0] = "pallas-lab"
+runpy.run_module("graders.cli", run_name="__main__", alter_sys=True)
+"""
 
 
 def task_points(result: dict[str, Any]) -> dict[str, float]:
@@ -144,3 +163,74 @@ def test_many_distinct_patterns_are_refused_before_any_pairwise_work(replies: Gr
     # solution's own patterns, so its drawn check (6) fails too.
     assert points["5.3"] == 10 and points["5.5"] == 4, feedback(result)
     assert result["score"] == 100 - 15 - 6, feedback(result)
+
+
+# -- forged but signed replies ---------------------------------------------------------------
+
+#: MiB of JSON header the forged reply sends (the default budget allows about 1 MiB here).
+FORGED_MIB = 16
+#: MiB the grader may use beyond grading honest a1 files: decoding the 16 MiB header of
+#: empty lists took it from 292 MiB (honest) to 574 MiB before replies were validated
+#: before decoding (measured on the course machine).
+GRADER_RSS_SLACK_MIB = 64
+
+
+@pytest.fixture(scope="module")
+def honest_rss(tmp_path_factory: pytest.TempPathFactory) -> float:
+    """Peak RSS (MiB) of the grader grading two honest a1 files: the baseline."""
+    base = tmp_path_factory.mktemp("baseline")
+    run = grade_class(base, {"honest": {"a1": solution("a1")}, "other": {"a1": solution("a1")}},
+                      measure_rss=True)
+    assert run.returncode == 0 and run.rss_mib is not None, run.stderr[-3000:]
+    return run.rss_mib
+
+
+@pytest.fixture(scope="module")
+def forged(tmp_path_factory: pytest.TempPathFactory) -> Graded:
+    base = tmp_path_factory.mktemp("forged")
+    students = {
+        "honest": {"a1": solution("a1")},
+        "forged_json_reply": {"a1": compose("a1", "forged_json_reply", smuggle=True).replace(
+            "@@MIB@@", str(FORGED_MIB))},
+        "forged_npz_header": {"a1": compose("a1", "forged_npz_header", smuggle=True)},
+    }
+    return grade_class(base, students, measure_rss=True)
+
+
+def _vmem_worked(result: dict[str, Any]) -> dict[str, Any]:
+    return next(t for t in result["tests"] if t["number"] == "1.5"
+                and t["name"].startswith("worked answers"))
+
+
+def test_forged_replies_are_the_submissions_error_not_the_graders(forged: Graded) -> None:
+    assert forged.returncode == 0, (
+        "a forged reply is the submission's fault: no internal grader error, exit status 0\n"
+        + forged.stderr[-3000:])
+    assert "internal" not in forged.stderr, forged.stderr[-3000:]
+    assert forged.of("honest", "a1")["score"] == 100, feedback(forged.of("honest", "a1"))
+    for name in ("forged_json_reply", "forged_npz_header"):
+        result = forged.of(name, "a1")
+        worked = _vmem_worked(result)
+        assert worked["score"] == 0 and "(error)" in worked["output"], worked["output"]
+        assert "not your fault" not in feedback(result), feedback(result)
+        # Only the one forged call fails: vmem_property's calls are honest.
+        assert result["score"] == 100 - 6, feedback(result)
+
+
+def test_an_oversize_json_reply_is_refused_by_its_size(forged: Graded) -> None:
+    output = _vmem_worked(forged.of("forged_json_reply", "a1"))["output"]
+    assert "the reply of vmem_bytes was refused" in output, output
+    assert f"{FORGED_MIB}.0 MiB" in output and "expected for these inputs" in output, output
+
+
+def test_an_npz_header_claiming_terabytes_is_refused_before_allocation(forged: Graded) -> None:
+    output = _vmem_worked(forged.of("forged_npz_header", "a1"))["output"]
+    assert "the reply of vmem_bytes was refused" in output, output
+    assert "float64[1099511627776]" in output and "8.0 TiB" in output, output
+
+
+def test_the_graders_memory_stays_bounded(forged: Graded, honest_rss: float) -> None:
+    assert forged.rss_mib is not None
+    assert forged.rss_mib <= honest_rss + GRADER_RSS_SLACK_MIB, (
+        f"the grader peaked at {forged.rss_mib:.0f} MiB while grading forged replies, "
+        f"{honest_rss:.0f} MiB while grading honest files")
