@@ -191,6 +191,20 @@ def _batch(args: argparse.Namespace, found: Discovery, con: Console, err: Consol
     return EXIT_INTERNAL if errors else EXIT_OK
 
 
+def _say_isolation(err: Console) -> None:
+    """One line on stderr when workers get less than the full sandbox (namespaces and a
+    cgroup for the process tree): the TA must know what a submission can do here."""
+    from graders.worker import sandbox
+
+    try:
+        level = sandbox.choose_level()
+        warning = sandbox.describe(level, sandbox.choose_tree_level(level))[1]
+    except (RuntimeError, ValueError):
+        return  # a forced level that is not available: every submission reports it
+    if warning:
+        err.print(warning, markup=False, highlight=False, style="yellow", soft_wrap=True)
+
+
 def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
     found = discover(args.paths, assignment=args.assignment)
     if not found.submissions:
@@ -202,6 +216,7 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
         for problem in found.problems:
             err.print(f"pallas-lab grade: {problem}", markup=False)
         return EXIT_USAGE
+    _say_isolation(err)
     if args.jobs is not None:
         return _batch(args, found, con, err)
     results, failed = _grade_all(found.submissions, args.timeout, err)

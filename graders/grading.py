@@ -85,7 +85,9 @@ class SubmissionResult:
     """Everything graded for one submission file.
 
     ``checks`` in registration order; ``load_error`` the static-check or import
-    failure (None when the file loaded); ``score``/``max_score`` over graded tasks.
+    failure (None when the file loaded); ``score``/``max_score`` over graded tasks;
+    ``sandbox`` the isolation the submission ran under (``Worker.isolation``, e.g.
+    "namespace, cgroup v1"; for a file that never ran, what it would have got).
     """
 
     student: str
@@ -95,6 +97,7 @@ class SubmissionResult:
     checks: list[CheckResult] = field(default_factory=list)
     load_error: str | None = None
     seconds: float = 0.0
+    sandbox: str = ""
 
     @property
     def info(self) -> Assignment:
@@ -337,6 +340,18 @@ def _missing_results(
     return extra
 
 
+def isolation_label() -> str:
+    """The sandbox level and tree limits workers of this process get ("" when they cannot
+    be determined: a forced level that is not available)."""
+    from graders.worker import sandbox
+
+    try:
+        level = sandbox.choose_level()
+        return sandbox.describe(level, sandbox.choose_tree_level(level))[0]
+    except (RuntimeError, ValueError):
+        return ""
+
+
 def resolve_assignment(path: str | Path, assignment: str | None = None) -> Assignment:
     """The assignment a file is graded as: ``assignment`` (an id) or the one its stem names.
 
@@ -384,6 +399,7 @@ def grade_file(
     try:
         with pallas_sim.config(**GRADING_SIM_OPTIONS), \
                 open_session(path, info, timeout=timeout) as session:
+            result.sandbox = session.isolation or isolation_label()
             if session.load_failure is not None:
                 result.load_error = session.load_failure.what
             for check in checks:

@@ -406,6 +406,11 @@ class Session:
             raise ValueError("a Session needs a worker or a load failure")
 
     @property
+    def isolation(self) -> str:
+        """The worker's sandbox level and tree limits (``Worker.isolation``), "" without one."""
+        return getattr(self._worker, "isolation", "") if self._worker is not None else ""
+
+    @property
     def load_failure(self) -> CheckFailure | None:
         """Why the submission cannot be run (static check or import), else None."""
         return self._load_failure

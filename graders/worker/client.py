@@ -16,6 +16,7 @@ validated here before use.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import importlib.util
 import os
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graders.worker import protocol, sandbox
+from graders.worker import cgroups, protocol, sandbox
 
 WORKER_DIR = Path(__file__).resolve().parent
 HARNESS_DIR = WORKER_DIR.parent / "harnesses"
@@ -210,14 +211,21 @@ def worker_env(workdir: Path) -> dict[str, str]:
     return env
 
 
-def _apply_limits(pid: int | None = None) -> None:
-    """Lower the rlimits of ``pid`` to ``sandbox.LIMITS`` (None: this process, before exec)."""
+def _apply_limits(pid: int | None = None,
+                  limits: list[tuple[str, int]] | tuple[tuple[str, int], ...] = sandbox.LIMITS
+                  ) -> None:
+    """Lower the rlimits of ``pid`` to ``limits`` (None: this process, before exec).
+
+    Run as another user than root, ``RLIMIT_NPROC`` counts every process of that user
+    (the grader's included), so a limit above 1 means nothing there and is skipped;
+    1 (no second process, ``sandbox.limits_for`` without a cgroup) is applied.
+    """
     import resource
 
-    for name, value in sandbox.LIMITS:
+    for name, value in limits:
         which = getattr(resource, name, None)
-        if which is None or (name == "RLIMIT_NPROC" and os.geteuid() != 0):
-            continue  # a user's process count includes the grader's own processes
+        if which is None or (name == "RLIMIT_NPROC" and os.geteuid() != 0 and value > 1):
+            continue
         soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
@@ -251,10 +259,13 @@ def _safe_module_name(path: Path, module_name: str | None) -> str:
     return name
 
 
-def _cleanup(live: dict[str, subprocess.Popen[bytes] | None], base: Path) -> None:
+def _cleanup(live: dict[str, subprocess.Popen[bytes] | None], base: Path,
+             cgroup: cgroups.Cgroup | None = None) -> None:
     process = live.get("process")
     if process is not None:
         _kill_group(process)
+    if cgroup is not None:
+        cgroup.remove()  # every process of the tree, then the cgroup itself
     shutil.rmtree(base, ignore_errors=True)
 
 
@@ -314,6 +325,7 @@ class Worker:
         startup_timeout: float = STARTUP_TIMEOUT,
         python: str | None = None,
         sandbox_level: str | None = None,
+        tree_level: str | None = None,
     ) -> None:
         self.submission_path = Path(submission_path).resolve()
         if not self.submission_path.is_file():
@@ -327,6 +339,16 @@ class Worker:
         self.sandbox_level = sandbox_level or sandbox.choose_level(self.python)
         if self.sandbox_level not in sandbox.LEVELS:
             raise ValueError(f"sandbox_level={sandbox_level!r} is not one of {sandbox.LEVELS}")
+        #: How the submission's process tree is limited: one of ``sandbox.TREE_LEVELS``.
+        self.tree_level = tree_level or sandbox.choose_tree_level(self.sandbox_level)
+        if self.tree_level not in sandbox.TREE_LEVELS:
+            raise ValueError(f"tree_level={tree_level!r} is not one of {sandbox.TREE_LEVELS}")
+        self.memory_bytes = sandbox.tree_memory_bytes()
+        self._cgroup: cgroups.Cgroup | None = None
+        if self.tree_level.startswith("cgroup"):
+            self._cgroup = self._make_cgroup()
+        self._limits = sandbox.limits_for(self.tree_level)
+        self._oom_kills = 0
         self.restarts = 0
         self.pallas_sim_available = False
         self.load_result: LoadResult | None = None
@@ -337,7 +359,7 @@ class Worker:
         self._mark = 0  # output offset where the current exchange began
         self._live: dict[str, subprocess.Popen[bytes] | None] = {"process": None}
         self._base = Path(tempfile.mkdtemp(prefix="pallas-lab-"))
-        self._finalizer = weakref.finalize(self, _cleanup, self._live, self._base)
+        self._finalizer = weakref.finalize(self, _cleanup, self._live, self._base, self._cgroup)
         try:
             self.libdir = self._base / "lib"
             self._binds = build_libdir(
@@ -351,6 +373,26 @@ class Worker:
         self.logdir.mkdir(mode=0o700)
         if self.sandbox_level == "uid":  # the worker's own uid must reach lib/ and work/
             self._base.chmod(0o711)
+
+    def _make_cgroup(self) -> cgroups.Cgroup | None:
+        """This worker's cgroup, or None (and ``tree_level`` one process per worker, or none
+        for a root worker) when it cannot be made after all."""
+        hierarchy = cgroups.available()
+        if hierarchy is not None:
+            try:
+                return cgroups.create(hierarchy, memory_bytes=self.memory_bytes,
+                                      pids=sandbox.TREE_PIDS)
+            except OSError:
+                pass
+        self.tree_level = "none" if self.sandbox_level == "process" and os.geteuid() == 0 \
+            else sandbox.SINGLE_PROCESS
+        return None
+
+    @property
+    def isolation(self) -> str:
+        """The sandbox level and how the process tree is limited, e.g. "namespace, cgroup v1"
+        (what reports record; ``sandbox.describe`` says when it is weaker than the full one)."""
+        return f"{self.sandbox_level}, {self.tree_level}"
 
     # -- context manager -------------------------------------------------------------------------
 
@@ -400,6 +442,8 @@ class Worker:
             files={f"{self.module_name}.py": str(self.workdir / f"{self.module_name}.py")},
             ro_binds=[(prefix, prefix), (str(self.libdir), str(self.libdir)), *self._binds],
             masks=site_package_dirs(),
+            limits=self._limits,
+            cgroup_procs=self._cgroup.procs_files if self._cgroup is not None else [],
         )
         plan_path = self.logdir / f"plan-{self._spawned}.json"
         plan_path.write_text(plan.to_json(), encoding="utf-8")
@@ -416,6 +460,9 @@ class Worker:
         use_prlimit = hasattr(__import__("resource"), "prlimit")
         in_launcher = self.sandbox_level != "process"  # the launcher applies the limits
         key = secrets.token_bytes(protocol.KEY_BYTES)
+        if self._cgroup is not None:
+            self._cgroup.kill_all()  # nothing of an earlier process survives into this one
+            self._oom_kills = self._cgroup.oom_kills()
         try:
             command = self._command()
             with open(output_path, "wb") as output:
@@ -428,16 +475,22 @@ class Worker:
                     stderr=output,
                     start_new_session=True,
                     close_fds=True,
-                    preexec_fn=None if use_prlimit or in_launcher else _apply_limits,
+                    preexec_fn=None if use_prlimit or in_launcher
+                    else functools.partial(_apply_limits, None, self._limits),
                 )
         except OSError as exc:
             return WorkerFailure("crash", "", f"the worker could not be started: {exc}")
         self._live["process"] = process
-        if use_prlimit and not in_launcher:
+        if not in_launcher:
+            # Before the hello: the worker program runs no student code until it has it.
             try:
-                _apply_limits(process.pid)
-            except (OSError, ValueError):
-                pass  # the process may already be gone; the ready message will tell
+                if use_prlimit:
+                    _apply_limits(process.pid, self._limits)
+                if self._cgroup is not None:
+                    self._cgroup.join(process.pid)
+            except (OSError, ValueError) as exc:
+                self._conversation = _Conversation(process, output_path, key)
+                return self._fail("crash", f"the worker could not be limited ({exc})")
         self._conversation = _Conversation(process, output_path, key)
         self._mark = 0
         deadline = time.monotonic() + self.startup_timeout
@@ -468,7 +521,13 @@ class Worker:
                 except subprocess.TimeoutExpired:
                     pass
                 message = f"{message}: {_describe_exit(process.returncode)}"
+                if self._cgroup is not None and self._cgroup.oom_kills() > self._oom_kills:
+                    message += (" (the kernel stopped the submission's processes: together "
+                                "they used more than their "
+                                f"{protocol.fmt_bytes(self.memory_bytes)} of memory)")
             _kill_group(process)
+            if self._cgroup is not None:
+                self._cgroup.kill_all()  # children that left the process group, too
             self._live["process"] = None
             output = self._read_output(conversation.output_path, self._mark)
         return WorkerFailure(kind, "", message, "", output)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -234,3 +236,129 @@ def test_the_graders_memory_stays_bounded(forged: Graded, honest_rss: float) -> 
     assert forged.rss_mib <= honest_rss + GRADER_RSS_SLACK_MIB, (
         f"the grader peaked at {forged.rss_mib:.0f} MiB while grading forged replies, "
         f"{honest_rss:.0f} MiB while grading honest files")
+
+
+# -- limits for the whole process tree ---------------------------------------------------------
+
+#: The memory limit of a submission's process tree in these runs (PALLAS_LAB_MEMORY), and
+#: what the fork_memory attack tries to hold beyond it: 6 children of 128 MiB each.
+TREE_MEMORY_MIB, CHILDREN, CHILD_MIB = 256, 6, 128
+#: A sleep length no other process uses: fork_escape's children carry it on their command line.
+SLEEP_MARK = f"{5000 + os.getpid() % 1000}.{time.time_ns() % 10**6:06d}"
+
+
+def _sleepers() -> list[int]:
+    """Pids of processes running ``sleep SLEEP_MARK`` (fork_escape's children)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if SLEEP_MARK.encode() in (entry / "cmdline").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _tree_students() -> dict[str, dict[str, str]]:
+    memory = compose("a1", "fork_memory", smuggle=True).replace(
+        "@@CHILDREN@@", str(CHILDREN)).replace("@@CHILD_MIB@@", str(CHILD_MIB))
+    escape = compose("a1", "fork_escape", smuggle=True).replace("@@SLEEP@@", SLEEP_MARK)
+    return {"honest": {"a1": solution("a1")}, "fork_memory": {"a1": memory},
+            "fork_escape": {"a1": escape}}
+
+
+@dataclass
+class TreeRuns:
+    """The CLI runs of the tree attacks, by configuration, and the sleepers each left."""
+
+    runs: dict[str, Graded]
+    leftovers: dict[str, list[int]]
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> TreeRuns:
+    if not _is_root():
+        pytest.skip("cgroups and the sandbox levels under test need root")
+    configs = {
+        # the full sandbox: namespaces and a cgroup for the process tree
+        "full": {},
+        # no PID namespace (the sandbox switched off, as root): only the cgroup holds the tree
+        "process": {"PALLAS_LAB_SANDBOX": "off"},
+        # namespaces, but no cgroup: one process per worker
+        "no-cgroup": {"PALLAS_LAB_CGROUP": "off"},
+    }
+    runs, leftovers = {}, {}
+    for name, env in configs.items():
+        base = tmp_path_factory.mktemp(f"tree-{name}")
+        runs[name] = grade_class(base, _tree_students(), "--timeout", "20",
+                                 env={"PALLAS_LAB_MEMORY": f"{TREE_MEMORY_MIB}M", **env})
+        leftovers[name] = _sleepers()
+        for pid in leftovers[name]:  # by pid: only what this test's attack started
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+    return TreeRuns(runs, leftovers)
+
+
+def _vmem_feedback(run: Graded, student: str) -> str:
+    return feedback(run.of(student, "a1"), "1.5")
+
+
+@pytest.mark.parametrize("config", ["full", "process", "no-cgroup"])
+def test_the_tree_runs_finish_and_honest_work_keeps_its_score(tree: TreeRuns, config: str
+                                                               ) -> None:
+    run = tree.runs[config]
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.of("honest", "a1")["score"] == 100, feedback(run.of("honest", "a1"))
+    for student in ("fork_memory", "fork_escape"):
+        assert run.of(student, "a1")["score"] == 100 - 6, feedback(run.of(student, "a1"))
+
+
+@pytest.mark.parametrize("config", ["full", "process"])
+def test_forked_children_share_one_memory_limit(tree: TreeRuns, config: str) -> None:
+    text = _vmem_feedback(tree.runs[config], "fork_memory")
+    held = [int(mib) for mib in re.findall(r"alive holding (\d+) MiB together", text)]
+    assert held or "more than their 256.0 MiB of memory" in text, text
+    assert max(held, default=0) < TREE_MEMORY_MIB, (
+        f"children of one submission held {max(held, default=0)} MiB together; its limit is "
+        f"{TREE_MEMORY_MIB} MiB\n{text}")
+
+
+@pytest.mark.parametrize("config", ["full", "process"])
+def test_the_tree_holds_fewer_processes_than_its_limit_and_none_survive(tree: TreeRuns,
+                                                                        config: str) -> None:
+    from graders.worker import sandbox
+
+    text = _vmem_feedback(tree.runs[config], "fork_escape")
+    forked = [int(n) for n in re.findall(r"forked (\d+), then", text)]
+    assert forked and max(forked) < sandbox.TREE_PIDS, text
+    assert tree.leftovers[config] == [], (
+        f"{len(tree.leftovers[config])} children of fork_escape outlived the grader")
+
+
+def test_without_a_cgroup_a_worker_cannot_fork_at_all(tree: TreeRuns) -> None:
+    run = tree.runs["no-cgroup"]
+    for student in ("fork_memory", "fork_escape"):
+        text = _vmem_feedback(run, student)
+        assert re.search(r"forked 0\b", text), text
+    assert tree.leftovers["no-cgroup"] == []
+
+
+def test_a_sandbox_weaker_than_the_full_one_is_said_once_and_recorded(tree: TreeRuns) -> None:
+    full, process, single = (tree.runs[n] for n in ("full", "process", "no-cgroup"))
+    assert "weaker than the full sandbox" not in full.stderr, full.stderr
+    for run, words in ((process, "sandbox level 'process'"),
+                       (single, "one process per worker")):
+        lines = [line for line in run.stderr.splitlines() if "weaker than the full sandbox" in line]
+        assert len(lines) == 1 and words in lines[0], run.stderr[-2000:]
+    recorded = {name: run.of("honest", "a1")["extra_data"]["sandbox"]
+                for name, run in tree.runs.items()}
+    assert recorded["full"].startswith("namespace, cgroup v"), recorded
+    assert recorded["process"].startswith("process, cgroup v"), recorded
+    assert recorded["no-cgroup"] == "namespace, one process per worker", recorded
