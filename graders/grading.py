@@ -34,6 +34,10 @@ from graders.worker.static_check import StaticCheckResult, check_file
 GRADING_SIM_OPTIONS = {"shuffle_parallel": True, "shuffle_seed": 0}
 
 RESULT_STATUSES = ("passed", "failed", "not started", "timeout", "error")
+#: A submission file's default wall-clock budget, in per-call timeouts per check: a file
+#: whose calls all take just under the timeout stops after (checks x 3 x timeout) seconds
+#: (docs/security.md, "Limits"). Honest files use a small fraction of it.
+CHECK_BUDGET_TIMEOUTS = 3
 NO_CHECKS = "(no checks registered)"
 
 
@@ -373,11 +377,15 @@ def grade_file(
     assignment: str | None = None,
     timeout: float = 10.0,
     student: str | None = None,
+    budget: float | None = None,
 ) -> SubmissionResult:
     """Grade one submission file against every registered check of its assignment.
 
     ``assignment`` ("a1") overrides the assignment named by the file's stem;
-    ``timeout`` is each call's limit in seconds; ``student`` defaults to the
+    ``timeout`` is each call's limit in seconds; ``budget`` the wall-clock
+    seconds the whole file may take (default: ``CHECK_BUDGET_TIMEOUTS`` x
+    ``timeout`` per check), after which the running check and every later one
+    are recorded as ``timeout``; ``student`` defaults to the
     name of the file's folder. Returns a ``SubmissionResult`` with one
     ``CheckResult`` per check in registration order (plus one per graded task
     that has no checks). Raises ``KeyError``/``ValueError`` when the
@@ -395,14 +403,25 @@ def grade_file(
         file=str(path),
     )
     started = time.monotonic()
+    if budget is None:
+        budget = len(checks) * CHECK_BUDGET_TIMEOUTS * timeout
+        rule = (f"{len(checks)} checks x {CHECK_BUDGET_TIMEOUTS} x the {timeout:g} s "
+                "call timeout")
+    else:
+        rule = "set by the grader"
     missing_reason = "this check produced no result"
     try:
         with pallas_sim.config(**GRADING_SIM_OPTIONS), \
                 open_session(path, info, timeout=timeout) as session:
             result.sandbox = session.isolation or isolation_label()
+            session.set_budget(started + budget, budget, rule)
             if session.load_failure is not None:
                 result.load_error = session.load_failure.what
             for check in checks:
+                if session.out_of_budget and session.load_failure is None:
+                    result.checks.append(_result_for_failure(
+                        check, info, session.budget_failure(ran=False), 0.0))
+                    continue
                 result.checks.append(run_check(session, check, info))
     except (OSError, RuntimeError) as exc:
         result.load_error = f"the submission could not be graded: {exc}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextvars
 import importlib
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -402,8 +403,35 @@ class Session:
         self._load_failure = load_failure
         self._memo: dict[str, PropertyAbort] = {}
         self.current_check: Check | None = None
+        self._deadline: float | None = None
+        self._budget = (0.0, "")
         if worker is None and load_failure is None:
             raise ValueError("a Session needs a worker or a load failure")
+
+    def set_budget(self, deadline: float, seconds: float, rule: str) -> None:
+        """Give the submission a wall-clock budget: every call must end by ``deadline``
+        (``time.monotonic()``), ``seconds`` after grading began, ``rule`` saying how it was
+        set (e.g. "13 checks x 3 x the 10 s call timeout"). A call is cut to what is left;
+        after the deadline every call fails at once with ``budget_failure``."""
+        self._deadline = deadline
+        self._budget = (seconds, rule)
+
+    @property
+    def out_of_budget(self) -> bool:
+        """True once the wall-clock budget (``set_budget``) is spent."""
+        return self._deadline is not None and time.monotonic() >= self._deadline
+
+    def budget_failure(self, *, ran: bool) -> CheckFailure:
+        """The timeout recorded for a check stopped (``ran``) or skipped by the budget."""
+        seconds, rule = self._budget
+        what = "this check was stopped" if ran else "this check was not run"
+        return CheckFailure(
+            f"grading of {self.file_name} stopped: it used its whole wall-clock budget of "
+            f"{seconds:g} s ({rule}); {what}",
+            status="timeout",
+            hint="every call of your functions should take far less than the timeout; "
+                 "a slow call costs grading time for every input a check draws",
+        )
 
     @property
     def isolation(self) -> str:
@@ -469,11 +497,19 @@ class Session:
         assert self._worker is not None
         from graders.worker.protocol import ProtocolError
 
+        call_timeout, cut = timeout, False
+        if self._deadline is not None:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                self._remember(func, self.budget_failure(ran=True), with_input=False)
+            limit = timeout if timeout is not None else float(self._worker.timeout)
+            if remaining < limit:
+                call_timeout, cut = remaining, True
         self.round_trips += 1
         try:
             result = self._worker.call(
                 func, tuple(args), dict(kwargs or {}), harness=harness,
-                return_args=return_args, timeout=timeout, reply_bytes=reply_bytes,
+                return_args=return_args, timeout=call_timeout, reply_bytes=reply_bytes,
             )
         except ProtocolError as exc:  # our arguments could not be sent: a grader bug
             failure = CheckFailure(
@@ -489,6 +525,8 @@ class Session:
             self._raise(failure, with_input=False)
         if not result.ok:
             assert result.error is not None
+            if cut and result.error.kind == "timeout":
+                self._remember(func, self.budget_failure(ran=True), with_input=False)
             self._fail_call(func, result.error, timeout)
         return self._reply(func, result)
 

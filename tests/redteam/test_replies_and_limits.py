@@ -362,3 +362,42 @@ def test_a_sandbox_weaker_than_the_full_one_is_said_once_and_recorded(tree: Tree
     assert recorded["full"].startswith("namespace, cgroup v"), recorded
     assert recorded["process"].startswith("process, cgroup v"), recorded
     assert recorded["no-cgroup"] == "namespace, one process per worker", recorded
+
+
+# -- a wall-clock budget per submission ---------------------------------------------------------
+
+#: The per-call timeout of this run and how long the slow submission waits in every call.
+SLOW_TIMEOUT, SLOW_SLEEP = 0.5, 0.4
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory: pytest.TempPathFactory) -> Graded:
+    base = tmp_path_factory.mktemp("slow")
+    students = {
+        "slow_but_correct": {"a1": compose("a1", "slow_but_correct", smuggle=True).replace(
+            "@@SLEEP@@", str(SLOW_SLEEP))},
+        # a handout left as it is: every call fails at once, whatever the timeout
+        "untouched": {"a1": (REPO / "assignments" / f"{STEMS['a1']}.py").read_text(
+            encoding="utf-8")},
+    }
+    return grade_class(base, students, "--timeout", str(SLOW_TIMEOUT))
+
+
+def test_a_slow_submission_stops_at_its_wall_budget(slow: Graded) -> None:
+    assert slow.returncode == 0, slow.stderr[-3000:]
+    result = slow.of("slow_but_correct", "a1")
+    stopped = [t for t in result["tests"] if "wall-clock budget" in t["output"]]
+    assert stopped, f"graded in {result['execution_time']} s without a budget\n" + feedback(
+        result)
+    from graders.checks.framework import load_checks
+    from graders.grading import CHECK_BUDGET_TIMEOUTS
+
+    budget = len(load_checks("a1")) * CHECK_BUDGET_TIMEOUTS * SLOW_TIMEOUT
+    assert f"budget of {budget:g} s" in stopped[0]["output"], stopped[0]["output"]
+    assert all("(timeout)" in t["output"] and t["score"] == 0 for t in stopped)
+    last = result["tests"][-1]
+    assert last in stopped, "every check after the budget is spent is a timeout"
+    assert "was not run" in last["output"], last["output"]
+    untouched = slow.of("untouched", "a1")
+    assert untouched["score"] == 0 and not any(
+        "wall-clock budget" in t["output"] for t in untouched["tests"]), feedback(untouched)
