@@ -365,12 +365,39 @@ class Reply:
         return self.traces[-1]
 
 
+#: Most grid dimensions a recorded pallas_call may have (the course's grids have 1-3).
+MAX_GRID_DIMS = 16
+
+
 def _to_call_traces(records: tuple[dict[str, Any], ...]) -> list[Any]:
+    """``CallTrace``s of a reply's records, each consistent with itself (checks index the
+    block indices of a step without guarding): raises ``ValueError`` (or the
+    ``from_dict`` errors) for a record the simulator cannot have produced."""
     try:
         from pallas_sim.tracing import CallTrace
     except ImportError:  # the simulator is not there yet: keep the plain records
         return list(records)
-    return [CallTrace.from_dict(record) for record in records]
+    calls = [CallTrace.from_dict(record) for record in records]
+    for call in calls:
+        if len(call.grid) > MAX_GRID_DIMS:  # before multiplying thousands of big ints
+            raise ValueError(f"pallas_call {call.name[:40]!r} records a grid of "
+                             f"{len(call.grid)} dimensions")
+        steps = 1
+        for size in call.grid:
+            steps *= size
+        if call.num_steps != steps or min(call.grid, default=0) < 0:
+            raise ValueError(f"pallas_call {call.name[:40]!r} records {call.num_steps} steps "
+                             f"for the grid {call.grid}")
+        for op in call.operands:
+            if op.role not in ("in", "out"):
+                continue
+            if op.block_indices.shape != (steps, len(op.shape)) or \
+                    op.kernel_reads.size not in (0, steps):
+                raise ValueError(
+                    f"operand {op.name[:40]!r} of pallas_call {call.name[:40]!r} records block "
+                    f"indices of shape {op.block_indices.shape} and {op.kernel_reads.size} "
+                    f"read counts for {steps} steps of an array of {len(op.shape)} dims")
+    return calls
 
 
 class Session:

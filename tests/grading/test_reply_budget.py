@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import textwrap
 import zipfile
 from pathlib import Path
@@ -210,3 +211,43 @@ def test_more_pallas_calls_than_a_reply_may_record_are_refused(worker: Worker) -
     result = worker.call("many_calls", (protocol.MAX_TRACE_CALLS + 1,))
     assert not result.ok and result.error is not None and result.error.kind == "oversize"
     assert "it records 257 pallas_calls; at most 256" in result.error.message, result.error
+
+
+# -- trace records -------------------------------------------------------------------------------
+
+def _record() -> dict:
+    import pallas_sim
+    from pallas_sim import pl
+
+    def copy(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    x = np.ones((16, 256), np.float32)
+    with pallas_sim.trace() as recorded:
+        pl.pallas_call(copy, out_shape=x, grid=(2, 2),
+                       in_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+                       out_specs=pl.BlockSpec((8, 128), lambda i, j: (i, j)))(x)
+    return recorded.calls[-1].to_dict()
+
+
+def test_an_honest_trace_record_reads_back() -> None:
+    from graders.checks.framework import _to_call_traces
+
+    (call,) = _to_call_traces((_record(),))
+    assert call.num_steps == 4 and call.operands[0].block_indices.shape == (4, 2)
+
+
+@pytest.mark.parametrize("corrupt, words", [
+    (lambda r: r["operands"][0].update(block_indices=np.zeros((0, 0), np.int32)),
+     "block indices of shape (0, 0)"),
+    (lambda r: r.update(num_steps=10**9), "records 1000000000 steps"),
+    (lambda r: r.update(grid=[2] * 1000), "a grid of 1000 dimensions"),
+    (lambda r: r["operands"][0].update(kernel_reads=np.zeros(3, np.int32)), "3 read counts"),
+])
+def test_trace_records_that_contradict_themselves_are_refused(corrupt, words: str) -> None:
+    from graders.checks.framework import _to_call_traces
+
+    record = _record()
+    corrupt(record)
+    with pytest.raises(ValueError, match=re.escape(words)):
+        _to_call_traces((record,))

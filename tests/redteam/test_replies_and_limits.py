@@ -401,3 +401,19 @@ def test_a_slow_submission_stops_at_its_wall_budget(slow: Graded) -> None:
     untouched = slow.of("untouched", "a1")
     assert untouched["score"] == 0 and not any(
         "wall-clock budget" in t["output"] for t in untouched["tests"]), feedback(untouched)
+
+
+def test_trace_records_that_contradict_themselves_are_the_submissions_error(
+        tmp_path: Path) -> None:
+    run = grade_class(tmp_path, {"honest": {"a4": solution("a4")},
+                                 "forged_trace": {"a4": compose("a4", "forged_trace",
+                                                                smuggle=True)}})
+    assert run.returncode == 0, (
+        "a forged trace is the submission's fault, not an internal error\n" + run.stderr[-3000:])
+    result = run.of("forged_trace", "a4")
+    skipping = next(t for t in result["tests"] if t["name"].startswith("with causal=True, grid"))
+    assert skipping["score"] == 0 and "(error)" in skipping["output"], skipping["output"]
+    assert "the trace of flash_attention_kernel could not be read" in skipping["output"]
+    assert "block indices of shape (0, 0)" in skipping["output"], skipping["output"]
+    assert "not your fault" not in feedback(result), feedback(result)
+    assert run.of("honest", "a4")["score"] == 100
