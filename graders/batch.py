@@ -47,7 +47,8 @@ def result_path(out: Path, student: str, stem: str) -> Path:
 
 
 def _grade_student(student: str, items: list[tuple[str, str, str]], out: str,
-                   timeout: float) -> tuple[str, list[tuple[str, float]], str | None]:
+                   timeout: float, budget: float | None = None
+                   ) -> tuple[str, list[tuple[str, float]], str | None]:
     """Grade one student's submissions (runs in a pool child); never raises.
 
     ``items``: (stem, file, assignment id). Returns (student, [(stem, score)],
@@ -59,7 +60,8 @@ def _grade_student(student: str, items: list[tuple[str, str, str]], out: str,
     scores = []
     try:
         for stem, file, assignment in items:
-            result = grade_file(file, assignment=assignment, timeout=timeout, student=student)
+            result = grade_file(file, assignment=assignment, timeout=timeout, student=student,
+                                budget=budget)
             write_results_json(result, result_path(Path(out), student, stem))
             scores.append((stem, result.score))
             if result.internal_errors:
@@ -128,8 +130,9 @@ def task_scores_from_results(out: Path) -> dict[tuple[str, str], dict[str, float
 
 
 def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeout: float,
-              err: Console) -> tuple[int, int, list[str]]:
-    """Grade the pending students of ``submissions`` with ``jobs`` processes.
+              err: Console, budget: float | None = None) -> tuple[int, int, list[str]]:
+    """Grade the pending students of ``submissions`` with ``jobs`` processes (``timeout``
+    per call, ``budget`` per file as in ``grade_file``).
 
     Returns (students graded now, students already done, internal error texts).
     The gradebook is rewritten after each student and once at the end.
@@ -158,7 +161,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
             bar = progress.add_task("batch", total=len(pending), last="")
             futures = [pool.submit(_grade_student, student,
                                    [(s.stem, str(s.file), s.assignment) for s in subs],
-                                   str(out), timeout)
+                                   str(out), timeout, budget)
                        for student, subs in pending.items()]
             for future in as_completed(futures):
                 student, _scores, error = future.result()

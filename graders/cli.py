@@ -3,7 +3,7 @@
 ::
 
     pallas-lab grade [PATH ...] [--assignment aN] [--format table|gradescope|csv]
-                     [--out PATH] [--timeout S] [--feedback]
+                     [--out PATH] [--timeout S] [--budget S] [--feedback]
                      [--jobs [N]] [--to-gradebook [COURSE]]
     pallas-lab check [FILE ...] [--task N.M] [--assignment aN]   # graders.student.cli
     pallas-lab status [FOLDER]                                   # graders.student.cli
@@ -49,7 +49,7 @@ def _positive_float(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"the timeout must be positive, not {text}")
+        raise argparse.ArgumentTypeError(f"a number of seconds must be positive, not {text}")
     return value
 
 
@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     grade.add_argument("paths", nargs="*", metavar="PATH", type=Path)
     _common(grade)
+    grade.add_argument(
+        "--budget", type=_positive_float, default=None, metavar="S",
+        help="wall-clock seconds one submission file may take in all; then its remaining "
+             "checks are recorded as timeout (default: 3 x --timeout per check)",
+    )
     grade.add_argument(
         "--format", choices=("table", "gradescope", "csv"), default="table",
         help="table: terminal summary (default); gradescope: results.json; csv: gradebook",
@@ -113,7 +118,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _grade_all(
-    submissions: Sequence[Submission], timeout: float, err: Console
+    submissions: Sequence[Submission], timeout: float, err: Console,
+    budget: float | None = None,
 ) -> tuple[list[SubmissionResult], bool]:
     results: list[SubmissionResult] = []
     failed = False
@@ -122,7 +128,7 @@ def _grade_all(
         try:
             results.append(
                 grade_file(sub.file, assignment=sub.assignment, timeout=timeout,
-                           student=sub.student)
+                           student=sub.student, budget=budget)
             )
         except Exception as exc:  # noqa: BLE001 - the grader's bug: report, go on
             failed = True
@@ -180,7 +186,7 @@ def _batch(args: argparse.Namespace, found: Discovery, con: Console, err: Consol
 
     out = args.out if args.out is not None else Path("results")
     graded, skipped, errors = run_batch(found.submissions, out=out, jobs=args.jobs,
-                                        timeout=args.timeout, err=err)
+                                        timeout=args.timeout, err=err, budget=args.budget)
     show(con, f"graded {graded} student(s), {skipped} already had results; "
               f"wrote {out / GRADEBOOK}")
     for problem in found.problems:
@@ -191,6 +197,20 @@ def _batch(args: argparse.Namespace, found: Discovery, con: Console, err: Consol
             args, task_scores_from_results(out), con, err):
         return EXIT_USAGE
     return EXIT_INTERNAL if errors else EXIT_OK
+
+
+def _say_isolation(err: Console) -> None:
+    """One line on stderr when workers get less than the full sandbox (namespaces and a
+    cgroup for the process tree): the TA must know what a submission can do here."""
+    from graders.worker import sandbox
+
+    try:
+        level = sandbox.choose_level()
+        warning = sandbox.describe(level, sandbox.choose_tree_level(level))[1]
+    except (RuntimeError, ValueError):
+        return  # a forced level that is not available: every submission reports it
+    if warning:
+        err.print(warning, markup=False, highlight=False, style="yellow", soft_wrap=True)
 
 
 def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
@@ -208,9 +228,10 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
         for problem in found.problems:
             show(err, f"pallas-lab grade: {problem}")
         return EXIT_USAGE
+    _say_isolation(err)
     if args.jobs is not None:
         return _batch(args, found, con, err)
-    results, failed = _grade_all(found.submissions, args.timeout, err)
+    results, failed = _grade_all(found.submissions, args.timeout, err, args.budget)
     if args.to_gradebook is not None:
         from graders.nbgrader_course import scores_of_results
 

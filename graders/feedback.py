@@ -15,6 +15,17 @@ from graders.checks.framework import CheckFailure
 from graders.safe_text import terminal_text
 
 MAX_OUTPUT_LINES = 12
+#: Characters kept of any one field (problem, input, expected, got, traceback): replies are
+#: the submission's, and a 1 MiB string returned by render_gantt must not become 1 MiB of
+#: feedback in every report.
+MAX_FIELD_CHARS = 4000
+
+
+def cap_text(text: str) -> str:
+    """``text`` cut to ``MAX_FIELD_CHARS`` characters, saying how many were left out."""
+    if len(text) <= MAX_FIELD_CHARS:
+        return text
+    return f"{text[:MAX_FIELD_CHARS]}... ({len(text) - MAX_FIELD_CHARS} more characters)"
 
 
 def format_points(points: float) -> str:
@@ -64,7 +75,7 @@ def failure_text(
     lines = [
         header(task_id, task_title, 0, points, failure.status),
         f"  check: {check_name}",
-        f"  problem: {failure.what}",
+        f"  problem: {cap_text(failure.what)}",
     ]
     fields: list[tuple[str, str]] = []
     if failure.input is not None:
@@ -76,14 +87,14 @@ def failure_text(
     paired = failure.expected is not None and failure.got is not None
     for label, value in fields:
         width = len("expected:") if paired and label in ("expected", "got") else len(label) + 1
-        lines.append(_field(label, value, width))
+        lines.append(_field(label, cap_text(value), width))
     if failure.diagnosis:
         lines.append(f"  looks like: {_with_section(failure.diagnosis, lecture)}")
     if failure.hint:
         lines.append(f"  hint: {failure.hint}")
     if failure.traceback:
         lines.append("  in your file:")
-        lines.append(_indent_block(failure.traceback, "  "))
+        lines.append(_indent_block(cap_text(failure.traceback), "  "))
     if failure.output and failure.output.strip():
         printed = failure.output.rstrip("\n").splitlines()
         if len(printed) > MAX_OUTPUT_LINES:

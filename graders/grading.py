@@ -21,7 +21,7 @@ from pathlib import Path
 import pallas_sim
 from graders.assignments import Assignment, assignment_for_stem, get_assignment
 from graders.checks.framework import Check, CheckFailure, PropertyAbort, Session, load_checks
-from graders.feedback import failure_text, passed_text
+from graders.feedback import cap_text, failure_text, passed_text
 from graders.notebook_submissions import notebook_module, notebook_static_result
 from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker
@@ -35,6 +35,10 @@ from graders.worker.static_check import StaticCheckResult, check_file
 GRADING_SIM_OPTIONS = {"shuffle_parallel": True, "shuffle_seed": 0}
 
 RESULT_STATUSES = ("passed", "failed", "not started", "timeout", "error")
+#: A submission file's default wall-clock budget, in per-call timeouts per check: a file
+#: whose calls all take just under the timeout stops after (checks x 3 x timeout) seconds
+#: (docs/security.md, "Limits"). Honest files use a small fraction of it.
+CHECK_BUDGET_TIMEOUTS = 3
 NO_CHECKS = "(no checks registered)"
 
 
@@ -86,7 +90,9 @@ class SubmissionResult:
     """Everything graded for one submission file.
 
     ``checks`` in registration order; ``load_error`` the static-check or import
-    failure (None when the file loaded); ``score``/``max_score`` over graded tasks.
+    failure (None when the file loaded); ``score``/``max_score`` over graded tasks;
+    ``sandbox`` the isolation the submission ran under (``Worker.isolation``, e.g.
+    "namespace, cgroup v1"; for a file that never ran, what it would have got).
     """
 
     student: str
@@ -96,6 +102,7 @@ class SubmissionResult:
     checks: list[CheckResult] = field(default_factory=list)
     load_error: str | None = None
     seconds: float = 0.0
+    sandbox: str = ""
 
     @property
     def info(self) -> Assignment:
@@ -259,10 +266,10 @@ def _result_for_failure(
         failure, task_id=check.task, task_title=task[0], check_name=check.name,
         points=check.points, lecture=assignment.lecture,
     )
+    reason = cap_text(failure.what.splitlines()[0]) if failure.what else failure.status
     return CheckResult(
         assignment.id, check.task, check.name, 0.0, check.points, failure.status, feedback,
-        seconds, task[1], failure.what.splitlines()[0] if failure.what else failure.status,
-        failure.internal or bool(detail), detail,
+        seconds, task[1], reason, failure.internal or bool(detail), detail,
     )
 
 
@@ -338,6 +345,18 @@ def _missing_results(
     return extra
 
 
+def isolation_label() -> str:
+    """The sandbox level and tree limits workers of this process get ("" when they cannot
+    be determined: a forced level that is not available)."""
+    from graders.worker import sandbox
+
+    try:
+        level = sandbox.choose_level()
+        return sandbox.describe(level, sandbox.choose_tree_level(level))[0]
+    except (RuntimeError, ValueError):
+        return ""
+
+
 def resolve_assignment(path: str | Path, assignment: str | None = None) -> Assignment:
     """The assignment a file is graded as: ``assignment`` (an id) or the one its stem names.
 
@@ -359,11 +378,15 @@ def grade_file(
     assignment: str | None = None,
     timeout: float = 10.0,
     student: str | None = None,
+    budget: float | None = None,
 ) -> SubmissionResult:
     """Grade one submission file against every registered check of its assignment.
 
     ``assignment`` ("a1") overrides the assignment named by the file's stem;
-    ``timeout`` is each call's limit in seconds; ``student`` defaults to the
+    ``timeout`` is each call's limit in seconds; ``budget`` the wall-clock
+    seconds the whole file may take (default: ``CHECK_BUDGET_TIMEOUTS`` x
+    ``timeout`` per check), after which the running check and every later one
+    are recorded as ``timeout``; ``student`` defaults to the
     name of the file's folder. Returns a ``SubmissionResult`` with one
     ``CheckResult`` per check in registration order (plus one per graded task
     that has no checks). Raises ``KeyError``/``ValueError`` when the
@@ -381,13 +404,25 @@ def grade_file(
         file=str(path),
     )
     started = time.monotonic()
+    if budget is None:
+        budget = len(checks) * CHECK_BUDGET_TIMEOUTS * timeout
+        rule = (f"{len(checks)} checks x {CHECK_BUDGET_TIMEOUTS} x the {timeout:g} s "
+                "call timeout")
+    else:
+        rule = "set by the grader"
     missing_reason = "this check produced no result"
     try:
         with pallas_sim.config(**GRADING_SIM_OPTIONS), \
                 open_session(path, info, timeout=timeout) as session:
+            result.sandbox = session.isolation or isolation_label()
+            session.set_budget(started + budget, budget, rule)
             if session.load_failure is not None:
                 result.load_error = session.load_failure.what
             for check in checks:
+                if session.out_of_budget and session.load_failure is None:
+                    result.checks.append(_result_for_failure(
+                        check, info, session.budget_failure(ran=False), 0.0))
+                    continue
                 result.checks.append(run_check(session, check, info))
     except (OSError, RuntimeError) as exc:
         result.load_error = f"the submission could not be graded: {exc}"

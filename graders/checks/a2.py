@@ -19,7 +19,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import reference.a2_pipelining as ref
-from graders.checks.compare import as_array, fmt_array
+from graders.checks.compare import as_array, as_finite_number, fmt_array, require_finite
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import Case
 
@@ -92,7 +92,9 @@ def _intervals(value: object, n: int) -> tuple[np.ndarray, np.ndarray]:
         if arr.shape != (n, 2):
             raise CheckFailure(f"{name} has the wrong shape", expected=f"shape ({n}, 2): one "
                                "(start, end) row per block", got=f"shape {arr.shape}")
-        out.append(arr.astype(np.float64))
+        times = arr.astype(np.float64)
+        require_finite(times, name, expected="finite (start, end) times for every block")
+        out.append(times)
     return out[0], out[1]
 
 
@@ -191,28 +193,38 @@ def schedule_matches_reference(s: Session) -> None:
 
 
 def _broken_invariant(dma_iv: np.ndarray, comp_iv: np.ndarray, case: Case) -> str | None:
-    """The first rule of the model the student's own schedule breaks, else None."""
+    """The first rule of the model the student's own schedule breaks, else None.
+
+    Every rule is written as "fail unless it holds" (``not (a >= b)``), so a NaN or an
+    infinite time breaks the first rule it meets instead of passing all of them.
+    """
     dma, compute, buffers = case.args
     d, c = np.asarray(dma, np.float64), np.asarray(compute, np.float64)
+    for name, rows in (("DMA", dma_iv), ("compute", comp_iv)):
+        bad = ~np.isfinite(rows)
+        if bad.any():
+            k = int(np.argwhere(bad)[0][0])
+            return (f"the {name} interval of block {k} is ({rows[k, 0]:g}, {rows[k, 1]:g}): "
+                    "NaN and infinite times are no times at all")
     slack = TIME_TOL * (1 + float(np.max(comp_iv[:, 1], initial=0.0)))
     for k in range(len(d)):
         ds, de = dma_iv[k]
         cs, ce = comp_iv[k]
-        if ds < -slack or cs < -slack:
+        if not (ds >= -slack and cs >= -slack):
             return f"block {k} starts before time 0"
-        if abs((de - ds) - d[k]) > slack:
+        if not abs((de - ds) - d[k]) <= slack:
             return f"DMA {k} lasts {de - ds:g} but its duration is {d[k]:g}"
-        if abs((ce - cs) - c[k]) > slack:
+        if not abs((ce - cs) - c[k]) <= slack:
             return f"compute {k} lasts {ce - cs:g} but its duration is {c[k]:g}"
-        if cs < de - slack:
+        if not cs >= de - slack:
             return f"compute {k} starts at {cs:g}, before DMA {k} has finished at {de:g}"
-        if k and ds < dma_iv[k - 1, 1] - slack:
+        if k and not ds >= dma_iv[k - 1, 1] - slack:
             return (f"DMA {k} starts at {ds:g} while DMA {k - 1} runs until "
                     f"{dma_iv[k - 1, 1]:g}: there is one DMA engine, copies cannot overlap")
-        if k and cs < comp_iv[k - 1, 1] - slack:
+        if k and not cs >= comp_iv[k - 1, 1] - slack:
             return (f"compute {k} starts at {cs:g} while compute {k - 1} runs until "
                     f"{comp_iv[k - 1, 1]:g}")
-        if k >= buffers and ds < comp_iv[k - buffers, 1] - slack:
+        if k >= buffers and not ds >= comp_iv[k - buffers, 1] - slack:
             return (f"DMA {k} starts at {ds:g}, before compute {k - buffers} frees its slot at "
                     f"{comp_iv[k - buffers, 1]:g}: more than n_buffers = {buffers} blocks would "
                     "be in VMEM at once")
@@ -337,10 +349,8 @@ def gantt_matches_reference(s: Session) -> None:
 
 def _utilization(s: Session, dma, compute, buffers: int, label: str) -> float:
     got = s.invoke("pipeline_utilization", (dma, compute, buffers)).value
-    if isinstance(got, bool) or not isinstance(got, (int, float, np.floating, np.integer)):
-        raise CheckFailure("pipeline_utilization must return a float", input=label,
-                           expected="a float in [0, 1]", got=f"{got!r} ({type(got).__name__})")
-    return float(got)
+    return as_finite_number(got, "pipeline_utilization's result", expected="a float in [0, 1]",
+                            input=label)
 
 
 def _closed_form(dma, compute) -> float:
@@ -445,11 +455,8 @@ def utilization_matches_reference(s: Session) -> None:
 
 def _bandwidth(s: Session, args: tuple, label: str) -> float:
     got = s.invoke("effective_bandwidth", args).value
-    if isinstance(got, bool) or not isinstance(got, (int, float, np.floating, np.integer)):
-        raise CheckFailure("effective_bandwidth must return a number", input=label,
-                           expected="a float (bytes per time unit)",
-                           got=f"{got!r} ({type(got).__name__})")
-    return float(got)
+    return as_finite_number(got, "effective_bandwidth's result",
+                            expected="a finite float (bytes per time unit)", input=label)
 
 
 def _diagnose_bandwidth(got: float, bytes_per_step: float, compute: float, u: float

@@ -27,6 +27,7 @@ import reference.dense_attention as dense
 from graders.checks.compare import (
     against_own_kernel,
     as_array,
+    as_finite_number,
     assert_close,
     assert_equal_int,
     fmt_array,
@@ -833,7 +834,7 @@ def _compare_flash_trace(got: list, expected: list, case: AttentionCase) -> None
         raise CheckFailure("DMA count or VMEM bytes differ from the intended call",
                            expected=f"{e.dma_count} DMAs, {e.vmem_bytes} B of VMEM",
                            got=f"{g.dma_count} DMAs, {g.vmem_bytes} B of VMEM")
-    if g.vmem_bytes > g.vmem_limit_bytes:
+    if not g.vmem_bytes <= g.vmem_limit_bytes:
         raise CheckFailure("the call uses more VMEM than its limit",
                            expected=f"at most {g.vmem_limit_bytes} B", got=f"{g.vmem_bytes} B")
 
@@ -864,7 +865,11 @@ def _unpack_range(value: object) -> tuple[float, float]:
         raise CheckFailure("mle_safe_range must return a pair of floats (low, high)",
                            expected="(low, high)", got=_kind(value) if isinstance(
                                value, (tuple, list)) else type(value).__name__)
-    return float(value[0]), float(value[1])
+    low = as_finite_number(value[0], "low of mle_safe_range's (low, high)",
+                           expected="finite ends of the open interval")
+    high = as_finite_number(value[1], "high of mle_safe_range's (low, high)",
+                            expected="finite ends of the open interval")
+    return low, high
 
 
 def _diagnose_range(got: tuple[float, float], max_logit: float, min_row_max: float) -> str | None:

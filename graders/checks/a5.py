@@ -27,10 +27,12 @@ import reference.a5_splash_attention as ref
 from graders.checks.compare import (
     against_own_kernel,
     as_array,
+    as_finite_number,
     assert_close,
     assert_equal_int,
     fmt_array,
     kernel_mismatch,
+    nonfinite_kind,
 )
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import make_array, seeds
@@ -325,6 +327,12 @@ def classify_worked(s: Session) -> None:
 
 def _compare_fields(got: list[np.ndarray], expected: ref.MaskInfo) -> None:
     g, e = got[FIELDS.index("partial_mask_blocks")], expected.partial_mask_blocks
+    partial_tiles = int((np.asarray(expected.block_mask) == 1).sum())
+    if g.ndim == 3 and g.shape[1:] == e.shape[1:] and g.shape[0] > partial_tiles:
+        raise CheckFailure(
+            "MaskInfo.partial_mask_blocks holds more patterns than the mask has partial tiles",
+            expected=f"{_count(e.shape[0], 'distinct pattern')} (at most one per partial "
+                     f"tile: {partial_tiles})", got=_count(g.shape[0], "pattern"))
     if g.ndim == 3 and g.shape[1:] == e.shape[1:] and g.shape[0] != e.shape[0]:
         more = g.shape[0] > e.shape[0]
         raise CheckFailure(
@@ -357,8 +365,34 @@ def mask_info_fields(s: Session) -> None:
     run_property(mask_cases(), body, max_examples=20)
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 pattern``, ``3 patterns``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _fmt_list(values: np.ndarray, limit: int = 16) -> str:
+    """At most ``limit`` entries of a 1-D array, then how many there are."""
+    shown = np.asarray(values)[:limit].tolist()
+    more = f", ... ({len(values)} entries)" if len(values) > limit else ""
+    return "[" + ", ".join(map(str, shown)) + more + "]"
+
+
+def _pattern_keys(patterns: np.ndarray) -> list[bytes]:
+    """One hashable key per pattern: equal contents give equal keys (bool patterns as they
+    are, anything else as float64 with -0.0 folded into 0.0), in linear time."""
+    flat = patterns.reshape(len(patterns), int(np.prod(patterns.shape[1:])))
+    flat = flat if flat.dtype == np.bool_ else flat.astype(np.float64) + 0.0
+    flat = np.ascontiguousarray(flat)
+    return [row.tobytes() for row in flat]
+
+
 def _broken_invariant(got: list[np.ndarray], case: MaskCase) -> tuple[str, str, str] | None:
-    """(invariant, expected, got) of the first invariant ``got`` breaks, else None."""
+    """(invariant, expected, got) of the first invariant ``got`` breaks, else None.
+
+    The work is linear in the reply: counts larger than the input allows (more tiles than
+    the mask has, more patterns than it has partial tiles) are refused before any loop,
+    and patterns are compared by hashing their contents, never pairwise.
+    """
     info = dict(zip(FIELDS, got, strict=True))
     mask, bq, bkv = case.mask, case.block_q, case.block_kv
     nq, nkv = mask.shape[0] // bq, mask.shape[1] // bkv
@@ -367,23 +401,37 @@ def _broken_invariant(got: list[np.ndarray], case: MaskCase) -> tuple[str, str, 
     if len({shape for shape in lengths.values()}) != 1 or info["active_rows"].ndim != 1:
         return ("the six per-tile arrays are 1-D of one length A", "equal lengths",
                 str(lengths))
+    for name in one_d:
+        kind = nonfinite_kind(info[name])
+        if kind is not None:
+            return (f"{name} holds whole numbers (tile indices, kinds, flags)",
+                    "finite integers", f"{kind} in {name}")
     patterns = info["partial_mask_blocks"]
     if patterns.ndim != 3 or patterns.shape[1:] != (bq, bkv):
         return ("partial_mask_blocks is [P, block_q, block_kv]", f"[P, {bq}, {bkv}]",
                 str(patterns.shape))
+    tiles = mask.reshape(nq, bq, nkv, bkv).transpose(0, 2, 1, 3)
+    n_partial = int((tiles.any(axis=(2, 3)) & ~tiles.all(axis=(2, 3))).sum())
+    if len(info["active_rows"]) > nq * nkv:
+        return ("at most one entry per tile of the mask",
+                f"at most {nq * nkv} active tiles ({nq} x {nkv} tiles)",
+                f"{len(info['active_rows'])} entries")
+    if len(patterns) > n_partial:
+        return ("partial_mask_blocks holds at most one pattern per partial tile",
+                f"at most {_count(n_partial, 'pattern')} (the mask has "
+                f"{_count(n_partial, 'partial tile')})", _count(len(patterns), "pattern"))
     rows, cols = info["active_rows"].astype(np.int64), info["active_cols"].astype(np.int64)
     kinds, nxt = info["block_mask"].astype(np.int64), info["mask_next"].astype(np.int64)
     starts, ends = info["bounds_start"].astype(bool), info["bounds_end"].astype(bool)
     if ((rows < 0) | (rows >= nq) | (cols < 0) | (cols >= nkv)).any():
         return ("active_rows / active_cols are tile indices", f"rows < {nq}, cols < {nkv}",
-                f"rows {rows.tolist()}, cols {cols.tolist()}")
+                f"rows {_fmt_list(rows)}, cols {_fmt_list(cols)}")
     order = rows * nkv + cols
     if (np.diff(order) <= 0).any():
         g = int(np.argmax(np.diff(order) <= 0)) + 1
         return ("active tiles are listed in row-major (q block, kv block) order, each once",
                 f"after tile ({rows[g - 1]}, {cols[g - 1]}) a tile later in row-major order",
                 f"tile ({rows[g]}, {cols[g]}) at position {g}")
-    tiles = mask.reshape(nq, bq, nkv, bkv).transpose(0, 2, 1, 3)
     covered = np.zeros((nq, nkv), bool)
     covered[rows, cols] = True
     missing = np.argwhere(tiles.any(axis=(2, 3)) & ~covered)
@@ -394,15 +442,16 @@ def _broken_invariant(got: list[np.ndarray], case: MaskCase) -> tuple[str, str, 
     last = np.r_[rows[1:] != rows[:-1], True] if len(rows) else rows.astype(bool)
     if not np.array_equal(starts, first):
         return ("bounds_start marks the first active tile of each q row of tiles",
-                str(first.tolist()), str(starts.tolist()))
+                _fmt_list(first), _fmt_list(starts))
     if not np.array_equal(ends, last):
         return ("bounds_end marks the last active tile of each q row of tiles",
-                str(last.tolist()), str(ends.tolist()))
-    for a in range(len(patterns)):
-        for b in range(a):
-            if np.array_equal(patterns[a], patterns[b]):
-                return ("partial patterns are distinct", "no pattern stored twice",
-                        f"patterns {b} and {a} are equal")
+                _fmt_list(last), _fmt_list(ends))
+    seen: dict[bytes, int] = {}
+    for a, key in enumerate(_pattern_keys(patterns)):
+        if key in seen:
+            return ("partial patterns are distinct", "no pattern stored twice",
+                    f"patterns {seen[key]} and {a} are equal")
+        seen[key] = a
     own = np.full(len(rows), -1)
     for g, (r, c, kind) in enumerate(zip(rows, cols, kinds, strict=True)):
         tile = tiles[r, c]
@@ -428,13 +477,18 @@ def _broken_invariant(got: list[np.ndarray], case: MaskCase) -> tuple[str, str, 
         return ("every stored pattern belongs to some partial tile",
                 f"{len(used)} patterns", f"{len(patterns)} patterns")
     partial_at = np.flatnonzero(own >= 0)
-    for g in np.flatnonzero(kinds == 2):
-        later = partial_at[partial_at >= g]
-        want = own[later[0]] if later.size else (own[partial_at[0]] if partial_at.size else 0)
-        if nxt[g] != want:
-            return ("mask_next of a full tile is the pattern of the next partial tile "
-                    "(wrapping to the first; 0 with no partial tile)",
-                    f"mask_next[{g}] = {want}", f"mask_next[{g}] = {nxt[g]}")
+    full_at = np.flatnonzero(kinds == 2)
+    if partial_at.size:
+        following = np.searchsorted(partial_at, full_at, side="left")
+        want = own[partial_at[np.where(following < partial_at.size, following, 0)]]
+    else:
+        want = np.zeros(full_at.size, np.int64)
+    wrong = np.flatnonzero(nxt[full_at] != want)
+    if wrong.size:
+        g, expected_next = int(full_at[wrong[0]]), int(want[wrong[0]])
+        return ("mask_next of a full tile is the pattern of the next partial tile "
+                "(wrapping to the first; 0 with no partial tile)",
+                f"mask_next[{g}] = {expected_next}", f"mask_next[{g}] = {nxt[g]}")
     rebuilt = np.zeros_like(tiles)
     for r, c, kind, n in zip(rows, cols, kinds, nxt, strict=True):
         rebuilt[r, c] = True if kind == 2 else patterns[n]
@@ -887,12 +941,13 @@ def _compare_stats(got: object, expected: dict, label: str | None = None) -> Non
         except CheckFailure as failure:
             failure.input = label
             raise
-    saving = got.get("compute_saving")
-    if isinstance(saving, bool) or not isinstance(saving, (int, float, np.floating, np.integer)) \
-            or not math.isclose(float(saving), expected["compute_saving"], rel_tol=1e-9):
+    saving = as_finite_number(got.get("compute_saving"), "mask_stats['compute_saving']",
+                              expected=f"{expected['compute_saving']:.6g} "
+                                       "(num_blocks / num_active)", input=label)
+    if not math.isclose(saving, expected["compute_saving"], rel_tol=1e-9):
         raise CheckFailure("mask_stats['compute_saving'] should be num_blocks / num_active",
-                           expected=f"{expected['compute_saving']:.6g}", got=repr(saving),
-                           input=label)
+                           expected=f"{expected['compute_saving']:.6g}",
+                           got=repr(got.get("compute_saving")), input=label)
 
 
 @check(A, "5.5", 6, "mask_stats equals the reference's counts, pattern bytes and saving on "

@@ -7,6 +7,7 @@ the submission returned (a list, None, an object array, a wrong shape).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import ml_dtypes
@@ -47,6 +48,81 @@ def fmt_array(a: object, limit: int = 8) -> str:
                                suppress_small=True, max_line_width=200)
         return f"{head} {body}" if arr.ndim else body
     return head
+
+
+def nonfinite_kind(values: object) -> str | None:
+    """"NaN", "inf" or "-inf": the first kind of non-finite value in ``values`` (a number or a
+    float array, bfloat16 included), or None when every value is finite or not a float."""
+    try:
+        arr = np.asarray(values)
+        if arr.dtype.kind == "V" and is_floating(arr.dtype):
+            arr = arr.astype(np.float32)
+        if arr.dtype.kind not in "fc":
+            return None
+        with np.errstate(invalid="ignore"):
+            if np.isnan(arr).any():
+                return "NaN"
+            if np.isposinf(arr.real).any():
+                return "inf"
+            if np.isneginf(arr.real).any():
+                return "-inf"
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+def require_finite(arr: np.ndarray, what: str, *, expected: str = "finite values") -> None:
+    """Every element of a float array must be finite (NaN and ±inf compare False with
+    everything, so a rule checked with ``<`` or ``>`` would never see them broken).
+
+    Raises:
+      CheckFailure: naming the kind (NaN, inf), the first index and how many elements.
+    """
+    kind = nonfinite_kind(arr)
+    if kind is None:
+        return
+    values = np.asarray(arr)
+    if values.dtype.kind == "V":
+        values = values.astype(np.float32)
+    bad = ~np.isfinite(values)
+    first = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+    raise CheckFailure(f"{what} holds {kind}: {int(bad.sum())} of {bad.size} elements are not "
+                       "finite numbers (NaN or inf)", expected=expected,
+                       got=f"{fmt_array(values)}; at index {first}: {_scalar(values[first])}"
+                       if first else fmt_array(values))
+
+
+def as_finite_number(got: object, what: str, *, expected: str = "a finite number",
+                     input: str | None = None) -> float:  # noqa: A002 - CheckFailure's name
+    """``got`` as a finite float: an int, float or NumPy number that is neither NaN nor
+    infinite (bools are not numbers here; ints too large for a float are infinite).
+
+    Raises:
+      CheckFailure: not a number, NaN, ±inf or too large, with ``what`` and ``expected``.
+    """
+    if isinstance(got, bool | np.bool_) or not isinstance(
+            got, int | float | np.integer | np.floating):
+        raise CheckFailure(f"{what} must be a number", input=input, expected=expected,
+                           got=f"{_short_repr(got)} ({type(got).__name__})")
+    try:
+        value = float(got)
+    except OverflowError:
+        value = math.inf if got > 0 else -math.inf
+    if math.isnan(value):
+        raise CheckFailure(f"{what} is NaN (not a number)", input=input, expected=expected,
+                           got="nan")
+    if math.isinf(value):
+        raise CheckFailure(f"{what} is {'inf' if value > 0 else '-inf'} (infinite or too large "
+                           "for a float)", input=input, expected=expected,
+                           got=_short_repr(got))
+    return value
+
+
+def _short_repr(value: object, limit: int = 60) -> str:
+    if isinstance(value, int) and abs(value) >= 10**limit:  # str() of huge ints is refused
+        return f"an int of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def as_array(got: object, what: str) -> np.ndarray:
@@ -110,9 +186,12 @@ def assert_close(got: object, expected: np.ndarray, rtol: float, atol: float, *,
     first = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
     n_bad = int(bad.sum())
     nan_note = ""
-    if np.isnan(g).any() if g.dtype.kind == "f" else False:
+    kind = nonfinite_kind(g) if g.dtype.kind == "f" else None
+    if kind == "NaN":
         nan_note = (" — NaN in the output usually means an element was never written, or "
                     "uninitialized (poisoned) memory was read")
+    elif kind is not None and np.isfinite(e).all():
+        nan_note = f" — the output holds {kind} where finite values are expected (an overflow)"
     err = None
     if g.dtype.kind == "f":
         gap = np.abs(g - e)
@@ -152,6 +231,10 @@ def assert_equal_int(got: object, expected: int, what: str) -> None:
       CheckFailure: not an integer, or a different value.
     """
     if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
+        kind = nonfinite_kind(got) if isinstance(got, (float, np.floating)) else None
+        if kind is not None:
+            raise CheckFailure(f"{what} is {kind}, not an int", expected=f"{expected} (int)",
+                               got=f"{got!r} ({type(got).__name__})")
         if isinstance(got, (float, np.floating)) and float(got).is_integer():
             raise CheckFailure(f"{what} must be an int", expected=f"{expected} (int)",
                                got=f"{got!r} ({type(got).__name__})")

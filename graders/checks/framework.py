@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextvars
 import importlib
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -398,12 +399,39 @@ class Reply:
         return self.traces[-1]
 
 
+#: Most grid dimensions a recorded pallas_call may have (the course's grids have 1-3).
+MAX_GRID_DIMS = 16
+
+
 def _to_call_traces(records: tuple[dict[str, Any], ...]) -> list[Any]:
+    """``CallTrace``s of a reply's records, each consistent with itself (checks index the
+    block indices of a step without guarding): raises ``ValueError`` (or the
+    ``from_dict`` errors) for a record the simulator cannot have produced."""
     try:
         from pallas_sim.tracing import CallTrace
     except ImportError:  # the simulator is not there yet: keep the plain records
         return list(records)
-    return [CallTrace.from_dict(record) for record in records]
+    calls = [CallTrace.from_dict(record) for record in records]
+    for call in calls:
+        if len(call.grid) > MAX_GRID_DIMS:  # before multiplying thousands of big ints
+            raise ValueError(f"pallas_call {call.name[:40]!r} records a grid of "
+                             f"{len(call.grid)} dimensions")
+        steps = 1
+        for size in call.grid:
+            steps *= size
+        if call.num_steps != steps or min(call.grid, default=0) < 0:
+            raise ValueError(f"pallas_call {call.name[:40]!r} records {call.num_steps} steps "
+                             f"for the grid {call.grid}")
+        for op in call.operands:
+            if op.role not in ("in", "out"):
+                continue
+            if op.block_indices.shape != (steps, len(op.shape)) or \
+                    op.kernel_reads.size not in (0, steps):
+                raise ValueError(
+                    f"operand {op.name[:40]!r} of pallas_call {call.name[:40]!r} records block "
+                    f"indices of shape {op.block_indices.shape} and {op.kernel_reads.size} "
+                    f"read counts for {steps} steps of an array of {len(op.shape)} dims")
+    return calls
 
 
 class Session:
@@ -436,8 +464,40 @@ class Session:
         self._load_failure = load_failure
         self._memo: dict[str, PropertyAbort] = {}
         self.current_check: Check | None = None
+        self._deadline: float | None = None
+        self._budget = (0.0, "")
         if worker is None and load_failure is None:
             raise ValueError("a Session needs a worker or a load failure")
+
+    def set_budget(self, deadline: float, seconds: float, rule: str) -> None:
+        """Give the submission a wall-clock budget: every call must end by ``deadline``
+        (``time.monotonic()``), ``seconds`` after grading began, ``rule`` saying how it was
+        set (e.g. "13 checks x 3 x the 10 s call timeout"). A call is cut to what is left;
+        after the deadline every call fails at once with ``budget_failure``."""
+        self._deadline = deadline
+        self._budget = (seconds, rule)
+
+    @property
+    def out_of_budget(self) -> bool:
+        """True once the wall-clock budget (``set_budget``) is spent."""
+        return self._deadline is not None and time.monotonic() >= self._deadline
+
+    def budget_failure(self, *, ran: bool) -> CheckFailure:
+        """The timeout recorded for a check stopped (``ran``) or skipped by the budget."""
+        seconds, rule = self._budget
+        what = "this check was stopped" if ran else "this check was not run"
+        return CheckFailure(
+            f"grading of {self.file_name} stopped: it used its whole wall-clock budget of "
+            f"{seconds:g} s ({rule}); {what}",
+            status="timeout",
+            hint="every call of your functions should take far less than the timeout; "
+                 "a slow call costs grading time for every input a check draws",
+        )
+
+    @property
+    def isolation(self) -> str:
+        """The worker's sandbox level and tree limits (``Worker.isolation``), "" without one."""
+        return getattr(self._worker, "isolation", "") if self._worker is not None else ""
 
     @property
     def load_failure(self) -> CheckFailure | None:
@@ -466,6 +526,7 @@ class Session:
         harness: str | None = None,
         return_args: bool = False,
         timeout: float | None = None,
+        reply_bytes: int = 0,
     ) -> Reply:
         """Run the student's ``func(*args, **kwargs)`` in the worker and return its ``Reply``.
 
@@ -473,6 +534,10 @@ class Session:
         ``func(submission_module, *args, **kwargs)`` instead (``func`` must
         still be defined by the submission). ``return_args`` asks for the
         positional args after the call; ``timeout`` (s) overrides the worker's.
+        The reply may hold what ``protocol.ReplyBudget.for_request`` allows for
+        these arguments plus ``reply_bytes`` of arrays that this check expects
+        a correct result to need beyond that (an output larger than the
+        inputs); a larger reply is refused unread (status "error").
         Raises ``CheckFailure``: the submission did not pass the static check
         or load (status "error"); ``func`` is missing; the student raised
         (type, message, trimmed traceback; status "not started" for
@@ -493,11 +558,19 @@ class Session:
         assert self._worker is not None
         from graders.worker.protocol import ProtocolError
 
+        call_timeout, cut = timeout, False
+        if self._deadline is not None:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                self._remember(func, self.budget_failure(ran=True), with_input=False)
+            limit = timeout if timeout is not None else float(self._worker.timeout)
+            if remaining < limit:
+                call_timeout, cut = remaining, True
         self.round_trips += 1
         try:
             result = self._worker.call(
                 func, tuple(args), dict(kwargs or {}), harness=harness,
-                return_args=return_args, timeout=timeout,
+                return_args=return_args, timeout=call_timeout, reply_bytes=reply_bytes,
             )
         except ProtocolError as exc:  # our arguments could not be sent: a grader bug
             failure = CheckFailure(
@@ -513,15 +586,19 @@ class Session:
             self._raise(failure, with_input=False)
         if not result.ok:
             assert result.error is not None
+            if cut and result.error.kind == "timeout":
+                self._remember(func, self.budget_failure(ran=True), with_input=False)
             self._fail_call(func, result.error, timeout)
         return self._reply(func, result)
 
     def _reply(self, func: str, result: CallResult) -> Reply:
         try:
             traces = _to_call_traces(result.traces)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError,
+                AttributeError) as exc:
+            detail = str(exc)[:200]
             failure = CheckFailure(
-                f"the trace of {func} could not be read ({type(exc).__name__}: {exc})",
+                f"the trace of {func} could not be read ({type(exc).__name__}: {detail})",
                 status="error",
             )
             self._raise(failure, with_input=True)
@@ -560,6 +637,13 @@ class Session:
                 status="timeout", output=output,
                 hint="look for a loop that never ends (a while loop whose condition never "
                      "changes, or a grid that is far too large)",
+            )
+            self._remember(func, failure, with_input=True)
+        elif kind == "oversize":
+            failure = CheckFailure(
+                error.message, status="error", output=output,
+                hint="return only what the task asks for: a reply is checked against the "
+                     "size its inputs allow before the grader reads it",
             )
             self._remember(func, failure, with_input=True)
         elif kind in ("crash", "malformed"):

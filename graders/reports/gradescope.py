@@ -64,6 +64,7 @@ def results_json(result: SubmissionResult) -> dict[str, Any]:
         "test_output_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
+        "extra_data": {"sandbox": result.sandbox},
         "tests": tests,
     }
 

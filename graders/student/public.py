@@ -130,9 +130,26 @@ def as_float_array(value: Any, what: str) -> np.ndarray:
         raise Mismatch(f"{what} is not a numeric array", got=type(value).__name__) from None
 
 
+def number(value: Any, what: str) -> float:
+    """``value`` as a finite float; ``Mismatch`` when it is not a number, NaN or infinite
+    (NaN compares False with everything, so it must never pass a check by accident)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(
+            value, int | float | np.integer | np.floating):
+        raise Mismatch(f"{what} must be a number", got=f"{type(value).__name__}")
+    try:
+        result = float(value)
+    except OverflowError:
+        result = np.inf if value > 0 else -np.inf
+    if not np.isfinite(result):
+        kind = "NaN" if np.isnan(result) else "infinite"
+        raise Mismatch(f"{what} is {kind}; a finite number is expected", got=repr(result))
+    return result
+
+
 def assert_close(got: Any, expected: np.ndarray, *, rtol: float, atol: float,
                  what: str) -> None:
-    """Shapes equal and values within ``atol + rtol·|expected|``; else ``Mismatch``."""
+    """Shapes equal and values within ``atol + rtol·|expected|`` (NaN and inf never match);
+    else ``Mismatch``, which names NaN or inf when the values hold them."""
     array = as_float_array(got, what)
     expected = np.asarray(expected, dtype=np.float64)
     if array.shape != expected.shape:
@@ -141,8 +158,13 @@ def assert_close(got: Any, expected: np.ndarray, *, rtol: float, atol: float,
     bad = ~np.isclose(array, expected, rtol=rtol, atol=atol, equal_nan=False)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
+        note = ""
+        if np.isnan(array).any():
+            note = "; it holds NaN"
+        elif np.isinf(array).any():
+            note = "; it holds inf"
         raise Mismatch(f"{what} differs at index {where} ({int(bad.sum())} of {bad.size} "
-                       "elements wrong)", expected=f"{expected[where]:.6g}",
+                       f"elements wrong{note})", expected=f"{expected[where]:.6g}",
                        got=f"{array[where]:.6g}")
 
 

@@ -16,6 +16,7 @@ validated here before use.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import importlib.util
 import os
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graders.worker import protocol, sandbox
+from graders.worker import cgroups, protocol, sandbox
 from graders.worker.policy import policy_enabled
 
 WORKER_DIR = Path(__file__).resolve().parent
@@ -67,6 +68,7 @@ class WorkerFailure:
     (it raised NotImplementedError), ``"missing"`` (no such function),
     ``"unencodable"`` (the result cannot be sent), ``"timeout"``, ``"crash"``
     (the process died), ``"malformed"`` (a reply broke the protocol),
+    ``"oversize"`` (a reply larger than its ``protocol.ReplyBudget``, refused unread),
     ``"harness"`` (a grader harness failed: our bug), ``"request"`` (a bad
     request: our bug) or ``"not_loaded"`` (the submission failed to load).
     ``type``/``message``: the exception's class name and text (student-facing);
@@ -118,6 +120,10 @@ class CallResult:
 
 class _Malformed(Exception):
     """A reply that breaks the protocol."""
+
+
+class _Refused(_Malformed):
+    """A reply over its budget (``protocol.ReplyRefused``), refused before it is decoded."""
 
 
 def _package_dir(name: str) -> Path | None:
@@ -212,14 +218,21 @@ def worker_env(workdir: Path) -> dict[str, str]:
     return env
 
 
-def _apply_limits(pid: int | None = None) -> None:
-    """Lower the rlimits of ``pid`` to ``sandbox.LIMITS`` (None: this process, before exec)."""
+def _apply_limits(pid: int | None = None,
+                  limits: list[tuple[str, int]] | tuple[tuple[str, int], ...] = sandbox.LIMITS
+                  ) -> None:
+    """Lower the rlimits of ``pid`` to ``limits`` (None: this process, before exec).
+
+    Run as another user than root, ``RLIMIT_NPROC`` counts every process of that user
+    (the grader's included), so a limit above 1 means nothing there and is skipped;
+    1 (no second process, ``sandbox.limits_for`` without a cgroup) is applied.
+    """
     import resource
 
-    for name, value in sandbox.LIMITS:
+    for name, value in limits:
         which = getattr(resource, name, None)
-        if which is None or (name == "RLIMIT_NPROC" and os.geteuid() != 0):
-            continue  # a user's process count includes the grader's own processes
+        if which is None or (name == "RLIMIT_NPROC" and os.geteuid() != 0 and value > 1):
+            continue
         soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
@@ -253,10 +266,13 @@ def _safe_module_name(path: Path, module_name: str | None) -> str:
     return name
 
 
-def _cleanup(live: dict[str, subprocess.Popen[bytes] | None], base: Path) -> None:
+def _cleanup(live: dict[str, subprocess.Popen[bytes] | None], base: Path,
+             cgroup: cgroups.Cgroup | None = None) -> None:
     process = live.get("process")
     if process is not None:
         _kill_group(process)
+    if cgroup is not None:
+        cgroup.remove()  # every process of the tree, then the cgroup itself
     shutil.rmtree(base, ignore_errors=True)
 
 
@@ -317,6 +333,7 @@ class Worker:
         python: str | None = None,
         sandbox_level: str | None = None,
         policy: bool | None = None,
+        tree_level: str | None = None,
     ) -> None:
         #: Whether the worker compiles and runs the submission under the submission policy
         #: (``graders.worker.policy``); off only through ``PALLAS_LAB_POLICY=off``.
@@ -333,6 +350,16 @@ class Worker:
         self.sandbox_level = sandbox_level or sandbox.choose_level(self.python)
         if self.sandbox_level not in sandbox.LEVELS:
             raise ValueError(f"sandbox_level={sandbox_level!r} is not one of {sandbox.LEVELS}")
+        #: How the submission's process tree is limited: one of ``sandbox.TREE_LEVELS``.
+        self.tree_level = tree_level or sandbox.choose_tree_level(self.sandbox_level)
+        if self.tree_level not in sandbox.TREE_LEVELS:
+            raise ValueError(f"tree_level={tree_level!r} is not one of {sandbox.TREE_LEVELS}")
+        self.memory_bytes = sandbox.tree_memory_bytes()
+        self._cgroup: cgroups.Cgroup | None = None
+        if self.tree_level.startswith("cgroup"):
+            self._cgroup = self._make_cgroup()
+        self._limits = sandbox.limits_for(self.tree_level)
+        self._oom_kills = 0
         self.restarts = 0
         self.pallas_sim_available = False
         self.load_result: LoadResult | None = None
@@ -343,7 +370,7 @@ class Worker:
         self._mark = 0  # output offset where the current exchange began
         self._live: dict[str, subprocess.Popen[bytes] | None] = {"process": None}
         self._base = Path(tempfile.mkdtemp(prefix="pallas-lab-"))
-        self._finalizer = weakref.finalize(self, _cleanup, self._live, self._base)
+        self._finalizer = weakref.finalize(self, _cleanup, self._live, self._base, self._cgroup)
         try:
             self.libdir = self._base / "lib"
             self._binds = build_libdir(
@@ -357,6 +384,26 @@ class Worker:
         self.logdir.mkdir(mode=0o700)
         if self.sandbox_level == "uid":  # the worker's own uid must reach lib/ and work/
             self._base.chmod(0o711)
+
+    def _make_cgroup(self) -> cgroups.Cgroup | None:
+        """This worker's cgroup, or None (and ``tree_level`` one process per worker, or none
+        for a root worker) when it cannot be made after all."""
+        hierarchy = cgroups.available()
+        if hierarchy is not None:
+            try:
+                return cgroups.create(hierarchy, memory_bytes=self.memory_bytes,
+                                      pids=sandbox.TREE_PIDS)
+            except OSError:
+                pass
+        self.tree_level = "none" if self.sandbox_level == "process" and os.geteuid() == 0 \
+            else sandbox.SINGLE_PROCESS
+        return None
+
+    @property
+    def isolation(self) -> str:
+        """The sandbox level and how the process tree is limited, e.g. "namespace, cgroup v1"
+        (what reports record; ``sandbox.describe`` says when it is weaker than the full one)."""
+        return f"{self.sandbox_level}, {self.tree_level}"
 
     # -- context manager -------------------------------------------------------------------------
 
@@ -406,6 +453,8 @@ class Worker:
             files={f"{self.module_name}.py": str(self.workdir / f"{self.module_name}.py")},
             ro_binds=[(prefix, prefix), (str(self.libdir), str(self.libdir)), *self._binds],
             masks=site_package_dirs(),
+            limits=self._limits,
+            cgroup_procs=self._cgroup.procs_files if self._cgroup is not None else [],
         )
         plan_path = self.logdir / f"plan-{self._spawned}.json"
         plan_path.write_text(plan.to_json(), encoding="utf-8")
@@ -422,6 +471,9 @@ class Worker:
         use_prlimit = hasattr(__import__("resource"), "prlimit")
         in_launcher = self.sandbox_level != "process"  # the launcher applies the limits
         key = secrets.token_bytes(protocol.KEY_BYTES)
+        if self._cgroup is not None:
+            self._cgroup.kill_all()  # nothing of an earlier process survives into this one
+            self._oom_kills = self._cgroup.oom_kills()
         try:
             command = self._command()
             with open(output_path, "wb") as output:
@@ -434,23 +486,29 @@ class Worker:
                     stderr=output,
                     start_new_session=True,
                     close_fds=True,
-                    preexec_fn=None if use_prlimit or in_launcher else _apply_limits,
+                    preexec_fn=None if use_prlimit or in_launcher
+                    else functools.partial(_apply_limits, None, self._limits),
                 )
         except OSError as exc:
             return WorkerFailure("crash", "", f"the worker could not be started: {exc}")
         self._live["process"] = process
-        if use_prlimit and not in_launcher:
+        if not in_launcher:
+            # Before the hello: the worker program runs no student code until it has it.
             try:
-                _apply_limits(process.pid)
-            except (OSError, ValueError):
-                pass  # the process may already be gone; the ready message will tell
+                if use_prlimit:
+                    _apply_limits(process.pid, self._limits)
+                if self._cgroup is not None:
+                    self._cgroup.join(process.pid)
+            except (OSError, ValueError) as exc:
+                self._conversation = _Conversation(process, output_path, key)
+                return self._fail("crash", f"the worker could not be limited ({exc})")
         self._conversation = _Conversation(process, output_path, key)
         self._mark = 0
         deadline = time.monotonic() + self.startup_timeout
         try:
             # The key goes first, before any student code exists in the worker.
             self._send(protocol.pack_message({"op": "hello", "key": key.hex()}), deadline)
-            ready = self._receive(deadline)
+            ready = self._receive(deadline, protocol.ReplyBudget.small())
         except TimeoutError:
             return self._fail("crash", "the worker did not start in time")
         except EOFError:
@@ -474,7 +532,13 @@ class Worker:
                 except subprocess.TimeoutExpired:
                     pass
                 message = f"{message}: {_describe_exit(process.returncode)}"
+                if self._cgroup is not None and self._cgroup.oom_kills() > self._oom_kills:
+                    message += (" (the kernel stopped the submission's processes: together "
+                                "they used more than their "
+                                f"{protocol.fmt_bytes(self.memory_bytes)} of memory)")
             _kill_group(process)
+            if self._cgroup is not None:
+                self._cgroup.kill_all()  # children that left the process group, too
             self._live["process"] = None
             output = self._read_output(conversation.output_path, self._mark)
         return WorkerFailure(kind, "", message, "", output)
@@ -501,7 +565,8 @@ class Worker:
         start = self._output_size()
         request = {"op": "load", "module": self.module_name, "policy": self.policy}
         try:
-            reply = self._exchange(request, self.timeout)
+            reply = self._exchange(request, self.timeout, protocol.ReplyBudget.small(),
+                                   "the reply to loading the file")
         except _Failed as failed:
             return LoadResult(False, error=failed.failure, output=failed.failure.output)
         output = self._output_since(start)
@@ -525,15 +590,20 @@ class Worker:
         harness: str | None = None,
         return_args: bool = False,
         timeout: float | None = None,
+        reply_bytes: int = 0,
+        budget: protocol.ReplyBudget | None = None,
     ) -> CallResult:
         """Run ``func(*args, **kwargs)`` (or through ``harness``) in the worker.
 
         ``args`` is a tuple and ``kwargs`` a dict of protocol values; ``harness``
         names a module of ``graders/harnesses/`` whose function ``func`` is run
         as ``func(submission_module, *args, **kwargs)``; ``timeout`` in
-        seconds defaults to the worker's. Returns a ``CallResult``; raises
-        ``protocol.EncodeError`` only when the arguments cannot be sent (a
-        grader bug).
+        seconds defaults to the worker's. The reply must fit ``budget``, by
+        default ``protocol.ReplyBudget.for_request`` of this request plus
+        ``reply_bytes`` of arrays the caller expects beyond it; a larger reply
+        is refused unread (kind ``"oversize"``) and the worker restarted.
+        Returns a ``CallResult``; raises ``protocol.EncodeError`` only when the
+        arguments cannot be sent (a grader bug).
         """
         began = time.monotonic()
         request = {
@@ -545,6 +615,10 @@ class Worker:
             "return_args": bool(return_args),
         }
         packed = protocol.pack_message(request)  # EncodeError here is the grader's bug
+        if budget is None:
+            budget = protocol.ReplyBudget.for_request(
+                packed, protocol.count_arrays((request["args"], request["kwargs"])),
+                expected_array_bytes=reply_bytes)
         load = self._ensure_running()
         if not load.ok:
             assert load.error is not None
@@ -554,7 +628,8 @@ class Worker:
             return CallResult(False, error=error, seconds=time.monotonic() - began)
         start = self._output_size()
         try:
-            reply = self._exchange(packed, self.timeout if timeout is None else timeout)
+            reply = self._exchange(packed, self.timeout if timeout is None else timeout,
+                                   budget, f"the reply of {func}")
         except _Failed as failed:
             return CallResult(
                 False, error=failed.failure, output=failed.failure.output,
@@ -566,7 +641,10 @@ class Worker:
             return CallResult(False, error=self._error_from(reply, output), output=output,
                               seconds=seconds)
         try:
-            result = _validate_call_reply(reply, len(request["args"]), return_args)
+            result = _validate_call_reply(reply, len(request["args"]), return_args, budget)
+        except _Refused as exc:
+            failure = self._fail("oversize", f"the reply of {func} was refused: {exc}")
+            return CallResult(False, error=failure, output=output, seconds=seconds)
         except _Malformed as exc:
             failure = self._fail("malformed", f"the worker's reply is malformed: {exc}")
             return CallResult(False, error=failure, output=output, seconds=seconds)
@@ -589,8 +667,10 @@ class Worker:
 
     # -- wire ------------------------------------------------------------------------------------
 
-    def _exchange(self, request: dict[str, Any] | bytes, timeout: float) -> dict[str, Any]:
-        """Send one request and wait for its reply; raises ``_Failed`` (process then killed)."""
+    def _exchange(self, request: dict[str, Any] | bytes, timeout: float,
+                  budget: protocol.ReplyBudget, what: str = "the reply") -> dict[str, Any]:
+        """Send one request and wait for its reply, refused unread beyond ``budget``
+        (``what`` names it in that message); raises ``_Failed`` (process then killed)."""
         if self._conversation is None:
             raise _Failed(WorkerFailure("crash", "", "the worker is not running"))
         data = request if isinstance(request, bytes) else protocol.pack_message(request)
@@ -598,11 +678,13 @@ class Worker:
         deadline = time.monotonic() + timeout
         try:
             self._send(data, deadline)
-            reply = self._receive(deadline)
+            reply = self._receive(deadline, budget)
         except TimeoutError:
             raise _Failed(self._fail("timeout", f"did not finish within {timeout:g} s")) from None
         except EOFError:
             raise _Failed(self._fail("crash", "the worker stopped")) from None
+        except _Refused as exc:
+            raise _Failed(self._fail("oversize", f"{what} was refused: {exc}")) from None
         except _Malformed as exc:
             raise _Failed(self._fail("malformed", f"the worker's reply is malformed: {exc}")) \
                 from None
@@ -632,12 +714,14 @@ class Worker:
                 raise EOFError from None
             view = view[written:]
 
-    def _receive(self, deadline: float) -> Any:
+    def _receive(self, deadline: float, budget: protocol.ReplyBudget) -> Any:
         """Read one signed reply: a protocol frame, then its HMAC tag.
 
-        Raises ``TimeoutError``, ``EOFError`` or ``_Malformed`` (bad framing, or a
-        tag that does not verify: bytes the worker program did not sign, e.g.
-        written to the channel by the submission).
+        The prefix is checked against ``budget`` before the rest is read, and the
+        frame's arrays before they are decoded. Raises ``TimeoutError``,
+        ``EOFError``, ``_Refused`` (over the budget) or ``_Malformed`` (bad
+        framing, or a tag that does not verify: bytes the worker program did not
+        sign, e.g. written to the channel by the submission).
         """
         conversation = self._conversation
         assert conversation is not None
@@ -661,7 +745,9 @@ class Worker:
             if not framed and len(buffer) >= protocol.PREFIX_SIZE:
                 framed = True
                 try:
-                    needed = protocol.frame_size(bytes(buffer[: protocol.PREFIX_SIZE]))
+                    needed = protocol.frame_size(bytes(buffer[: protocol.PREFIX_SIZE]), budget)
+                except protocol.ReplyRefused as exc:
+                    raise _Refused(str(exc)) from None
                 except protocol.ProtocolError as exc:
                     raise _Malformed(str(exc)) from None
                 needed += protocol.TAG_BYTES
@@ -671,7 +757,9 @@ class Worker:
             raise _Malformed("a reply that the worker program did not sign (forged or corrupted)")
         conversation.replies += 1
         try:
-            return protocol.unpack_message(frame)
+            return protocol.unpack_message(frame, budget)
+        except protocol.ReplyRefused as exc:
+            raise _Refused(str(exc)) from None
         except protocol.ProtocolError as exc:
             raise _Malformed(str(exc)) from None
 
@@ -733,16 +821,20 @@ class _Failed(Exception):
 
 
 def _validate_call_reply(
-    reply: dict[str, Any], n_args: int, return_args: bool
+    reply: dict[str, Any], n_args: int, return_args: bool, budget: protocol.ReplyBudget
 ) -> tuple[Any, tuple[dict[str, Any], ...], tuple[int | None, ...], tuple[int | None, ...],
            tuple[Any, ...] | None]:
-    """Check a successful call reply's keys and types; raises ``_Malformed``."""
+    """Check a successful call reply's keys and types; raises ``_Malformed``, or
+    ``_Refused`` for more pallas_call records than ``budget.trace_calls``."""
     expected = {"ok", "value", "traces", "returned_arg", "sources", "args_after"}
     if set(reply) != expected:
         raise _Malformed(f"keys {sorted(reply)} instead of {sorted(expected)}")
     traces = reply["traces"]
     if not isinstance(traces, list) or not all(isinstance(t, dict) for t in traces):
         raise _Malformed("traces is not a list of dicts")
+    if len(traces) > budget.trace_calls:
+        raise _Refused(f"it records {len(traces)} pallas_calls; at most {budget.trace_calls} "
+                       "are expected")
     returned = reply["returned_arg"]
     if not isinstance(returned, list) or not all(
         r is None or (type(r) is int and 0 <= r < n_args) for r in returned

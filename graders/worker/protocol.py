@@ -27,6 +27,18 @@ A message is ``MAGIC`` (4 bytes), the header length and the blob length (two
 unsigned 64-bit big-endian integers), the UTF-8 JSON header, then the blob
 (empty when the value holds no arrays).
 
+Reply budgets
+-------------
+A reply is validated before it is decoded (docs/security.md, "The channel"): the
+grader gives every exchange a ``ReplyBudget`` (JSON header bytes, array bytes,
+number of arrays, dimensions, elements, pallas_call records), derived by
+``ReplyBudget.for_request`` from what the request sent plus what the check
+expects. ``frame_size`` refuses a prefix announcing more than the budget before
+the rest is read; ``unpack_message`` then checks the zip directory of the blob
+and every ``.npy`` member's header (dtype, shape, declared size equal to the
+bytes present) before any array is allocated. Each array member is used exactly
+once by the value tree. Anything over the budget raises ``ReplyRefused``.
+
 Signed replies
 --------------
 The grader's first message to a new worker is ``{"op": "hello", "key": hex}``
@@ -45,8 +57,10 @@ import hmac
 import io
 import json
 import math
+import re
 import struct
 import zipfile
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import ml_dtypes
@@ -56,12 +70,26 @@ MAGIC = b"PLW1"
 PREFIX = struct.Struct(">4sQQ")
 PREFIX_SIZE = PREFIX.size
 
-#: Largest message either side accepts, in bytes (header + blob).
-MAX_MESSAGE_BYTES = 512 * 1024 * 1024
+MiB = 1024 * 1024
+#: Largest message either side accepts, in bytes (header + blob): the ceiling of every budget.
+MAX_MESSAGE_BYTES = 512 * MiB
 #: Largest total of the uncompressed array members of one blob.
-MAX_ARRAY_BYTES = 512 * 1024 * 1024
+MAX_ARRAY_BYTES = 512 * MiB
 #: Deepest nesting of lists/tuples/dicts a value tree may have.
 MAX_DEPTH = 64
+#: Most dimensions any array of a reply may have (numpy allows 64; the course uses <= 4).
+MAX_DIMS = 8
+#: Most pallas_call records one reply may carry (a wrapper makes one).
+MAX_TRACE_CALLS = 256
+#: Bytes an array member may add to the blob beyond its data: zip local and central
+#: directory entries (~100 B with its name) and the .npy header (64-128 B, padded).
+MEMBER_OVERHEAD_BYTES = 512
+#: The default reply budget of a call (``ReplyBudget.for_request``): a floor for small
+#: calls plus a multiple of what the request itself sent.
+REPLY_HEADER_FLOOR = 1 * MiB
+REPLY_ARRAY_FLOOR = 4 * MiB
+REPLY_ARRAYS_FLOOR = 4096
+REPLY_FACTOR = 4
 
 _HEADER_VERSION = 1
 
@@ -103,6 +131,96 @@ _PLAIN_KINDS = frozenset("biufcUS")
 
 class ProtocolError(ValueError):
     """A message or value tree that breaks the protocol (bad framing, bad tag, bad array)."""
+
+
+class ReplyRefused(ProtocolError):
+    """A reply that announces or declares more than its ``ReplyBudget`` allows; raised before
+    the excess is read or allocated. The message names the size and the budget."""
+
+
+def fmt_bytes(n: int) -> str:
+    """``512 B``, ``4.0 KiB``, ``96.0 MiB``, ``8.0 TiB`` (binary units, one decimal)."""
+    if n < 1024:
+        return f"{n} B"
+    size = float(n)
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        size /= 1024
+        if size < 1024 or unit == "EiB":
+            return f"{size:.1f} {unit}"
+    return f"{n} B"  # pragma: no cover - the loop always returns
+
+
+@dataclass(frozen=True)
+class ReplyBudget:
+    """What one reply may hold, checked before anything in it is decoded.
+
+    ``header_bytes``: the JSON header; ``array_bytes``: the declared data of all arrays
+    together; ``arrays``: how many arrays (npz members); ``elements``: elements over all
+    arrays, also the largest any one dimension may be; ``dims``: dimensions of any array;
+    ``trace_calls``: pallas_call records of a call reply. ``blob_bytes`` adds the
+    per-member container overhead to ``array_bytes``.
+    """
+
+    header_bytes: int
+    array_bytes: int
+    arrays: int
+    elements: int
+    dims: int = MAX_DIMS
+    trace_calls: int = MAX_TRACE_CALLS
+
+    @property
+    def blob_bytes(self) -> int:
+        """Bytes the .npz blob may take: the array data plus each member's headers."""
+        return self.array_bytes + self.arrays * MEMBER_OVERHEAD_BYTES if self.arrays else 0
+
+    @classmethod
+    def for_request(cls, request: bytes, arrays: int, *, expected_array_bytes: int = 0
+                    ) -> ReplyBudget:
+        """The documented default budget of the reply to ``request`` (a packed message
+        holding ``arrays`` arrays), plus ``expected_array_bytes`` that the check expects
+        a correct reply to hold beyond it (e.g. an output larger than the inputs):
+
+        * JSON header: 1 MiB + 4 x the request's JSON header;
+        * arrays: 4 MiB + 4 x the request's array blob + ``expected_array_bytes``,
+          and as many elements as bytes (no dtype here has items under one byte);
+        * number of arrays: 4096 + 4 x the request's arrays; at most 8 dimensions;
+          at most 256 pallas_call records;
+
+        every figure capped at ``MAX_MESSAGE_BYTES``. Raises ``ProtocolError`` when
+        ``request`` is not a framed message.
+        """
+        if len(request) < PREFIX_SIZE:
+            raise ProtocolError("the request is not a framed message")
+        _, header_len, blob_len = PREFIX.unpack(request[:PREFIX_SIZE])
+        header = min(REPLY_HEADER_FLOOR + REPLY_FACTOR * header_len, MAX_MESSAGE_BYTES)
+        data = min(REPLY_ARRAY_FLOOR + REPLY_FACTOR * blob_len + max(0, expected_array_bytes),
+                   MAX_ARRAY_BYTES)
+        return cls(header_bytes=header, array_bytes=data,
+                   arrays=REPLY_ARRAYS_FLOOR + REPLY_FACTOR * arrays, elements=data)
+
+    @classmethod
+    def small(cls) -> ReplyBudget:
+        """The budget of a reply that carries no arrays (ready, load): a 1 MiB header."""
+        return cls(header_bytes=REPLY_HEADER_FLOOR, array_bytes=0, arrays=0, elements=0,
+                   trace_calls=0)
+
+    @classmethod
+    def ceiling(cls) -> ReplyBudget:
+        """The protocol's own limits, for messages from the trusted side (requests)."""
+        return cls(header_bytes=MAX_MESSAGE_BYTES, array_bytes=MAX_ARRAY_BYTES,
+                   arrays=MAX_MESSAGE_BYTES // MEMBER_OVERHEAD_BYTES,
+                   elements=MAX_ARRAY_BYTES, dims=64)
+
+
+def count_arrays(value: Any) -> int:
+    """Number of numpy arrays and scalars in a value tree (what ``encode_tree`` stores)."""
+    if isinstance(value, np.ndarray | np.generic):
+        return 1
+    if isinstance(value, list | tuple):
+        return sum(count_arrays(item) for item in value)
+    if isinstance(value, dict):
+        return sum(count_arrays(item) for item in value.values())
+    return 0
 
 
 class EncodeError(ProtocolError):
@@ -231,14 +349,18 @@ def _restore_array(stored: np.ndarray, tag: Any, name: str) -> np.ndarray:
     return stored
 
 
-def decode_tree(node: Any, arrays: dict[str, np.ndarray], _depth: int = 0) -> Any:
+def decode_tree(node: Any, arrays: dict[str, np.ndarray], _depth: int = 0,
+                _used: set[str] | None = None) -> Any:
     """Rebuild a value tree from ``encode_tree``'s node and arrays.
 
     Lists come back as lists and tuples as tuples; arrays keep their dtype
     (``bfloat16`` included); scalars come back as numpy scalars. Raises
-    ``ProtocolError`` on any malformed node, unknown tag, missing array or
-    mismatched dtype. Creates only plain Python values and numpy arrays.
+    ``ProtocolError`` on any malformed node, unknown tag, missing array,
+    mismatched dtype, or an array referred to twice (one array shown a million
+    times would cost the grader a million copies the moment a check stacks
+    them). Creates only plain Python values and numpy arrays.
     """
+    used: set[str] = set() if _used is None else _used
     if _depth > MAX_DEPTH + 1:
         raise ProtocolError("value tree nested too deeply")
     if node is None or isinstance(node, bool | int | str):
@@ -252,12 +374,13 @@ def decode_tree(node: Any, arrays: dict[str, np.ndarray], _depth: int = 0) -> An
         if tag in ("list", "tuple"):
             if not isinstance(payload, list):
                 raise ProtocolError(f"malformed {tag} node")
-            items = [decode_tree(item, arrays, _depth + 1) for item in payload]
+            items = [decode_tree(item, arrays, _depth + 1, used) for item in payload]
             return items if tag == "list" else tuple(items)
         if tag == "dict":
             if not isinstance(payload, dict):
                 raise ProtocolError("malformed dict node")
-            return {key: decode_tree(item, arrays, _depth + 1) for key, item in payload.items()}
+            return {key: decode_tree(item, arrays, _depth + 1, used)
+                    for key, item in payload.items()}
         if tag == "float":
             if payload not in ("nan", "inf", "-inf"):
                 raise ProtocolError(f"malformed float node {payload!r}")
@@ -269,6 +392,9 @@ def decode_tree(node: Any, arrays: dict[str, np.ndarray], _depth: int = 0) -> An
         raise ProtocolError(f"malformed array node {sorted(node)!r}")
     if name not in arrays:
         raise ProtocolError(f"array {name!r} is missing from the blob")
+    if name in used:
+        raise ProtocolError(f"array {name!r} is used more than once in the value tree")
+    used.add(name)
     array = _restore_array(arrays[name], node["dtype"], name)
     if kind == "scalar":
         if array.shape != ():
@@ -285,21 +411,136 @@ def _pack_arrays(arrays: dict[str, np.ndarray]) -> bytes:
     return buffer.getvalue()
 
 
-def _unpack_arrays(blob: bytes) -> dict[str, np.ndarray]:
+_MEMBER = re.compile(r"a(0|[1-9][0-9]{0,9})\.npy")
+_ALLOWED_KINDS = frozenset("biufcSU")
+_NPY_HEADER_LIMIT = 10_000  # numpy's own default max_header_size
+
+
+@dataclass(frozen=True)
+class _Member:
+    """One validated .npy member of a blob: where its data is and what it declares."""
+
+    name: str
+    info: zipfile.ZipInfo
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    fortran: bool
+    offset: int  # bytes of .npy header before the data
+    nbytes: int
+
+
+def _describe_declared(dtype: np.dtype, shape: tuple[int, ...], nbytes: int) -> str:
+    dims = ", ".join(str(d) for d in shape)
+    return f"{dtype.name}[{dims}] ({fmt_bytes(nbytes)})"
+
+
+def _read_npy_header(member: BinaryIO, name: str) -> tuple[np.dtype, tuple[int, ...], bool, int]:
+    """(dtype, shape, fortran_order, header bytes) of a .npy member, reading only its header.
+
+    numpy's own header readers parse the header dict with ``ast.literal_eval`` (never
+    ``eval``) and refuse headers longer than ``_NPY_HEADER_LIMIT`` bytes.
+    """
+    from numpy.lib import format as npy
+
+    try:
+        version = npy.read_magic(member)
+        if version == (1, 0):
+            shape, fortran, dtype = npy.read_array_header_1_0(
+                member, max_header_size=_NPY_HEADER_LIMIT)
+        elif version == (2, 0):
+            shape, fortran, dtype = npy.read_array_header_2_0(
+                member, max_header_size=_NPY_HEADER_LIMIT)
+        else:
+            raise ProtocolError(f"array {name!r} has .npy format version {version}")
+        offset = member.tell()
+    except (ValueError, TypeError, SyntaxError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ProtocolError(f"array {name!r} has a malformed .npy header: {exc}") from None
+    return dtype, tuple(shape), bool(fortran), offset
+
+
+def _validate_members(archive: zipfile.ZipFile, blob_len: int, budget: ReplyBudget
+                      ) -> list[_Member]:
+    """Check the zip directory and every .npy header against ``budget``; allocate nothing."""
+    infos = archive.infolist()
+    if len(infos) > budget.arrays:
+        raise ReplyRefused(f"it holds {len(infos)} arrays; at most {budget.arrays} are "
+                           "expected for these inputs")
+    members: list[_Member] = []
+    names: set[str] = set()
+    total_bytes = total_elements = 0
+    for info in infos:
+        name = info.filename
+        if not _MEMBER.fullmatch(name) or name[:-4] in names:
+            raise ProtocolError(f"the array blob has an unexpected member {name[:40]!r}")
+        names.add(name[:-4])
+        if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+            raise ProtocolError(f"array {name[:-4]!r} is compressed or encrypted; arrays "
+                                "travel uncompressed")
+        if info.file_size != info.compress_size or info.header_offset + info.compress_size \
+                > blob_len:
+            raise ProtocolError(f"array {name[:-4]!r} declares {info.file_size} bytes that "
+                                "the blob does not hold")
+        with archive.open(info) as member:
+            dtype, shape, fortran, offset = _read_npy_header(member, name[:-4])
+        if (dtype.hasobject or dtype.kind not in _ALLOWED_KINDS or dtype.fields is not None
+                or dtype.subdtype is not None or dtype.itemsize == 0):
+            raise ProtocolError(f"array {name[:-4]!r} has dtype {dtype}, which is not sent")
+        if len(shape) > budget.dims:
+            raise ReplyRefused(f"array {name[:-4]!r} has {len(shape)} dimensions; at most "
+                               f"{budget.dims} are expected")
+        if any(not isinstance(d, int) or d < 0 for d in shape):
+            raise ProtocolError(f"array {name[:-4]!r} has the shape {shape!r}")
+        count = math.prod(shape)
+        nbytes = count * dtype.itemsize
+        if max(shape, default=0) > budget.elements or total_elements + count > \
+                budget.elements or total_bytes + nbytes > budget.array_bytes:
+            raise ReplyRefused(
+                f"array {name[:-4]!r} is declared as {_describe_declared(dtype, shape, nbytes)}"
+                f"; at most {fmt_bytes(budget.array_bytes)} of arrays "
+                f"({budget.elements} elements) is expected for these inputs")
+        if info.file_size - offset != nbytes:
+            raise ProtocolError(f"array {name[:-4]!r} declares {nbytes} bytes of data but "
+                                f"holds {info.file_size - offset}")
+        total_bytes += nbytes
+        total_elements += count
+        members.append(_Member(name[:-4], info, dtype, shape, fortran, offset, nbytes))
+    return members
+
+
+def _unpack_arrays(blob: bytes, budget: ReplyBudget | None = None) -> dict[str, np.ndarray]:
+    """The arrays of an .npz blob, validated against ``budget`` before any is allocated.
+
+    Raises ``ReplyRefused`` when the blob holds more arrays, dimensions, elements or
+    bytes than the budget allows, and ``ProtocolError`` for anything malformed:
+    not a zip, compressed or foreign members, headers that are not .npy 1.0/2.0,
+    dtypes outside the protocol (objects, records), declared sizes that differ
+    from the bytes present, or a bad CRC.
+    """
     if not blob:
         return {}
+    budget = budget or ReplyBudget.ceiling()
     try:
-        with zipfile.ZipFile(io.BytesIO(blob)) as archive:
-            total = sum(info.file_size for info in archive.infolist())
-    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        archive = zipfile.ZipFile(io.BytesIO(blob))
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         raise ProtocolError(f"the array blob is not a valid .npz file: {exc}") from None
-    if total > MAX_ARRAY_BYTES:
-        raise ProtocolError(f"the array blob unpacks to {total} bytes (limit {MAX_ARRAY_BYTES})")
+    arrays: dict[str, np.ndarray] = {}
     try:
-        with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
-            return {name: npz[name] for name in npz.files}
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        with archive:
+            for member in _validate_members(archive, len(blob), budget):
+                with archive.open(member.info) as stream:
+                    stream.read(member.offset)
+                    data = bytearray(stream.read(member.nbytes))
+                    stream.read(1)  # reaching the end checks the member's CRC
+                if len(data) != member.nbytes:
+                    raise ProtocolError(f"array {member.name!r} ends early")
+                flat = np.frombuffer(data, dtype=member.dtype, count=math.prod(member.shape))
+                arrays[member.name] = flat.reshape(member.shape,
+                                                   order="F" if member.fortran else "C")
+    except ProtocolError:
+        raise
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         raise ProtocolError(f"the array blob could not be read: {exc}") from None
+    return arrays
 
 
 def pack_message(value: Any) -> bytes:
@@ -318,28 +559,40 @@ def pack_message(value: Any) -> bytes:
     return PREFIX.pack(MAGIC, len(header), len(blob)) + header + blob
 
 
-def frame_size(prefix: bytes) -> int:
+def frame_size(prefix: bytes, budget: ReplyBudget | None = None) -> int:
     """Total size in bytes of the message whose first ``PREFIX_SIZE`` bytes are ``prefix``.
 
-    Raises ``ProtocolError`` for a wrong magic number or an oversized message.
+    Raises ``ProtocolError`` for a wrong magic number or a message over the protocol's
+    ceiling, and ``ReplyRefused`` when the header or the blob it announces is larger
+    than ``budget`` allows (checked before the rest of the message is read).
     """
     if len(prefix) < PREFIX_SIZE:
         raise ProtocolError(f"message prefix has {len(prefix)} bytes, expected {PREFIX_SIZE}")
     magic, header_len, blob_len = PREFIX.unpack(prefix[:PREFIX_SIZE])
     if magic != MAGIC:
         raise ProtocolError(f"bad magic number {magic!r} (expected {MAGIC!r})")
+    if budget is not None:
+        if header_len > budget.header_bytes:
+            raise ReplyRefused(f"its JSON header is {fmt_bytes(header_len)}; at most "
+                               f"{fmt_bytes(budget.header_bytes)} is expected for these inputs")
+        if blob_len > budget.blob_bytes:
+            raise ReplyRefused(f"its arrays take {fmt_bytes(blob_len)}; at most "
+                               f"{fmt_bytes(budget.blob_bytes)} is expected for these inputs")
     if header_len + blob_len > MAX_MESSAGE_BYTES:
         raise ProtocolError(f"message of {header_len + blob_len} bytes is too large")
     return PREFIX_SIZE + header_len + blob_len
 
 
-def unpack_message(data: bytes) -> Any:
+def unpack_message(data: bytes, budget: ReplyBudget | None = None) -> Any:
     """Decode one complete framed message produced by ``pack_message``.
 
-    Raises ``ProtocolError`` for bad framing, trailing bytes, invalid JSON,
-    an unknown header version or a malformed value tree.
+    With a ``budget`` (every reply the grader reads), the header, the zip directory and
+    each array's .npy header are checked against it before anything is decoded or
+    allocated (``ReplyRefused``). Raises ``ProtocolError`` for bad framing, trailing
+    bytes, invalid JSON, an unknown header version, a malformed value tree, or arrays
+    in the blob that the tree does not use exactly once.
     """
-    size = frame_size(data)
+    size = frame_size(data, budget)
     if len(data) != size:
         raise ProtocolError(f"message has {len(data)} bytes, its prefix announces {size}")
     _, header_len, _ = PREFIX.unpack(data[:PREFIX_SIZE])
@@ -351,10 +604,16 @@ def unpack_message(data: bytes) -> Any:
         raise ProtocolError(f"the message header is not valid JSON: {exc}") from None
     if not isinstance(header, dict) or header.get("v") != _HEADER_VERSION or "tree" not in header:
         raise ProtocolError("the message header lacks version 1 and a value tree")
+    arrays = _unpack_arrays(blob, budget)
+    used: set[str] = set()
     try:
-        return decode_tree(header["tree"], _unpack_arrays(blob))
+        value = decode_tree(header["tree"], arrays, 0, used)
     except RecursionError:
         raise ProtocolError("value tree nested too deeply") from None
+    unused = sorted(set(arrays) - used)
+    if unused:
+        raise ProtocolError(f"the blob holds arrays the value does not use: {unused[:5]}")
+    return value
 
 
 def _read_exactly(stream: BinaryIO, size: int) -> bytes:

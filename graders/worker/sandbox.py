@@ -37,7 +37,14 @@ Levels, strongest first (``PALLAS_LAB_SANDBOX`` may force one; ``off`` means
     the client always does (a scrubbed environment, a private ``sys.path``, a
     process group killed on timeout, resource limits).
 
-Every level applies the resource limits of ``LIMITS``.
+Every level applies the resource limits of ``LIMITS``, which count each process on
+its own. The submission's whole process tree is limited too (``TREE_LEVELS``,
+strongest first): by a cgroup (``graders.worker.cgroups``: memory, processes and one
+CPU for the tree) when one is available, else by allowing the worker no second
+process at all (``RLIMIT_NPROC`` = 1 for its own user id); only a worker that runs as
+root without a cgroup (``PALLAS_LAB_SANDBOX=off`` as root, ``PALLAS_LAB_CGROUP=off``)
+has no tree limit. ``describe()`` says which combination is in use and whether it is
+weaker than the full sandbox (namespace + cgroup).
 """
 
 from __future__ import annotations
@@ -66,6 +73,15 @@ LIMITS: tuple[tuple[str, int], ...] = (
     ("RLIMIT_CORE", 0),                # no core dumps
 )
 LIMITS_BY_NAME = dict(LIMITS)
+#: Limits of a submission's whole process tree, in its cgroup: memory in bytes (all its
+#: processes together, tmpfs files included; ``PALLAS_LAB_MEMORY`` may set another, e.g.
+#: ``2G``), processes (the launcher's two included), and one CPU's worth of time at a time.
+TREE_MEMORY_BYTES = 4 * 1024**3
+TREE_PIDS = 32
+MEMORY_ENV_VAR = "PALLAS_LAB_MEMORY"
+#: How the process tree is limited, strongest first (see the module docstring).
+TREE_LEVELS = ("cgroup v2", "cgroup v1", "one process per worker", "none")
+SINGLE_PROCESS = "one process per worker"
 #: Host device nodes made available inside the namespace level's root.
 DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
 
@@ -98,7 +114,10 @@ class SandboxPlan:
     and outside); ``files``: host files copied into it (name -> host path).
     ``ro_binds``: (host path, path inside) pairs mounted read-only;
     ``masks``: paths inside hidden under an empty read-only tmpfs (applied
-    after the binds, e.g. the interpreter's ``site-packages``).
+    after the binds, e.g. the interpreter's ``site-packages``). ``limits``: the
+    rlimits the worker gets (``limits_for``); ``cgroup_procs``: the
+    ``cgroup.procs`` files of the worker's cgroup, which the launcher joins
+    before it does anything else, so that every process of the tree is in it.
     """
 
     level: str
@@ -109,6 +128,8 @@ class SandboxPlan:
     files: dict[str, str] = field(default_factory=dict)
     ro_binds: list[tuple[str, str]] = field(default_factory=list)
     masks: list[str] = field(default_factory=list)
+    limits: list[tuple[str, int]] = field(default_factory=lambda: list(LIMITS))
+    cgroup_procs: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         """The plan as JSON text (what the launcher reads)."""
@@ -181,6 +202,75 @@ def choose_level(python: str | None = None) -> str:
         level = "process"
     _chosen[key] = level
     return level
+
+
+def tree_memory_bytes() -> int:
+    """The memory limit of a submission's process tree: ``PALLAS_LAB_MEMORY`` or 4 GiB.
+
+    Raises ``ValueError`` for a value that is not a size of at least 16 MiB.
+    """
+    from graders.worker.cgroups import parse_bytes
+
+    value = os.environ.get(MEMORY_ENV_VAR, "").strip()
+    return parse_bytes(value) if value else TREE_MEMORY_BYTES
+
+
+def choose_tree_level(level: str) -> str:
+    """How the process tree of a worker at sandbox ``level`` is limited (``TREE_LEVELS``):
+    a cgroup when ``graders.worker.cgroups.available()`` finds one, else one process per
+    worker, except for a worker that runs as root (the ``process`` level as root), for
+    which ``RLIMIT_NPROC`` does nothing: "none". Raises ``RuntimeError`` when a forced
+    cgroup version is not available (``PALLAS_LAB_CGROUP``)."""
+    from graders.worker import cgroups
+
+    hierarchy = cgroups.available()
+    if hierarchy is not None:
+        return f"cgroup {hierarchy.version}"
+    if level == "process" and os.geteuid() == 0:
+        return "none"
+    return SINGLE_PROCESS
+
+
+def limits_for(tree_level: str) -> list[tuple[str, int]]:
+    """The rlimits of a worker whose tree is limited by ``tree_level``: ``LIMITS``, with
+    ``RLIMIT_NPROC`` = 1 (no second process) when there is no cgroup."""
+    if tree_level.startswith("cgroup"):
+        return list(LIMITS)
+    return [(name, 1 if name == "RLIMIT_NPROC" else value) for name, value in LIMITS]
+
+
+def describe(level: str, tree_level: str) -> tuple[str, str | None]:
+    """(a short label for reports, a one-line warning for the TA or None).
+
+    The full sandbox is the ``namespace`` level with a cgroup for the process tree;
+    anything less gets a warning that says what a submission can do there.
+    """
+    label = f"{level}, {tree_level}"
+    problems = []
+    root = os.geteuid() == 0
+    if level == "process" and root:
+        problems.append("sandbox level 'process': submissions run as root and can read, "
+                        "write and kill everything on this machine")
+    elif level == "process":
+        problems.append("sandbox level 'process': submissions run as your user and can read "
+                        "every file you can, other students' submissions included")
+    elif level == "uid":
+        problems.append("sandbox level 'uid': submissions can read every world-readable "
+                        "file of this machine")
+    if tree_level == SINGLE_PROCESS:
+        problems.append("no cgroup: one process per worker (a submission cannot fork), "
+                        "memory and CPU limited per process")
+    elif tree_level == "none":
+        problems.append("no cgroup and a root worker: the processes a submission forks are "
+                        "not limited")
+    if not problems:
+        return label, None
+    if level == "process" and root:
+        advice = f"unset {ENV_VAR} for the namespace sandbox"
+    else:
+        advice = "grade as root, where unshare(2) and a writable cgroup give the full sandbox"
+    return label, (f"pallas-lab: workers run at {label}, weaker than the full sandbox: "
+                   + "; ".join(problems) + f" ({advice})")
 
 
 # -- the launcher (runs as root, in front of the worker) ----------------------------------------
@@ -276,9 +366,9 @@ def _copy_files(plan: SandboxPlan, work: str, uid: int) -> None:
         os.chmod(target, 0o600)
 
 
-def apply_limits() -> None:
-    """Lower this process's rlimits to ``LIMITS`` (never raising a hard limit)."""
-    for name, value in LIMITS:
+def apply_limits(limits: list[tuple[str, int]] | tuple[tuple[str, int], ...] = LIMITS) -> None:
+    """Lower this process's rlimits to ``limits`` (never raising a hard limit)."""
+    for name, value in limits:
         which = getattr(resource, name, None)
         if which is None:
             continue
@@ -301,7 +391,7 @@ def _drop_privileges(libc, uid: int) -> None:  # noqa: ANN001
 
 def _become_worker(libc, plan: SandboxPlan, uid: int) -> None:  # noqa: ANN001
     """Lower the limits, drop to ``uid`` and exec the worker: never returns, or raises."""
-    apply_limits()
+    apply_limits(plan.limits)
     _drop_privileges(libc, uid)
     os.execve(plan.argv[0], plan.argv, plan.env)
 
@@ -356,6 +446,9 @@ def launch(plan: SandboxPlan) -> int:
     Raises ``OSError`` when the sandbox cannot be built.
     """
     uid = FIRST_UID + os.getpid()
+    for procs in plan.cgroup_procs:  # first: every process started from here is in it
+        with open(procs, "w", encoding="ascii") as handle:
+            handle.write(str(os.getpid()))
     libc = _libc()
     if plan.level != "namespace":
         _enter_uid_level(libc, plan, uid)
@@ -436,6 +529,7 @@ def main(argv: list[str]) -> int:
     with open(argv[1], encoding="utf-8") as handle:
         data = json.load(handle)
     data["ro_binds"] = [tuple(pair) for pair in data.get("ro_binds", [])]
+    data["limits"] = [tuple(pair) for pair in data.get("limits", LIMITS)]
     plan = SandboxPlan(**data)
     try:
         return launch(plan)

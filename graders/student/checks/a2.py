@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from graders.student.public import Api, Mismatch, as_float_array, assert_close, public_check
+from graders.student.public import (
+    Api,
+    Mismatch,
+    as_float_array,
+    assert_close,
+    number,
+    public_check,
+)
 
 A = "a2"
 
@@ -102,7 +109,7 @@ def utilization_worked(api: Api) -> None:
     """
     for buffers, expected in ((1, 12 / 18), (2, 12 / 13)):
         got = api.call("pipeline_utilization", [1.0] * 6, [2.0] * 6, buffers).value
-        if not np.isclose(float(got), expected, rtol=1e-9):
+        if not np.isclose(number(got, "pipeline_utilization's result"), expected, rtol=1e-9):
             raise Mismatch("the utilization differs", input=f"n_buffers = {buffers}",
                            expected=f"{expected:.6f}", got=repr(got))
 
@@ -114,6 +121,6 @@ def bandwidth_worked(api: Api) -> None:
     GB/s (lecture §3.2).
     """
     got = api.call("effective_bandwidth", 4 * 2**20, 2.087e-6, 0.234).value
-    if not np.isclose(float(got), 613.8e9, rtol=5e-3):
+    if not np.isclose(number(got, "effective_bandwidth's result"), 613.8e9, rtol=5e-3):
         raise Mismatch("the bandwidth differs from the lecture's",
                        expected="≈ 6.138e11 B/s", got=repr(got))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from graders.student.public import Api, Mismatch, arrays, assert_close, public_check, seeds
+from graders.student.public import Api, Mismatch, arrays, assert_close, number, public_check, seeds
 
 A = "a3"
 MiB = 1 << 20
@@ -68,7 +68,7 @@ def roofline_worked(api: Api) -> None:
     1.147 ms (block 512) and 1.052 ms (block 1024) (lecture §4.3).
     """
     got = api.call("arithmetic_intensity", 1024).value
-    if not np.isclose(float(got), 512.0):
+    if not np.isclose(number(got, "arithmetic_intensity(1024)"), 512.0):
         raise Mismatch("arithmetic_intensity(1024) differs", expected="512.0", got=repr(got))
     got = api.call("min_compute_bound_block", PEAK, BW).value
     if got != 560:
@@ -77,6 +77,6 @@ def roofline_worked(api: Api) -> None:
     for block, ms in ((512, 1.147), (1024, 1.052)):
         got = api.call("ideal_matmul_time", 4096, 18432, 7168, block, peak_flops=PEAK,
                        hbm_bandwidth=BW).value
-        if not np.isclose(float(got), ms * 1e-3, rtol=5e-3):
+        if not np.isclose(number(got, "ideal_matmul_time's result"), ms * 1e-3, rtol=5e-3):
             raise Mismatch("ideal_matmul_time differs from the lecture's",
                            input=f"block = {block}", expected=f"{ms} ms", got=repr(got))

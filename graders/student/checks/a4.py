@@ -11,6 +11,7 @@ from graders.student.public import (
     arrays,
     as_float_array,
     assert_close,
+    number,
     public_check,
     seeds,
 )
@@ -190,10 +191,9 @@ def mle_worked(api: Api) -> None:
     (lecture §5.3).
     """
     got = api.call("mle_safe_range", 40.0, -30.0).value
-    try:
-        low, high = (float(v) for v in got)
-    except (TypeError, ValueError):
-        raise Mismatch("mle_safe_range must return (low, high)", got=repr(got)) from None
+    if not isinstance(got, tuple | list) or len(got) != 2:
+        raise Mismatch("mle_safe_range must return (low, high)", got=repr(got)[:200])
+    low, high = number(got[0], "low"), number(got[1], "high")
     if not (abs(low + 48.72) < 0.1 and abs(high - 57.34) < 0.1):
         raise Mismatch("the safe range differs from the lecture's",
                        expected="(-48.7, 57.3)", got=f"({low:.4g}, {high:.4g})")

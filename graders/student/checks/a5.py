@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from graders.student.public import Api, Mismatch, public_check
+from graders.student.public import Api, Mismatch, number, public_check
 
 A = "a5"
 FIELDS = ("active_rows", "active_cols", "block_mask", "mask_next", "partial_mask_blocks",
@@ -105,6 +105,7 @@ def stats_worked(api: Api) -> None:
     if not isinstance(got, dict):
         raise Mismatch("mask_stats must return a dict", got=type(got).__name__)
     wrong = {k: got.get(k) for k, v in expected.items() if got.get(k) != v}
-    if wrong or not np.isclose(float(got.get("compute_saving", 0)), 1.6):
+    if wrong or not np.isclose(number(got.get("compute_saving", 0),
+                                      "mask_stats['compute_saving']"), 1.6):
         raise Mismatch("mask_stats differs from the lecture's", expected=str(expected),
                        got=str(got))
