@@ -32,6 +32,11 @@ class NotebookModule:
     converted: ConvertedNotebook
 
 
+#: The largest notebook the grader reads, in bytes (outputs and pictures included; its code
+#: then meets graders.worker.static_check.MAX_SOURCE_BYTES).
+MAX_NOTEBOOK_BYTES = 16 << 20
+
+
 @contextmanager
 def notebook_module(
     path: str | Path, stem: str
@@ -45,6 +50,13 @@ def notebook_module(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no submission file at {path}")
+    size = path.stat().st_size
+    if size > MAX_NOTEBOOK_BYTES:
+        yield None, CheckFailure(
+            f"{path.name} was not run: it is {size / (1 << 20):.1f} MiB; a notebook may be at "
+            f"most {MAX_NOTEBOOK_BYTES >> 20} MiB", status="error",
+            hint="clear the outputs (Kernel > Restart & Clear Output) and save again")
+        return
     try:
         converted = notebook_to_module(path)
     except NotebookError as exc:

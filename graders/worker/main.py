@@ -89,6 +89,8 @@ import pallas_lab_policy.guards as policy_guards  # noqa: E402
 import pallas_lab_policy.transform as policy_transform  # noqa: E402
 
 MAX_MESSAGE_CHARS = 2000
+#: The largest submission the worker compiles (graders.worker.static_check refuses larger).
+MAX_SOURCE_BYTES = 1 << 20
 MAX_TRACEBACK_FRAMES = 20
 
 
@@ -208,7 +210,10 @@ class Worker:
     def _load_restricted(self, stem: str, path: str) -> dict[str, Any]:
         try:
             with open(path, "rb") as handle:
-                data = handle.read()
+                data = handle.read(MAX_SOURCE_BYTES + 1)
+            if len(data) > MAX_SOURCE_BYTES:
+                return self._error("exception", None, f"{stem}.py is larger than "
+                                   f"{MAX_SOURCE_BYTES} bytes", type_name="PolicyError")
             source = policy_transform.decode_source(data)
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
             return self._error("exception", exc)

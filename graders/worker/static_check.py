@@ -116,6 +116,10 @@ def check_source(source: str, filename: str = "<submission>") -> StaticCheckResu
     or ``line L: use of 'exec' is not allowed (it imports, runs strings or
     reaches the interpreter's internals)``.
     """
+    if len(source) > MAX_SOURCE_BYTES:
+        return StaticCheckResult(filename, (StaticProblem(
+            0, 0, f"{filename} has {len(source)} characters; a submission may be at most "
+            f"{MAX_SOURCE_BYTES} bytes"),))
     if not policy_enabled():
         return _imports_only(source, filename)
     compiled = compile_submission(source, filename)
@@ -123,13 +127,24 @@ def check_source(source: str, filename: str = "<submission>") -> StaticCheckResu
         StaticProblem(p.line, p.column, p.message) for p in compiled.problems))
 
 
+#: The largest submission the grader reads, in bytes: a handout is about 30 KiB, and the
+#: compile-time check's time and memory grow with the source (a 10 MB file took 5 GB).
+MAX_SOURCE_BYTES = 1 << 20
+
+
 def check_file(path: str | Path) -> StaticCheckResult:
     """Read and check a submission file; never raises.
 
-    An unreadable or undecodable file gives a single problem with line 0.
+    An unreadable, undecodable or oversized (``MAX_SOURCE_BYTES``) file gives a single
+    problem with line 0.
     """
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_SOURCE_BYTES:
+            problem = StaticProblem(0, 0, f"{path.name} is {size / (1 << 20):.1f} MiB; a "
+                                    f"submission may be at most {MAX_SOURCE_BYTES >> 20} MiB")
+            return StaticCheckResult(path.name, (problem,))
         source = decode_source(path.read_bytes())
     except OSError as exc:
         reason = exc.strerror or str(exc)

@@ -199,6 +199,8 @@ class Variant:
 
 
 VARIANTS: list[Variant] = [
+    Variant("str_format_messages", A3,
+            "its ValueError messages use str.format, which the policy once refused"),
     Variant("normalize-every-step", A4,
             "dividing acc by l at every kv step is slower but writes the same final output",
             (("        l_scratch_ref[...] = jnp.broadcast_to(l_new, l_scratch_ref.shape)\n",

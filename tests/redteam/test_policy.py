@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 import types
 from pathlib import Path
 
@@ -196,7 +195,7 @@ RUN_TIME = [
     ("np.zeros(3).tofile('/tmp/x')", "reading '.tofile' of a ndarray object is not allowed"),
     ("x = np.zeros(3); x.flags.writeable = True", "reading '.flags' of a ndarray"),
     ("k = type('K', (), {})", "type() with three arguments is not allowed"),
-    ("s = '{0.gi_frame}'.format(1)", "reading '.format' of a str object is not allowed"),
+    ("s = '{0.gi_frame}'.format(1)", "reading '.gi_frame' of a int object is not allowed"),
 ]
 
 
@@ -224,59 +223,71 @@ def test_a_run_time_refusal_fails_only_its_call_and_names_the_line(
     assert worker.call("case0").error.kind == "exception", "the worker lives on"
 
 
+HOOK_SOURCE = """
+def frame():
+    return sys._getframe()
+
+def generator_frame():
+    def g():
+        yield 1
+    return g().gi_frame
+
+def traceback_frame():
+    try:
+        1 / 0
+    except Exception as e:
+        return e.__traceback__.tb_frame
+
+def import_module():
+    import smtplib
+"""
+
 HOOK_PROBE = """
 import sys
+import linecache
 from pathlib import Path
 sys.path.insert(0, {repo!r})
+import numpy as np
 from graders.worker.policy import audit
 
 SUBMISSION = "/submission/hook_probe.py"
+namespace = {{"sys": sys}}
+exec(compile({source!r}, SUBMISSION, "exec"), namespace)  # defined before arming the hook
 arm = audit.install(SUBMISSION, frozenset(), lambda cls: False)
 arm()
 
-def run(code):
-    namespace = {{"sys": sys}}
+def run(fn):
     try:
-        exec(compile(code, SUBMISSION, "exec"), namespace)
+        fn()
     except PermissionError as exc:
         return type(exc).__name__ + ": " + str(exc)
     return "allowed"
 
-results = {{
-    "frame from the submission": run("f = sys._getframe()"),
-    "generator frame": run("def g():\\n    yield 1\\nx = g().gi_frame"),
-    "traceback frame": run(
-        "try:\\n    1/0\\nexcept Exception as e:\\n    t = e.__traceback__.tb_frame"),
-    "import from the submission": run("import smtplib"),
-}}
-try:
-    Path("/tmp/pallas-lab-audit-probe").write_text("x")
-    results["write from trusted code"] = "allowed"
-except PermissionError as exc:
-    results["write from trusted code"] = type(exc).__name__
-try:
-    import subprocess
-    subprocess.run(["true"])
-    results["process from trusted code"] = "allowed"
-except PermissionError as exc:
-    results["process from trusted code"] = type(exc).__name__
-results["read from trusted code"] = "allowed" if Path({readme!r}).read_text() else "empty"
+results = {{name: run(namespace[name]) for name in
+            ("frame", "generator_frame", "traceback_frame", "import_module")}}
+results["exec through numpy"] = run(lambda: np.fromfunction(lambda: exec("x = 1"), ()))
+results["write from trusted code"] = run(lambda: Path("/tmp/pallas-lab-audit").write_text("x"))
+results["read through pathlib"] = run(lambda: Path({readme!r}).read_text())
+results["read through linecache"] = "allowed" if linecache.getline({readme!r}, 1) else "empty"
+results["process"] = run(lambda: __import__("subprocess").run(["true"]))
 print(results)
 """
 
 
 def test_the_audit_hook_refuses_what_reaches_the_interpreter() -> None:
-    code = HOOK_PROBE.format(repo=str(REPO), readme=str(REPO / "README.md"))
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=60, check=False)
+    code = HOOK_PROBE.format(repo=str(REPO), readme=str(REPO / "README.md"),
+                             source=HOOK_SOURCE)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     results = eval(done.stdout)  # noqa: S307 - our own probe's dict literal
-    for case in ("frame from the submission", "generator frame", "traceback frame",
-                 "import from the submission"):
+    for case in ("frame", "generator_frame", "traceback_frame", "import_module"):
         assert results[case].startswith("PolicyEventError"), (case, results[case])
-    assert results["write from trusted code"] == "PolicyEventError"
-    assert results["process from trusted code"] == "PolicyEventError"
-    assert results["read from trusted code"] == "allowed"
+        assert "the submission reached" in results[case], (case, results[case])
+    for case in ("exec through numpy", "write from trusted code", "read through pathlib",
+                 "process"):
+        assert results[case].startswith("PolicyEventError"), (case, results[case])
+    assert results["read through linecache"] == "allowed"
 
 
 def test_the_policy_refusal_error_is_an_attribute_error() -> None:
@@ -286,3 +297,19 @@ def test_the_policy_refusal_error_is_an_attribute_error() -> None:
 
 def test_the_targets_cover_every_name_the_hypothesis_test_draws(probe) -> None:
     assert sorted(_targets(probe)) == sorted(TARGET_NAMES)
+
+
+def test_honest_idioms_run_under_the_policy(tmp_path: Path) -> None:
+    source = (Path(__file__).resolve().parent / "honest_idioms.py").read_text(encoding="utf-8")
+    path = tmp_path / "a1_pallas_basics.py"
+    path.write_text(source, encoding="utf-8")
+    with Worker(path, timeout=30.0, policy=True) as w:
+        assert w.load_result is not None and w.load_result.ok, w.load_result
+        names = sorted(n for n in w.load_result.names if n.startswith("t_"))
+        assert len(names) >= 15
+        failures = {}
+        for name in names:
+            result = w.call(name)
+            if not result.ok:
+                failures[name] = f"{result.error.type}: {result.error.message}"
+    assert not failures, f"honest code refused by the policy: {failures}"

@@ -75,6 +75,26 @@ ATTACKS = [
     PolicyAttack("no_call", "a4_flash_attention", ("4.4",),
                  ("flash_attention made no pallas_call",)),
 ]
+#: Found by the red-team review of the policy (whole submissions, "# full submission"):
+UPDATE_WRAPPER = ("update_wrapper/wraps with assigned= or updated= is not allowed",)
+ATTACKS += [
+    # functools.update_wrapper read and wrote attributes by name with the real getattr and
+    # setattr: the live trace list, tracing.record and pl.pallas_call were within reach.
+    PolicyAttack("forge_trace_record", "a4_flash_attention", None, UPDATE_WRAPPER),
+    PolicyAttack("forged_call", "a3_matmul", None, UPDATE_WRAPPER),
+    PolicyAttack("patch_pallas_call", "a3_matmul", None, UPDATE_WRAPPER),
+    # ... and took exec from a module's private state, run by numpy's fromfunction, out of
+    # the audit hook's sight (3.4 is where it lives; the rest of the file is honest).
+    PolicyAttack("unguarded_exec", "a3_matmul", ("3.4",), UPDATE_WRAPPER, kept=8),
+    # A real pallas_call with an empty kernel, NumPy's product written into its output.
+    PolicyAttack("overwrite_output", "a3_matmul", ("3.1", "3.2"),
+                 ("what matmul returned is not the output of its pallas_call",)),
+    # A legal str of two million newlines once took the grader to 750 MB and 9 s.
+    PolicyAttack("gantt_newlines", "a2_pipelining", ("2.2",), ("render_gantt",)),
+]
+#: A submission of ten million characters (the grader's compile-time check once took 5 GB).
+HUGE = ("huge_source", "a1_pallas_basics")
+
 #: The reads-reset kernel raises on the tiles it tries to hide, so its causal checks fail;
 #: what matters is that it never beats the honest non-skipping kernel it started from.
 READS_RESET = ("reads_reset", "a4_flash_attention")
@@ -99,15 +119,25 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
         folder.mkdir()
         solution = (REPO / "solutions" / f"{stem}.py").read_text(encoding="utf-8")
         attack = path.read_text(encoding="utf-8")
-        (folder / f"{stem}.py").write_text(solution + "\n\n" + attack, encoding="utf-8")
+        text = attack if attack.startswith("# full submission") else (
+            solution + "\n\n" + attack)
+        (folder / f"{stem}.py").write_text(text, encoding="utf-8")
+    name, stem = HUGE
+    (klass / _student(name, stem)).mkdir()
+    huge = (REPO / "solutions" / f"{stem}.py").read_text(encoding="utf-8")
+    (klass / _student(name, stem) / f"{stem}.py").write_text(
+        huge + "\n_BIG = [" + "1," * 5_000_000 + "]\n", encoding="utf-8")
     done = subprocess.run([*_cli(), "grade", str(klass), "--format", "gradescope", "--out",
                            str(out)], cwd=base, capture_output=True, text=True,
                           timeout=RUN_LIMIT, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     found: dict[str, dict[str, Any]] = {}
+    sizes = {}
     for path in out.glob("*/*/results.json"):
+        sizes[f"{path.parent.parent.name}/{path.parent.name}"] = path.stat().st_size
         found[f"{path.parent.parent.name}/{path.parent.name}"] = json.loads(
             path.read_text(encoding="utf-8"))
+    found["sizes"] = sizes
     return found
 
 
@@ -124,7 +154,7 @@ def _task_scores(result: dict[str, Any]) -> dict[str, float]:
 
 def test_the_honest_student_keeps_full_marks(results: dict[str, dict[str, Any]]) -> None:
     honest = {key: r for key, r in results.items() if key.startswith("honest/")}
-    assert len(honest) == 3, sorted(results)
+    assert len(honest) == 4, sorted(results)
     for key, result in honest.items():
         assert result["score"] == 100, (key, _feedback(result))
 
@@ -155,3 +185,21 @@ def test_zeroing_a_refs_read_counter_never_beats_the_kernel_it_hides(
         "a kernel that computes every tile scores 94 honestly; hiding its reads must not "
         f"raise that\n{feedback}")
     assert "setting or deleting attributes of a Ref object is not allowed" in feedback
+
+
+def test_a_huge_source_is_refused_before_it_is_parsed(
+        results: dict[str, dict[str, Any]]) -> None:
+    name, stem = HUGE
+    result = results[f"{_student(name, stem)}/{stem}"]
+    assert result["score"] == 0
+    assert "a submission may be at most 1 MiB" in _feedback(result)
+
+
+def test_what_a_submission_returns_never_swells_the_report(
+        results: dict[str, dict[str, Any]]) -> None:
+    sizes = results["sizes"]
+    assert sizes, "results.json files were written"
+    largest = max(sizes, key=sizes.get)
+    assert sizes[largest] < 256 * 1024, (
+        f"{largest}'s results.json is {sizes[largest]} bytes: what a submission returns or "
+        "prints reaches the report only capped")

@@ -90,8 +90,14 @@ def install(submission_file: str, acting_codes: frozenset[Any],
         state["inside"] = True
         try:
             code = getframe(1).f_code
+        except ValueError:  # raised with no Python frame at all (C at shutdown)
+            code = None
         finally:
             state["inside"] = False
+        if code is None:
+            if event not in trusted or trusted[event] is not None:
+                raise PolicyEventError(f"{event} is not allowed while grading")
+            return
         if event in ("object.__setattr__", "object.__delattr__") and args and isinstance(
                 args[0], type) and owns_type(args[0]):
             return
