@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from graders.assignments import assignment_for_stem
-from tests.corpus.mutants import MUTANTS, VARIANTS, Mutant, Variant
+from tests.corpus.everything import MUTANTS, VARIANTS
+from tests.corpus.mutants import Mutant, Variant
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
