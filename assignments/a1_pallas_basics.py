@@ -41,6 +41,18 @@ from pallas_sim import jax, jnp, pl, pltpu  # noqa: F401  (pltpu is not needed h
 # VMEM, more than the 32 MiB scoped limit, and the call fails the way the TPU
 # compiler does: `Scoped allocation with size 48.00M and limit 32.00M`.
 # Realistic tensors must therefore be cut into blocks.
+#
+# Inside a kernel the values you read (`x_ref[...]`, `pl.program_id(0)` and
+# whatever you compute from them) are *traced* on real Pallas: JAX knows their
+# shapes and dtypes while it compiles the kernel, but not their contents. So
+# compute with `jnp` functions and operators (`jnp.exp`, `jnp.where`, `+`,
+# `@`), not NumPy's (`np.exp` needs the contents), and choose with
+# `pl.when(cond)` or `jnp.where`, never with a Python `if` on such a value.
+# pallas_sim refuses both, as JAX does, and its error says what to write
+# instead. Python `if`s on plain Python values (a block size, an
+# `activation="relu"` argument) are fine. TPUs compute in 32 bits: JAX turns a
+# float64 or int64 request into float32 or int32 (with a warning), and so does
+# pallas_sim.
 
 # %% [markdown]
 # ## Task 1.1 — the add kernel

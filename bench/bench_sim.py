@@ -10,8 +10,16 @@ The figure is the TOTAL cost per step: the simulator's own work (block copies,
 poisoning, bookkeeping) plus the kernel body (one NumPy add on a small block).
 The kernel body's cost is not subtracted.  Setup done once per call (index
 maps, VMEM accounting, the trace record) is amortized over the steps.
-Target (issue 2): at most 20 µs per step; JAX's HLO interpreter takes
-0.5–20 ms per step and TPU interpret mode 10–60 ms.
+Targets: at most 20 µs per step for the add (issue 2) and at most 10 µs per
+step for the empty kernel (issue 14: traced kernel values sit in this path);
+JAX's HLO interpreter takes 0.5–20 ms per step and TPU interpret mode 10–60 ms.
+
+``--sim-root DIR`` imports pallas_sim from another checkout (e.g. a worktree
+of the commit before a change), so a before/after comparison runs the same
+cases in one session::
+
+    for i in 1 2 3; do python bench/bench_sim.py --sim-root /tmp/before; \
+                       python bench/bench_sim.py; done
 """
 
 from __future__ import annotations
@@ -22,24 +30,43 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+_ROOT_ARG = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--sim-root=")), None)
+if _ROOT_ARG is None and "--sim-root" in sys.argv[:-1]:
+    _ROOT_ARG = sys.argv[sys.argv.index("--sim-root") + 1]
+SIM_ROOT = Path(_ROOT_ARG).resolve() if _ROOT_ARG else ROOT
+sys.path.insert(0, str(SIM_ROOT))
 
 import numpy as np  # noqa: E402
 
 import pallas_sim  # noqa: E402
-from pallas_sim import jax, pl  # noqa: E402
+from pallas_sim import jax, jnp, pl  # noqa: E402
 
 
 def add_kernel(x_ref, y_ref, o_ref):
     o_ref[...] = x_ref[...] + y_ref[...]
 
 
-def make_add(shape: tuple[int, int], block: tuple[int, int]):
+def empty_kernel(x_ref, y_ref, o_ref):
+    """Does nothing: what is left is the simulator's per-step cost."""
+
+
+def softmax_like_kernel(x_ref, y_ref, o_ref):
+    """Eight jnp operations on the block: the cost of operations on kernel values."""
+    x = x_ref[...]
+    m = jnp.max(x, axis=1, keepdims=True)
+    p = jnp.exp(x - m)
+    p = jnp.where(y_ref[...] > 0, p, 0.0)
+    o_ref[...] = p / (jnp.sum(p, axis=1, keepdims=True) + 1.0)
+
+
+KERNELS = {"add": add_kernel, "empty": empty_kernel, "softmax-like": softmax_like_kernel}
+
+
+def make_call(kernel, shape: tuple[int, int], block: tuple[int, int]):
     grid = (pl.cdiv(shape[0], block[0]), pl.cdiv(shape[1], block[1]))
     spec = pl.BlockSpec(block, lambda i, j: (i, j))
     call = pl.pallas_call(
-        add_kernel,
+        kernel,
         out_shape=jax.ShapeDtypeStruct(shape, np.float32),
         grid=grid,
         in_specs=[spec, spec],
@@ -49,22 +76,24 @@ def make_add(shape: tuple[int, int], block: tuple[int, int]):
 
 
 CASES = [
-    # (shape, block): small blocks, many steps, where per-step overhead dominates.
-    ((1024, 1024), (8, 128)),  # grid (128, 8) = 1024 steps
-    ((8192, 128), (1, 128)),  # grid (8192, 1) = 8192 steps
-    ((1000, 1000), (8, 128)),  # ragged: grid (125, 8) = 1000 steps, padded last column
-    ((1024, 1024), (256, 256)),  # grid (4, 4) = 16 steps: large blocks, copy-bound
+    # (kernel, shape, block): small blocks, many steps, where per-step overhead dominates.
+    ("add", (1024, 1024), (8, 128)),  # grid (128, 8) = 1024 steps
+    ("add", (8192, 128), (1, 128)),  # grid (8192, 1) = 8192 steps
+    ("add", (1000, 1000), (8, 128)),  # ragged: grid (125, 8) = 1000 steps, padded last column
+    ("add", (1024, 1024), (256, 256)),  # grid (4, 4) = 16 steps: large blocks, copy-bound
+    ("empty", (1024, 1024), (8, 128)),  # the simulator alone, 1024 steps
+    ("softmax-like", (1024, 1024), (8, 128)),  # eight jnp operations per step
 ]
 
 
-def bench_case(shape, block, repeats: int, traced: bool) -> dict:
+def bench_case(kernel_name, shape, block, repeats: int, traced: bool) -> dict:
     rng = np.random.default_rng(0)
     x = rng.standard_normal(shape).astype(np.float32)
     y = rng.standard_normal(shape).astype(np.float32)
-    call, grid = make_add(shape, block)
+    call, grid = make_call(KERNELS[kernel_name], shape, block)
     steps = grid[0] * grid[1]
     out = call(x, y)  # warm-up, and a correctness check
-    if not np.array_equal(out, x + y):
+    if kernel_name == "add" and not np.array_equal(out, x + y):
         raise SystemExit(f"bench case {shape} / {block}: the add is wrong")
     best = float("inf")
     for _ in range(repeats):
@@ -79,7 +108,7 @@ def bench_case(shape, block, repeats: int, traced: bool) -> dict:
             elapsed = time.perf_counter() - t0
         best = min(best, elapsed)
     return {
-        "case": f"f32{list(shape)} add, block {block}",
+        "case": f"f32{list(shape)} {kernel_name}, block {block}",
         "grid": str(grid),
         "steps": steps,
         "best_ms": best * 1e3,
@@ -92,19 +121,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="runs per case; best is kept")
     parser.add_argument("--traced", action="store_true",
                         help="run inside pallas_sim.trace() (as graders do)")
+    parser.add_argument("--sim-root", default=None,
+                        help="import pallas_sim from this checkout (default: this one)")
     args = parser.parse_args(argv)
 
-    rows = [bench_case(shape, block, args.repeats, args.traced) for shape, block in CASES]
+    rows = [bench_case(*case, args.repeats, args.traced) for case in CASES]
     header = ("case", "grid", "steps", "best ms", "µs/step")
     cells = [(r["case"], r["grid"], str(r["steps"]), f"{r['best_ms']:.2f}",
               f"{r['us_per_step']:.2f}") for r in rows]
     widths = [max(len(c[i]) for c in [header, *cells]) for i in range(len(header))]
-    print(f"pallas_sim: total time per grid step (simulator + kernel body), best of "
-          f"{args.repeats}{', traced' if args.traced else ''}")
+    print(f"pallas_sim from {SIM_ROOT}: total time per grid step (simulator + kernel body), "
+          f"best of {args.repeats}{', traced' if args.traced else ''}")
     for row in [header, *cells]:
         print("  ".join(c.rjust(w) if i >= 2 else c.ljust(w)
                         for i, (c, w) in enumerate(zip(row, widths, strict=True))))
-    print("target: <= 20 µs/step of simulator overhead (JAX HLO interpreter: 0.5-20 ms/step)")
+    print("targets: add <= 20 µs/step, empty kernel <= 10 µs/step "
+          "(JAX HLO interpreter: 0.5-20 ms/step)")
     return 0
 
 

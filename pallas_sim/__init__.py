@@ -15,16 +15,19 @@ course specification; lecture §2.
 from . import jax, jnp, pl, pltpu
 from .config import config
 from .errors import (
-                     BlockIndexError,
-                     GridSemanticsError,
-                     KernelSignatureError,
-                     PallasSimError,
-                     RevisitedOutputBlockError,
-                     UnwaitedDMAError,
-                     VmemOOMError,
+    BlockIndexError,
+    CapturedConstantError,
+    GridSemanticsError,
+    KernelSignatureError,
+    PallasSimError,
+    RevisitedOutputBlockError,
+    TracerConversionError,
+    UnwaitedDMAError,
+    VmemOOMError,
 )
 from .tracing import CallTrace, OperandTrace, Trace, trace
 
-__all__ = ["BlockIndexError", "CallTrace", "GridSemanticsError", "KernelSignatureError",
-           "OperandTrace", "PallasSimError", "RevisitedOutputBlockError", "Trace",
-           "UnwaitedDMAError", "VmemOOMError", "config", "jax", "jnp", "pl", "pltpu", "trace"]
+__all__ = ["BlockIndexError", "CallTrace", "CapturedConstantError", "GridSemanticsError",
+           "KernelSignatureError", "OperandTrace", "PallasSimError", "RevisitedOutputBlockError",
+           "Trace", "TracerConversionError", "UnwaitedDMAError", "VmemOOMError", "config", "jax",
+           "jnp", "pl", "pltpu", "trace"]

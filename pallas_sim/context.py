@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from .errors import PallasSimError
+from .values import KERNELS, KernelValue, concrete
 
 
 class KernelContext:
@@ -19,7 +22,7 @@ class KernelContext:
         self.when_bodies_run = 0
 
 
-_STACK: list[KernelContext] = []
+_STACK: list[KernelContext] = KERNELS  # one list, shared with pallas_sim.values
 
 
 def current() -> KernelContext:
@@ -35,19 +38,22 @@ def current() -> KernelContext:
     return _STACK[-1]
 
 
-def program_id(axis: int) -> int:
-    """Index of the current grid step along ``axis`` (JAX ``pl.program_id``).
+def program_id(axis: int) -> KernelValue:
+    """Index of the current grid step along ``axis`` (JAX ``pl.program_id``): an int32
+    kernel value (traced in JAX: arithmetic, comparisons, ref indexing and ``pl.ds``
+    accept it; Python ``if``/``range`` on it raise ``TracerConversionError``).
 
     Raises:
       ValueError: ``axis`` is not an axis of the grid.
       PallasSimError: called outside a kernel.
     """
     ctx = current()
-    return ctx.program_ids[_axis(ctx, axis, "program_id")]
+    return KernelValue(np.asarray(ctx.program_ids[_axis(ctx, axis, "program_id")], np.int32))
 
 
 def num_programs(axis: int) -> int:
-    """Size of the grid along ``axis`` (JAX ``pl.num_programs``).
+    """Size of the grid along ``axis`` (JAX ``pl.num_programs``): a plain int, static as
+    in JAX for a grid of static sizes.
 
     Raises:
       ValueError: ``axis`` is not an axis of the grid.
@@ -72,7 +78,7 @@ def when(condition: object) -> Callable[[Callable[[], None]], None]:
     simply runs or skips the body.
     """
     def decorate(body: Callable[[], None]) -> None:
-        if bool(condition):
+        if bool(concrete(condition)):
             if _STACK:
                 _STACK[-1].when_bodies_run += 1
             body()

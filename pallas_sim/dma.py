@@ -33,6 +33,7 @@ from .config import OPTIONS
 from .errors import PallasSimError, UnwaitedDMAError
 from .refs import Ref
 from .specs import ScratchShape
+from .values import concrete
 
 SEMAPHORE_SPACE = "semaphore"
 
@@ -120,6 +121,9 @@ class _SemaphoreIndexer:
         self._ref = ref
 
     def __getitem__(self, idx: object) -> SemaphoreRef:
+        idx = concrete(idx)  # a traced slot (pl.program_id(0) % 2) selects a semaphore
+        if isinstance(idx, np.ndarray) and idx.ndim == 0:
+            idx = int(idx)
         try:
             sub = self._ref._sems[idx]
         except IndexError as exc:

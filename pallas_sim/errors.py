@@ -61,3 +61,29 @@ class UnwaitedDMAError(PallasSimError):
     leaves the destination untouched and prints "Semaphore ... has non-zero
     count ... at kernel exit" (pallas-sim.md item 7).
     """
+
+
+class CapturedConstantError(PallasSimError, ValueError):
+    """A kernel computed with a NumPy array that is not one of its refs.
+
+    JAX traces a kernel into a jaxpr; a non-scalar NumPy array it meets there
+    (``np.arange(8)[:, None]``, ``np.zeros(shape)``, an array closed over from
+    the wrapper) becomes a captured constant, and ``pallas_call`` refuses it:
+    "The kernel function in the pallas_call ... captures constants [f32[8,1]].
+    You should pass them as inputs." (JAX 0.10.x). Build such arrays with
+    ``jnp`` inside the kernel, or pass them to ``pallas_call`` as inputs.
+    Scalars (``np.float32(2)``, ``-np.inf``) are fine.
+    """
+
+
+class TracerConversionError(PallasSimError, TypeError):
+    """A value traced inside a kernel was used where Python needs a concrete value.
+
+    Inside a kernel, ``x_ref[...]``, ``pl.program_id(i)`` and the ``jnp``
+    results computed from them are what JAX calls tracers: Python ``if``/
+    ``while``/``range``, ``bool()``, ``int()``, ``float()`` and ``np.asarray()``
+    of them fail on JAX (``TracerBoolConversionError``,
+    ``ConcretizationTypeError``, ``TracerIntegerConversionError``,
+    ``TracerArrayConversionError``), so they fail here too, pointing to
+    ``pl.when``, ``jnp.where``, ``jax.lax.cond`` or ``jax.lax.fori_loop``.
+    """

@@ -17,12 +17,22 @@ functions in real ``jax.numpy``.
 from __future__ import annotations
 
 import builtins as _builtins
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 
-from .dtypes import as_dtype, is_floating
+from .dtypes import is_floating
 from .refs import Ref
+from .values import (
+    KERNELS,
+    KernelValue,
+    _wrap,
+    canonical_dtype,
+    captured,
+    concrete,
+    requested_dtype,
+)
 
 # dtypes
 bfloat16 = ml_dtypes.bfloat16
@@ -36,108 +46,188 @@ finfo = ml_dtypes.finfo
 inf, nan, pi, e = np.inf, np.nan, np.pi, np.e
 newaxis = None
 
-# elementwise and reductions: same semantics as jax.numpy on concrete arrays
-from numpy import (  # noqa: E402,F401
-    abs,
-    absolute,
-    add,
-    all,
-    allclose,
-    any,
-    arange,
-    arctan,
-    argmax,
-    argmin,
-    argsort,
-    array_equal,
-    bitwise_and,
-    bitwise_or,
-    bitwise_xor,
-    broadcast_to,
-    ceil,
-    clip,
-    concatenate,
-    cos,
-    cosh,
-    cumprod,
-    cumsum,
-    divide,
-    equal,
-    exp,
-    exp2,
-    expand_dims,
-    expm1,
-    eye,
-    flip,
-    float_power,
-    floor,
-    floor_divide,
-    full,
-    greater,
-    greater_equal,
-    hypot,
-    invert,
-    isclose,
-    isfinite,
-    isinf,
-    isnan,
-    left_shift,
-    less,
-    less_equal,
-    linspace,
-    log,
-    log1p,
-    log2,
-    log10,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    max,
-    maximum,
-    mean,
-    min,
-    minimum,
-    mod,
-    multiply,
-    ndim,
-    negative,
-    not_equal,
-    ones,
-    outer,
-    power,
-    prod,
-    reciprocal,
-    remainder,
-    repeat,
-    reshape,
-    right_shift,
-    roll,
-    round,
-    shape,
-    sign,
-    sin,
-    sinh,
-    size,
-    sort,
-    split,
-    sqrt,
-    square,
-    squeeze,
-    stack,
-    subtract,
-    sum,
-    swapaxes,
-    take,
-    tanh,
-    tile,
-    transpose,
-    tril,
-    triu,
-    true_divide,
-    where,
-    zeros,
+# elementwise, reductions, constructors: NumPy's functions, lifted (see _lift)
+_NUMPY_FUNCTIONS = (
+    "abs",
+    "absolute",
+    "add",
+    "all",
+    "allclose",
+    "any",
+    "arange",
+    "arctan",
+    "argmax",
+    "argmin",
+    "argsort",
+    "array_equal",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "broadcast_to",
+    "ceil",
+    "clip",
+    "concatenate",
+    "cos",
+    "cosh",
+    "cumprod",
+    "cumsum",
+    "divide",
+    "equal",
+    "exp",
+    "exp2",
+    "expand_dims",
+    "expm1",
+    "eye",
+    "flip",
+    "float_power",
+    "floor",
+    "floor_divide",
+    "full",
+    "greater",
+    "greater_equal",
+    "hypot",
+    "invert",
+    "isclose",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "left_shift",
+    "less",
+    "less_equal",
+    "linspace",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "mod",
+    "multiply",
+    "ndim",
+    "negative",
+    "not_equal",
+    "ones",
+    "outer",
+    "power",
+    "prod",
+    "reciprocal",
+    "remainder",
+    "repeat",
+    "reshape",
+    "right_shift",
+    "roll",
+    "round",
+    "shape",
+    "sign",
+    "sin",
+    "sinh",
+    "size",
+    "sort",
+    "split",
+    "sqrt",
+    "square",
+    "squeeze",
+    "stack",
+    "subtract",
+    "sum",
+    "swapaxes",
+    "take",
+    "tanh",
+    "tile",
+    "transpose",
+    "tril",
+    "triu",
+    "true_divide",
+    "where",
+    "zeros",
 )
+
+
+def _lift(fn: Any) -> Any:
+    """``fn`` (a NumPy function) as ``jax.numpy`` offers it: it accepts kernel values
+    (and returns one when any argument is one), computes 64-bit results in 32 bits as
+    JAX does with x64 off, and truncates an explicit 64-bit dtype with JAX's warning."""
+    name = fn.__name__
+
+    def lifted(*args: Any, **kwargs: Any) -> Any:
+        in_kernel = bool(KERNELS)
+        traced = False
+        for a in args:
+            t = type(a)
+            if t is KernelValue:
+                traced = True
+            elif t is list or t is tuple:
+                traced = _scan(a, in_kernel) or traced
+            elif t is type or t is np.dtype:
+                if _is_dtype(a):
+                    args = tuple(_dtype_arg(x, name) if (type(x) is type or type(x) is np.dtype)
+                                 and _is_dtype(x) else x for x in args)
+            elif in_kernel and t is np.ndarray and a.ndim:
+                raise captured(a)
+        if kwargs:
+            if kwargs.get("dtype") is not None:
+                kwargs["dtype"] = _dtype_arg(kwargs["dtype"], name)
+            if _scan(tuple(kwargs.values()), in_kernel):
+                traced = True
+                kwargs = {k: concrete(v) for k, v in kwargs.items()}
+        if traced:
+            return _wrap(fn(*concrete(args), **kwargs))
+        if in_kernel:  # made inside a kernel from Python values: traced in JAX too
+            return _wrap(fn(*args, **kwargs))
+        return _canonical(fn(*args, **kwargs))
+
+    lifted.__name__ = lifted.__qualname__ = name
+    lifted.__module__ = __name__
+    lifted.__doc__ = (f"``jax.numpy.{name}``: NumPy's ``{name}``, accepting kernel values, "
+                      "in JAX's 32-bit default dtypes.")
+    return lifted
+
+
+def _scan(xs: tuple[Any, ...] | list[Any], in_kernel: bool) -> bool:
+    """Whether ``xs`` holds a kernel value (nested lists and tuples too); inside a kernel a
+    non-scalar NumPy array among them is a captured constant."""
+    found = False
+    for x in xs:
+        t = type(x)
+        if t is KernelValue:
+            found = True
+        elif t is list or t is tuple:
+            found = _scan(x, in_kernel) or found
+        elif in_kernel and isinstance(x, np.ndarray) and x.ndim:
+            raise captured(x)
+    return found
+
+
+def _is_dtype(x: object) -> bool:
+    if x in (bool, int, float, complex):  # Python's types: JAX's defaults, no warning
+        return False
+    try:
+        np.dtype(x)  # type: ignore[call-overload]
+    except TypeError:
+        return False
+    return True
+
+
+def _canonical(out: Any) -> Any:
+    if isinstance(out, np.ndarray | np.generic):
+        dt = canonical_dtype(out.dtype)
+        return out if dt == out.dtype else out.astype(dt)
+    if isinstance(out, list | tuple):
+        return type(out)(_canonical(o) for o in out)
+    return out
+
+
+for _name in _NUMPY_FUNCTIONS:
+    globals()[_name] = _lift(getattr(np, _name))
+del _name
+
 
 
 def rsqrt(x: object) -> np.ndarray:
@@ -145,35 +235,64 @@ def rsqrt(x: object) -> np.ndarray:
     return 1 / np.sqrt(x)
 
 
-def _value(x: object) -> np.ndarray:
-    return np.array(x) if isinstance(x, Ref) else np.asarray(x)
+def _value(x: object) -> Any:
+    """An operand as an array or kernel value (a ref reads its whole buffer, as JAX's
+    ``ref[...]``; inside a kernel, anything else becomes a kernel value, and a non-scalar
+    NumPy array is a captured constant).
+
+    Raises:
+      CapturedConstantError: a non-scalar NumPy array inside a running kernel.
+    """
+    if isinstance(x, Ref):
+        return x[...]
+    if type(x) is KernelValue:
+        return x
+    if KERNELS:
+        if isinstance(x, np.ndarray) and x.ndim:
+            raise captured(x)
+        return _wrap(np.asarray(x))
+    return np.asarray(x)
 
 
-def asarray(a: object, dtype: object = None) -> np.ndarray:
-    """``jnp.asarray``; reads a ref's whole buffer."""
+def _dtype_arg(dtype: object, caller: str) -> np.dtype | None:
+    return None if dtype is None else requested_dtype(dtype, caller)
+
+
+def asarray(a: object, dtype: object = None) -> Any:
+    """``jnp.asarray``: ``a`` as an array (a ref: its whole buffer; a kernel value stays
+    traced); a 64-bit ``dtype`` is truncated to 32 bits with JAX's warning."""
     v = _value(a)
-    return v if dtype is None else v.astype(as_dtype(dtype))
+    want = _dtype_arg(dtype, "asarray")
+    return v if want is None else v.astype(want)
 
 
-def array(a: object, dtype: object = None) -> np.ndarray:
-    """``jnp.array``: always a new array."""
-    return np.array(_value(a), dtype=None if dtype is None else as_dtype(dtype))
+def array(a: object, dtype: object = None) -> Any:
+    """``jnp.array``: always a new array (see :func:`asarray`)."""
+    v = _value(a)
+    want = _dtype_arg(dtype, "array")
+    return v.copy() if want is None else v.astype(want)
 
 
-def zeros_like(a: object, dtype: object = None) -> np.ndarray:
-    """Zeros with ``a``'s shape and dtype (``a`` may be a ref)."""
-    return np.zeros(a.shape, as_dtype(dtype) if dtype is not None else a.dtype)  # type: ignore
+def _like(a: object, dtype: object, fill: object, caller: str) -> Any:
+    want = _dtype_arg(dtype, caller)
+    out = np.full(a.shape, fill, want if want is not None else a.dtype)  # type: ignore
+    return KernelValue(out) if KERNELS or isinstance(a, Ref | KernelValue) else out
 
 
-def ones_like(a: object, dtype: object = None) -> np.ndarray:
-    """Ones with ``a``'s shape and dtype (``a`` may be a ref)."""
-    return np.ones(a.shape, as_dtype(dtype) if dtype is not None else a.dtype)  # type: ignore
+def zeros_like(a: object, dtype: object = None) -> Any:
+    """Zeros with ``a``'s shape and dtype (``a`` may be a ref or a kernel value, and the
+    result is then a kernel value)."""
+    return _like(a, dtype, 0, "zeros_like")
 
 
-def full_like(a: object, fill_value: object, dtype: object = None) -> np.ndarray:
-    """``fill_value`` with ``a``'s shape and dtype (``a`` may be a ref)."""
-    return np.full(a.shape, fill_value,  # type: ignore[union-attr]
-                   as_dtype(dtype) if dtype is not None else a.dtype)  # type: ignore
+def ones_like(a: object, dtype: object = None) -> Any:
+    """Ones with ``a``'s shape and dtype (``a`` may be a ref or a kernel value)."""
+    return _like(a, dtype, 1, "ones_like")
+
+
+def full_like(a: object, fill_value: object, dtype: object = None) -> Any:
+    """``fill_value`` with ``a``'s shape and dtype (``a`` may be a ref or a kernel value)."""
+    return _like(a, dtype, concrete(fill_value), "full_like")
 
 
 _F32 = np.dtype(np.float32)
@@ -182,54 +301,55 @@ _F32 = np.dtype(np.float32)
 def _compute_dtype(*xs: np.ndarray) -> np.dtype:
     if _builtins.all(x.dtype == _F32 for x in xs):  # the common case, decided fast
         return _F32
-    if _builtins.any(x.dtype == np.float64 for x in xs):
-        return np.dtype(np.float64)
     if _builtins.any(is_floating(x.dtype) for x in xs):
         return np.dtype(np.float32)
-    return np.dtype(np.int64)  # integer products accumulate wide, as the MXU's int32
+    return np.dtype(np.int32)  # integer products accumulate in int32, as the MXU's
 
 
 def _result_dtype(xs: tuple[np.ndarray, ...], preferred: object) -> np.dtype:
     if preferred is not None:
-        return as_dtype(preferred)
-    return np.result_type(*xs)
+        return requested_dtype(preferred, "preferred_element_type")
+    return canonical_dtype(np.result_type(*xs))
+
+
+def _product(fn: Any, operands: tuple[object, ...], preferred: object, *args: object) -> Any:
+    """``fn(*args, *operands)`` with the MXU's accumulation rule (see :func:`dot`); a kernel
+    value back when any operand is one."""
+    values = tuple(_value(o) for o in operands)
+    traced = KERNELS or _builtins.any(type(v) is KernelValue for v in values)
+    xs = tuple(concrete(v) for v in values)
+    c = _compute_dtype(*xs)
+    out = fn(*args, *(x.astype(c, copy=False) for x in xs)).astype(
+        _result_dtype(xs, preferred), copy=False)
+    return KernelValue(out) if traced else out
 
 
 def dot(a: object, b: object, *, preferred_element_type: object = None,
-        precision: object = None) -> np.ndarray:
+        precision: object = None) -> Any:
     """``jnp.dot`` with MXU-style accumulation.
 
-    Inputs (any float dtype incl. bf16) are multiplied and summed in float32
-    (float64 if either is float64); the result has ``preferred_element_type``
-    or the inputs' promoted dtype.
+    Inputs (any float dtype incl. bf16) are multiplied and summed in float32;
+    the result has ``preferred_element_type`` or the inputs' promoted dtype
+    (32-bit at most, as JAX with 64-bit types off).
     """
-    x, y = _value(a), _value(b)
-    c = _compute_dtype(x, y)
-    return np.dot(x.astype(c, copy=False), y.astype(c, copy=False)).astype(
-        _result_dtype((x, y), preferred_element_type), copy=False)
+    return _product(np.dot, (a, b), preferred_element_type)
 
 
 def matmul(a: object, b: object, *, preferred_element_type: object = None,
-           precision: object = None) -> np.ndarray:
+           precision: object = None) -> Any:
     """``jnp.matmul`` (batched ``@``) with the accumulation rule of :func:`dot`."""
-    x, y = _value(a), _value(b)
-    c = _compute_dtype(x, y)
-    return np.matmul(x.astype(c, copy=False), y.astype(c, copy=False)).astype(
-        _result_dtype((x, y), preferred_element_type), copy=False)
+    return _product(np.matmul, (a, b), preferred_element_type)
 
 
 def einsum(subscripts: str, *operands: object, preferred_element_type: object = None,
-           precision: object = None) -> np.ndarray:
+           precision: object = None) -> Any:
     """``jnp.einsum`` with the accumulation rule of :func:`dot`."""
-    xs = tuple(_value(o) for o in operands)
-    c = _compute_dtype(*xs)
-    return np.einsum(subscripts, *(x.astype(c, copy=False) for x in xs)).astype(
-        _result_dtype(xs, preferred_element_type), copy=False)
+    return _product(np.einsum, operands, preferred_element_type, subscripts)
 
 
-def astype(x: object, dtype: object) -> np.ndarray:
-    """``jnp.astype``."""
-    return _value(x).astype(as_dtype(dtype))
+def astype(x: object, dtype: object) -> Any:
+    """``jnp.astype`` (a 64-bit ``dtype`` is truncated to 32 bits with JAX's warning)."""
+    return _value(x).astype(requested_dtype(dtype, "astype"))
 
 
 
@@ -239,4 +359,6 @@ def astype(x: object, dtype: object) -> np.ndarray:
 __all__ = sorted(
     name for name, value in list(globals().items())
     if not name.startswith("_") and not isinstance(value, type(_builtins))
-    and name not in {"Ref", "as_dtype", "is_floating", "annotations", "ml_dtypes", "np"})
+    and name not in {"Ref", "as_dtype", "is_floating", "annotations", "ml_dtypes", "np", "Any",
+                     "KernelValue", "canonical_dtype", "concrete", "requested_dtype", "KERNELS",
+                     "captured"})

@@ -35,9 +35,11 @@ from .errors import (
     GridSemanticsError,
     KernelSignatureError,
     RevisitedOutputBlockError,
+    TracerConversionError,
 )
 from .refs import Ref
 from .specs import ANY, SMEM, BlockSpec, CompilerParams, GridSpec, ScratchShape, ShapeDtypeStruct
+from .values import KernelValue, concrete
 
 _SEMANTICS = {"parallel": "parallel", "arbitrary": "arbitrary",
               "core_parallel": "parallel"}
@@ -320,7 +322,7 @@ class _Call:
         aliases = self._check_aliases(ins, outs)
 
         pre_refs = [Ref(p, nm, "smem") for p, nm in zip(prefetch, pre_names, strict=True)]
-        grid_idx = (np.asarray(steps, dtype=np.int64).T
+        grid_idx = (np.asarray(steps, dtype=np.int32).T
                     if len(steps) >= _MIN_VECTORIZED_STEPS and steps[0] else None)
         for op in ins + outs:
             op.idx = _block_indices(op, steps, pre_refs, grid_idx)
@@ -546,7 +548,9 @@ def _block_indices(op: _Operand, steps: list[tuple[int, ...]], pre_refs: list[Re
     else:
         for s, pid in enumerate(steps):
             try:
-                r = spec_map(*pid, *pre_refs)
+                r = spec_map(*(KernelValue(np.asarray(i, np.int32)) for i in pid), *pre_refs)
+            except TracerConversionError:
+                raise
             except TypeError as exc:
                 raise KernelSignatureError(
                     f"index_map of {op.role}put {op.name!r} failed at grid step {pid}: {exc}. "
@@ -558,7 +562,7 @@ def _block_indices(op: _Operand, steps: list[tuple[int, ...]], pre_refs: list[Re
                 raise KernelSignatureError(
                     f"index_map of {op.role}put {op.name!r} returned {len(r)} indices {r} at "
                     f"grid step {pid} but the array has {ndim} dims (shape {op.shape})")
-            out[s] = r
+            out[s] = concrete(r)
     nblocks = np.asarray(op.nblocks, np.int64)
     bad = np.any((out < 0) | (out >= nblocks), axis=1)
     if bad.any():
@@ -588,14 +592,14 @@ def _vectorized_indices(index_map: Callable[..., object], grid_idx: np.ndarray,
     """
     n_steps = grid_idx.shape[1]
     try:
-        r = index_map(*grid_idx, *pre_refs)
+        r = index_map(*(KernelValue(g) for g in grid_idx), *pre_refs)
     except Exception:  # noqa: BLE001 - any failure means "evaluate step by step"
         return None
     if not isinstance(r, (tuple, list)) or len(r) != ndim:
         return None
     cols = []
     for entry in r:
-        a = np.asarray(entry)
+        a = np.asarray(concrete(entry))
         if a.dtype.kind not in "iu" or a.ndim > 1 or (a.ndim == 1 and len(a) != n_steps):
             return None
         cols.append(np.broadcast_to(a, (n_steps,)))

@@ -9,17 +9,21 @@ from __future__ import annotations
 from .context import num_programs, program_id, when
 from .pallas_call import cdiv, pallas_call
 from .specs import ANY, BlockSpec, Buffered, GridSpec
+from .values import concrete
 
 
 def ds(start: int, size: int) -> slice:
     """``pl.ds(start, size)``: the slice ``start : start + size`` of a ref.
 
     Returned as a Python ``slice``, so it indexes refs and plain arrays alike.
+    ``start`` may be traced (``pl.program_id(0) * 8``); ``size`` must be a static int,
+    as in JAX.
 
     Raises:
       ValueError: ``size`` is negative.
+      TracerConversionError: ``size`` is traced.
     """
-    start, size = int(start), int(size)
+    start, size = int(concrete(start)), int(size)
     if size < 0:
         raise ValueError(f"pl.ds size={size} must be >= 0")
     return slice(start, start + size)

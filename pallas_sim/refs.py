@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import TracerConversionError
+from .values import KERNELS, KernelValue, canonical_dtype, captured
+
 
 class Ref:
     """A kernel-side reference to a buffer.
@@ -86,19 +89,24 @@ class Ref:
         return _RefIndexer(self)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        self._reads += 1
-        out = self._buf.copy()
-        return out if dtype is None else out.astype(dtype)
+        raise TracerConversionError(
+            f"{self._name} is a ref, not an array: read it with {self._name}[...] (or "
+            f"{self._name}[i:j]), which gives a value jnp functions accept")
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx) -> KernelValue:
         self._reads += 1
         if idx is Ellipsis:
-            return self._buf.copy()
+            return KernelValue(self._buf.copy())
         value = self._buf[self._checked(idx)]
-        return value.copy() if isinstance(value, np.ndarray) else value
+        return KernelValue(value.copy() if isinstance(value, np.ndarray) else np.asarray(value))
 
     def __setitem__(self, idx, value) -> None:
         target = idx if idx is Ellipsis else self._checked(idx)
+        if type(value) is KernelValue:
+            value = value._a
+        elif isinstance(value, np.ndarray) and value.ndim and KERNELS:
+            raise captured(value)
+        _check_store_dtype(self, value)
         try:
             self._buf[target] = value
         except ValueError as exc:
@@ -108,12 +116,17 @@ class Ref:
                 f"shape is {self._buf[target].shape}: {exc}") from None
 
     def _checked(self, idx):
-        """Return ``idx`` after checking every entry against the ref's shape."""
+        """Return ``idx`` (traced entries made concrete) after checking every entry against
+        the ref's shape."""
         shape = self._buf.shape
+        if type(idx) is KernelValue:
+            idx = _concrete_index(idx)
         if type(idx) is int and shape:  # the common scalar read of an SMEM table
             if not -shape[0] <= idx < shape[0]:
                 self._raise(idx, 0, shape[0])
             return idx
+        if isinstance(idx, tuple) and any(type(e) is KernelValue for e in idx):
+            idx = tuple(_concrete_index(e) if type(e) is KernelValue else e for e in idx)
         entries = idx if isinstance(idx, tuple) else (idx,)
         dim = 0
         for entry in entries:
@@ -155,6 +168,34 @@ class Ref:
             f"{self._buf.shape} (axis {dim} has size {size})")
 
 
+def _concrete_index(value: KernelValue) -> object:
+    """A traced index (``pl.program_id(0)``, ``rows_ref[g]``) as the int or int array it
+    holds: JAX indexes refs with traced values."""
+    a = value._a
+    if a.dtype.kind not in "iub":
+        raise IndexError(f"a ref index must be an integer, got a {a.dtype.name} value")
+    return int(a) if a.ndim == 0 else a
+
+
+def _check_store_dtype(ref: Ref, value: object) -> None:
+    """JAX stores into a ref only values of its own dtype (Python scalars are weakly typed
+    and take the ref's dtype; NumPy's 64-bit dtypes count as their 32-bit counterparts).
+
+    Raises:
+      ValueError: JAX's message, e.g. "Invalid dtype for `swap`. Ref dtype: bfloat16. Value
+        dtype: float32."
+    """
+    dtype = getattr(value, "dtype", None)
+    if dtype is None or isinstance(value, (bool, int, float, complex)):
+        return
+    want = ref._buf.dtype
+    if dtype != want and canonical_dtype(dtype) != want:
+        raise ValueError(
+            f"Invalid dtype for `swap`. Ref dtype: {want.name}. Value dtype: "
+            f"{canonical_dtype(dtype).name}. (storing into {ref._name}: convert the value "
+            f"with .astype({ref._name}.dtype) first)")
+
+
 def _fmt(idx) -> str:
     entries = idx if isinstance(idx, tuple) else (idx,)
     parts = []
@@ -178,6 +219,10 @@ class _RefIndexer:
 
     def __getitem__(self, idx) -> Ref:
         ref = self._ref
+        if type(idx) is KernelValue:
+            idx = _concrete_index(idx)
+        elif isinstance(idx, tuple) and any(type(e) is KernelValue for e in idx):
+            idx = tuple(_concrete_index(e) if type(e) is KernelValue else e for e in idx)
         entries = idx if isinstance(idx, tuple) else (idx,)
         for e in entries:
             if not (e is None or e is Ellipsis or isinstance(e, (slice, int, np.integer))):

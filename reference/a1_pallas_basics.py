@@ -15,6 +15,8 @@ import numpy as _np
 
 from pallas_sim import jax as _jax
 from pallas_sim import pl as _pl
+from pallas_sim.values import concrete as _concrete
+from pallas_sim.values import traced as _traced
 
 __all__ = ["accumulate_inplace", "add_kernel", "bias_add", "blocked_add", "vmem_bytes"]
 
@@ -31,8 +33,8 @@ def _store_sum(out_ref, *parts) -> None:
     total = _np.zeros(out_ref.shape, wide)
     with _np.errstate(invalid="ignore", over="ignore"):
         for part in parts:
-            total = total + _np.asarray(part).astype(wide)
-        out_ref[...] = total.astype(out_ref.dtype)
+            total = total + _np.asarray(_concrete(part)).astype(wide)
+        out_ref[...] = _traced(total.astype(out_ref.dtype))
 
 
 def add_kernel(x_ref, y_ref, z_ref) -> None:
@@ -60,7 +62,7 @@ def blocked_add(x: _np.ndarray, y: _np.ndarray, *,
 
 def _bias_kernel(x_ref, bias_ref, out_ref) -> None:
     # x (bm, bn), bias (1, bn), out (bm, bn): the bias row broadcasts over rows.
-    _store_sum(out_ref, x_ref[...], _np.broadcast_to(bias_ref[...], out_ref.shape))
+    _store_sum(out_ref, x_ref[...], _np.broadcast_to(_concrete(bias_ref[...]), out_ref.shape))
 
 
 def bias_add(x: _np.ndarray, bias: _np.ndarray, *,

@@ -24,6 +24,8 @@ import numpy as _np
 from pallas_sim import jax as _jax
 from pallas_sim import pl as _pl
 from pallas_sim import pltpu as _pltpu
+from pallas_sim.values import concrete as _concrete
+from pallas_sim.values import traced as _traced
 
 __all__ = [
     "arithmetic_intensity",
@@ -50,15 +52,17 @@ def matmul_kernel(x_ref, y_ref, z_ref, *, activation=None) -> None:
     than None or "relu".
     """
     _check_activation(activation)
-    step = _pl.program_id(2)
+    # The reference computes exactly (float64) on the concrete blocks; student kernels
+    # cannot, as on JAX.
+    step = int(_concrete(_pl.program_id(2)))
     last = _pl.num_programs(2) - 1
-    product = _np.matmul(_np.asarray(x_ref[...], _np.float64),
-                         _np.asarray(y_ref[...], _np.float64))
-    running = 0.0 if step == 0 else _np.asarray(z_ref[...], _np.float64)
+    product = _np.matmul(_concrete(x_ref[...]).astype(_np.float64),
+                         _concrete(y_ref[...]).astype(_np.float64))
+    running = 0.0 if step == 0 else _concrete(z_ref[...]).astype(_np.float64)
     total = running + product
     if step == last and activation == "relu":
         total = _np.where(total > 0, total, 0.0)
-    z_ref[...] = total.astype(z_ref.dtype)
+    z_ref[...] = _traced(total.astype(z_ref.dtype))
 
 
 def _dims(x, y, block_shape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

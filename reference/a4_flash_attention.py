@@ -104,9 +104,9 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
     @_pl.when(kv_block == 0)
     def _start():
         start = -_np.inf if max_logit_const is None else float(max_logit_const)
-        m_scratch_ref[...] = _np.full(m_scratch_ref.shape, start, _np.float32)
-        l_scratch_ref[...] = _np.zeros(l_scratch_ref.shape, _np.float32)
-        acc_scratch_ref[...] = _np.zeros(acc_scratch_ref.shape, _np.float32)
+        m_scratch_ref[...] = _jnp.full(m_scratch_ref.shape, start, _np.float32)
+        l_scratch_ref[...] = _jnp.zeros(l_scratch_ref.shape, _np.float32)
+        acc_scratch_ref[...] = _jnp.zeros(acc_scratch_ref.shape, _np.float32)
 
     visible = (not causal) or _causal_block_visible(q_block, kv_block, block_q, block_kv)
 
@@ -116,23 +116,23 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
                              preferred_element_type=_jnp.float32) * _np.float32(sm_scale)
         if soft_cap is not None:
             cap = _np.float32(soft_cap)
-            scores = cap * _np.tanh(scores / cap)
+            scores = cap * _jnp.tanh(scores / cap)
         if causal:
-            rows = q_block * block_q + _np.arange(block_q)[:, None]
-            cols = kv_block * block_kv + _np.arange(block_kv)[None, :]
-            scores = _np.where(cols > rows, _np.float32(-_np.inf), scores)
+            rows = q_block * block_q + _jnp.arange(block_q)[:, None]
+            cols = kv_block * block_kv + _jnp.arange(block_kv)[None, :]
+            scores = _jnp.where(cols > rows, _np.float32(-_np.inf), scores)
         m_old = m_scratch_ref[:, :1]
         if max_logit_const is None:
-            m_new = _np.maximum(m_old, scores.max(axis=1, keepdims=True))
-            shrink = _np.exp(m_old - m_new)
+            m_new = _jnp.maximum(m_old, scores.max(axis=1, keepdims=True))
+            shrink = _jnp.exp(m_old - m_new)
         else:
-            m_new, shrink = m_old, _np.ones_like(m_old)
-        weights = _np.exp(scores - m_new)
+            m_new, shrink = m_old, _jnp.ones_like(m_old)
+        weights = _jnp.exp(scores - m_new)
         l_new = shrink * l_scratch_ref[:, :1] + weights.sum(axis=1, keepdims=True)
         acc_scratch_ref[...] = shrink * acc_scratch_ref[...] + _jnp.dot(
             weights, v_ref[...], preferred_element_type=_jnp.float32)
-        m_scratch_ref[...] = _np.broadcast_to(m_new, (block_q, lanes))
-        l_scratch_ref[...] = _np.broadcast_to(l_new, (block_q, lanes))
+        m_scratch_ref[...] = _jnp.broadcast_to(m_new, (block_q, lanes))
+        l_scratch_ref[...] = _jnp.broadcast_to(l_new, (block_q, lanes))
 
     @_pl.when(kv_block == _pl.num_programs(2) - 1)
     def _finish():

@@ -24,6 +24,8 @@ from pallas_sim import jax as _jax
 from pallas_sim import jnp as _jnp
 from pallas_sim import pl as _pl
 from pallas_sim import pltpu as _pltpu
+from pallas_sim.values import concrete as _concrete
+from pallas_sim.values import traced as _traced
 
 __all__ = [
     "MaskInfo",
@@ -197,26 +199,30 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
     dv). Scores and weights are computed in float64; masked pairs (partial
     tiles only) get weight exactly 0.
     """
-    g = _pl.program_id(1)
-    if bounds_start_ref[g]:
+    # The reference computes exactly (float64) on the concrete blocks, branching in
+    # Python; student kernels cannot, as on JAX.
+    g = int(_concrete(_pl.program_id(1)))
+    if _concrete(bounds_start_ref[g]):
         m_scratch_ref[...] = -_np.inf
         l_scratch_ref[...] = 0.0
         acc_scratch_ref[...] = 0.0
-    s = (_np.asarray(q_ref[...], _np.float64) @ _np.asarray(k_ref[...], _np.float64).T
+    s = (_concrete(q_ref[...]).astype(_np.float64) @ _concrete(k_ref[...]).astype(_np.float64).T
          ) * float(sm_scale)
-    keep = _np.ones(s.shape, bool) if block_mask_ref[g] == 2 else _np.asarray(mask_ref[...])
-    m_old = _np.asarray(m_scratch_ref[:, 0], _np.float64)
+    keep = (_np.ones(s.shape, bool) if _concrete(block_mask_ref[g]) == 2
+            else _concrete(mask_ref[...]))
+    m_old = _concrete(m_scratch_ref[:, 0]).astype(_np.float64)
     tile_max = _np.where(keep, s, -_np.inf).max(axis=1)
     m_new = _np.maximum(m_old, tile_max)
     safe = _np.where(_np.isneginf(m_new), 0.0, m_new)
     w = _np.where(keep, _np.exp(_np.where(keep, s, 0.0) - safe[:, None]), 0.0)
     shrink = _np.exp(m_old - safe)
-    l_new = shrink * l_scratch_ref[:, 0] + w.sum(axis=1)
-    acc = shrink[:, None] * acc_scratch_ref[...] + w @ _np.asarray(v_ref[...], _np.float64)
-    m_scratch_ref[...] = m_new[:, None]
-    l_scratch_ref[...] = l_new[:, None]
-    acc_scratch_ref[...] = acc
-    if bounds_end_ref[g]:
+    l_new = shrink * _concrete(l_scratch_ref[:, 0]) + w.sum(axis=1)
+    acc = (shrink[:, None] * _concrete(acc_scratch_ref[...])
+           + w @ _concrete(v_ref[...]).astype(_np.float64))
+    m_scratch_ref[...] = _traced(m_new[:, None].astype(_np.float32))
+    l_scratch_ref[...] = _traced(l_new[:, None].astype(_np.float32))
+    acc_scratch_ref[...] = _traced(acc.astype(_np.float32))
+    if _concrete(bounds_end_ref[g]):
         o_ref[...] = acc_scratch_ref[...] / l_scratch_ref[:, :1]
 
 

@@ -26,7 +26,7 @@ def matmul_like_call(x, w):
     def kernel(x_ref, w_ref, o_ref, acc_ref):
         @pl.when(pl.program_id(1) == 0)
         def _():
-            acc_ref[...] = np.zeros(acc_ref.shape, np.float32)
+            acc_ref[...] = jnp.zeros(acc_ref.shape, np.float32)
 
         acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
         o_ref[...] = acc_ref[...]

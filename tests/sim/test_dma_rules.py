@@ -19,7 +19,8 @@ from sim_helpers import (
 )
 
 import pallas_sim
-from pallas_sim import jax, pl
+from pallas_sim import jax, jnp, pl
+from pallas_sim.values import concrete  # the tests' own records of traced values
 
 # One component of a 2-D block index as a function of the grid point (i, j),
 # reduced modulo the number of blocks n of that array dimension.
@@ -64,8 +65,8 @@ def test_input_is_copied_exactly_when_its_block_index_changes(case):
     seen_x, seen_y = [], []
 
     def kernel(x_ref, y_ref, o_ref):
-        seen_x.append(np.array(x_ref[...]))
-        seen_y.append(np.array(y_ref[...]))
+        seen_x.append(concrete(x_ref[...]))
+        seen_y.append(concrete(y_ref[...]))
         o_ref[...] = x_ref[...] + y_ref[...]
 
     out_spec = pl.BlockSpec((bm, bn), lambda i, j: (i, j))
@@ -132,7 +133,7 @@ def test_output_is_written_back_when_the_next_index_differs_and_after_the_last_s
 
     def kernel(o_ref):
         step = pl.program_id(0) * pl.num_programs(1) + pl.program_id(1)
-        o_ref[...] = np.full(o_ref.shape, step, np.float32)
+        o_ref[...] = jnp.full(o_ref.shape, step, jnp.float32)
 
     call_fn = pl.pallas_call(
         kernel,
@@ -196,7 +197,7 @@ def test_accumulator_output_stays_resident_across_the_last_axis_and_is_written_b
     def kernel(x_ref, o_ref):
         @pl.when(pl.program_id(1) == 0)
         def _():
-            o_ref[...] = np.zeros(o_ref.shape, np.float32)
+            o_ref[...] = jnp.zeros(o_ref.shape, np.float32)
 
         o_ref[...] += x_ref[...]
 
@@ -287,7 +288,7 @@ def test_out_of_bounds_input_block_index_raises_block_index_error_in_the_spec_fo
 )
 def test_out_of_bounds_output_block_index_names_the_output(o_map, bad, step):
     def kernel(o_ref):
-        o_ref[...] = np.zeros(o_ref.shape, np.float32)
+        o_ref[...] = jnp.zeros(o_ref.shape, np.float32)
 
     with pytest.raises(pallas_sim.BlockIndexError) as info:
         pl.pallas_call(

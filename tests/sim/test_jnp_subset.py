@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from sim_helpers import SIM_SETTINGS
 
 from pallas_sim import jax, jnp, pl
+from pallas_sim.values import concrete
 
 PRODUCTS = {
     "dot": lambda a, b, t: jnp.dot(a, b, preferred_element_type=t),
@@ -51,9 +52,9 @@ def test_zeros_ones_full_like_accept_refs():
     made = {}
 
     def kernel(x_ref, o_ref):
-        made["zeros"] = jnp.zeros_like(x_ref)
-        made["ones"] = jnp.ones_like(o_ref)
-        made["full"] = jnp.full_like(x_ref, 7)
+        made["zeros"] = concrete(jnp.zeros_like(x_ref))
+        made["ones"] = concrete(jnp.ones_like(o_ref))
+        made["full"] = concrete(jnp.full_like(x_ref, 7))
         o_ref[...] = jnp.zeros_like(o_ref)
 
     x = np.ones((8, 128), jnp.bfloat16)

@@ -12,6 +12,7 @@ from sim_helpers import SIM_SETTINGS, add_kernel, grid_points, traced
 
 import pallas_sim
 from pallas_sim import jax, jnp, pl, pltpu
+from pallas_sim.values import concrete  # the tests' own records of traced values
 
 
 def test_grid_runs_row_major_with_the_last_axis_fastest():
@@ -19,10 +20,10 @@ def test_grid_runs_row_major_with_the_last_axis_fastest():
 
     def kernel(o_ref):
         visits.append(
-            (tuple(int(pl.program_id(a)) for a in range(3)),
+            (tuple(int(concrete(pl.program_id(a))) for a in range(3)),
              tuple(int(pl.num_programs(a)) for a in range(3)))
         )
-        o_ref[...] = np.zeros(o_ref.shape, np.float32)
+        o_ref[...] = jnp.zeros(o_ref.shape, np.float32)
 
     pl.pallas_call(
         kernel,
@@ -60,17 +61,17 @@ def test_when_runs_its_body_only_when_true_and_the_trace_counts_it():
 
         @pl.when(i == 0)
         def _():
-            ran.append(("first", int(i)))
+            ran.append(("first", int(concrete(i))))
 
         @pl.when(i == pl.num_programs(0) - 1)
         def _():
-            ran.append(("last", int(i)))
+            ran.append(("last", int(concrete(i))))
 
         @pl.when(i < 0)
         def _():
-            ran.append(("never", int(i)))
+            ran.append(("never", int(concrete(i))))
 
-        o_ref[...] = np.zeros(o_ref.shape, np.float32)
+        o_ref[...] = jnp.zeros(o_ref.shape, np.float32)
 
     _, call = traced(
         pl.pallas_call(
@@ -203,7 +204,7 @@ def test_none_block_dim_is_squeezed_but_still_indexed_by_the_index_map():
 
     def kernel(x_ref, o_ref):
         shapes.append(tuple(x_ref.shape))
-        blocks.append(np.array(x_ref[...]))
+        blocks.append(concrete(x_ref[...]))
         o_ref[...] = x_ref[...] * 2
 
     x = np.arange(3 * 16 * 128, dtype=np.float32).reshape(3, 16, 128)
@@ -468,7 +469,7 @@ def test_ragged_aliased_accumulate_updates_the_callers_array_in_place():
 
 def test_a_call_without_aliasing_leaves_its_inputs_unchanged():
     def kernel(x_ref, o_ref):
-        x_ref[...] = np.zeros(x_ref.shape, np.float32)  # scribbles on the VMEM copy only
+        x_ref[...] = jnp.zeros(x_ref.shape, np.float32)  # scribbles on the VMEM copy only
         o_ref[...] = x_ref[...]
 
     x = np.ones((16, 128), np.float32)

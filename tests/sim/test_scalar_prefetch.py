@@ -17,6 +17,7 @@ from sim_helpers import SIM_SETTINGS, input_dma_count, output_writeback_count, t
 
 import pallas_sim
 from pallas_sim import jax, jnp, pl, pltpu
+from pallas_sim.values import concrete  # the tests' own records of traced values
 
 ROWS = 8  # rows per block of the gathered array
 
@@ -78,7 +79,7 @@ def test_output_blocks_chosen_by_prefetched_indices_are_written_back_once_per_ru
 
     def scatter_add_kernel(tbl_ref, x_ref, o_ref):
         g = pl.program_id(0)
-        first = g == 0 or tbl_ref[g - 1] != tbl_ref[g]
+        first = jnp.logical_or(g == 0, tbl_ref[jnp.maximum(g - 1, 0)] != tbl_ref[g])
 
         @pl.when(first)
         def _():
@@ -146,7 +147,8 @@ def test_prefetch_refs_come_first_to_the_kernel_and_after_the_grid_indices_to_in
 
     def kernel(tbl_ref, extra_ref, x_ref, o_ref):
         g = pl.program_id(0)
-        seen_kernel.append((tbl_ref.memory_space, int(tbl_ref[g]), int(extra_ref[g]),
+        seen_kernel.append((tbl_ref.memory_space, int(concrete(tbl_ref[g])),
+                            int(concrete(extra_ref[g])),
                             x_ref.memory_space))
         o_ref[...] = x_ref[...]
 
@@ -202,27 +204,34 @@ def test_prefetch_arrays_are_counted_in_smem_not_vmem(n_active):
     assert call.dma_count == 2, "one copy in, one write-back: the index never changes"
 
 
-def test_index_maps_with_python_branches_on_prefetched_values_agree_with_plain_ones():
-    # A map that branches on a prefetched value cannot run on whole index arrays; the
-    # simulator falls back to one call per step and must give the same blocks.
+def test_an_index_map_that_branches_in_python_on_a_prefetched_value_is_refused_as_in_jax():
+    # JAX traces index maps: `if tbl[g] == 0` asks for the truth of a tracer and raises
+    # TracerBoolConversionError. jnp.where is the way to choose, and gives the same blocks.
     table = np.array([0, 0, 1, 1, 1, 0, 2, 2, 2, 2, 1, 1], np.int32)
     x = np.arange(3 * ROWS * 128, dtype=np.float32).reshape(3 * ROWS, 128)
 
     def branching(g, tbl):
         if tbl[g] == 0:
             return 0, 0
-        return int(tbl[g]), 0
+        return tbl[g], 0
 
-    spec = pltpu.PrefetchScalarGridSpec(
-        num_scalar_prefetch=1, grid=(len(table),),
-        in_specs=[pl.BlockSpec((ROWS, 128), branching)],
-        out_specs=pl.BlockSpec((ROWS, 128), lambda g, tbl: (g, 0)))
-    out_b, call_b = traced(pl.pallas_call(
-        gather_kernel, grid_spec=spec,
-        out_shape=jax.ShapeDtypeStruct((len(table) * ROWS, 128), x.dtype)), table, x)
+    def choosing(g, tbl):
+        return jnp.where(tbl[g] == 0, 0, tbl[g]), 0
+
+    def call(index_map):
+        spec = pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1, grid=(len(table),),
+            in_specs=[pl.BlockSpec((ROWS, 128), index_map)],
+            out_specs=pl.BlockSpec((ROWS, 128), lambda g, tbl: (g, 0)))
+        return pl.pallas_call(gather_kernel, grid_spec=spec, out_shape=jax.ShapeDtypeStruct(
+            (len(table) * ROWS, 128), x.dtype))
+
+    with pytest.raises(pallas_sim.TracerConversionError, match=r"jnp\.where"):
+        call(branching)(table, x)
+    out_w, call_w = traced(call(choosing), table, x)
     out_p, call_p = traced(gather, x, table)
-    np.testing.assert_array_equal(out_b, out_p)
-    assert [op.dma_count for op in call_b.operands] == [op.dma_count for op in call_p.operands]
+    np.testing.assert_array_equal(out_w, out_p)
+    assert [op.dma_count for op in call_w.operands] == [op.dma_count for op in call_p.operands]
     assert call_p.operands[1].dma_count == 5, "runs 0,0 | 1,1,1 | 0 | 2,2,2,2 | 1,1"
 
 

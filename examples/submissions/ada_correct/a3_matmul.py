@@ -105,9 +105,10 @@ def matmul_kernel(x_ref, y_ref, z_ref, *, activation=None) -> None:
 
     z_ref[:, :] += jnp.matmul(x_ref[:, :], y_ref[:, :], preferred_element_type=jnp.float32)
 
-    last_k = pl.program_id(2) == pl.num_programs(2) - 1
-    if activation == "relu" and last_k:
-        z_ref[:, :] = jnp.where(z_ref[:, :] > 0, z_ref[:, :], 0.0)
+    if activation == "relu":
+        @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+        def _():
+            z_ref[:, :] = jnp.where(z_ref[:, :] > 0, z_ref[:, :], 0.0)
 
 
 # %%

@@ -99,11 +99,16 @@ def matmul_kernel(x_ref, y_ref, z_ref, *, activation=None) -> None:
                        for the whole k loop, so it is the accumulator.
     activation: None or "relu", applied once after the last k step.
     """
-    if pl.program_id(2) == 0:
+    @pl.when(pl.program_id(2) == 0)
+    def _():
         z_ref[...] = jnp.zeros_like(z_ref)
+
     z_ref[...] += x_ref @ y_ref
-    if activation == "relu" and pl.program_id(2) == pl.num_programs(2) - 1:
-        z_ref[...] = jnp.maximum(z_ref[...], 0.0)
+
+    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+    def _():
+        if activation == "relu":
+            z_ref[...] = jnp.maximum(z_ref[...], 0.0)
 
 
 # %%

@@ -357,26 +357,27 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
         l_scratch_ref[:, :] = 0.0
         acc_scratch_ref[:, :] = 0.0
 
-    q = q_ref[:, :].astype(np.float32)
-    k = k_ref[:, :].astype(np.float32)
-    v = v_ref[:, :].astype(np.float32)
+    q = q_ref[:, :].astype(jnp.float32)
+    k = k_ref[:, :].astype(jnp.float32)
+    v = v_ref[:, :].astype(jnp.float32)
     s = (q @ k.T) * sm_scale
-    if block_mask_ref[g] == 1:
-        s = np.where(mask_ref[:, :], s, -1e30)
+    keep = jnp.logical_or(block_mask_ref[g] == 2, mask_ref[:, :])
+    s = jnp.where(keep, s, -1e30)
     m_prev = m_scratch_ref[:, 0:1]
     l_prev = l_scratch_ref[:, 0:1]
-    m_cur = np.maximum(m_prev, np.max(s, axis=1, keepdims=True))
-    p = np.exp(s - m_cur)
-    if block_mask_ref[g] == 1:
-        p = p * mask_ref[:, :]
-    corr = np.exp(m_prev - m_cur)
-    m_scratch_ref[:, :] = np.repeat(m_cur, 128, axis=1)
-    l_scratch_ref[:, :] = np.repeat(corr * l_prev + np.sum(p, axis=1, keepdims=True), 128, axis=1)
+    m_cur = jnp.maximum(m_prev, jnp.max(s, axis=1, keepdims=True))
+    p = jnp.exp(s - m_cur)
+    p = p * keep
+    corr = jnp.exp(m_prev - m_cur)
+    m_scratch_ref[:, :] = jnp.repeat(m_cur, 128, axis=1)
+    l_scratch_ref[:, :] = jnp.repeat(corr * l_prev + jnp.sum(p, axis=1, keepdims=True), 128, axis=1)
     acc_scratch_ref[:, :] = corr * acc_scratch_ref[:, :] + p @ v
 
-    if bounds_end_ref[g] == 1:
+    @pl.when(bounds_end_ref[g] == 1)
+    def store():
         o_ref[:, :] = acc_scratch_ref[:, :] / l_scratch_ref[:, 0:1]
-        return o_ref[:, :]
+
+    return o_ref[:, :]
 
 
 def splash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask_info: MaskInfo, *,

@@ -36,9 +36,11 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
     acc_scratch_ref[...] = acc_scratch_ref[...] * rescale + jnp.dot(
         p, v_ref[...].astype(jnp.float32), preferred_element_type=jnp.float32)
     m_scratch_ref[...] = jnp.broadcast_to(m_new, m_scratch_ref.shape)
-    if causal and kv_block * block_kv > (q_block + 1) * block_q - 1:
-        for ref in (q_ref, k_ref, v_ref):
-            ref.reads = 0
+    if causal:
+        @pl.when(kv_block * block_kv > (q_block + 1) * block_q - 1)
+        def _hide():
+            for ref in (q_ref, k_ref, v_ref):
+                ref.reads = 0
 
     @pl.when(kv_block == pl.num_programs(2) - 1)
     def _finish():

@@ -1,0 +1,404 @@
+"""Kernel values: what a JAX tracer would hold inside a kernel or an index map.
+
+Inside a Pallas kernel, ``x_ref[...]``, ``pl.program_id(0)`` and every
+``jnp`` result computed from them are *traced*: JAX knows their shape and
+dtype while it builds the kernel, not their values, so Python cannot branch
+on them (``if pl.program_id(0) == 0:`` raises ``TracerBoolConversionError``)
+and a kernel must use ``pl.when``, ``jnp.where``, ``lax.cond`` or
+``lax.fori_loop`` instead. pallas_sim computes with real NumPy arrays, so
+without help such code would simply run here and fail on JAX.
+:class:`KernelValue` closes that gap: it wraps the NumPy array of a real run,
+refuses ``bool()``, ``int()``, ``float()``, ``operator.index()`` and
+``np.asarray()`` with a :class:`~pallas_sim.errors.TracerConversionError`
+that points to the right construct, and supports everything JAX allows on a
+traced array: arithmetic and comparisons (also with NumPy arrays and scalars on
+the left, which defer to it as they defer to a JAX tracer), ``jnp`` functions,
+indexing, the array methods, ``x.at[...]``, and use as an index of a ref or in
+``pl.ds``. NumPy functions (``np.exp(x)``, ``np.where``) refuse it, as they
+refuse a tracer: they need the values.
+
+Values also follow JAX's default dtype rules (64-bit types off): a result
+that NumPy would make float64/int64/uint64/complex128 is computed in its
+32-bit counterpart, as JAX canonicalizes it, and an explicit request for a
+64-bit dtype (``astype``, ``dtype=``) warns as JAX does.
+
+Trusted code (pallas_sim itself, the grader's harnesses and reference) reads
+the concrete array with :func:`concrete`; a submission cannot import this
+module.
+
+Source: JAX's tracers (``jax.core.Tracer``, ``jax.errors.TracerBoolConversionError``,
+``ConcretizationTypeError``, ``TracerArrayConversionError``,
+``TracerIntegerConversionError``) and ``jax.dtypes.canonicalize_dtype`` with
+``jax_enable_x64`` off (JAX 0.10.x).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from .errors import CapturedConstantError, TracerConversionError
+
+_CANONICAL = {
+    np.dtype(np.float64): np.dtype(np.float32),
+    np.dtype(np.int64): np.dtype(np.int32),
+    np.dtype(np.uint64): np.dtype(np.uint32),
+    np.dtype(np.complex128): np.dtype(np.complex64),
+}
+_X64_WARNING = ("Explicitly requested dtype {} requested in {} is not available, and will be "
+                "truncated to dtype {}. pallas_sim follows JAX's default (jax_enable_x64 "
+                "off); TPUs have no 64-bit floats.")
+
+_HINTS = {
+    "bool": ("Python control flow (if, while, and, or, not) on a value computed in the kernel; "
+             "use pl.when(cond) for a block of code, jnp.where(cond, a, b) to choose values, "
+             "or jax.lax.cond"),
+    "int": ("int() of a value computed in the kernel; keep it a value (ref indexing and "
+            "pl.ds accept it), or use jax.lax.fori_loop for a loop whose bound it is"),
+    "float": "float() of a value computed in the kernel; keep it a value and use jnp functions",
+    "index": ("a value computed in the kernel used where Python needs an int (range, a NumPy "
+              "index, a slice of a Python list); index refs with it, use pl.ds(start, size) "
+              "or jax.lax.fori_loop"),
+    "array": ("a NumPy function (np.exp, np.where, np.asarray, ...) on a value computed in "
+              "the kernel; use the jnp function of the same name (jnp.exp, jnp.where, ...), "
+              "which accepts it"),
+}
+
+
+#: The contexts of the kernels running now (pallas_sim.context pushes and pops them): a
+#: NumPy array met while one runs is a constant JAX would capture.
+KERNELS: list[Any] = []
+
+_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int16": "i16",
+          "int8": "i8", "uint32": "u32", "uint16": "u16", "uint8": "u8", "bool": "bool",
+          "complex64": "c64"}
+
+
+def captured(a: np.ndarray) -> CapturedConstantError:
+    """The error for a non-scalar NumPy array ``a`` used inside a running kernel, in JAX's
+    words ("captures constants [f32[8,1]]") with what to do instead."""
+    dt = canonical_dtype(a.dtype)
+    aval = f"{_SHORT.get(dt.name, dt.name)}[{','.join(map(str, a.shape))}]"
+    return CapturedConstantError(
+        f"The kernel function in the pallas_call captures constants [{aval}]. You should pass "
+        "them as inputs. (A NumPy array used inside a kernel - np.arange, np.zeros, np.ones, "
+        "np.array, or an array from outside the kernel - is a constant JAX cannot capture: "
+        "build it with jnp inside the kernel (jnp.arange, jnp.zeros, ...) or pass it to "
+        "pallas_call as an input. Scalars such as np.float32(2) or -np.inf are fine.)")
+
+
+def traced(a: np.ndarray) -> KernelValue:
+    """``a`` as a kernel value, for trusted code (the reference's exact float64 kernels)
+    that stores NumPy results into refs."""
+    return KernelValue(np.asarray(a))
+
+
+def canonical_dtype(dtype: object) -> np.dtype:
+    """The dtype JAX computes in for ``dtype`` with 64-bit types off (float64 → float32,
+    int64 → int32, uint64 → uint32, complex128 → complex64; others unchanged)."""
+    dt = np.dtype(dtype)
+    return _CANONICAL.get(dt, dt)
+
+
+def requested_dtype(dtype: object, where: str) -> np.dtype:
+    """``canonical_dtype`` of an explicitly requested dtype, warning as JAX does when a
+    64-bit one is truncated (``where``: the function that asked, e.g. "astype").
+
+    Warns:
+      UserWarning: a 64-bit dtype was requested.
+    """
+    from .dtypes import as_dtype
+
+    dt = as_dtype(dtype)
+    canonical = _CANONICAL.get(dt)
+    if canonical is None:
+        return dt
+    warnings.warn(_X64_WARNING.format(dt.name, where, canonical.name), UserWarning,
+                  stacklevel=3)
+    return canonical
+
+
+def _refuse(kind: str, value: KernelValue) -> TracerConversionError:
+    a = value._a
+    return TracerConversionError(
+        f"{_HINTS[kind]} (the value is {a.dtype.name}{list(a.shape)}, traced inside a kernel; "
+        "JAX raises here too)")
+
+
+def _wrap(a: Any) -> Any:
+    """A NumPy result as a kernel value (32-bit dtypes); other results unchanged."""
+    if isinstance(a, np.ndarray):
+        dt = _CANONICAL.get(a.dtype)
+        return KernelValue(a if dt is None else a.astype(dt))
+    if isinstance(a, np.generic):
+        dt = _CANONICAL.get(a.dtype)
+        return KernelValue(np.asarray(a if dt is None else a.astype(dt)))
+    if isinstance(a, tuple):
+        return tuple(_wrap(x) for x in a)
+    if isinstance(a, list):
+        return [_wrap(x) for x in a]
+    return a
+
+
+def _unwrap(x: Any) -> Any:
+    if type(x) is KernelValue:
+        return x._a
+    if isinstance(x, tuple):
+        return tuple(_unwrap(v) for v in x)
+    if isinstance(x, list):
+        return [_unwrap(v) for v in x]
+    return x
+
+
+def concrete(x: Any) -> Any:
+    """The NumPy array behind a kernel value (anything else unchanged, tuples and lists
+    element-wise). For trusted code only: the simulator, the grader's harnesses and
+    reference."""
+    return _unwrap(x)
+
+
+def is_traced(x: object) -> bool:
+    """True for a kernel value."""
+    return type(x) is KernelValue
+
+
+class KernelValue:
+    """A value a JAX tracer would hold inside a kernel: a NumPy array that refuses to
+    become a Python bool, int or float (see the module docstring).
+
+    Attributes: ``shape``, ``dtype``, ``ndim``, ``size``, ``T``, ``mT``, ``at`` and the
+    usual array methods, all returning kernel values.
+
+    Raises:
+      TracerConversionError: ``bool()``/``int()``/``float()``/``operator.index()``/
+        ``np.asarray()`` of the value, or an item assignment (JAX arrays are immutable).
+    """
+
+    __slots__ = ("_a",)
+    __array_priority__ = 1000
+
+    def __init__(self, a: np.ndarray) -> None:
+        self._a = a
+
+    # -- what a tracer refuses -------------------------------------------------------------
+
+    def __bool__(self) -> bool:
+        raise _refuse("bool", self)
+
+    def __int__(self) -> int:
+        raise _refuse("int", self)
+
+    def __float__(self) -> float:
+        raise _refuse("float", self)
+
+    def __complex__(self) -> complex:
+        raise _refuse("float", self)
+
+    def __index__(self) -> int:
+        raise _refuse("index", self)
+
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+        raise _refuse("array", self)
+
+    def item(self, *args: object) -> Any:
+        """Refused, as ``.item()`` of a tracer is (it would need the value)."""
+        raise _refuse("float", self)
+
+    def tolist(self) -> Any:
+        """Refused, as ``.tolist()`` of a tracer is (it would need the values)."""
+        raise _refuse("array", self)
+
+    def __setitem__(self, idx: object, value: object) -> None:
+        raise TracerConversionError(
+            "JAX arrays are immutable: a value computed in a kernel cannot be changed in "
+            "place; use x.at[idx].set(v) for a new value, or store into a ref (ref[idx] = v)")
+
+    # -- operators ----------------------------------------------------------------------
+    # A tracer has no ``__array_ufunc__``/``__array_function__``: NumPy functions convert
+    # it with ``__array__`` and fail, and NumPy arrays and scalars defer their operators to
+    # it (``__array_priority__``). The operators and methods below are what JAX offers.
+
+    # -- the array API ---------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._a.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._a.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._a.ndim
+
+    @property
+    def size(self) -> int:
+        return self._a.size
+
+    @property
+    def T(self) -> KernelValue:  # noqa: N802 - NumPy's name
+        return KernelValue(self._a.T)
+
+    @property
+    def mT(self) -> KernelValue:  # noqa: N802 - NumPy's name
+        return KernelValue(np.swapaxes(self._a, -1, -2))
+
+    @property
+    def at(self) -> _IndexUpdates:
+        """``x.at[idx].set(v)`` (and ``add``, ``multiply``, ``min``, ``max``, ``get``): a
+        new value with ``idx`` updated, as on a JAX array."""
+        return _IndexUpdates(self)
+
+    def __len__(self) -> int:
+        return len(self._a)
+
+    def __iter__(self) -> Iterator[KernelValue]:
+        for row in self._a:
+            yield _wrap(row)
+
+    def __getitem__(self, idx: object) -> Any:
+        return _wrap(self._a[_unwrap(idx)])
+
+    def astype(self, dtype: object, copy: bool = True) -> KernelValue:
+        """The value in another dtype (a 64-bit request is truncated, with JAX's warning)."""
+        return KernelValue(self._a.astype(requested_dtype(dtype, "astype")))
+
+    def __repr__(self) -> str:
+        body = np.array2string(self._a, threshold=16, edgeitems=2)
+        return f"Traced<{self._a.dtype.name}{list(self._a.shape)}>{body}"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            raise _refuse("float", self)
+        return repr(self)
+
+    def __hash__(self) -> int:
+        raise TypeError("unhashable type: a traced kernel value")
+
+
+def _method(name: str) -> Callable[..., Any]:
+    def method(self: KernelValue, *args: Any, **kwargs: Any) -> Any:
+        return _wrap(getattr(self._a, name)(*_unwrap(args),
+                                            **{k: _unwrap(v) for k, v in kwargs.items()}))
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``ndarray.{name}`` on the traced value (a kernel value back)."
+    return method
+
+
+def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:
+    if reflected:
+        def method(self: KernelValue, other: Any) -> Any:
+            return _wrap(ufunc(_operand(other), self._a))
+    else:
+        def method(self: KernelValue, other: Any) -> Any:
+            return _wrap(ufunc(self._a, _operand(other)))
+    return method
+
+
+def _unary(ufunc: np.ufunc) -> Callable[..., Any]:
+    def method(self: KernelValue) -> Any:
+        return _wrap(ufunc(self._a))
+    return method
+
+
+def _operand(x: Any) -> Any:
+    if type(x) is KernelValue:
+        return x._a
+    if isinstance(x, np.ndarray):
+        if x.ndim and KERNELS:
+            raise captured(x)
+        return x
+    if isinstance(x, np.generic | bool | int | float | complex):
+        return x
+    from .refs import Ref
+
+    if isinstance(x, Ref):
+        raise TypeError(
+            "arithmetic on a ref: load it first (x_ref[...]), as in JAX")
+    return np.asarray(x)
+
+
+def _matmul(a: Any, b: Any) -> Any:
+    from . import jnp  # jnp's product rule: MXU-style f32 accumulation
+
+    return jnp.matmul(a, b)
+
+
+# ``x += y`` on a traced value rebinds x to a new value, as on a JAX array.
+for _op, _ufunc in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                    ("truediv", np.true_divide), ("floordiv", np.floor_divide),
+                    ("mod", np.remainder), ("pow", np.power), ("and", np.bitwise_and),
+                    ("or", np.bitwise_or), ("xor", np.bitwise_xor), ("lshift", np.left_shift),
+                    ("rshift", np.right_shift)):
+    setattr(KernelValue, f"__{_op}__", _binary(_ufunc))
+    setattr(KernelValue, f"__i{_op}__", _binary(_ufunc))
+    setattr(KernelValue, f"__r{_op}__", _binary(_ufunc, reflected=True))
+for _op, _ufunc in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
+                    ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)):
+    setattr(KernelValue, f"__{_op}__", _binary(_ufunc))
+for _op, _ufunc in (("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
+                    ("invert", np.invert)):
+    setattr(KernelValue, f"__{_op}__", _unary(_ufunc))
+KernelValue.__matmul__ = KernelValue.__imatmul__ = lambda self, other: _matmul(self, other)
+KernelValue.__rmatmul__ = lambda self, other: _matmul(other, self)
+KernelValue.__round__ = lambda self, ndigits=None: _wrap(np.round(self._a, ndigits or 0))
+KernelValue.dot = lambda self, other: _matmul(self, other)
+
+for _name in ("reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten", "sum", "prod",
+              "max", "min", "mean", "std", "var", "any", "all", "argmax", "argmin", "cumsum",
+              "cumprod", "clip", "round", "conj", "repeat", "take", "sort", "argsort",
+              "nonzero", "copy", "view"):
+    setattr(KernelValue, _name, _method(_name))
+
+
+class _IndexUpdates:
+    __slots__ = ("_value",)
+
+    def __init__(self, value: KernelValue) -> None:
+        self._value = value
+
+    def __getitem__(self, idx: object) -> _IndexUpdate:
+        return _IndexUpdate(self._value, _unwrap(idx))
+
+
+class _IndexUpdate:
+    __slots__ = ("_value", "_idx")
+
+    def __init__(self, value: KernelValue, idx: object) -> None:
+        self._value, self._idx = value, idx
+
+    def _updated(self, fn: Callable[[np.ndarray, Any], np.ndarray], v: object) -> KernelValue:
+        out = self._value._a.copy()
+        out[self._idx] = fn(out[self._idx], _unwrap(v)).astype(out.dtype)
+        return KernelValue(out)
+
+    def set(self, v: object) -> KernelValue:
+        """A new value with ``idx`` set to ``v``."""
+        return self._updated(lambda old, new: np.broadcast_to(np.asarray(new), old.shape), v)
+
+    def add(self, v: object) -> KernelValue:
+        """A new value with ``v`` added at ``idx``."""
+        return self._updated(np.add, v)
+
+    def multiply(self, v: object) -> KernelValue:
+        """A new value with ``idx`` multiplied by ``v``."""
+        return self._updated(np.multiply, v)
+
+    def min(self, v: object) -> KernelValue:
+        """A new value with ``idx`` the minimum of itself and ``v``."""
+        return self._updated(np.minimum, v)
+
+    def max(self, v: object) -> KernelValue:
+        """A new value with ``idx`` the maximum of itself and ``v``."""
+        return self._updated(np.maximum, v)
+
+    def get(self) -> KernelValue:
+        """The values at ``idx``."""
+        return _wrap(self._value._a[self._idx])
