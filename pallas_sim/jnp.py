@@ -11,7 +11,9 @@ differences that matter inside kernels are handled here:
 * ``bfloat16`` is ``ml_dtypes.bfloat16``; ``finfo`` understands it.
 
 Only the names listed here exist, so code that runs here also finds its
-functions in real ``jax.numpy``.
+functions in real ``jax.numpy``; any other name raises
+:class:`~pallas_sim.errors.UnsupportedJaxAPIError` saying whether JAX has it
+(``jnp.rsqrt`` does not: it is ``jax.lax.rsqrt``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import builtins as _builtins
 import ml_dtypes
 import numpy as np
 
+from . import surface as _surface
+from .arrays import Array as ndarray  # noqa: F401  (jnp.ndarray is jax.Array)
 from .dtypes import as_dtype, is_floating
 from .refs import Ref
 
@@ -140,11 +144,6 @@ from numpy import (  # noqa: E402,F401
 )
 
 
-def rsqrt(x: object) -> np.ndarray:
-    """``jax.lax.rsqrt`` / ``jnp`` reciprocal square root."""
-    return 1 / np.sqrt(x)
-
-
 def _value(x: object) -> np.ndarray:
     return np.array(x) if isinstance(x, Ref) else np.asarray(x)
 
@@ -232,11 +231,10 @@ def astype(x: object, dtype: object) -> np.ndarray:
     return _value(x).astype(as_dtype(dtype))
 
 
-
-
 #: The public names: every dtype, constant and function above; not the helpers this
 #: module imports (``Ref``, ``as_dtype``, ``is_floating``) nor the modules it uses.
 __all__ = sorted(
     name for name, value in list(globals().items())
     if not name.startswith("_") and not isinstance(value, type(_builtins))
     and name not in {"Ref", "as_dtype", "is_floating", "annotations", "ml_dtypes", "np"})
+__getattr__ = _surface.refuse_missing("jax.numpy", __name__)
