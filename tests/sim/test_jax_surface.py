@@ -250,3 +250,14 @@ def test_the_new_modules_have_an_all_the_submission_policy_reads():
     for module in (jax, jnp, pl, pltpu, jax.lax, jax.nn, jax.random, jax.tree, jax.tree_util):
         assert module.__all__ and all(hasattr(module, name) for name in module.__all__), (
             f"{module.__name__}.__all__ lists exactly what a submission may use")
+
+
+def test_docs_list_every_supported_name():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "fidelity.md").read_text("utf-8")
+    section = text[text.index("## The JAX surface"):text.index("## The speed race")]
+    for module in (jax, jax.lax, jax.nn, jax.random, jax.tree, jax.tree_util, pl, pltpu):
+        missing = [name for name in module.__all__ if f"`{name}`" not in section]
+        assert not missing, (f"docs/fidelity.md, 'The JAX surface', does not list "
+                             f"{module.__name__}'s {missing}")
