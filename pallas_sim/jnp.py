@@ -34,6 +34,8 @@ float16, float32, float64 = np.float16, np.float32, np.float64
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 uint8, uint16, uint32 = np.uint8, np.uint16, np.uint32
 bool_ = np.bool_
+bool = np.bool_  # noqa: A001 - jax.numpy's name
+int4, uint4 = ml_dtypes.int4, ml_dtypes.uint4
 dtype = np.dtype
 iinfo = np.iinfo
 finfo = ml_dtypes.finfo
@@ -109,6 +111,7 @@ from numpy import (  # noqa: E402,F401
     not_equal,
     ones,
     outer,
+    pow,
     power,
     prod,
     reciprocal,
@@ -116,6 +119,7 @@ from numpy import (  # noqa: E402,F401
     repeat,
     reshape,
     right_shift,
+    rint,
     roll,
     round,
     shape,

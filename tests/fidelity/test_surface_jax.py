@@ -237,6 +237,9 @@ OTHERS = {
                                     isinstance(3.0, ns.jax.Array),
                                     isinstance(ns.random.key(0), ns.jax.Array)),
     "lax_rsqrt": lambda ns: ns.lax.rsqrt(np.float32(4)),
+    "jnp_names_the_flash_kernel_uses": lambda ns: (
+        ns.jnp.rint(np.array([0.5, 1.5, 2.5], np.float32)), ns.jnp.pow(X, 2),
+        ns.jnp.zeros(2, ns.jnp.bool).dtype == np.bool_, ns.jnp.zeros(2, ns.jnp.int4).dtype.name),
 }
 
 
