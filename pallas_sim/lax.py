@@ -1310,9 +1310,12 @@ def _stack_ys(ys: list[Any], reverse: bool) -> Any:
         ys = ys[::-1]
     leaves0, treedef = _flatten(ys[0])
     columns = [treedef.flatten_up_to(y) for y in ys]
-    return treedef.unflatten(np.stack([np.asarray(c[j]) if type(c[j]) in _PYTHON_DTYPES
-                                       else c[j] for c in columns])
-                             for j in range(len(leaves0)))
+    stacked = []
+    for j, first in enumerate(leaves0):
+        py = _PYTHON_DTYPES.get(type(first))
+        column = [np.asarray(c[j], py) if py is not None else c[j] for c in columns]
+        stacked.append(np.stack(column))
+    return treedef.unflatten(stacked)
 
 
 def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,

@@ -278,6 +278,8 @@ CONTROL = {
                                            np.arange(4, dtype=np.float32), reverse=True),
     "scan_length": lambda ns: ns.lax.scan(lambda c, x: (c + 1, c), np.int32(0), None, length=3),
     "map": lambda ns: ns.lax.map(lambda row: row * 2, X),
+    "scan_python_number_ys": lambda ns: ns.lax.scan(lambda c, x: (c, 1), 0, None, length=3),
+    "map_python_float": lambda ns: ns.lax.map(lambda row: 2.0, X),
     "stop_gradient": lambda ns: ns.lax.stop_gradient(X),
 }
 
