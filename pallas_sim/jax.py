@@ -125,7 +125,9 @@ def jit(fun: Callable[..., T] = _NOT_GIVEN, /, *, in_shardings: object = None,
     ``@jax.jit(static_argnames=...)`` and ``functools.partial(jax.jit, ...)``.
     Static arguments (``static_argnums``/``static_argnames``, each inferred from
     the other as JAX does) must be hashable; every other argument must be a tree of
-    arrays and Python numbers, as JAX traces it, and so must the result.
+    arrays and Python numbers, as JAX traces it, and so must the result. The
+    jitted function's ``lower``/``trace``/``eval_shape`` raise
+    :class:`~pallas_sim.errors.UnsupportedJaxUsageError` (nothing is compiled).
 
     Raises:
       TypeError: ``fun`` is not callable; at call time, a non-static argument or a
@@ -166,7 +168,20 @@ def jit(fun: Callable[..., T] = _NOT_GIVEN, /, *, in_shardings: object = None,
                                 "JAX type")
         return out
 
+    for method in ("lower", "trace", "eval_shape"):
+        setattr(jitted, method, _not_compiled(method))
+    jitted.clear_cache = lambda: None  # type: ignore[attr-defined]
     return jitted
+
+
+def _not_compiled(method: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise UnsupportedJaxUsageError(
+            f"`jax.jit(f).{method}` is not supported by pallas_sim: nothing is traced or "
+            "compiled here; call the function itself (pallas_sim.trace() records what its "
+            "pallas_calls do)")
+    refuse.__name__ = refuse.__qualname__ = method
+    return refuse
 
 
 # -- vmap --------------------------------------------------------------------------------------

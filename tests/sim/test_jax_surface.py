@@ -175,6 +175,8 @@ def test_jit_runs_the_function_and_checks_arguments_as_jax_traces_them():
         jax.jit(lambda x, block: x)(np.arange(8), "rows")
     with pytest.raises(ValueError, match="Non-hashable static arguments"):
         tiled(np.arange(8), block=[3])
+    with pytest.raises(UnsupportedJaxUsageError, match=r"`jax\.jit\(f\)\.lower` is not supported"):
+        tiled.lower(np.arange(8), block=3)
 
 
 def _add_rows(x, y):
