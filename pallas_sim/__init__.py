@@ -9,7 +9,9 @@ and the same kernel runs on real Pallas once that line becomes the JAX imports.
 On top of JAX's behaviour the simulator counts what a TPU would do (DMAs, HBM
 bytes, VMEM bytes; see :func:`trace`) and poisons uninitialized memory so
 kernels that read garbage fail loudly.  Semantics: ``pallas-sim.md`` in the
-course specification; lecture §2.
+course specification; lecture §2.  A JAX name pallas_sim does not offer raises
+:class:`UnsupportedJaxAPIError` with what to use instead (docs/fidelity.md,
+"The JAX surface").
 """
 
 from . import jax, jnp, pl, pltpu
@@ -22,6 +24,8 @@ from .errors import (
     PallasSimError,
     RevisitedOutputBlockError,
     TracerConversionError,
+    UnsupportedJaxAPIError,
+    UnsupportedJaxUsageError,
     UnwaitedDMAError,
     VmemOOMError,
 )
@@ -29,5 +33,5 @@ from .tracing import CallTrace, OperandTrace, Trace, trace
 
 __all__ = ["BlockIndexError", "CallTrace", "CapturedConstantError", "GridSemanticsError",
            "KernelSignatureError", "OperandTrace", "PallasSimError", "RevisitedOutputBlockError",
-           "Trace", "TracerConversionError", "UnwaitedDMAError", "VmemOOMError", "config", "jax",
-           "jnp", "pl", "pltpu", "trace"]
+           "Trace", "TracerConversionError", "UnsupportedJaxAPIError", "UnsupportedJaxUsageError",
+           "UnwaitedDMAError", "VmemOOMError", "config", "jax", "jnp", "pl", "pltpu", "trace"]

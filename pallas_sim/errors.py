@@ -87,3 +87,26 @@ class TracerConversionError(PallasSimError, TypeError):
     ``TracerArrayConversionError``), so they fail here too, pointing to
     ``pl.when``, ``jnp.where``, ``jax.lax.cond`` or ``jax.lax.fori_loop``.
     """
+
+
+class UnsupportedJaxAPIError(PallasSimError, AttributeError):
+    """A name of ``jax``, ``jax.numpy``, ``jax.lax``, ``jax.nn``, ``jax.random``,
+    ``jax.tree``, ``pl`` or ``pltpu`` that pallas_sim does not offer.
+
+    Raised by the namespaces' module ``__getattr__`` instead of a bare
+    ``AttributeError``; the message says whether JAX 0.10.2 has the name, and
+    what to write instead::
+
+        `jax.grad` is not supported by pallas_sim: pallas_sim runs kernels forward
+        only, with no automatic differentiation; ...
+
+    It is an ``AttributeError`` too, so ``hasattr`` and ``getattr(ns, name,
+    default)`` behave as Python expects.
+    """
+
+
+class UnsupportedJaxUsageError(PallasSimError):
+    """A supported JAX function called in a way pallas_sim does not model, e.g.
+    ``jax.vmap`` over a batch of size 0 (JAX traces the function abstractly;
+    pallas_sim runs it once per batch element). The message says what to do
+    instead."""

@@ -11,7 +11,9 @@ differences that matter inside kernels are handled here:
 * ``bfloat16`` is ``ml_dtypes.bfloat16``; ``finfo`` understands it.
 
 Only the names listed here exist, so code that runs here also finds its
-functions in real ``jax.numpy``.
+functions in real ``jax.numpy``; any other name raises
+:class:`~pallas_sim.errors.UnsupportedJaxAPIError` saying whether JAX has it
+(``jnp.rsqrt`` does not: it is ``jax.lax.rsqrt``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from . import surface as _surface
+from .arrays import Array as ndarray  # noqa: F401  (jnp.ndarray is jax.Array)
 from .dtypes import is_floating
 from .refs import Ref
 from .values import (
@@ -36,6 +40,8 @@ from .values import (
 
 # dtypes
 bfloat16 = ml_dtypes.bfloat16
+bool = np.bool_  # noqa: A001 - jax.numpy's name
+int4, uint4 = ml_dtypes.int4, ml_dtypes.uint4
 float16, float32, float64 = np.float16, np.float32, np.float64
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 uint8, uint16, uint32 = np.uint8, np.uint16, np.uint32
@@ -115,6 +121,7 @@ _NUMPY_FUNCTIONS = (
     "not_equal",
     "ones",
     "outer",
+    "pow",
     "power",
     "prod",
     "reciprocal",
@@ -122,6 +129,7 @@ _NUMPY_FUNCTIONS = (
     "repeat",
     "reshape",
     "right_shift",
+    "rint",
     "roll",
     "round",
     "shape",
@@ -157,7 +165,7 @@ def _lift(fn: Any) -> Any:
     name = fn.__name__
 
     def lifted(*args: Any, **kwargs: Any) -> Any:
-        in_kernel = bool(KERNELS)
+        in_kernel = _builtins.bool(KERNELS)
         traced = False
         for a in args:
             t = type(a)
@@ -206,7 +214,7 @@ def _scan(xs: tuple[Any, ...] | list[Any], in_kernel: bool) -> bool:
 
 
 def _is_dtype(x: object) -> bool:
-    if x in (bool, int, float, complex):  # Python's types: JAX's defaults, no warning
+    if x in (_builtins.bool, int, float, complex):  # Python's types: JAX's defaults, no warning
         return False
     try:
         np.dtype(x)  # type: ignore[call-overload]
@@ -228,11 +236,6 @@ for _name in _NUMPY_FUNCTIONS:
     globals()[_name] = _lift(getattr(np, _name))
 del _name
 
-
-
-def rsqrt(x: object) -> np.ndarray:
-    """``jax.lax.rsqrt`` / ``jnp`` reciprocal square root."""
-    return 1 / np.sqrt(x)
 
 
 def _value(x: object) -> Any:
@@ -362,3 +365,4 @@ __all__ = sorted(
     and name not in {"Ref", "as_dtype", "is_floating", "annotations", "ml_dtypes", "np", "Any",
                      "KernelValue", "canonical_dtype", "concrete", "requested_dtype", "KERNELS",
                      "captured"})
+__getattr__ = _surface.refuse_missing("jax.numpy", __name__)

@@ -6,6 +6,7 @@ pallas as pl`` to run the same kernel on real Pallas.
 
 from __future__ import annotations
 
+from . import surface as _surface
 from .context import num_programs, program_id, when
 from .pallas_call import cdiv, pallas_call
 from .specs import ANY, BlockSpec, Buffered, GridSpec
@@ -33,3 +34,4 @@ dslice = ds
 
 __all__ = ["ANY", "BlockSpec", "Buffered", "GridSpec", "cdiv", "ds", "dslice", "num_programs",
            "pallas_call", "program_id", "when"]
+__getattr__ = _surface.refuse_missing("jax.experimental.pallas", __name__)

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
+from . import surface as _surface
 from .dma import SemaphoreType, make_async_copy
-from .specs import (
-                    ANY,
-                    ARBITRARY,
-                    PARALLEL,
-                    SMEM,
-                    VMEM,
-                    CompilerParams,
-                    PrefetchScalarGridSpec,
-                    TPUCompilerParams,
-)
+from .specs import ARBITRARY, PARALLEL, SMEM, VMEM, CompilerParams, PrefetchScalarGridSpec
 
-__all__ = ["ANY", "ARBITRARY", "PARALLEL", "SMEM", "VMEM", "CompilerParams",
-           "PrefetchScalarGridSpec", "SemaphoreType", "TPUCompilerParams", "make_async_copy"]
+__all__ = ["ARBITRARY", "PARALLEL", "SMEM", "VMEM", "CompilerParams", "PrefetchScalarGridSpec",
+           "SemaphoreType", "make_async_copy"]
+__getattr__ = _surface.refuse_missing("jax.experimental.pallas.tpu", __name__)

@@ -153,6 +153,73 @@ def _unwrap(x: Any) -> Any:
     return x
 
 
+def _has_traced(xs: Any, in_kernel: bool) -> bool:
+    """Whether ``xs`` (a tuple/list, nested) holds a kernel value; inside a kernel a
+    non-scalar NumPy array among them is a captured constant.
+
+    Raises:
+      CapturedConstantError: as JAX's pallas_call does for such an array.
+    """
+    found = False
+    for x in xs:
+        t = type(x)
+        if t is KernelValue:
+            found = True
+        elif t is list or t is tuple:
+            found = _has_traced(x, in_kernel) or found
+        elif t is dict:
+            found = _has_traced(tuple(x.values()), in_kernel) or found
+        elif in_kernel and isinstance(x, np.ndarray) and x.ndim:
+            raise captured(x)
+    return found
+
+
+def _unwrap_deep(x: Any) -> Any:
+    t = type(x)
+    if t is KernelValue:
+        return x._a
+    if t is tuple or t is list:
+        return t(_unwrap_deep(v) for v in x)
+    if t is dict:
+        return {k: _unwrap_deep(v) for k, v in x.items()}
+    return x
+
+
+_LIFTED = [0]  # how deep the running lifted calls are (inner ones see plain arrays)
+
+
+def lift(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, an array function written for NumPy arrays (``jax.lax``'s and
+    ``jax.nn``'s), made to take kernel values as JAX's take tracers: their arrays go in,
+    and the result comes back as kernel values when an argument was one or a kernel is
+    running (a non-scalar NumPy array argument inside a kernel is a captured constant).
+
+    Raises:
+      CapturedConstantError: a non-scalar NumPy array argument inside a running kernel.
+    """
+    def lifted(*args: Any, **kwargs: Any) -> Any:
+        in_kernel = bool(KERNELS)
+        if _LIFTED[0] or not in_kernel and not _has_traced(args, False) and not (
+                kwargs and _has_traced(tuple(kwargs.values()), False)):
+            return fn(*args, **kwargs)  # a host call, or one lifted function calling another
+        _has_traced(args, in_kernel)
+        if kwargs:
+            _has_traced(tuple(kwargs.values()), in_kernel)
+        args = _unwrap_deep(args)
+        kwargs = {k: _unwrap_deep(v) for k, v in kwargs.items()}
+        _LIFTED[0] += 1
+        try:
+            return _wrap(fn(*args, **kwargs))
+        finally:
+            _LIFTED[0] -= 1
+
+    lifted.__name__ = lifted.__qualname__ = getattr(fn, "__name__", "lifted")
+    lifted.__module__ = getattr(fn, "__module__", __name__)
+    lifted.__doc__ = fn.__doc__
+    lifted.__wrapped__ = fn  # type: ignore[attr-defined]
+    return lifted
+
+
 def concrete(x: Any) -> Any:
     """The NumPy array behind a kernel value (anything else unchanged, tuples and lists
     element-wise). For trusted code only: the simulator, the grader's harnesses and

@@ -283,7 +283,26 @@ def numpy_float64_scalar_times_a_value(ns):
     return blocks(ns, kernel)
 
 
-ACCEPTED = [when_on_program_id, where_on_an_smem_value, numpy_scalars_on_the_left,
+def lax_in_a_kernel(ns):
+    pl, jax, jnp = ns.pl, ns.jax, ns.jnp
+
+    def kernel(x_ref, o_ref):
+        i = pl.program_id(0)
+        rows = i * 8 + jax.lax.broadcasted_iota(jnp.int32, (8, 128), 0)
+        cols = jax.lax.broadcasted_iota(jnp.int32, (8, 128), 1)
+        x = jnp.where(cols <= rows, x_ref[...], -jnp.inf)
+        o_ref[...] = jax.nn.softmax(x / 100, axis=-1)
+
+        def add_row(r, acc):  # r is traced: it indexes refs through pl.ds
+            return acc + x_ref[pl.ds(r, 1), :]
+
+        total = jax.lax.fori_loop(0, i + 1, add_row, jnp.zeros((1, 128), jnp.float32))
+        o_ref[pl.ds(0, 1), :] = total
+        o_ref[pl.ds(1, 1), :] = jax.lax.cond(i == 0, lambda: total * 2, lambda: total)
+    return blocks(ns, kernel)
+
+
+ACCEPTED = [lax_in_a_kernel, when_on_program_id, where_on_an_smem_value, numpy_scalars_on_the_left,
             program_id_as_an_index, python_if_on_static_values, float64_requested_in_a_kernel,
             numpy_float64_scalar_times_a_value]
 

@@ -158,3 +158,29 @@ def t_trace_reads():
                        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
     call = t.calls[-1]
     return call.dma_count, call.grid, [op.block_shape for op in call.operands]
+
+
+def t_jax_surface_in_a_kernel_and_wrapper():
+    from pallas_sim import jax, jnp, pl
+
+    @functools.partial(jax.jit, static_argnames=["block"])
+    def causal_row_softmax(x: jax.Array, *, block: int) -> jax.Array:
+        def kernel(x_ref, o_ref):
+            s = x_ref[...]
+            rows = pl.program_id(0) * block + jax.lax.broadcasted_iota(jnp.int32, s.shape, 0)
+            cols = jax.lax.broadcasted_iota(jnp.int32, s.shape, 1)
+            s = jax.lax.select(cols <= rows, s, jnp.full(s.shape, -jnp.inf, s.dtype))
+            o_ref[...] = jax.nn.softmax(s, axis=-1)
+
+        spec = pl.BlockSpec((block, x.shape[1]), lambda i: (i, 0))
+        return pl.pallas_call(kernel, grid=(x.shape[0] // block,), in_specs=[spec],
+                              out_specs=spec,
+                              out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    key = jax.random.key(0)
+    x = jax.random.normal(key, (16, 128))
+    out = jax.vmap(functools.partial(causal_row_softmax, block=8))(jnp.stack([x, x]))
+    total = jax.lax.fori_loop(0, 2, lambda i, acc: acc + out[i].sum(), 0.0)
+    leaves = jax.tree.leaves({"out": out, "key": jax.random.split(key)})
+    return (float(total), isinstance(out, jax.Array), len(leaves),
+            hasattr(jnp, "rsqrt"), float(jax.lax.rsqrt(4.0)))

@@ -22,6 +22,7 @@ from graders.worker.policy.guards import PolicyAttributeError, load_submission
 from graders.worker.policy.transform import compile_submission
 from pallas_sim import pl
 from pallas_sim.refs import Ref
+from pallas_sim.values import KernelValue
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -80,6 +81,7 @@ def _targets(probe: types.ModuleType) -> dict[str, object]:
         "pallas_sim": pallas_sim, "typing": __import__("typing"),
         "dataclasses": __import__("dataclasses"), "functools": __import__("functools"),
         "a ref": Ref(np.zeros((8, 128), np.float32), "x_ref"), "an array": np.zeros(3),
+        "a kernel value": KernelValue(np.zeros((8, 128), np.float32)),
         "a trusted function": pl.pallas_call, "a trusted class": pl.BlockSpec,
         "a spec": pl.BlockSpec((8, 128), lambda i: (i, 0)), "an exception": ValueError("e"),
         "a traceback": traceback, "a frame": sys._getframe(), "object": object,
@@ -125,8 +127,8 @@ DANGEROUS = sorted(rules.INTROSPECTION_ATTRIBUTES | {
 
 
 TARGET_NAMES = ["generator", "own function", "own instance", "own class", "numpy", "pl", "jnp",
-                "pallas_sim", "typing", "dataclasses", "functools", "a ref", "an array",
-                "a trusted function", "a trusted class", "a spec", "an exception",
+                "pallas_sim", "typing", "dataclasses", "functools", "a ref", "a kernel value",
+                "an array", "a trusted function", "a trusted class", "a spec", "an exception",
                 "a traceback", "a frame", "object", "the lax namespace", "a partial",
                 "a bound method", "a dtype"]
 
@@ -169,6 +171,19 @@ def test_names_that_reach_the_interpreter_are_refused_on_every_object(probe) -> 
             assert not probe.has(obj, name), (target, name)
 
 
+def test_a_kernel_value_never_hands_over_its_concrete_array(probe) -> None:
+    # ``_a`` would let a kernel branch in Python on a value JAX does not know yet.
+    value = _targets(probe)["a kernel value"]
+    for name in ("_a", "__array__", "__array_interface__", "__dict__", "item", "tolist"):
+        try:
+            got = probe.reach(value, name)
+        except (AttributeError, TypeError):
+            continue
+        assert callable(got), (name, got)
+        with pytest.raises(pallas_sim.TracerConversionError):
+            got()
+
+
 def test_the_submission_writes_only_its_own_objects(probe) -> None:
     mine = probe.Mine()
     probe.store(mine, "_secret", 2)
@@ -195,6 +210,7 @@ RUN_TIME = [
     ("np.zeros(3).tofile('/tmp/x')", "reading '.tofile' of a ndarray object is not allowed"),
     ("x = np.zeros(3); x.flags.writeable = True", "reading '.flags' of a ndarray"),
     ("k = type('K', (), {})", "type() with three arguments is not allowed"),
+    ("pallas_sim.jnp.rsqrt(1.0)", "`jax.numpy.rsqrt` does not exist in JAX"),
     ("s = '{0.gi_frame}'.format(1)", "reading '.gi_frame' of a int object is not allowed"),
 ]
 

@@ -81,7 +81,7 @@ def _instance_rules() -> dict[type, frozenset[str] | object]:
         range: rules.RANGE_ATTRIBUTES, slice: rules.SLICE_ATTRIBUTES,
         BaseException: rules.EXCEPTION_ATTRIBUTES,
         types.GeneratorType: rules.GENERATOR_ATTRIBUTES,
-        types.SimpleNamespace: _PUBLIC,  # pallas_sim.jax.lax; a submission cannot make one
+        types.SimpleNamespace: _PUBLIC,  # a namespace object; a submission cannot make one
         np.ndarray: rules.NDARRAY_ATTRIBUTES, np.generic: rules.NDARRAY_ATTRIBUTES,
         np.dtype: rules.DTYPE_ATTRIBUTES, np.finfo: rules.FINFO_ATTRIBUTES,
         np.iinfo: rules.FINFO_ATTRIBUTES, np.ufunc: rules.UFUNC_ATTRIBUTES,
@@ -368,6 +368,8 @@ class Guards:
                     return default[0]
                 if tp is module_type and type(name) is str and not hasattr(
                         real_of.get(obj, obj), name):  # type: ignore[call-overload]
+                    # pallas_sim's namespaces say why (UnsupportedJaxAPIError, with a hint)
+                    getattr(real_of.get(obj, obj), name)  # type: ignore[call-overload]
                     raise AttributeError(f"module {obj.__name__!r} has no attribute {name!r}")
                 raise refusal(obj, name)
             return getattr(obj, name, *default)

@@ -142,7 +142,8 @@ FUTURE_NAMES = frozenset("""
 
 #: pallas_sim's public modules; the names of each are its ``__all__`` (``pallas_sim_names``).
 PALLAS_SIM_MODULES = ("pallas_sim", "pallas_sim.pl", "pallas_sim.pltpu", "pallas_sim.jnp",
-                      "pallas_sim.jax")
+                      "pallas_sim.jax", "pallas_sim.lax", "pallas_sim.nn", "pallas_sim.random",
+                      "pallas_sim.tree", "pallas_sim.tree_util")
 
 #: Builtins a submission may use as they are.
 BUILTIN_NAMES = frozenset("""

@@ -1,0 +1,118 @@
+"""The JAX surface pallas_sim mirrors, and the refusal of the rest.
+
+Each namespace module (``jax``, ``jax.numpy``, ``jax.lax``, ``jax.nn``,
+``jax.random``, ``jax.tree``, ``jax.tree_util``, ``pl``, ``pltpu``) defines
+``__getattr__ = surface.refuse_missing("<its JAX name>", __name__)``. Python
+calls it only for a name the module lacks, so it costs nothing on the names
+that exist. It raises :class:`~pallas_sim.errors.UnsupportedJaxAPIError`
+saying whether JAX 0.10.2 has the name (the lists in :mod:`pallas_sim.jax_names`)
+and what to write instead, never a bare ``AttributeError``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import NoReturn
+
+from .errors import UnsupportedJaxAPIError
+from .jax_names import JAX_VERSION, NAMES
+
+#: How code spells the Pallas namespaces.
+_SHORT = {"jax.experimental.pallas": "pl", "jax.experimental.pallas.tpu": "pltpu"}
+
+_NO_AUTODIFF = ("pallas_sim runs kernels forward only, with no automatic differentiation; "
+                "test a backward pass by calling its kernels directly (jax.custom_vjp is "
+                "accepted and runs the forward function)")
+_ONE_CORE = ("pallas_sim simulates a single TPU core, with no devices, meshes, sharding or "
+             "collectives; write the kernel for one device's block of the data")
+_NO_TRACING = ("pallas_sim runs functions eagerly on NumPy and never traces them; call the "
+               "function and read .shape / .dtype of its result")
+_NO_REGISTRY = ("pallas_sim keeps no registry of pytree node types (it would be state shared "
+                "with the grader); carry values in a tuple, list, dict or NamedTuple")
+
+#: What to write instead, by full JAX name (checked first) or by namespace.
+HINTS: dict[str, str] = {
+    **dict.fromkeys(
+        ["jax.grad", "jax.value_and_grad", "jax.vjp", "jax.jvp", "jax.linearize", "jax.jacfwd",
+         "jax.jacrev", "jax.jacobian", "jax.hessian", "jax.checkpoint", "jax.remat",
+         "jax.custom_gradient", "jax.linear_transpose", "jax.closure_convert",
+         "jax.fwd_and_bwd", "jax.checkpoint_policies"], _NO_AUTODIFF),
+    **dict.fromkeys(
+        ["jax.pmap", "jax.shard_map", "jax.sharding", "jax.make_mesh", "jax.set_mesh",
+         "jax.NamedSharding", "jax.P", "jax.Shard", "jax.distributed", "jax.device_get",
+         "jax.lax.psum", "jax.lax.pmean", "jax.lax.pmax", "jax.lax.pmin", "jax.lax.all_gather",
+         "jax.lax.all_to_all", "jax.lax.ppermute", "jax.lax.pshuffle", "jax.lax.psum_scatter",
+         "jax.lax.axis_index", "jax.lax.axis_size", "jax.lax.pbroadcast"], _ONE_CORE),
+    **dict.fromkeys(["jax.make_jaxpr", "jax.eval_shape", "jax.core", "jax.interpreters",
+                     "jax.export", "jax.stages"], _NO_TRACING),
+    **dict.fromkeys(["jax.tree_util.register_pytree_node",
+                     "jax.tree_util.register_pytree_node_class",
+                     "jax.tree_util.register_pytree_with_keys",
+                     "jax.tree_util.register_pytree_with_keys_class",
+                     "jax.tree_util.register_dataclass", "jax.tree_util.register_static",
+                     "jax.tree.static"], _NO_REGISTRY),
+    "jax.debug": ("print() works inside a pallas_sim kernel, which runs eagerly (on real Pallas "
+                  "use pl.debug_print)"),
+    "jax.config": ("pallas_sim follows JAX's defaults (jax_enable_x64 off) and has no jax.config; "
+                   "its own switches are pallas_sim.config(...)"),
+    "jax.typing": "annotate arrays with jax.Array",
+    "jax.numpy.rsqrt": "JAX has it as jax.lax.rsqrt(x)",
+    "jax.experimental.pallas.tpu.ANY": "JAX has it as pl.ANY (BlockSpec(memory_space=pl.ANY))",
+    "jax.experimental.pallas.tpu.TPUCompilerParams": "JAX 0.10.2 calls it pltpu.CompilerParams",
+    "jax.numpy": ("pallas_sim's jax.numpy has the functions kernels and their wrappers commonly "
+                  "use (docs/fidelity.md, 'The JAX surface'); write it with those"),
+    "jax.lax": ("write it with the jax.lax and jax.numpy functions pallas_sim has "
+                "(docs/fidelity.md, 'The JAX surface')"),
+    "jax.nn": ("write it with jax.numpy (exp, max, sum, where) or the jax.nn functions "
+               "pallas_sim has"),
+    "jax.random": ("draw with key/split/fold_in and normal, uniform, bernoulli, randint, ... "
+                   "(docs/fidelity.md, 'The JAX surface') and transform the numbers"),
+    "jax.tree": "jax.tree has map, leaves, structure, flatten, unflatten, all and reduce here",
+    "jax.tree_util": ("jax.tree_util has tree_map, tree_leaves, tree_structure, tree_flatten, "
+                      "tree_unflatten, tree_all and tree_reduce here"),
+    "jax.experimental.pallas": ("pallas_sim models the Pallas TPU API listed in "
+                                "docs/fidelity.md"),
+    "jax.experimental.pallas.tpu": ("pallas_sim models the Pallas TPU API listed in "
+                                    "docs/fidelity.md"),
+    "jax": ("pallas_sim mirrors the part of JAX that Pallas kernels and their wrappers use "
+            "(docs/fidelity.md, 'The JAX surface')"),
+}
+
+
+def _spelled(namespace: str, name: str) -> str:
+    short = _SHORT.get(namespace)
+    full = f"`{namespace}.{name}`"
+    return f"{full} (`{short}.{name}`)" if short else full
+
+
+def message(namespace: str, name: str) -> str:
+    """Why ``namespace.name`` is missing here, and what to write instead."""
+    qualified = f"{namespace}.{name}"
+    hint = HINTS.get(qualified)
+    if name in NAMES.get(namespace, ()):
+        return (f"{_spelled(namespace, name)} is not supported by pallas_sim: "
+                f"{hint or HINTS.get(namespace, HINTS['jax'])}")
+    text = (f"{_spelled(namespace, name)} does not exist in JAX {JAX_VERSION}, so pallas_sim "
+            f"does not offer it either")
+    if hint:
+        return f"{text}: {hint}"
+    close = difflib.get_close_matches(name, sorted(NAMES.get(namespace, ())), n=3)
+    if close:
+        return f"{text}; did you mean {', '.join(f'{namespace}.{c}' for c in close)}?"
+    return text
+
+
+def refuse_missing(namespace: str, module_name: str) -> Callable[[str], NoReturn]:
+    """The module ``__getattr__`` of the pallas_sim module ``module_name`` that mirrors the
+    JAX namespace ``namespace`` (e.g. ``"jax.numpy"``).
+
+    Private names (``_x``, ``__path__``) raise a plain ``AttributeError``, as any
+    module does; public ones raise :class:`UnsupportedJaxAPIError` with :func:`message`.
+    """
+    def __getattr__(name: str) -> NoReturn:
+        if name.startswith("_"):
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        raise UnsupportedJaxAPIError(message(namespace, name))
+
+    return __getattr__

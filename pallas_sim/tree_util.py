@@ -1,0 +1,34 @@
+"""``jax.tree_util``: the ``tree_*`` spellings of :mod:`pallas_sim.tree`, and ``PyTreeDef``.
+
+Registering node types (``register_pytree_node`` and friends) is refused with a
+message: pallas_sim keeps no registry (:mod:`pallas_sim.pytrees`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import surface as _surface
+from .pytrees import PyTreeDef
+from .pytrees import all as tree_all
+from .pytrees import flatten as tree_flatten
+from .pytrees import leaves as tree_leaves
+from .pytrees import map as tree_map
+from .pytrees import reduce as tree_reduce
+from .pytrees import structure as tree_structure
+from .pytrees import unflatten as tree_unflatten
+
+
+def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+    """``jax.tree_util.treedef_is_leaf``: whether ``treedef`` is the structure of a leaf."""
+    return treedef.num_nodes == 1 and treedef.num_leaves == 1
+
+
+def all_leaves(iterable: Any, is_leaf: Any = None) -> bool:
+    """``jax.tree_util.all_leaves``: whether every element of ``iterable`` is a leaf."""
+    return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)
+
+
+__all__ = ["PyTreeDef", "all_leaves", "tree_all", "tree_flatten", "tree_leaves", "tree_map",
+           "tree_reduce", "tree_structure", "tree_unflatten", "treedef_is_leaf"]
+__getattr__ = _surface.refuse_missing("jax.tree_util", __name__)
