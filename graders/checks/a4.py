@@ -1206,10 +1206,10 @@ def wrapper_values(s: Session) -> None:
                         max_examples=14, wrapper=True)
 
 
-#: (kv_len, what goes wrong without the check) for q of length 32 (Task 4.4's decision).
-_LENGTH_CASES = ((48, "the grid follows q's length, so the last 16 keys are silently ignored"),
-                 (16, "the grid follows q's length, so the kv blocks past key 16 do not "
-                      "exist"))
+#: (kv_len, what a grid that follows q's length would do) for q of length 32 (Task 4.4's
+#: decision).
+_LENGTH_CASES = ((48, "silently ignore the last 16 keys"),
+                 (16, "ask for kv blocks past the last of the 16 keys"))
 
 
 @check(A, "4.4", 2, "flash_attention raises ValueError naming both lengths when k and v do "
@@ -1242,8 +1242,9 @@ def wrapper_length_error(s: Session) -> None:
         else:
             raise CheckFailure("flash_attention returned a result although k and v do not "
                                "have q's length", input=label, expected=expected,
-                               got="a result", hint=f"without the check {without}; the "
-                               "handout asks for a ValueError before any pallas_call")
+                               got="a result", hint=f"a grid that follows q's length would "
+                               f"{without}; the handout asks for a ValueError before any "
+                               "pallas_call")
 
 
 def _fmt_blocks(call) -> str:
