@@ -846,11 +846,12 @@ def _kernel_models(case: AttentionCase) -> list[tuple[dict, str]]:
     models: list[tuple[dict, str]] = []
     const = case.max_logit_const
     if const is None:
+        which = " (here the even query rows)" if case.deep else ""
         models.append(({"m0": 0.0}, (
-            "m starts at 0 instead of -inf: in the rows whose scores all lie below about -87 "
-            "(here the even query rows), exp(s - 0) underflows float32 to 0 for every key, so "
-            "l = 0 and the row is 0 / 0 = NaN. Initialize m to -inf at kv block 0 (lecture "
-            "§5.2; float32 exp limits §5.4)")))
+            f"m starts at 0 instead of -inf: in the rows whose scores all lie below about "
+            f"-87{which}, exp(s - 0) underflows float32 to 0 for every key, so l = 0 and the "
+            "row is 0 / 0 = NaN. Initialize m to -inf at kv block 0 (lecture §5.2; float32 "
+            "exp limits §5.4)")))
     if case.causal:
         models += [
             ({"mask": "flipped"}, (
@@ -1206,6 +1207,25 @@ def wrapper_values(s: Session) -> None:
                         max_examples=14, wrapper=True)
 
 
+def _require_a_pallas_call(s: Session, q: np.ndarray) -> None:
+    """The length check counts for a wrapper that computes through pallas_call (as a3's
+    argument checks do): on k and v of q's length, what it returns must be its own
+    pallas_call's output. A wrapper that raises there is charged by the other checks."""
+    k, v = make_array((1, 32, 8), F32, 2), make_array((1, 32, 8), F32, 3)
+    try:
+        reply = s.invoke("flash_attention", (q, k, v),
+                         {"causal": True, "block_q": 16, "block_kv": 16})
+    except CheckFailure as failure:
+        if failure.status == "failed":
+            return
+        raise
+    try:
+        reply.own_call()
+    except CheckFailure as failure:
+        raise failure.copy(input="q = f32[2, 32, 8], k = v = f32[1, 32, 8], causal = True, "
+                                 "block_q = 16, block_kv = 16") from None
+
+
 #: (kv_len, what a grid that follows q's length would do) for q of length 32 (Task 4.4's
 #: decision).
 _LENGTH_CASES = ((48, "silently ignore the last 16 keys"),
@@ -1220,6 +1240,7 @@ def wrapper_length_error(s: Session) -> None:
     q's length L (kv_len != q_len is refused, the handout's decision).
     """
     q = make_array((2, 32, 8), F32, 1)
+    _require_a_pallas_call(s, q)
     for kv_len, without in _LENGTH_CASES:
         k, v = make_array((1, kv_len, 8), F32, 2), make_array((1, kv_len, 8), F32, 3)
         label = (f"q = f32[2, 32, 8], k = v = f32[1, {kv_len}, 8], causal = True, "
