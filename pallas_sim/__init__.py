@@ -20,6 +20,7 @@ from .errors import (
     BlockIndexError,
     CapturedConstantError,
     GridSemanticsError,
+    HBMAccessError,
     KernelSignatureError,
     PallasSimError,
     RevisitedOutputBlockError,
@@ -32,6 +33,7 @@ from .errors import (
 from .tracing import CallTrace, OperandTrace, Trace, trace
 
 __all__ = ["BlockIndexError", "CallTrace", "CapturedConstantError", "GridSemanticsError",
-           "KernelSignatureError", "OperandTrace", "PallasSimError", "RevisitedOutputBlockError",
-           "Trace", "TracerConversionError", "UnsupportedJaxAPIError", "UnsupportedJaxUsageError",
-           "UnwaitedDMAError", "VmemOOMError", "config", "jax", "jnp", "pl", "pltpu", "trace"]
+           "HBMAccessError", "KernelSignatureError", "OperandTrace", "PallasSimError",
+           "RevisitedOutputBlockError", "Trace", "TracerConversionError", "UnsupportedJaxAPIError",
+           "UnsupportedJaxUsageError", "UnwaitedDMAError", "VmemOOMError", "config", "jax", "jnp",
+           "pl", "pltpu", "trace"]

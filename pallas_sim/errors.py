@@ -63,6 +63,19 @@ class UnwaitedDMAError(PallasSimError):
     """
 
 
+class HBMAccessError(PallasSimError, ValueError):
+    """A kernel read or wrote a ``pl.ANY`` (HBM) ref directly.
+
+    A kernel computes on VMEM and SMEM only; an operand left in HBM
+    (``BlockSpec(memory_space=pl.ANY)``) is reached by DMA. TPU interpret mode
+    (JAX 0.10.x) refuses ``x_ref[...]`` with "get_p: Buffers with a memory
+    space of HBM or ANY cannot be referenced directly. Instead, use
+    `pltpu.sync_copy` or `pltpu.async_copy`." (``swap_p`` for a store); the
+    message here adds the ref's name. ``x_ref.shape``, ``x_ref.at[...]`` and
+    DMAs are fine.
+    """
+
+
 class CapturedConstantError(PallasSimError, ValueError):
     """A kernel computed with a NumPy array that is not one of its refs.
 

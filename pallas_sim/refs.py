@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import TracerConversionError
+from .errors import HBMAccessError, TracerConversionError
 from .values import KERNELS, KernelValue, canonical_dtype, captured
 
 
@@ -94,6 +94,8 @@ class Ref:
             f"{self._name}[i:j]), which gives a value jnp functions accept")
 
     def __getitem__(self, idx) -> KernelValue:
+        if self._space == "any":
+            raise _hbm_access(self, "get_p", "read")
         self._reads += 1
         if idx is Ellipsis:
             return KernelValue(self._buf.copy())
@@ -101,6 +103,8 @@ class Ref:
         return KernelValue(value.copy() if isinstance(value, np.ndarray) else np.asarray(value))
 
     def __setitem__(self, idx, value) -> None:
+        if self._space == "any":
+            raise _hbm_access(self, "swap_p", "store into")
         target = idx if idx is Ellipsis else self._checked(idx)
         if type(value) is KernelValue:
             value = value._a
@@ -175,6 +179,15 @@ def _concrete_index(value: KernelValue) -> object:
     if a.dtype.kind not in "iub":
         raise IndexError(f"a ref index must be an integer, got a {a.dtype.name} value")
     return int(a) if a.ndim == 0 else a
+
+
+def _hbm_access(ref: Ref, primitive: str, verb: str) -> HBMAccessError:
+    return HBMAccessError(
+        f"{primitive}: Buffers with a memory space of HBM or ANY cannot be referenced "
+        f"directly. Instead, use `pltpu.sync_copy` or `pltpu.async_copy`. ({ref._name} is in "
+        f"HBM (pl.ANY): a kernel cannot {verb} it; copy the part it needs into a VMEM "
+        f"buffer, e.g. pltpu.make_async_copy({ref._name}.at[...], buf, sem) with .start() "
+        "and .wait(), and use the buffer)")
 
 
 def _check_store_dtype(ref: Ref, value: object) -> None:
