@@ -133,10 +133,10 @@ def add_kernel_ragged(s: Session) -> None:
 # --- Task 1.2 blocked_add ------------------------------------------------------------------
 
 @check(A, "1.2", 10, "blocked_add(x, y, block_shape=...) equals x + y, including shapes that "
-                     "are not multiples of the block")
+                     "are not multiples of the block, in x's dtype")
 def blocked_add_values(s: Session) -> None:
     """Task 1.2: blocked_add(x, y, block_shape=...) equals x + y, including shapes that are not
-    multiples of the block.
+    multiples of the block, in x's dtype.
     """
     def body(case: Case) -> None:
         x, y = case.args
@@ -149,7 +149,22 @@ def blocked_add_values(s: Session) -> None:
                          what="blocked_add's result", same_nonfinite=True)
         except CheckFailure as failure:
             raise kernel_mismatch(failure, "blocked_add", "add_kernel") from None
+        _require_dtype(got, x.dtype, "blocked_add's result")
     run_property(two_arrays(), body, max_examples=20)
+
+
+def _require_dtype(got: np.ndarray, dtype: np.dtype, what: str) -> None:
+    """The result has the input's dtype, as the docstring requires (issue 12: a required
+    dtype is checked).
+
+    Raises:
+      CheckFailure: another dtype, naming both.
+    """
+    if got.dtype != dtype:
+        raise CheckFailure(f"{what} has the wrong dtype", expected=f"{dtype.name} (x's dtype)",
+                           got=got.dtype.name,
+                           hint="give pallas_call out_shape=jax.ShapeDtypeStruct(x.shape, "
+                                "x.dtype)")
 
 
 @check(A, "1.2", 10, "blocked_add makes one pallas_call with a cdiv grid of block_shape blocks "
@@ -188,9 +203,9 @@ def blocked_add_worked(s: Session) -> None:
 
 # --- Task 1.3 bias_add ---------------------------------------------------------------------
 
-@check(A, "1.3", 10, "bias_add(x, bias) equals x + bias broadcast over rows")
+@check(A, "1.3", 10, "bias_add(x, bias) equals x + bias broadcast over rows, in x's dtype")
 def bias_add_values(s: Session) -> None:
-    """Task 1.3: bias_add(x, bias) equals x + bias broadcast over rows."""
+    """Task 1.3: bias_add(x, bias) equals x + bias broadcast over rows, in x's dtype."""
     def body(case: Case) -> None:
         x, bias = case.args
         reply = s.invoke("bias_add", case.args, case.kwargs)
@@ -198,6 +213,7 @@ def bias_add_values(s: Session) -> None:
         reply.own_call()
         assert_close(got, ref.bias_add(x, bias, **case.kwargs).astype(np.float64),
                      *_tol(x.dtype), what="bias_add's result")
+        _require_dtype(got, x.dtype, "bias_add's result")
     run_property(bias_cases(), body, max_examples=20)
 
 

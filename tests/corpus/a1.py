@@ -13,7 +13,7 @@ MUTANTS: list[Mutant] = [
     Mutant("bias-grid-order", A1, "1.3",
            (("grid=(cols // bn, rows // bm)", "grid=(rows // bm, cols // bn)"),),
            "the grid's axes swapped but not the index maps' arguments: block indices run "
-           "past the array", says=("192",)),
+           "past the array", says=("BlockIndexError",)),
     Mutant("bias-column-inner", A1, "1.3",
            (("x_spec = pl.BlockSpec((bm, bn), lambda j, i: (i, j))",
              "x_spec = pl.BlockSpec((bm, bn), lambda i, j: (i, j))"),
@@ -40,6 +40,12 @@ MUTANTS: list[Mutant] = [
            ((BLOCKED_TILE, "    tile = pl.BlockSpec((bm, bn), lambda i, j: (j, i))\n"),),
            "the index map returns (j, i): block (i, j) of the grid reads and writes the "
            "transposed block position"),
+    Mutant("blocked-float32-output", A1, "1.2",
+           (("        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),\n    )\n    return call",
+             "        out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32),\n    )\n"
+             "    return call"),),
+           "the output declared float32 whatever x's dtype (the docstring requires x's)",
+           kept=5, says=("has the wrong dtype",)),
     Mutant("bias-map-row-index", A1, "1.3",
            (("bias_spec = pl.BlockSpec((1, bn), lambda j, i: (0, j))",
              "bias_spec = pl.BlockSpec((1, bn), lambda j, i: (0, i))"),),

@@ -67,6 +67,13 @@ def _close(got: object, expected: np.ndarray, dtype: np.dtype, what: str) -> Non
     assert_close(got, expected, rtol=rtol, atol=atol, what=what)
 
 
+def _same_dtype(got: object, dtype: np.dtype, what: str) -> None:
+    """The result has x's dtype, as the task's docstring requires."""
+    if np.asarray(got).dtype != dtype:
+        raise Mismatch(f"{what} has the wrong dtype", expected=f"{dtype.name} (x's dtype)",
+                       got=np.asarray(got).dtype.name)
+
+
 def _elementwise_call(api: Api, func: str, case: Blocked, x: np.ndarray) -> None:
     """One pallas_call with a cdiv grid of block_shape blocks (axes in either order), each
     block copied in once per input and written back once, two buffers per operand."""
@@ -108,6 +115,7 @@ def blocked_add_values(api: Api) -> None:
     def body(case: Blocked) -> None:
         got = api.call("blocked_add", case["x"], case["y"], block_shape=case["block_shape"])
         _close(got.value, _sum(case["x"], case["y"]), case["x"].dtype, "blocked_add's result")
+        _same_dtype(got.value, case["x"].dtype, "blocked_add's result")
         _elementwise_call(api, "blocked_add", case, case["x"])
     api.run_property(blocked_pairs(), body)
 
@@ -170,6 +178,7 @@ def bias_add_values(api: Api) -> None:
         bias = case["y"][:1]
         got = api.call("bias_add", case["x"], bias, block_shape=case["block_shape"])
         _close(got.value, _sum(case["x"], bias), case["x"].dtype, "bias_add's result")
+        _same_dtype(got.value, case["x"].dtype, "bias_add's result")
         (m, n), (bm, bn) = case["x"].shape, case["block_shape"]
         dmas = sum(call.dma_count for call in got.traces)
         want = 2 * (m // bm) * (n // bn) + n // bn
