@@ -339,13 +339,18 @@ class _Call:
         _, smem = memory.totals(allocations)
 
         mode = OPTIONS.uninitialized
-        for op in ins:
+        aliased_inputs = set(aliases.values())
+        for i, op in enumerate(ins):
             if op.ragged:
                 hbm = np.full(op.padded_shape, fill_value(op.dtype, mode), op.dtype)
-                hbm[tuple(slice(0, d) for d in op.shape)] = arrays[ins.index(op)]
+                hbm[tuple(slice(0, d) for d in op.shape)] = arrays[i]
                 op.hbm = hbm
+            elif i in aliased_inputs:
+                # The output reuses this input's HBM buffer, but JAX arrays are immutable:
+                # the caller's array never changes, so the call works on its own copy.
+                op.hbm = np.array(arrays[i], order="C", copy=True)
             else:
-                op.hbm = np.ascontiguousarray(arrays[ins.index(op)])
+                op.hbm = np.ascontiguousarray(arrays[i])
         for o, op in enumerate(outs):
             if o in aliases:
                 op.hbm = ins[aliases[o]].hbm
@@ -395,15 +400,9 @@ class _Call:
             dma.check_drained(sem_refs, self.name)
 
         results = []
-        for o, op in enumerate(outs):
+        for op in outs:
             logical = op.hbm[tuple(slice(0, d) for d in op.shape)] if op.ragged else op.hbm
-            if o in aliases:
-                original = arrays[aliases[o]]
-                if op.hbm is not original:  # padded or made contiguous: copy back
-                    original[...] = logical
-                results.append(original)
-            else:
-                results.append(np.ascontiguousarray(logical) if op.ragged else logical)
+            results.append(np.ascontiguousarray(logical) if op.ragged else logical)
 
         operand_traces = [
             tracing.OperandTrace("prefetch", nm, p.shape, _dtype_name(p.dtype), p.shape, "smem",
@@ -420,7 +419,9 @@ class _Call:
             num_steps=num_steps, vmem_bytes=vmem, smem_bytes=smem,
             vmem_limit_bytes=self.vmem_limit, operands=tuple(operand_traces),
             when_bodies_run=ctx.when_bodies_run,
-            manual_dma_count=dma.manual_dma_count(sem_refs)), tuple(results), self.kernel)
+            manual_dma_count=dma.manual_dma_count(sem_refs),
+            input_output_aliases=tuple(sorted(self.aliases.items()))),
+            tuple(results), self.kernel)
         return results[0] if self.single_out else tuple(results)
 
     def _check_aliases(self, ins: list[_Operand], outs: list[_Operand]) -> dict[int, int]:

@@ -132,6 +132,9 @@ class CallTrace:
       when_bodies_run: how many ``pl.when`` bodies executed over all steps.
       manual_dma_count: copies started with ``pltpu.make_async_copy(...).start()``
         over the whole call (pallas-sim.md item 7).
+      input_output_aliases: the call's ``input_output_aliases`` as sorted
+        ``(input index, output index)`` pairs (input indices count the
+        scalar-prefetch arguments, as in JAX); () without aliasing.
     """
 
     name: str
@@ -144,6 +147,7 @@ class CallTrace:
     operands: tuple[OperandTrace, ...]
     when_bodies_run: int = 0
     manual_dma_count: int = 0
+    input_output_aliases: tuple[tuple[int, int], ...] = ()
 
     def operand(self, name: str) -> OperandTrace:
         """The operand with this kernel parameter name.
@@ -201,6 +205,7 @@ class CallTrace:
             "smem_bytes": self.smem_bytes, "vmem_limit_bytes": self.vmem_limit_bytes,
             "when_bodies_run": self.when_bodies_run,
             "manual_dma_count": self.manual_dma_count,
+            "input_output_aliases": [list(p) for p in self.input_output_aliases],
             "operands": [op.to_dict() for op in self.operands],
         }
 
@@ -218,6 +223,8 @@ class CallTrace:
             smem_bytes=int(d["smem_bytes"]), vmem_limit_bytes=int(d["vmem_limit_bytes"]),
             when_bodies_run=int(d.get("when_bodies_run", 0)),
             manual_dma_count=int(d.get("manual_dma_count", 0)),
+            input_output_aliases=tuple((int(i), int(o))
+                                       for i, o in d.get("input_output_aliases", ())),
             operands=tuple(OperandTrace.from_dict(o) for o in d["operands"]))
 
     def __eq__(self, other: object) -> bool:

@@ -44,8 +44,9 @@ MUTANTS: list[Mutant] = [
            (("        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),\n    )\n    return call",
              "        out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32),\n    )\n"
              "    return call"),),
-           "the output declared float32 whatever x's dtype (the docstring requires x's)",
-           kept=5, says=("has the wrong dtype",)),
+           "the output declared float32 whatever x's dtype (the docstring requires x's): "
+           "storing a bf16 sum into the float32 ref fails, as on JAX",
+           kept=5, says=("Invalid dtype for `swap`. Ref dtype: float32. Value dtype: bfloat16",)),
     Mutant("bias-map-row-index", A1, "1.3",
            (("bias_spec = pl.BlockSpec((1, bn), lambda j, i: (0, j))",
              "bias_spec = pl.BlockSpec((1, bn), lambda j, i: (0, i))"),),
@@ -56,7 +57,16 @@ MUTANTS: list[Mutant] = [
            "from HBM, even when aliased)"),
     Mutant("accumulate-aliases-x", A1, "1.4",
            (("        input_output_aliases={0: 0},\n", "        input_output_aliases={1: 0},\n"),),
-           "x (input 1) is aliased to the output: the result lands in x, acc is unchanged"),
+           "x (input 1) is aliased to the output instead of acc: the sum is right, but on a "
+           "TPU it would overwrite x's buffer", kept=13,
+           says=("does not alias acc (input 0) to its output",)),
+    Mutant("accumulate-returns-acc", A1, "1.4",
+           (("    return pl.pallas_call(\n        _accumulate_kernel,",
+             "    pl.pallas_call(\n        _accumulate_kernel,"),
+            ("        input_output_aliases={0: 0},\n    )(acc, x)\n",
+             "        input_output_aliases={0: 0},\n    )(acc, x)\n    return acc\n")),
+           "returns acc, counting on an in-place update; JAX arrays are immutable, so acc "
+           "still holds its old values", says=("the result",)),
     Mutant("vmem-unblocked-buffers", A1, "1.5",
            (("return sum(elements(s) * itemsize(d) for s, d",
              "return sum(buffer_count * elements(s) * itemsize(d) for s, d"),),

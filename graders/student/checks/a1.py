@@ -189,18 +189,21 @@ def bias_add_values(api: Api) -> None:
     api.run_property(blocked_pairs(dividing=True), body)
 
 
-@public_check(A, "1.4", "accumulate_inplace(acc, x) returns acc itself, holding acc + x")
+@public_check(A, "1.4", "accumulate_inplace(acc, x) returns acc + x from a pallas_call that "
+                        "aliases acc to its output")
 def accumulate_values(api: Api) -> None:
-    """Task 1.4: accumulate_inplace(acc, x) returns acc itself, holding acc + x."""
+    """Task 1.4: accumulate_inplace(acc, x) returns acc + x from a pallas_call with
+    input_output_aliases={0: 0}."""
     def body(case: Blocked) -> None:
         acc, x = case["x"].copy(), case["y"]
         expected = _sum(acc, x)
         got = api.call("accumulate_inplace", acc, x, block_shape=case["block_shape"])
         _close(got.value, expected, acc.dtype, "the result")
-        if got.returned_arg != 0:
-            raise Mismatch("the result is a new array, not acc updated in place",
-                           expected="acc itself (input_output_aliases={0: 0})",
-                           got="another array")
+        aliases = [dict(c.input_output_aliases) for c in got.traces]
+        if aliases != [{0: 0}]:
+            raise Mismatch("the pallas_call does not alias acc (input 0) to its output",
+                           expected="one pallas_call with input_output_aliases={0: 0}",
+                           got=f"aliases {aliases}")
         _elementwise_call(api, "accumulate_inplace", case, case["x"].copy())
     api.run_property(blocked_pairs(dividing=True), body)
 
