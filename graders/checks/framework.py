@@ -380,6 +380,17 @@ class Reply:
                 got="a result computed without any pallas_call",
                 hint="the task is to write the kernel and call it through pl.pallas_call; "
                      "plain NumPy earns no points here")
+        arg = self.returned_arg if element is None else (
+            self.returned_arg[element] if isinstance(self.returned_arg, tuple)
+            and 0 <= element < len(self.returned_arg) else None)
+        if isinstance(arg, int):  # the worker saw the very argument object come back
+            raise CheckFailure(
+                f"{self.func} returned its argument {arg} itself, not its pallas_call's result",
+                expected="the array pl.pallas_call returned",
+                got=f"argument {arg}, unchanged",
+                hint="JAX arrays are immutable: pl.pallas_call never updates its inputs, not "
+                     "even one named in input_output_aliases; return the array the call "
+                     "returns")
         raise CheckFailure(
             f"what {self.func} returned is not the output of its pallas_call",
             expected="the array pl.pallas_call returned (or a view of it)",
