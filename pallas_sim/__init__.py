@@ -20,10 +20,14 @@ from .errors import (
     BlockIndexError,
     CapturedConstantError,
     GridSemanticsError,
+    HbmAccessError,
     KernelSignatureError,
+    NoGridError,
+    OutsideKernelError,
     PallasSimError,
     RevisitedOutputBlockError,
     TracerConversionError,
+    UnboundAxisError,
     UnsupportedJaxAPIError,
     UnsupportedJaxUsageError,
     UnwaitedDMAError,
@@ -32,6 +36,8 @@ from .errors import (
 from .tracing import CallTrace, OperandTrace, Trace, trace
 
 __all__ = ["BlockIndexError", "CallTrace", "CapturedConstantError", "GridSemanticsError",
-           "KernelSignatureError", "OperandTrace", "PallasSimError", "RevisitedOutputBlockError",
-           "Trace", "TracerConversionError", "UnsupportedJaxAPIError", "UnsupportedJaxUsageError",
-           "UnwaitedDMAError", "VmemOOMError", "config", "jax", "jnp", "pl", "pltpu", "trace"]
+           "HbmAccessError", "KernelSignatureError", "NoGridError", "OperandTrace",
+           "OutsideKernelError", "PallasSimError", "RevisitedOutputBlockError", "Trace",
+           "TracerConversionError", "UnboundAxisError", "UnsupportedJaxAPIError",
+           "UnsupportedJaxUsageError", "UnwaitedDMAError", "VmemOOMError", "config", "jax",
+           "jnp", "pl", "pltpu", "trace"]

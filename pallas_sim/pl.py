@@ -7,9 +7,12 @@ pallas as pl`` to run the same kernel on real Pallas.
 from __future__ import annotations
 
 from . import surface as _surface
+from .block_dims import Blocked, BoundedSlice, Element, Squeezed, squeezed
+from .call_args import no_block_spec
 from .context import num_programs, program_id, when
+from .memory_spaces import ANY, MemorySpace
 from .pallas_call import cdiv, pallas_call
-from .specs import ANY, BlockSpec, Buffered, GridSpec
+from .specs import BlockSpec, Buffered, CostEstimate, GridSpec
 from .values import concrete
 
 
@@ -32,6 +35,7 @@ def ds(start: int, size: int) -> slice:
 
 dslice = ds
 
-__all__ = ["ANY", "BlockSpec", "Buffered", "GridSpec", "cdiv", "ds", "dslice", "num_programs",
-           "pallas_call", "program_id", "when"]
+__all__ = ["ANY", "BlockSpec", "Blocked", "BoundedSlice", "Buffered", "CostEstimate", "Element",
+           "GridSpec", "MemorySpace", "Squeezed", "cdiv", "ds", "dslice", "no_block_spec",
+           "num_programs", "pallas_call", "program_id", "squeezed", "when"]
 __getattr__ = _surface.refuse_missing("jax.experimental.pallas", __name__)

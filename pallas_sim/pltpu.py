@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from . import surface as _surface
 from .dma import SemaphoreType, make_async_copy
-from .specs import ARBITRARY, PARALLEL, SMEM, VMEM, CompilerParams, PrefetchScalarGridSpec
+from .memory_spaces import HBM, SEMAPHORE, SMEM, VMEM
+from .memory_spaces import TPUMemorySpace as MemorySpace
+from .specs import (
+    ARBITRARY,
+    CORE_PARALLEL,
+    PARALLEL,
+    CompilerParams,
+    GridDimensionSemantics,
+    PrefetchScalarGridSpec,
+)
 
-__all__ = ["ARBITRARY", "PARALLEL", "SMEM", "VMEM", "CompilerParams", "PrefetchScalarGridSpec",
+__all__ = ["ARBITRARY", "CORE_PARALLEL", "HBM", "PARALLEL", "SEMAPHORE", "SMEM", "VMEM",
+           "CompilerParams", "GridDimensionSemantics", "MemorySpace", "PrefetchScalarGridSpec",
            "SemaphoreType", "make_async_copy"]
 __getattr__ = _surface.refuse_missing("jax.experimental.pallas.tpu", __name__)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import TracerConversionError
+from .errors import HbmAccessError, TracerConversionError
 from .values import KERNELS, KernelValue, canonical_dtype, captured
 
 
@@ -230,4 +230,42 @@ class _RefIndexer:
         view = ref._buf[ref._checked(idx)]
         if not isinstance(view, np.ndarray):  # all ints: NumPy gave a scalar copy
             view = ref._buf[(*entries, Ellipsis)]  # the trailing ... keeps a 0-d view
-        return Ref(view, f"{ref.name}.at{_fmt(idx)}", ref.memory_space)
+        return type(ref)(view, f"{ref.name}.at{_fmt(idx)}", ref.memory_space)
+
+
+class HbmRef(Ref):
+    """A ref to an array in HBM (memory space "any" or "hbm"): what a kernel gets for a
+    ``BlockSpec(memory_space=pl.ANY)`` operand and for every operand of ``pl.kernel``.
+
+    Its shape, dtype and ``.at[...]`` views work as on any ref; loading from it or storing
+    into it refuses, as JAX's TPU interpret mode does: a TensorCore reaches HBM only by
+    DMA (``pltpu.sync_copy``, ``pltpu.async_copy``, ``pltpu.make_async_copy``).
+
+    Raises (on ``ref[idx]`` and ``ref[idx] = v``):
+      HbmAccessError: JAX's message, naming the ref.
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, idx) -> KernelValue:
+        raise _hbm_access("get_p", self)
+
+    def __setitem__(self, idx, value) -> None:
+        raise _hbm_access("swap_p", self)
+
+
+def _hbm_access(primitive: str, ref: Ref) -> HbmAccessError:
+    return HbmAccessError(
+        f"{primitive}: Buffers with a memory space of HBM or ANY cannot be referenced "
+        f"directly. Instead, use `pltpu.sync_copy` or `pltpu.async_copy`. ({ref.name} lives "
+        f"in HBM ({ref.memory_space}): copy the part you need into a VMEM buffer, e.g. "
+        f"pltpu.sync_copy({ref.name}.at[...], buf) with buf a pltpu.VMEM scratch or "
+        "pl.run_scoped buffer, compute there, and copy the result back)")
+
+
+def make_ref(buf: np.ndarray, name: str, memory_space: str) -> Ref:
+    """A :class:`Ref` to ``buf``, or an :class:`HbmRef` when ``memory_space`` is "any" or
+    "hbm"."""
+    if memory_space in ("any", "hbm"):
+        return HbmRef(buf, name, memory_space)
+    return Ref(buf, name, memory_space)
