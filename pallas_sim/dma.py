@@ -1,4 +1,5 @@
-"""Manual DMA: DMA semaphores, ``pltpu.make_async_copy``.
+"""Manual DMA: DMA semaphores, ``pltpu.make_async_copy``, ``pltpu.async_copy`` and
+``pltpu.sync_copy``.
 
 A kernel that takes a raw HBM ref (``BlockSpec(memory_space=pl.ANY)``, or any operand
 of ``pl.kernel``) moves data itself::
@@ -7,6 +8,9 @@ of ``pl.kernel``) moves data itself::
     copy.start()
     ...                      # buf still holds its old contents here
     copy.wait()              # the 8 rows land in buf now
+
+    pltpu.async_copy(x_hbm, buf, sem).wait()   # start at once, wait later
+    pltpu.sync_copy(x_hbm, buf)                # start and wait, on a semaphore of its own
 
 Semantics follow JAX 0.10.x TPU interpret mode with its default
 ``dma_execution_mode="on_wait"`` (pallas-sim.md item 7): a started copy is
@@ -33,6 +37,7 @@ from . import context
 from .config import OPTIONS
 from .errors import PallasSimError, UnsupportedJaxUsageError, UnwaitedDMAError
 from .memory_spaces import ScratchShape
+from .pytrees import flatten
 from .refs import Ref
 from .values import concrete
 
@@ -256,6 +261,59 @@ def make_async_copy(src_ref: object, dst_ref: object, sem: object) -> AsyncCopy:
       ValueError, TypeError: see :class:`AsyncCopy`.
     """
     return AsyncCopy(src_ref, dst_ref, sem)
+
+
+def async_copy(src_ref: object, dst_ref: object, sem: object, *, priority: int = 0,
+               add: bool = False) -> AsyncCopy:
+    """``pltpu.async_copy``: build the copy and start it at once; ``.wait()`` the returned
+    descriptor before using the destination (JAX 0.10.x ``async_copy``).
+
+    Args:
+      src_ref, dst_ref, sem: as :func:`make_async_copy`.
+      priority, add: as :meth:`AsyncCopy.start`.
+
+    Returns:
+      The started :class:`AsyncCopy`.
+
+    Raises:
+      ValueError, UnsupportedJaxUsageError: see :class:`AsyncCopy` and
+        :meth:`AsyncCopy.start`.
+    """
+    copy = AsyncCopy(src_ref, dst_ref, sem)
+    copy.start(priority=priority, add=add)
+    return copy
+
+
+def sync_copy(src_ref: object, dst_ref: object, *, add: bool = False) -> None:
+    """``pltpu.sync_copy``: copy a pytree of refs into a pytree of refs of the same
+    structure, and wait: every copy is started, then every one waited, on a DMA semaphore
+    of their own (JAX 0.10.x runs them in a ``pl.run_scoped`` semaphore).
+
+    Counts one manual DMA per pair of refs in the trace. Refs may be in any memory
+    space, e.g. HBM → VMEM, VMEM → HBM, HBM → SMEM, HBM → HBM.
+
+    Raises:
+      ValueError: the trees differ, a leaf is not a ref, or a pair differs in shape or
+        dtype.
+      UnsupportedJaxUsageError: ``add=True`` (see :meth:`AsyncCopy.start`).
+      OutsideKernelError: called outside a running kernel.
+    """
+    from .scoped import require_kernel
+
+    require_kernel("pltpu.sync_copy")
+    srcs, src_def = flatten(src_ref)
+    if not srcs:
+        return
+    dsts, dst_def = flatten(dst_ref)
+    if src_def != dst_def:
+        raise ValueError(f"pltpu.sync_copy: the source tree {src_def} and the destination "
+                         f"tree {dst_def} differ")
+    sem = SemaphoreRef.allocate((), "sync_copy semaphore")
+    copies = [AsyncCopy(s, d, sem) for s, d in zip(srcs, dsts, strict=True)]
+    for copy in copies:
+        copy.start(add=add)
+    for copy in copies:
+        copy.wait()
 
 
 def check_drained(sem_refs: Iterable[SemaphoreRef], call_name: str,

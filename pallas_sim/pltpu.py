@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import surface as _surface
-from .dma import SemaphoreType, make_async_copy
+from .dma import SemaphoreType, async_copy, make_async_copy, sync_copy
 from .memory_spaces import HBM, SEMAPHORE, SMEM, VMEM
 from .memory_spaces import TPUMemorySpace as MemorySpace
 from .specs import (
@@ -17,5 +17,5 @@ from .specs import (
 
 __all__ = ["ARBITRARY", "CORE_PARALLEL", "HBM", "PARALLEL", "SEMAPHORE", "SMEM", "VMEM",
            "CompilerParams", "GridDimensionSemantics", "MemorySpace", "PrefetchScalarGridSpec",
-           "SemaphoreType", "make_async_copy"]
+           "SemaphoreType", "async_copy", "make_async_copy", "sync_copy"]
 __getattr__ = _surface.refuse_missing("jax.experimental.pallas.tpu", __name__)
