@@ -12,6 +12,7 @@ from .call_args import no_block_spec
 from .context import num_programs, program_id, when
 from .loop import loop
 from .memory_spaces import ANY, MemorySpace
+from .mesh import kernel
 from .pallas_call import cdiv, pallas_call
 from .scoped import run_scoped
 from .specs import BlockSpec, Buffered, CostEstimate, GridSpec
@@ -38,6 +39,7 @@ def ds(start: int, size: int) -> slice:
 dslice = ds
 
 __all__ = ["ANY", "BlockSpec", "Blocked", "BoundedSlice", "Buffered", "CostEstimate", "Element",
-           "GridSpec", "MemorySpace", "Squeezed", "cdiv", "ds", "dslice", "loop", "no_block_spec",
-           "num_programs", "pallas_call", "program_id", "run_scoped", "squeezed", "when"]
+           "GridSpec", "MemorySpace", "Squeezed", "cdiv", "ds", "dslice", "kernel", "loop",
+           "no_block_spec", "num_programs", "pallas_call", "program_id", "run_scoped",
+           "squeezed", "when"]
 __getattr__ = _surface.refuse_missing("jax.experimental.pallas", __name__)

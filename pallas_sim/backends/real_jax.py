@@ -87,18 +87,31 @@ def pallas_call(kernel: Callable[..., None], out_shape: object, **kwargs: Any
     return _pallas.pallas_call(kernel, out_shape, **kwargs)
 
 
+_NO_BODY: Any = object()
+
+
+def kernel(body: Any = _NO_BODY, out_type: object = (), **kwargs: Any) -> Any:
+    """``jax.experimental.pallas.kernel`` with ``interpret`` forced, as :func:`pallas_call`
+    (the interpreter in force when the kernel is made is the one it runs in)."""
+    kwargs["interpret"] = interpret_value()
+    if body is _NO_BODY:
+        return _pallas.kernel(out_type=out_type, **kwargs)
+    return _pallas.kernel(body, out_type, **kwargs)
+
+
 class _PallasNamespace(types.ModuleType):
-    """``jax.experimental.pallas`` with ``pallas_call`` replaced."""
+    """``jax.experimental.pallas`` with ``pallas_call`` and ``kernel`` replaced."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(_pallas, name)
 
     def __dir__(self) -> list[str]:
-        return sorted(set(dir(_pallas)) | {"pallas_call"})
+        return sorted(set(dir(_pallas)) | {"pallas_call", "kernel"})
 
 
 pl = _PallasNamespace("pl", _pallas.__doc__)
 pl.pallas_call = pallas_call  # type: ignore[attr-defined]
+pl.kernel = kernel  # type: ignore[attr-defined]
 
 
 def reset() -> None:
@@ -112,5 +125,5 @@ def reset() -> None:
         reset_fn()
 
 
-__all__ = ["MODES", "Mode", "current_mode", "interpret_value", "jax", "jnp", "mode", "pl",
-           "pallas_call", "pltpu", "reset", "set_mode"]
+__all__ = ["MODES", "Mode", "current_mode", "interpret_value", "jax", "jnp", "kernel", "mode",
+           "pl", "pallas_call", "pltpu", "reset", "set_mode"]
