@@ -7,6 +7,7 @@ from .dma import SemaphoreType, async_copy, make_async_copy, sync_copy
 from .memory_spaces import HBM, SEMAPHORE, SMEM, VMEM
 from .memory_spaces import TPUMemorySpace as MemorySpace
 from .mesh import create_tensorcore_mesh
+from .pipeline import emit_pipeline
 from .specs import (
     ARBITRARY,
     CORE_PARALLEL,
@@ -18,5 +19,6 @@ from .specs import (
 
 __all__ = ["ARBITRARY", "CORE_PARALLEL", "HBM", "PARALLEL", "SEMAPHORE", "SMEM", "VMEM",
            "CompilerParams", "GridDimensionSemantics", "MemorySpace", "PrefetchScalarGridSpec",
-           "SemaphoreType", "async_copy", "create_tensorcore_mesh", "make_async_copy", "sync_copy"]
+           "SemaphoreType", "async_copy", "create_tensorcore_mesh", "emit_pipeline",
+           "make_async_copy", "sync_copy"]
 __getattr__ = _surface.refuse_missing("jax.experimental.pallas.tpu", __name__)

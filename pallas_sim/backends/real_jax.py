@@ -14,6 +14,12 @@ one of JAX's two CPU interpreters, whatever ``interpret=`` the code passes:
 Choose with :func:`set_mode` or the :func:`mode` context manager (default
 "tpu", the one closer to the hardware).  Needs the ``pallas-lab[jax]`` extra;
 importing this module without JAX raises ``ModuleNotFoundError``.
+
+``pltpu.emit_pipeline`` asks ``pltpu.get_tpu_info()`` for the chip's tiling, which
+fails on a CPU ("Unsupported TPU device kind: cpu"). Importing this module registers the
+CPU device kind in JAX's own registry of chips (``tpu_info.registry``) as a single-core
+TPU v5e, the chip pallas_sim's one core stands for, so pipelines run in both
+interpreters; nothing else changes.
 """
 
 from __future__ import annotations
@@ -27,6 +33,14 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as _pallas
 from jax.experimental.pallas import tpu as pltpu
+
+try:  # JAX 0.10.x keeps its chip table here; see the module docstring
+    from jax._src.pallas.mosaic import tpu_info as _tpu_info
+
+    _tpu_info.registry.setdefault(
+        "cpu", lambda: _tpu_info.get_tpu_info_for_chip(_tpu_info.ChipVersion.TPU_V5E, 1))
+except (ImportError, AttributeError):  # another JAX: pipelines fail as JAX says
+    pass
 
 Mode = Literal["hlo", "tpu"]
 MODES: tuple[Mode, ...] = ("hlo", "tpu")
