@@ -29,12 +29,23 @@ def is_floating(dtype: np.dtype) -> bool:
     return np.issubdtype(dtype, np.floating) or dtype.type.__module__.startswith("ml_dtypes")
 
 
+_FILL: dict[tuple[np.dtype, str], object] = {}
+
+
 def fill_value(dtype: np.dtype, mode: str) -> object:
     """The value fresh buffers hold: poison (as TPU interpret mode) or zero.
 
     Poison is NaN for floating dtypes, the minimum for integers, False for bool
-    (pallas-sim.md item 4).
+    (pallas-sim.md item 4). Memoized per (dtype, mode): every call's setup asks.
     """
+    key = (dtype, mode)
+    value = _FILL.get(key)
+    if value is None:
+        value = _FILL[key] = _fill_value(np.dtype(dtype), mode)
+    return value
+
+
+def _fill_value(dtype: np.dtype, mode: str) -> object:
     if mode == "zero":
         return 0
     if dtype == np.bool_:

@@ -27,6 +27,7 @@ import numpy as np
 
 from . import block_dims, memory
 from .block_dims import BlockDim, Blocked, BoundedSlice, Element, Squeezed
+from .config import OPTIONS
 from .dtypes import fill_value
 from .errors import (
     BlockIndexError,
@@ -35,6 +36,7 @@ from .errors import (
     TracerConversionError,
 )
 from .memory_spaces import HBM_SPACES, space_name
+from .refs import make_ref
 from .values import KernelValue, concrete
 
 _DTYPE_NAMES: dict[np.dtype, str] = {}
@@ -77,7 +79,8 @@ class Operand:
 
     __slots__ = ("role", "name", "shape", "dtype", "dims", "index_map", "space", "buffers",
                  "idx", "hbm", "buf", "ref", "dma_count", "hbm_bytes", "ragged", "pads",
-                 "element_dims")
+                 "element_dims", "sizes", "kernel_shape", "padded_shape", "needs_padding",
+                 "_low", "_high", "_sizes", "_dims")
 
     def __init__(self, role: str, name: str, shape: tuple[int, ...], dtype: np.dtype,
                  spec: Any, num_steps: int, *, default_space: str = "vmem",
@@ -98,6 +101,7 @@ class Operand:
         self.pads = tuple(tuple(int(p) for p in d.padding) if isinstance(d, Element) else (0, 0)
                           for d in self.dims)
         self.element_dims = tuple(i for i, d in enumerate(self.dims) if isinstance(d, Element))
+        self._shapes()
         space = None if spec is None else spec.memory_space
         self.space = default_space if space is None else space_name(space)
         if self.space == "semaphore":
@@ -106,8 +110,6 @@ class Operand:
         count = (spec.pipeline_mode.buffer_count
                  if spec is not None and spec.pipeline_mode is not None else None)
         self.buffers = 0 if self.space in HBM_SPACES else buffer_default(num_steps, count)
-        self.ragged = any(isinstance(b, Blocked) and d % b.block_size
-                          for d, b in zip(shape, self.dims, strict=True))
         self.dma_count = 0
         self.hbm_bytes = 0
 
@@ -134,37 +136,45 @@ class Operand:
 
     # -- shapes ---------------------------------------------------------------------------
 
-    @property
-    def sizes(self) -> tuple[int, ...]:
-        """Elements the block spans per dimension (1 for squeezed ones)."""
-        return tuple(block_dims.size(d) for d in self.dims)
+    def _shapes(self) -> None:
+        """Derive, once, the shapes and index bounds the call's setup reads.
 
-    @property
-    def kernel_shape(self) -> tuple[int, ...]:
-        """The shape of the kernel's ref (squeezed dimensions dropped)."""
-        return tuple(block_dims.size(d) for d in self.dims if not isinstance(d, Squeezed))
+        Attributes set: ``sizes`` (elements the block spans per dimension, 1 when
+        squeezed), ``kernel_shape`` (the kernel's ref: squeezed dimensions dropped),
+        ``padded_shape`` (:attr:`hbm`'s shape: ragged dims rounded up to whole blocks,
+        Element dims with their padding), ``ragged``, ``needs_padding``, and the bounds of
+        valid indices per dimension.
+        """
+        sizes, kernel, padded, high = [], [], [], []
+        ragged = False
+        for d, b, (lo, hi) in zip(self.shape, self.dims, self.pads, strict=True):
+            if isinstance(b, Squeezed):
+                sizes.append(1)
+                padded.append(d)
+                high.append(d)
+                continue
+            n = int(b.block_size)
+            sizes.append(n)
+            kernel.append(n)
+            if isinstance(b, Element):
+                padded.append(lo + d + hi)
+                high.append(lo + d + hi - n + 1)  # offsets s with s + n <= the padded size
+            else:
+                blocks = -(-d // n)
+                padded.append(blocks * n)
+                high.append(blocks)
+                ragged = ragged or d % n != 0
+        self.sizes, self.kernel_shape = tuple(sizes), tuple(kernel)
+        self.padded_shape = tuple(padded)
+        self._low, self._high = 0, np.asarray(high, np.int64)
+        self._sizes, self._dims = np.asarray(sizes, np.int64), np.asarray(self.shape, np.int64)
+        self.ragged = ragged
+        self.needs_padding = self.ragged or any(p != (0, 0) for p in self.pads)
 
     @property
     def trace_block_shape(self) -> tuple[int | None, ...]:
         """The block shape as the trace records it (None for squeezed dimensions)."""
         return tuple(block_dims.kernel_size(d) for d in self.dims)
-
-    @property
-    def padded_shape(self) -> tuple[int, ...]:
-        """The shape of :attr:`hbm`: ragged dims rounded up to whole blocks, Element dims
-        with their padding."""
-        out = []
-        for d, b, (lo, hi) in zip(self.shape, self.dims, self.pads, strict=True):
-            if isinstance(b, Element):
-                out.append(lo + d + hi)
-            else:
-                out.append(cdiv(d, block_dims.size(b)) * block_dims.size(b))
-        return tuple(out)
-
-    @property
-    def needs_padding(self) -> bool:
-        """Whether :attr:`hbm` is larger than the array (ragged blocks or Element padding)."""
-        return self.ragged or any(p != (0, 0) for p in self.pads)
 
     @property
     def logical(self) -> tuple[slice, ...]:
@@ -203,13 +213,17 @@ class Operand:
         """int64 [steps]: bytes of each step's block inside the logical array."""
         if not self.shape:
             return np.full(len(self.idx), self.dtype.itemsize, np.int64)
-        idx = self.idx.astype(np.int64)
-        sizes = np.asarray(self.sizes, np.int64)
-        starts = np.where([isinstance(d, Element) for d in self.dims], idx, idx * sizes)
-        starts = starts - np.asarray([lo for lo, _ in self.pads], np.int64)
-        dims = np.asarray(self.shape, np.int64)
-        ext = np.minimum(starts + sizes, dims) - np.maximum(starts, 0)
-        return np.clip(ext, 0, sizes).prod(axis=1) * self.dtype.itemsize
+        sizes, dims = self._sizes, self._dims
+        if not self.element_dims:
+            ext = np.minimum(dims - self.idx * sizes, sizes)
+            np.maximum(ext, 0, out=ext)
+        else:
+            element = np.zeros(len(sizes), bool)
+            element[list(self.element_dims)] = True
+            starts = np.where(element, self.idx, self.idx * sizes)
+            starts -= np.asarray([lo for lo, _ in self.pads], np.int64)
+            ext = np.clip(np.minimum(starts + sizes, dims) - np.maximum(starts, 0), 0, sizes)
+        return ext.prod(axis=1) * self.dtype.itemsize
 
     def plan(self, steps: list[tuple[int, ...]], plan_in: list[list], plan_fresh: list[list],
              plan_out: list[list], *, check_revisits: str | None) -> None:
@@ -223,8 +237,6 @@ class Operand:
         Raises:
           RevisitedOutputBlockError: see :func:`check_revisits`.
         """
-        from .config import OPTIONS
-
         if self.space in HBM_SPACES:
             return
         num_steps = len(steps)
@@ -261,8 +273,7 @@ def _blocked_view(op: Operand) -> np.ndarray:
     shape: list[int] = []
     block_axes: list[int] = []
     inner_axes: list[int] = []
-    for full, b in zip(op.padded_shape, op.dims, strict=True):
-        size = block_dims.size(b)
+    for full, size, b in zip(op.padded_shape, op.sizes, op.dims, strict=True):
         block_axes.append(len(shape))
         shape.append(full // size)
         if not isinstance(b, Squeezed):
@@ -280,9 +291,8 @@ class _Windows:
     def __init__(self, op: Operand) -> None:
         self._hbm = op.hbm
         self._kinds = tuple(
-            (0, 0) if isinstance(d, Squeezed) else
-            (1, block_dims.size(d)) if isinstance(d, Element) else (2, block_dims.size(d))
-            for d in op.dims)
+            (0, 0) if isinstance(d, Squeezed) else (1 if isinstance(d, Element) else 2, n)
+            for d, n in zip(op.dims, op.sizes, strict=True))
 
     def _index(self, key: tuple[int, ...]) -> tuple[Any, ...]:
         out: list[Any] = []
@@ -392,21 +402,14 @@ def _check_bounds(op: Operand, out: np.ndarray, steps: list[tuple[int, ...]],
     """
     if not out.size:
         return
-    lows = np.zeros(len(op.dims), np.int64)
-    highs = np.empty(len(op.dims), np.int64)  # exclusive upper bound of the index
-    for k, (d, b, (lo, hi)) in enumerate(zip(op.shape, op.dims, op.pads, strict=True)):
-        if isinstance(b, Element):
-            highs[k] = lo + d + hi - block_dims.size(b) + 1
-        else:
-            highs[k] = cdiv(d, block_dims.size(b))
-    bad = np.any((out < lows) | (out >= highs), axis=1)
+    bad = np.any((out < op._low) | (out >= op._high), axis=1)
     if not bad.any():
         return
     s = int(np.argmax(bad))
     shape_text = "(" + ", ".join(
         str(b) if isinstance(b, Element) else "None" if isinstance(b, Squeezed)
         else str(b.block_size) for b in op.dims) + ("," if len(op.dims) == 1 else "") + ")"
-    counts = tuple(cdiv(d, block_dims.size(b)) for d, b in zip(op.shape, op.dims, strict=True))
+    counts = tuple(cdiv(d, n) for d, n in zip(op.shape, op.sizes, strict=True))
     detail = (f"(valid block indices are 0 .. n-1 with n = {counts})"
               if not op.element_dims else
               "(a pl.Element dimension's index is an element offset s: the window "
@@ -453,9 +456,6 @@ def _check_revisits(op: Operand, changed: np.ndarray, call_name: str,
 def allocate_buffers(op: Operand, ref_name: str | None = None) -> None:
     """Give ``op`` its block buffer (poisoned) and the kernel's ref to it; an HBM operand's
     ref is to :attr:`Operand.hbm` itself."""
-    from .config import OPTIONS
-    from .refs import make_ref
-
     if op.space in HBM_SPACES:
         op.buf = op.hbm
     else:

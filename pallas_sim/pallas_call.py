@@ -226,6 +226,23 @@ def _kernel_param_names(kernel: Callable[..., None], count: int, mesh: bool = Fa
       KernelSignatureError: the kernel takes fewer positional refs than the call passes,
         or requires more.
     """
+    key = _signature_key(kernel)
+    cache_key = None if key is None else (key, count, mesh, keywords)
+    if cache_key is not None and cache_key in _PARAM_NAMES:
+        return _PARAM_NAMES[cache_key]
+    names = _param_names(kernel, count, mesh, keywords)
+    if cache_key is not None:
+        if len(_PARAM_NAMES) > 4096:
+            _PARAM_NAMES.clear()
+        _PARAM_NAMES[cache_key] = names
+    return names
+
+
+_PARAM_NAMES: dict[tuple, list[str]] = {}
+
+
+def _param_names(kernel: Callable[..., None], count: int, mesh: bool,
+                 keywords: frozenset[str]) -> list[str]:
     params = _kernel_params(kernel)
     if params is None:
         return [f"ref{i}" for i in range(count)]
@@ -519,7 +536,10 @@ def _where(kernel: Callable[..., Any]) -> str:
 def _leaf_names(params: Sequence[str], trees: Sequence[Any]) -> list[str]:
     """``param + key path`` for every leaf of each tree (a leaf argument keeps its name)."""
     return [param + path for param, tree in zip(params, trees, strict=True)
-            for path in leaf_paths(tree)]
+            for path in ([""] if type(tree) in _LEAF_TYPES else leaf_paths(tree))]
+
+
+_LEAF_TYPES = frozenset({np.ndarray, ShapeDtypeStruct, ScratchShape})
 
 
 def _operand_trace(op: Operand, reads: np.ndarray | None = None) -> tracing.OperandTrace:
