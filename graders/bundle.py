@@ -8,7 +8,8 @@
   the few modules it needs: ``graders/assignments.py`` (the task table),
   ``graders/harnesses/`` (the standard pallas_call around a kernel) and
   ``graders/worker/static_check.py`` with ``graders/worker/policy/`` (the
-  submission policy's compile-time check);
+  submission policy's compile-time check), and ``graders/fidelity/`` (for
+  ``pallas-lab check --backend jax``: the student's own file on real JAX);
 * a ``pyproject.toml`` whose ``pallas-lab`` command has ``check`` and
   ``status`` only, and a student ``README.md``.
 
@@ -33,6 +34,7 @@ SHIPPED = (
     "graders/harnesses",
     "graders/worker/static_check.py",
     "graders/worker/policy",
+    "graders/fidelity",
 )
 #: What must never be in a bundle (checked after writing it).
 HIDDEN = ("reference", "solutions", "graders/checks", "graders/grading.py",
@@ -50,12 +52,17 @@ readme = "README.md"
 requires-python = ">=3.11"
 dependencies = {dependencies}
 
+[project.optional-dependencies]
+jax = {jax_dependencies}
+
 [project.scripts]
 pallas-lab = "graders.student.cli:main"
 
 [tool.setuptools.packages.find]
 include = ["pallas_sim*", "graders*"]
 """
+#: The ``jax`` extra: CPU JAX of the version pallas_sim mirrors (as the repository's own).
+JAX_DEPENDENCIES = ["jax>=0.10,<0.11", "jaxlib>=0.10,<0.11"]
 DEPENDENCIES = ["numpy>=1.26", "ml_dtypes>=0.4", "hypothesis>=6.100", "rich>=13",
                 "nbformat>=5.9", "RestrictedPython>=8.0"]
 
@@ -86,6 +93,10 @@ pallas-lab check assignments/a1_pallas_basics.py
 pallas-lab check --task 4.1            # one task
 pallas-lab status                      # the table over all assignments
 ```
+
+To see your own kernels run on real JAX Pallas (on the CPU, in JAX's two
+interpreters), install the extra once with `.venv/bin/pip install '.[jax]'`
+and run `pallas-lab check --backend jax assignments/a1_pallas_basics.py`.
 
 `check` runs the public checks in your own Python: the lecture's worked
 answers and properties against plain math, on fresh random inputs each run.
@@ -140,7 +151,9 @@ def write_bundle(dest: str | Path, *, root: str | Path | None = None,
                       if (dest / "assignments" / f"{a.stem}.py").is_file())
     (dest / "README.md").write_text(README.format(handouts=names), encoding="utf-8")
     deps = "[" + ", ".join(f'"{d}"' for d in DEPENDENCIES) + "]"
-    (dest / "pyproject.toml").write_text(PYPROJECT.format(version=version, dependencies=deps),
+    jax_deps = "[" + ", ".join(f'"{d}"' for d in JAX_DEPENDENCIES) + "]"
+    (dest / "pyproject.toml").write_text(PYPROJECT.format(version=version, dependencies=deps,
+                                                          jax_dependencies=jax_deps),
                                          encoding="utf-8")
     leaked = [part for part in HIDDEN if (dest / part).exists()]
     if leaked:  # pragma: no cover - SHIPPED and HIDDEN are disjoint

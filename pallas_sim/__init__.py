@@ -20,7 +20,7 @@ from .errors import (
     BlockIndexError,
     CapturedConstantError,
     GridSemanticsError,
-    HbmAccessError,
+    HBMAccessError,
     KernelSignatureError,
     NoGridError,
     OutsideKernelError,
@@ -36,7 +36,7 @@ from .errors import (
 from .tracing import CallTrace, OperandTrace, Trace, trace
 
 __all__ = ["BlockIndexError", "CallTrace", "CapturedConstantError", "GridSemanticsError",
-           "HbmAccessError", "KernelSignatureError", "NoGridError", "OperandTrace",
+           "HBMAccessError", "KernelSignatureError", "NoGridError", "OperandTrace",
            "OutsideKernelError", "PallasSimError", "RevisitedOutputBlockError", "Trace",
            "TracerConversionError", "UnboundAxisError", "UnsupportedJaxAPIError",
            "UnsupportedJaxUsageError", "UnwaitedDMAError", "VmemOOMError", "config", "jax",

@@ -35,8 +35,11 @@ _FILL: dict[tuple[np.dtype, str], object] = {}
 def fill_value(dtype: np.dtype, mode: str) -> object:
     """The value fresh buffers hold: poison (as TPU interpret mode) or zero.
 
-    Poison is NaN for floating dtypes, the minimum for integers, False for bool
-    (pallas-sim.md item 4). Memoized per (dtype, mode): every call's setup asks.
+    Poison is what TPU interpret mode (JAX 0.10.x, ``uninitialized_memory="nan"``)
+    fills fresh buffers with: NaN for floating dtypes, the maximum for integers
+    (2147483647 for int32, 127 for int8, 255 for uint8), True for bool. (JAX's
+    ``interpret=True`` uses the minimum and False instead; pallas_sim follows the
+    TPU mode, as everywhere.) Memoized per (dtype, mode): every call's setup asks.
     """
     key = (dtype, mode)
     value = _FILL.get(key)
@@ -49,9 +52,9 @@ def _fill_value(dtype: np.dtype, mode: str) -> object:
     if mode == "zero":
         return 0
     if dtype == np.bool_:
-        return False
+        return True
     if is_floating(dtype):
         return np.nan
     if np.issubdtype(dtype, np.integer):
-        return np.iinfo(dtype).min
+        return np.iinfo(dtype).max
     return 0

@@ -63,6 +63,20 @@ class UnwaitedDMAError(PallasSimError):
     """
 
 
+class HBMAccessError(PallasSimError, ValueError):
+    """A kernel read or wrote a ref in HBM (``pl.ANY``, ``pltpu.HBM``, every operand
+    of ``pl.kernel``) directly.
+
+    A kernel computes on VMEM and SMEM only; an operand left in HBM is reached by DMA
+    (``pltpu.sync_copy``, ``pltpu.async_copy``, ``pltpu.make_async_copy``). TPU interpret mode
+    (JAX 0.10.x) refuses ``x_ref[...]`` with "get_p: Buffers with a memory
+    space of HBM or ANY cannot be referenced directly. Instead, use
+    `pltpu.sync_copy` or `pltpu.async_copy`." (``swap_p`` for a store); the
+    message here adds the ref's name. ``x_ref.shape``, ``x_ref.at[...]`` and
+    DMAs are fine.
+    """
+
+
 class CapturedConstantError(PallasSimError, ValueError):
     """A kernel computed with a NumPy array that is not one of its refs.
 
@@ -110,17 +124,6 @@ class UnsupportedJaxUsageError(PallasSimError):
     ``jax.vmap`` over a batch of size 0 (JAX traces the function abstractly;
     pallas_sim runs it once per batch element). The message says what to do
     instead."""
-
-
-class HbmAccessError(PallasSimError, ValueError):
-    """A kernel loaded from or stored to a ref in HBM (``pl.ANY``, ``pltpu.HBM``, every
-    operand of ``pl.kernel``) directly.
-
-    A TensorCore computes on VMEM and SMEM only; data moves between HBM and them by DMA.
-    JAX 0.10.x's TPU interpret mode raises "get_p: Buffers with a memory space of HBM or
-    ANY cannot be referenced directly. Instead, use `pltpu.sync_copy` or
-    `pltpu.async_copy`." (``swap_p`` for a store); the HLO interpreter lets it pass.
-    """
 
 
 class NoGridError(PallasSimError, AssertionError):

@@ -418,15 +418,9 @@ class _Call:
             dma.check_drained(sem_refs, self.name)
 
         results = []
-        for o, op in enumerate(outs):
+        for op in outs:
             logical = op.hbm[op.logical] if op.needs_padding else op.hbm
-            if o in aliases:
-                original = arrays[aliases[o]]
-                if op.hbm is not original:  # padded or made contiguous: copy back
-                    original[...] = logical
-                results.append(original)
-            else:
-                results.append(np.ascontiguousarray(logical) if op.needs_padding else logical)
+            results.append(np.ascontiguousarray(logical) if op.needs_padding else logical)
 
         self._record(pre_names, prefetch, ins, outs, reads, scratch_names, ctx, vmem, smem,
                      num_steps, tuple(results))
@@ -442,11 +436,16 @@ class _Call:
             padding, or different ragged paddings of input and output).
         """
         mode = OPTIONS.uninitialized
-        for op, array in zip(ins, arrays, strict=True):
+        aliased_inputs = set(aliases.values())
+        for i, (op, array) in enumerate(zip(ins, arrays, strict=True)):
             if op.needs_padding:
                 hbm = np.full(op.padded_shape, fill_value(op.dtype, mode), op.dtype)
                 hbm[op.logical] = array
                 op.hbm = hbm
+            elif i in aliased_inputs:
+                # The output reuses this input's HBM buffer, but JAX arrays are immutable:
+                # the caller's array never changes, so the call works on its own copy.
+                op.hbm = np.array(array, order="C", copy=True)
             else:
                 op.hbm = np.ascontiguousarray(array)
         for o, op in enumerate(outs):
@@ -496,7 +495,9 @@ class _Call:
             manual_dma_count=ctx.manual_dmas, manual_dma_bytes=ctx.manual_dma_bytes,
             scoped_vmem_bytes=ctx.peak_scoped_vmem, scoped_smem_bytes=ctx.peak_scoped_smem,
             kind="pallas_call" if self.mesh_axes is None else "kernel",
-            cost_estimate=self.cost), results, self.kernel)
+            cost_estimate=self.cost,
+            input_output_aliases=tuple(sorted(self.aliases.items()))),
+            results, self.kernel)
 
     def _check_aliases(self, ins: list[Operand], outs: list[Operand]) -> dict[int, int]:
         """Return {output index: input index}.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import HbmAccessError, TracerConversionError
+from .errors import HBMAccessError, TracerConversionError
 from .values import KERNELS, KernelValue, canonical_dtype, captured
 
 
@@ -242,7 +242,7 @@ class HbmRef(Ref):
     DMA (``pltpu.sync_copy``, ``pltpu.async_copy``, ``pltpu.make_async_copy``).
 
     Raises (on ``ref[idx]`` and ``ref[idx] = v``):
-      HbmAccessError: JAX's message, naming the ref.
+      HBMAccessError: JAX's message, naming the ref.
     """
 
     __slots__ = ()
@@ -254,8 +254,8 @@ class HbmRef(Ref):
         raise _hbm_access("swap_p", self)
 
 
-def _hbm_access(primitive: str, ref: Ref) -> HbmAccessError:
-    return HbmAccessError(
+def _hbm_access(primitive: str, ref: Ref) -> HBMAccessError:
+    return HBMAccessError(
         f"{primitive}: Buffers with a memory space of HBM or ANY cannot be referenced "
         f"directly. Instead, use `pltpu.sync_copy` or `pltpu.async_copy`. ({ref.name} lives "
         f"in HBM ({ref.memory_space}): copy the part you need into a VMEM buffer, e.g. "

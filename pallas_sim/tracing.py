@@ -149,6 +149,9 @@ class CallTrace:
         operand in HBM).
       cost_estimate: the ``pl.CostEstimate`` given to the call, as a dict (``flops``,
         ``transcendentals``, ``bytes_accessed``, ``remote_bytes_transferred``), or None.
+      input_output_aliases: the call's ``input_output_aliases`` as sorted
+        ``(input index, output index)`` pairs (input indices count the
+        scalar-prefetch arguments, as in JAX); () without aliasing.
     """
 
     name: str
@@ -166,6 +169,7 @@ class CallTrace:
     scoped_smem_bytes: int = 0
     kind: str = "pallas_call"
     cost_estimate: dict[str, int] | None = None
+    input_output_aliases: tuple[tuple[int, int], ...] = ()
 
     def operand(self, name: str) -> OperandTrace:
         """The operand with this kernel parameter name.
@@ -228,6 +232,7 @@ class CallTrace:
             "scoped_smem_bytes": self.scoped_smem_bytes,
             "kind": self.kind,
             "cost_estimate": None if self.cost_estimate is None else dict(self.cost_estimate),
+            "input_output_aliases": [list(p) for p in self.input_output_aliases],
             "operands": [op.to_dict() for op in self.operands],
         }
 
@@ -250,6 +255,8 @@ class CallTrace:
             scoped_smem_bytes=int(d.get("scoped_smem_bytes", 0)),
             kind=str(d.get("kind", "pallas_call")),
             cost_estimate=_cost(d.get("cost_estimate")),
+            input_output_aliases=tuple((int(i), int(o))
+                                       for i, o in d.get("input_output_aliases", ())),
             operands=tuple(OperandTrace.from_dict(o) for o in d["operands"]))
 
     def __eq__(self, other: object) -> bool:

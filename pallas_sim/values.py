@@ -430,46 +430,40 @@ for _name in ("reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten",
 
 
 class _IndexUpdates:
+    """``value.at``: JAX's functional indexed updates (:mod:`pallas_sim.indexing`) on the
+    array behind a kernel value, with kernel values back."""
+
     __slots__ = ("_value",)
 
     def __init__(self, value: KernelValue) -> None:
         self._value = value
 
     def __getitem__(self, idx: object) -> _IndexUpdate:
-        return _IndexUpdate(self._value, _unwrap(idx))
+        from .indexing import IndexUpdateHelper
+
+        return _IndexUpdate(IndexUpdateHelper(self._value._a)[_unwrap_deep(idx)])
 
 
 class _IndexUpdate:
-    __slots__ = ("_value", "_idx")
+    """``value.at[idx]``: ``get``, ``set``, ``add``, ... as JAX's ``_IndexUpdateRef``."""
 
-    def __init__(self, value: KernelValue, idx: object) -> None:
-        self._value, self._idx = value, idx
+    __slots__ = ("_ref",)
 
-    def _updated(self, fn: Callable[[np.ndarray, Any], np.ndarray], v: object) -> KernelValue:
-        out = self._value._a.copy()
-        out[self._idx] = fn(out[self._idx], _unwrap(v)).astype(out.dtype)
-        return KernelValue(out)
+    def __init__(self, ref: Any) -> None:
+        self._ref = ref
 
-    def set(self, v: object) -> KernelValue:
-        """A new value with ``idx`` set to ``v``."""
-        return self._updated(lambda old, new: np.broadcast_to(np.asarray(new), old.shape), v)
 
-    def add(self, v: object) -> KernelValue:
-        """A new value with ``v`` added at ``idx``."""
-        return self._updated(np.add, v)
+def _update_method(name: str) -> Callable[..., Any]:
+    def method(self: _IndexUpdate, *args: Any, **kwargs: Any) -> Any:
+        return _wrap(getattr(self._ref, name)(*_unwrap_deep(args),
+                                              **{k: _unwrap_deep(v) for k, v in kwargs.items()}))
 
-    def multiply(self, v: object) -> KernelValue:
-        """A new value with ``idx`` multiplied by ``v``."""
-        return self._updated(np.multiply, v)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"JAX's ``x.at[idx].{name}(...)``: a new kernel value."
+    return method
 
-    def min(self, v: object) -> KernelValue:
-        """A new value with ``idx`` the minimum of itself and ``v``."""
-        return self._updated(np.minimum, v)
 
-    def max(self, v: object) -> KernelValue:
-        """A new value with ``idx`` the maximum of itself and ``v``."""
-        return self._updated(np.maximum, v)
-
-    def get(self) -> KernelValue:
-        """The values at ``idx``."""
-        return _wrap(self._value._a[self._idx])
+for _name in ("get", "set", "add", "subtract", "multiply", "divide", "power", "min", "max",
+              "apply"):
+    setattr(_IndexUpdate, _name, _update_method(_name))
+del _name

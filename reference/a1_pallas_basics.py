@@ -92,7 +92,8 @@ def _accumulate_kernel(acc_ref, x_ref, out_ref) -> None:
 
 def accumulate_inplace(acc: _np.ndarray, x: _np.ndarray, *,
                        block_shape: tuple[int, int] = (256, 256)) -> _np.ndarray:
-    """Task 1.4: acc + x written into acc itself (input 0 aliased to output 0)."""
+    """Task 1.4: acc + x from a pallas_call with acc (input 0) aliased to output 0; the
+    caller's acc keeps its values (JAX arrays are immutable)."""
     block = tuple(int(b) for b in block_shape)
     spec = _pl.BlockSpec(block, lambda i, j: (i, j))
     return _pl.pallas_call(

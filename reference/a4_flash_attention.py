@@ -5,7 +5,10 @@ float64 math, deliberately unlike the block-by-block solution:
 
 * ``online_softmax``: the (m, l) after block k are the prefix maximum and the
   prefix sum of exp(x - m) over the first k blocks, computed directly from
-  the whole prefix rather than by updating a running state.
+  the whole prefix rather than by updating a running state. Masked entries
+  (-inf) get probability 0; a prefix of only -inf is the empty state
+  (m = -inf, l = 0) and a row of only -inf has probabilities 0 (the handout's
+  contract, Task 4.1).
 * ``merge_attention_states``: the side with the larger maximum keeps weight 1
   and the other gets exp(-|m_a - m_b|), which is symmetric by construction.
 * ``mle_safe_range``: the float32 limits come from their bit patterns
@@ -43,8 +46,20 @@ _LN_F32_MAX = 128 * _LN2 + _math.log1p(-(2.0 ** -24))
 _LN_F32_TINY = -126 * _LN2
 
 
+def _sum_exp_below(x64: _np.ndarray, top: _np.ndarray) -> _np.ndarray:
+    """Σ exp(x - top) over the last axis, 0 where ``top`` is -inf (only -inf seen)."""
+    seen = ~_np.isneginf(top)
+    safe_top = _np.where(seen, top, 0.0)
+    return _np.where(seen, _np.exp(x64 - safe_top[..., None]).sum(axis=-1), 0.0)
+
+
 def online_softmax(x, block_size: int):
-    """Task 4.1: (softmax over the last axis, [(m_k, l_k) per block]) in float64."""
+    """Task 4.1: (softmax over the last axis, [(m_k, l_k) per block]) in float64.
+
+    x: [n] or [rows, n], finite or -inf. A -inf entry has probability 0; while a row
+    has shown only -inf its (m, l) is the empty state (-inf, 0); a row of only -inf
+    has probabilities 0. Raises ValueError for block_size < 1.
+    """
     x64 = _np.asarray(x, dtype=_np.float64)
     n = x64.shape[-1]
     if block_size < 1:
@@ -54,10 +69,15 @@ def online_softmax(x, block_size: int):
     for k in range(-(-n // block_size)):
         end = min((k + 1) * block_size, n)
         m_k = prefix_max[..., end - 1]
-        l_k = _np.exp(x64[..., :end] - m_k[..., None]).sum(axis=-1)
+        l_k = _sum_exp_below(x64[..., :end], m_k)
         trace.append((_np.asarray(m_k), _np.asarray(l_k)))
-    shifted = _np.exp(x64 - x64.max(axis=-1, keepdims=True))
-    probs = shifted / shifted.sum(axis=-1, keepdims=True)
+    top = x64.max(axis=-1)
+    total = _sum_exp_below(x64, top)
+    safe_top = _np.where(_np.isneginf(top), 0.0, top)
+    shifted = _np.exp(x64 - safe_top[..., None])
+    probs = _np.zeros_like(shifted)
+    _np.divide(shifted, total[..., None], out=probs,
+               where=_np.broadcast_to(total[..., None] > 0, shifted.shape))
     return probs, trace
 
 
@@ -142,9 +162,16 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
 def flash_attention(q, k, v, *, causal=False, sm_scale=None, block_q=128, block_kv=128,
                     soft_cap=None, max_logit_const=None):
     """Task 4.4: the intended pallas_call (grid (H, L/block_q, L/block_kv), head dims
-    squeezed, query head h reading kv head h // group); returns float32 [H, L, dv]."""
+    squeezed, query head h reading kv head h // group); returns float32 [H, L, dv].
+
+    Raises ValueError (before any pallas_call) when k or v does not have q's length L
+    (self-attention only: the handout's decision for kv_len != q_len), when H is not a
+    multiple of Hkv, or when a block size does not divide L."""
     heads, length, d = q.shape
     kv_heads, dv = k.shape[0], v.shape[-1]
+    if k.shape[1] != length or v.shape[1] != length:
+        raise ValueError(f"k has {k.shape[1]} and v {v.shape[1]} positions but q has "
+                         f"L={length}: kv_len must equal q_len")
     if heads % kv_heads:
         raise ValueError(f"H={heads} is not a multiple of Hkv={kv_heads}")
     for name, block in (("block_q", block_q), ("block_kv", block_kv)):

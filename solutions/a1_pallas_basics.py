@@ -241,18 +241,22 @@ if __name__ == "__main__":
 #
 # **Why.** An optimizer step `w ← w + Δ` or appending tokens to a KV cache
 # does not need a fresh output array: `input_output_aliases={i: o}` tells
-# `pallas_call` that output `o` reuses the HBM buffer of input `i`. Nothing
-# new is allocated, and the caller's array is the result. One subtlety: the
-# output block in VMEM starts **empty** (it is never filled from HBM, even
-# when aliased), so the kernel must read the old values through the *input*
-# ref and write the new ones through the *output* ref.
+# `pallas_call` that output `o` reuses the HBM buffer of input `i`, so on a
+# TPU nothing new is allocated. JAX arrays are immutable, so the caller's
+# array object itself never changes: the call's result *is* the updated
+# buffer (and inside `jax.jit`, where the old value is no longer needed, XLA
+# really does reuse its memory). One subtlety: the output block in VMEM
+# starts **empty** (it is never filled from HBM, even when aliased), so the
+# kernel must read the old values through the *input* ref and write the new
+# ones through the *output* ref.
 #
 # **Task.** Write `_accumulate_kernel` and `accumulate_inplace(acc, x, *,
-# block_shape=(256, 256))`, which adds `x` into `acc` with `acc` as input 0
-# aliased to output 0, and returns what `pallas_call` returns — `acc` itself.
+# block_shape=(256, 256))`, which computes `acc + x` with `acc` as input 0
+# aliased to output 0, and returns what `pallas_call` returns.
 #
-# **Try it.** After `out = accumulate_inplace(acc, x)`, `out is acc` holds and
-# `acc` contains the sum.
+# **Try it.** `out = accumulate_inplace(acc, x)` holds the sum, `acc` keeps its
+# old values (as on JAX), and `pallas-lab check` shows whether the call
+# aliases acc.
 
 
 # %%
@@ -271,11 +275,12 @@ def _accumulate_kernel(acc_ref, x_ref, out_ref) -> None:
 
 def accumulate_inplace(acc: np.ndarray, x: np.ndarray, *,
                        block_shape: tuple[int, int] = (256, 256)) -> np.ndarray:
-    """Task 1.4: acc += x in place through input_output_aliases={0: 0}.  [lecture §2.2]
+    """Task 1.4: acc + x through input_output_aliases={0: 0}.  [lecture §2.2]
 
     acc, x: [M, N], same shape. Grid: (cdiv(M, bm), cdiv(N, bn)), every
-    operand block (bm, bn) at (i, j). Returns the pallas_call result, which
-    is the array `acc` itself, updated in place.
+    operand block (bm, bn) at (i, j). Returns the pallas_call result: the
+    output that reuses acc's HBM buffer on a TPU (the caller's acc array keeps
+    its values, as JAX arrays are immutable).
     """
     ### BEGIN SOLUTION
     bm, bn = block_shape
@@ -295,7 +300,7 @@ def accumulate_inplace(acc: np.ndarray, x: np.ndarray, *,
 if __name__ == "__main__":
     _acc = np.zeros((512, 512), np.float32)
     _out = accumulate_inplace(_acc, np.ones((512, 512), np.float32))
-    print("Task 1.4 same array:", _out is _acc, "| updated:", bool((_acc == 1).all()))
+    print("Task 1.4 sum:", bool((_out == 1).all()), "| acc unchanged:", bool((_acc == 0).all()))
 
 # %% [markdown]
 # ## Task 1.5 — how much VMEM will a call take?

@@ -50,6 +50,23 @@ from pallas_sim import jax, jnp, pl, pltpu
 # `m = -inf`, `l = 0`, visit `block_size` columns at a time, record `(m, l)`
 # after every block, and return `(probs, trace)`.
 #
+# **Masked entries.** In attention a masked key has the score `-inf`, so `x`
+# may hold `-inf` (never `+inf` or NaN). The contract for them:
+#
+# * a `-inf` entry gets probability exactly 0, and the other entries of its
+#   row share the whole probability as if it were not there
+#   (`[-inf, -inf, 1, 2]` gives `[0, 0, 0.2689, 0.7311]`);
+# * while every entry seen so far in a row is `-inf`, the row's state is the
+#   *empty* one, `m = -inf` and `l = 0` (the same empty state as in Task 4.2),
+#   and that is what the trace records;
+# * a row whose entries are all `-inf` has no softmax: its probabilities are
+#   all 0.
+#
+# The straightforward update breaks here: when `m` and `max(block)` are both
+# `-inf`, `exp(m - m_new)` and `exp(block - m_new)` are `exp(-inf - (-inf))`,
+# which is NaN. Subtract 0 instead of `m_new` while `m_new` is `-inf` (every
+# term is then `exp(-inf) = 0`), and do not divide by a zero `l`.
+#
 # **Try it.** `x = (1, 3, 2, 5, 0, 4)` in blocks of 2 gives the trace
 # `(3, 1.1353), (5, 1.2034), (5, 1.5781)`: the second block raises the
 # maximum from 3 to 5, so the first sum is scaled by `e⁻²` before the new
@@ -61,10 +78,12 @@ def online_softmax(x: np.ndarray, block_size: int
                    ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """Task 4.1: softmax over the last axis, block_size columns at a time.  [lecture §5.1]
 
-    x: [n] or [rows, n], n >= 1; block_size >= 1 need not divide n.
-    Returns (probs, trace): probs has x's shape; trace holds one (m, l) pair
-    per block, each an array of shape x.shape[:-1] (m: running maximum,
-    l: running sum of exp(x - m)).
+    x: [n] or [rows, n], n >= 1, finite or -inf (a masked entry); block_size >= 1
+    need not divide n.
+    Returns (probs, trace): probs has x's shape, 0 at -inf entries and 0 in a row
+    that is all -inf; trace holds one (m, l) pair per block, each an array of
+    shape x.shape[:-1] (m: running maximum, l: running sum of exp(x - m); the
+    empty state m = -inf, l = 0 while a row has shown only -inf).
     """
     ### BEGIN SOLUTION
     x = np.asarray(x)
@@ -78,11 +97,16 @@ def online_softmax(x: np.ndarray, block_size: int
     for start in range(0, work.shape[-1], block_size):
         block = work[..., start:start + block_size]
         m_new = np.maximum(m_run, block.max(axis=-1))
-        rescale = np.exp(m_run - m_new)  # 0 for the first block, 1 if the max stayed
-        l_run = l_run * rescale + np.exp(block - m_new[..., None]).sum(axis=-1)
+        # An all -inf prefix has no maximum to subtract: use 0 (every term is exp(-inf) = 0).
+        pivot = np.where(np.isneginf(m_new), 0.0, m_new)
+        rescale = np.exp(m_run - pivot)  # 0 for the first block, 1 if the max stayed
+        l_run = l_run * rescale + np.exp(block - pivot[..., None]).sum(axis=-1)
         m_run = m_new
         trace.append((np.array(m_run), np.array(l_run)))
-    probs = np.exp(work - m_run[..., None]) / l_run[..., None]
+    pivot = np.where(np.isneginf(m_run), 0.0, m_run)
+    weights = np.exp(work - pivot[..., None])
+    total = np.broadcast_to(l_run[..., None], weights.shape)
+    probs = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
     return probs, trace
     ### END SOLUTION
 
@@ -94,6 +118,10 @@ if __name__ == "__main__":
     _probs, _trace = online_softmax(np.array([2.0, 0, 4, 1]), 2)
     print("Task 4.1 exercise 7:", [(float(m), round(float(s), 4)) for m, s in _trace],
           np.round(_probs, 4))
+    _probs, _trace = online_softmax(np.array([[-np.inf, -np.inf, 1, 2],
+                                              [-np.inf, -np.inf, -np.inf, -np.inf]]), 2)
+    print("Task 4.1 masked rows:", np.round(_probs, 4).tolist(),
+          [(m.tolist(), s.tolist()) for m, s in _trace])
 
 # %% [markdown]
 # ## Task 4.2 — merging two partial states, and finishing one
@@ -113,8 +141,12 @@ if __name__ == "__main__":
 #
 # **Task.** Write `merge_attention_states(state_a, state_b)` returning the
 # merged `(m, l, acc)`, and `finalize_attention_state(state)` returning
-# `acc / l[..., None]`. A state with `m = -inf` and `l = 0` stands for "no
-# keys yet"; merging two of those must not produce NaN.
+# `acc / l[..., None]`. A state with `m = -inf`, `l = 0` and `acc = 0` stands
+# for "no keys yet" (a row whose keys are all masked). Merging two of those
+# gives the same empty state, without NaN (`exp(m₁ - m)` is
+# `exp(-inf - (-inf))` there: use 0 in place of a `-inf` maximum, as in
+# Task 4.1), and merging an empty state with any state `S` gives `S`.
+# Finishing an empty state (`0 / 0`) is not defined.
 #
 # **Try it.** The cell below splits one row of six keys into a left and a
 # right part, summarizes each, merges them both ways round, and compares the
@@ -202,6 +234,9 @@ if __name__ == "__main__":
 # 1. `s = (q @ kᵀ) · sm_scale` in f32 (bf16 inputs, f32 accumulation:
 #    `preferred_element_type=jnp.float32`); with `soft_cap`, `s = cap·tanh(s/cap)`;
 #    with `causal`, `s = -inf` where the key's position exceeds the query's.
+#    The order matters: the cap comes *before* the mask. Capping a masked
+#    score would turn `-inf` into `-cap`, a finite score, and the masked key
+#    would get a weight (large when the cap is small).
 # 2. `m_new = max(m_prev, rowmax(s))` and the **rescale**
 #    `alpha = exp(m_prev - m_new)`: the old `l` and `acc` were expressed
 #    relative to `m_prev`; multiplying by `alpha` re-expresses them relative to
@@ -210,9 +245,12 @@ if __name__ == "__main__":
 #
 # Scratch memory starts as garbage (the simulator fills it with NaN), so the
 # first KV block must **initialize** `m = -inf`, `l = 0`, `acc = 0`
-# (`pl.when(pl.program_id(2) == 0)`). The division by `l` is **deferred** to
-# the last KV block: the loop itself only multiplies and adds, and the one
-# division per row happens once.
+# (`pl.when(pl.program_id(2) == 0)`). Why `-inf` and not 0: scores can be
+# very negative. When every score of a row lies below about -87, a maximum
+# stuck at 0 gives `exp(s - 0)` that underflows float32 to 0 for every key,
+# so `l = 0` and the row comes out as `0 / 0`. The division by `l` is
+# **deferred** to the last KV block: the loop itself only multiplies and adds,
+# and the one division per row happens once.
 #
 # **Causal attention** masks key position `j` > query position `i`. Positions
 # are global: `i = q_block · block_q + row`, `j = kv_block · block_kv + col`,
@@ -227,7 +265,13 @@ if __name__ == "__main__":
 # **Max Logit Estimate** (`max_logit_const = c`, Task 4.5): use the constant
 # `c` as `m` throughout. Then `alpha` is always 1: no row maximum, no rescale,
 # just `p = exp(s - c)`. It is exact as long as `c` lies in the safe range of
-# Task 4.5.
+# Task 4.5. Outside that range it is not, and the grader uses this to see
+# that your kernel really subtracts `c`: given a constant far above every
+# score, `exp(s - c)` is 0 for every key, `l = 0`, and no row can come out as
+# the softmax (a kernel that quietly keeps the running maximum would).
+# Deferring the division matters here too: inside the safe range a single KV
+# block can still be far below `c` for some row (`l` is 0 after it), so a
+# kernel that divides by `l` at every step gets `0 / 0` there.
 #
 # The grader runs your kernel inside its own `pallas_call` (grid, BlockSpecs
 # and scratch as above), so this task is graded on its own, before the
@@ -335,6 +379,19 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
 # refs, so fix the keyword arguments first (a small inner function, a `lambda`
 # or `functools.partial`).
 #
+# **One length.** This is self-attention: q, k and v share the sequence
+# length `L`, and the causal mask compares query position `i` with key
+# position `j` of the same sequence. Keys of another length (a KV cache
+# longer than the queries, say) would need a decision about how the two
+# sequences line up, which this kernel does not make; so when `k` or `v`
+# does not have q's length, `flash_attention` raises `ValueError` with a
+# message naming both lengths, before any pallas_call (graded). Without that
+# check the grid would follow q's length and quietly ignore the extra keys,
+# or read past the end of shorter ones.
+#
+# The result is **float32** `[H, L, dv]` whatever the input dtype (graded):
+# the accumulation is f32 and the output block is f32.
+#
 # The grader compares your call's trace with the intended one: grid and
 # semantics, block shapes, the block index of every operand at every step
 # (this is where a wrong kv head shows), one output write-back per
@@ -351,12 +408,16 @@ def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool
     q: [H, L, d]; k: [Hkv, L, d]; v: [Hkv, L, dv], H % Hkv == 0 (query head h
     reads kv head h // (H // Hkv)). Grid (H, L // block_q, L // block_kv).
     sm_scale defaults to 1/sqrt(d). Returns float32 [H, L, dv].
-    Raises ValueError when H is not a multiple of Hkv or a block size does
-    not divide L.
+    Raises ValueError when k or v does not have q's length L (the message
+    names both lengths), when H is not a multiple of Hkv, or when a block
+    size does not divide L.
     """
     ### BEGIN SOLUTION
     num_heads, seq_len, d = q.shape
     num_kv_heads, dv = k.shape[0], v.shape[2]
+    if k.shape[1] != seq_len or v.shape[1] != seq_len:
+        raise ValueError(f"k has {k.shape[1]} and v {v.shape[1]} positions but q has "
+                         f"L={seq_len}: flash_attention needs kv_len == q_len")
     if num_heads % num_kv_heads:
         raise ValueError(f"H={num_heads} is not a multiple of Hkv={num_kv_heads}")
     if seq_len % block_q or seq_len % block_kv:
@@ -484,7 +545,7 @@ if __name__ == "__main__":
 #   about 1.34 ms at peak.
 #
 # Put the two side by side with the machine's balance point,
-# 1028.75e12 / 3685.5e9 ≈ 279 FLOP per byte (lecture §4.3):
+# 1028.75e12 / 3685.5e9 ≈ 279 FLOP per byte (lecture §4.2):
 #
 # | | HBM bytes | time for the bytes | FLOP per byte | bound by |
 # |---|---|---|---|---|

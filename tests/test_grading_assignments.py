@@ -46,7 +46,10 @@ def test_the_untouched_handouts_get_zero_and_say_not_started(stem: str) -> None:
 
 EXPECTED = {
     ("ada_correct", A1): {"1.1": 15, "1.2": 25, "1.3": 25, "1.4": 20, "1.5": 15},
-    ("ada_correct", A4): {"4.1": 15, "4.2": 15, "4.3": 30, "4.4": 20, "4.5": 5, "4.6": 15},
+    # ada's a4 predates the handout's edge cases (issue 12): online_softmax gives NaN for a
+    # block of only -inf (4.1 loses the masked-rows check, 3) and flash_attention does not
+    # refuse k, v of another length than q (4.4 loses the length check, 2).
+    ("ada_correct", A4): {"4.1": 12, "4.2": 15, "4.3": 30, "4.4": 18, "4.5": 5, "4.6": 15},
     # column-block axis inner (1.3 keeps its 10 value points), buffer_count ignored (1.5
     # keeps the 6 worked-answer points); 4.1 without the rescale of l; 4.2 asymmetric
     # merge keeps only finalize's 3 points; 4.3's causal mask hides the diagonal too (only

@@ -115,9 +115,10 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _variant_schedule(dma, compute, buffers: int, *, engine: bool = True,
-                      slots: bool = True) -> tuple[np.ndarray, np.ndarray]:
+                      slots: bool = True, unit: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """A schedule with one rule left out (for diagnoses): ``engine=False`` lets DMAs
-    overlap, ``slots=False`` lets DMAs run ahead without waiting for a free slot."""
+    overlap, ``slots=False`` lets DMAs run ahead without waiting for a free slot,
+    ``unit=False`` lets compute steps overlap."""
     d, c = np.asarray(dma, np.float64), np.asarray(compute, np.float64)
     dma_iv, comp_iv = np.zeros((len(d), 2)), np.zeros((len(d), 2))
     for k in range(len(d)):
@@ -125,12 +126,14 @@ def _variant_schedule(dma, compute, buffers: int, *, engine: bool = True,
         if slots and k >= buffers:
             start = max(start, comp_iv[k - buffers, 1])
         dma_iv[k] = start, start + d[k]
-        begin = max(dma_iv[k, 1], comp_iv[k - 1, 1] if k else 0.0)
+        begin = max(dma_iv[k, 1], comp_iv[k - 1, 1] if unit and k else 0.0)
         comp_iv[k] = begin, begin + c[k]
     return dma_iv, comp_iv
 
 
 def _diagnose_schedule(got: tuple[np.ndarray, np.ndarray], case: Case) -> str | None:
+    """The diagnosis of the modelled mistakes whose schedule ``got`` is on this input (all
+    of them when the input cannot tell them apart), else None."""
     dma, compute, buffers = case.args
     guesses = []
     if buffers > 1:  # with one buffer the single-buffered schedule is the right one
@@ -145,11 +148,19 @@ def _diagnose_schedule(got: tuple[np.ndarray, np.ndarray], case: Case) -> str | 
         (_variant_schedule(dma, compute, buffers, slots=False),
          "DMA k does not wait for a free slot: with n_buffers slots it must wait for compute "
          "k - n_buffers to finish (lecture §3.1)"),
+        (ref.pipeline_schedule(dma, compute, buffers + 1),
+         "this is the schedule of n_buffers + 1 slots: DMA k waits for compute "
+         "k - n_buffers - 1, one block too few; with n_buffers slots it waits for compute "
+         "k - n_buffers (lecture §3.1)"),
+        (_variant_schedule(dma, compute, buffers, unit=False),
+         "compute k does not wait for compute k-1: there is one compute unit, so compute k "
+         "starts at max(end of DMA k, end of compute k-1) (lecture §3.1)"),
     ]
-    for (dma_iv, comp_iv), text in guesses:
-        if _close(got[0], dma_iv) and _close(got[1], comp_iv):
-            return text
-    return None
+    texts = [text for (dma_iv, comp_iv), text in guesses
+             if _close(got[0], dma_iv) and _close(got[1], comp_iv)]
+    if len(texts) <= 1:
+        return texts[0] if texts else None
+    return f"{len(texts)} known mistakes give exactly this schedule here: " + "; or ".join(texts)
 
 
 @check(A, "2.1", 10, "worked answers: 6 blocks (DMA 1, compute 2) end at 18 with one buffer "
@@ -366,10 +377,16 @@ def _expect_utilization(got: float, expected: float, label: str, dma, compute,
     if math.isclose(got, expected, rel_tol=rtol, abs_tol=atol):
         return
     diagnosis = None
+    d, c = np.asarray(dma, np.float64), np.asarray(compute, np.float64)
+    busy = float(c.sum() + d.sum())
     if math.isclose(got, _closed_form(dma, compute), rel_tol=1e-9, abs_tol=1e-12):
         diagnosis = ("this is the double-buffer shortcut d + Σ max(d, c) + c, which ignores "
                      "n_buffers and varying durations; compute the schedule instead "
                      "(lecture §3.1, §3.3)")
+    elif busy > 0 and math.isclose(got, float(c.sum()) / busy, rel_tol=1e-9, abs_tol=1e-12):
+        diagnosis = ("this is the single-buffered utilization Σc / (Σd + Σc), whatever "
+                     "n_buffers is: with more slots copies overlap computation; compute the "
+                     "schedule instead (lecture §3.1)")
     raise CheckFailure("the utilization is wrong", input=label,
                        expected=shown or f"{expected:.6g}", got=f"{got:.6g}",
                        diagnosis=diagnosis)
@@ -464,6 +481,9 @@ def _diagnose_bandwidth(got: float, bytes_per_step: float, compute: float, u: fl
     if math.isclose(got, bytes_per_step * u / compute, rel_tol=1e-6):
         return ("the DMA time was taken as c / u, which is the whole step (c + d); subtract the "
                 "compute time: d = c·(1/u - 1) (lecture §3.2)")
+    if math.isclose(got, bytes_per_step * (1 - u) / (compute * u), rel_tol=1e-6):
+        return ("the DMA time was taken as c·u / (1 - u), the ratio of the two times turned "
+                "upside down: from u = c / (c + d), d = c·(1/u - 1) (lecture §3.2)")
     return None
 
 

@@ -84,35 +84,96 @@ def _last_step_only(x: np.ndarray, y: np.ndarray, bk: int, activation: str | Non
     return np.maximum(z, 0.0) if activation == "relu" else z
 
 
-def _diagnose_values(got: np.ndarray, case: Case) -> str | None:
+def _init_on_axis(x: np.ndarray, y: np.ndarray, block_shape: tuple[int, int, int],
+                  activation: str | None, axis: int, memory: str) -> np.ndarray:
+    """A known mistake: z_ref zeroed when ``pl.program_id(axis) == 0`` (axis 0 or 1) instead
+    of at k == 0. Output blocks whose index on that axis is 0 are zeroed at every k step, so
+    only the last product survives; the others are never zeroed and keep the buffer's
+    initial contents (NaN when ``memory`` is "poison", zeros when "zero") under the sum."""
+    bm, bn, bk = block_shape
+    last = _last_step_only(x, y, bk, None)
+    rest = _exact(x, y) if memory == "zero" else np.full(last.shape, np.nan)
+    rows = np.arange(last.shape[0])[:, None] // bm
+    cols = np.arange(last.shape[1])[None, :] // bn
+    zeroed = (rows if axis == 0 else cols) == 0
+    z = np.where(zeroed, last, rest)
+    return np.maximum(z, 0.0) if activation == "relu" else z
+
+
+def _bf16_partials(x: np.ndarray, y: np.ndarray, bk: int) -> np.ndarray:
+    """A known mistake: each k step's product left in bfloat16 (no preferred_element_type:
+    pallas_sim's dot multiplies in float32 and rounds the result to the inputs' bf16), then
+    added to the float32 z_ref."""
+    z = np.zeros((x.shape[0], y.shape[1]))
+    for k in range(0, x.shape[1], bk):
+        part = np.dot(x[:, k:k + bk].astype(np.float32), y[k:k + bk].astype(np.float32))
+        z += part.astype(BF16).astype(np.float64)
+    return z
+
+
+def _value_models(case: Case, memory: str) -> list[tuple[np.ndarray, str]]:
+    """(output, diagnosis) of the known kernel mistakes on this input, run in the standard
+    call with fresh output buffers holding ``memory`` ("poison" or "zero")."""
     x, y = case.args
-    bk = case.kwargs["block_shape"][2]
+    block = tuple(case.kwargs["block_shape"])
+    bk = block[2]
     activation = case.kwargs.get("activation")
-    if np.isnan(got).all():
-        return ("every output element is NaN: z_ref is not zeroed at k == 0, so the first "
-                "partial product is added to an uninitialized (here NaN-poisoned) buffer "
-                "(lecture §4.1)")
-    if np.isnan(got).any():
-        return ("some output blocks are NaN: the k == 0 initialization does not run for every "
-                "output block (test k = pl.program_id(2), the last grid axis) (lecture §4.1)")
-    candidates = [(_last_step_only(x, y, bk, activation),
+    models: list[tuple[np.ndarray, str]] = []
+    if memory == "poison":
+        models.append((np.full((x.shape[0], y.shape[1]), np.nan),
+                       "every output element is NaN: z_ref is not zeroed at k == 0, so the "
+                       "first partial product is added to an uninitialized (here NaN-poisoned) "
+                       "buffer (lecture §4.1)"))
+    for axis in (0, 1):
+        models.append((_init_on_axis(x, y, block, activation, axis, memory),
+                       f"z_ref is zeroed when pl.program_id({axis}) == 0, not at the first k "
+                       f"step: output blocks with program_id({axis}) == 0 are zeroed at every "
+                       "k step (only the last product survives) and the others never; test "
+                       "k = pl.program_id(2), the last grid axis (lecture §4.1)"))
+    models.append((_last_step_only(x, y, bk, activation),
                    "only the last k step's product is there: z_ref is overwritten at every k "
-                   "step instead of accumulated with += (lecture §4.1)")]
+                   "step instead of accumulated with += (lecture §4.1)"))
     if activation == "relu":
-        candidates += [
+        models += [
             (_relu_every_step(x, y, bk),
              "ReLU is applied at every k step: it must see the complete sum, so apply it once "
              "at the last k step (lecture §4.3)"),
             (_exact(x, y), "the activation is not applied (activation='relu' was given)"),
         ]
     else:
-        candidates.append((_exact(x, y, "relu"),
-                           "ReLU is applied although activation is None"))
-    bound = _bound(x, y, BF16_RESULT)
-    for values, text in candidates:
-        if values.shape == got.shape and np.all(np.abs(got - values) <= bound):
-            return text
-    return None
+        models.append((_exact(x, y, "relu"), "ReLU is applied although activation is None"))
+        if x.dtype == BF16:
+            models.append((_bf16_partials(x, y, bk),
+                           "the partial products are rounded to bfloat16 before they are "
+                           "added: ask the dot for a float32 result with "
+                           "preferred_element_type=jnp.float32 (lecture §4.1)"))
+    return models
+
+
+def _diagnose_values(got: np.ndarray, case: Case, rel: float, memory: str) -> str | None:
+    """The diagnosis of the known mistakes whose output ``got`` is (NaN exactly where it is
+    NaN, within ``rel`` of |x| @ |y| elsewhere), else None. When several give this output
+    (e.g. with one block on an axis), all are named."""
+    x, y = case.args
+    bound = _bound(x, y, rel)
+    texts = []
+    for values, text in _value_models(case, memory):
+        if values.shape != got.shape:
+            continue
+        with np.errstate(invalid="ignore"):
+            same = np.where(np.isnan(values), np.isnan(got), np.abs(got - values) <= bound)
+        if same.all():
+            texts.append(text)
+    return either(texts)
+
+
+def either(texts: list[str]) -> str | None:
+    """One diagnosis from the texts of the modelled mistakes that all give the failing
+    output: the text itself, or all of them when the input cannot tell them apart."""
+    if len(texts) <= 1:
+        return texts[0] if texts else None
+    return (f"{len(texts)} known mistakes give exactly this output here: "
+            + "; or ".join(texts))
 
 
 def _bound(x: np.ndarray, y: np.ndarray, rel: float) -> np.ndarray:
@@ -121,9 +182,11 @@ def _bound(x: np.ndarray, y: np.ndarray, rel: float) -> np.ndarray:
 
 
 def _assert_matmul(got: object, case: Case, rel: float, what: str,
-                   expected: np.ndarray | None = None) -> None:
+                   expected: np.ndarray | None = None, memory: str | None = None) -> None:
     """``got`` equals the activated float64 product (or ``expected``, e.g. what the
-    student's own kernel computes) within ``rel`` of |x| @ |y|."""
+    student's own kernel computes) within ``rel`` of |x| @ |y|. ``memory``: what fresh
+    output buffers held when the kernel ran ("poison" or "zero"); with it, a failure is
+    diagnosed by the known mistakes that compute ``got`` (``_value_models``)."""
     x, y = case.args
     own_kernel = expected is not None
     if expected is None:
@@ -147,16 +210,7 @@ def _assert_matmul(got: object, case: Case, rel: float, what: str,
                  f"at index {first}: {expected[first]:.6g}",
         got=f"{arr.dtype.name}{list(arr.shape)}; at index {first}: {g[first]:.6g} (allowed "
             f"error {bound[first]:.3g} = {rel:g}·(|x| @ |y|))",
-        diagnosis=_diagnose_values(g, case))
-
-
-def _within(got: object, case: Case, rel: float) -> bool:
-    """Whether ``got`` passes ``_assert_matmul`` at the looser bound ``rel``."""
-    try:
-        _assert_matmul(got, case, rel, "the output")
-    except CheckFailure:
-        return False
-    return True
+        diagnosis=None if memory is None else _diagnose_values(g, case, rel, memory))
 
 
 def _product_bytes(case: Case) -> int:
@@ -184,7 +238,8 @@ def kernel_accumulates(s: Session) -> None:
     == 0).
     """
     def body(case: Case) -> None:
-        _assert_matmul(_kernel_run(s, case, "poison"), case, F32_ACCUMULATION, "the output")
+        _assert_matmul(_kernel_run(s, case, "poison"), case, F32_ACCUMULATION, "the output",
+                       memory="poison")
     run_property(matmul_cases(dtypes=(F32,), activations=(None,)), body, max_examples=12)
 
 
@@ -195,15 +250,8 @@ def kernel_bf16_in_f32(s: Session) -> None:
     (preferred_element_type=jnp.float32): error within float32 rounding.
     """
     def body(case: Case) -> None:
-        got = _kernel_run(s, case, "poison")
-        try:
-            _assert_matmul(got, case, F32_ACCUMULATION, "the output")
-        except CheckFailure as failure:
-            if failure.diagnosis is None and _within(got, case, BF16_RESULT):
-                failure.diagnosis = ("the partial products are rounded to bfloat16 before they "
-                                     "are added: ask the dot for a float32 result with "
-                                     "preferred_element_type=jnp.float32 (lecture §4.1)")
-            raise
+        _assert_matmul(_kernel_run(s, case, "poison"), case, F32_ACCUMULATION, "the output",
+                       memory="poison")
     run_property(matmul_cases(dtypes=(BF16,), activations=(None,)), body, max_examples=8)
 
 
@@ -215,17 +263,81 @@ def kernel_relu(s: Session) -> None:
     the last k step (run with zero-filled buffers, so this checks the activation alone).
     """
     def body(case: Case) -> None:
-        _assert_matmul(_kernel_run(s, case, "zero"), case, BF16_RESULT, "the output")
+        _assert_matmul(_kernel_run(s, case, "zero"), case, BF16_RESULT, "the output",
+                       memory="zero")
     run_property(matmul_cases(activations=("relu",)), body, max_examples=12)
 
 
 # --- Task 3.2 matmul -----------------------------------------------------------------------
 
-def _revisit_diagnosis(failure: CheckFailure) -> CheckFailure:
-    if "RevisitedOutputBlockError" in failure.what:
-        failure.diagnosis = ("the K axis is not the last grid axis, so an output block is left "
-                             "and later revisited; with grid (M/bm, N/bn, K/bk) each output "
-                             "block stays resident for its whole k loop (lecture §4.1)")
+_REVISIT = re.compile(r"returns to block index (\([^)]*\)) at grid step (\([^)]*\)) after "
+                      r"writing it back to HBM at grid step (\([^)]*\))")
+_AXES = "MNK"
+
+
+def _k_not_last_revisits(case: Case) -> dict[tuple[str, str, str], str]:
+    """The revisit errors of the known mistake "K is not the last grid axis", by the
+    (block index, revisiting step, write-back step) they report: the intended call with its
+    grid axes in each order that does not end with K, run here under the grading options
+    (parallel axes shuffled as in the worker), with the semantics written as in the
+    handout (by position) or moved with their axes. Values: the grid order, e.g. "(K, M, N)".
+    """
+    import itertools
+
+    from graders.grading import GRADING_SIM_OPTIONS
+    from pallas_sim import jax, jnp, pl, pltpu
+    from pallas_sim.errors import PallasSimError, RevisitedOutputBlockError
+
+    x, y = case.args
+    bm, bn, bk = case.kwargs["block_shape"]
+    sizes = {"M": x.shape[0] // bm, "N": y.shape[1] // bn, "K": x.shape[1] // bk}
+    intended = dict(zip(_AXES, SEMANTICS, strict=True))
+    found: dict[tuple[str, str, str], str] = {}
+
+    def kernel(x_ref, y_ref, z_ref):
+        z_ref[...] = jnp.zeros_like(z_ref)
+
+    for order in itertools.permutations(_AXES):
+        if order[-1] == "K":
+            continue
+        at = {axis: n for n, axis in enumerate(order)}
+
+        def spec(block, first, second, at=at):
+            return pl.BlockSpec(block, lambda *g: (g[at[first]], g[at[second]]))
+
+        for semantics in {SEMANTICS, tuple(intended[axis] for axis in order)}:
+            try:
+                call = pl.pallas_call(
+                    kernel, grid=tuple(sizes[axis] for axis in order),
+                    in_specs=[spec((bm, bk), "M", "K"), spec((bk, bn), "K", "N")],
+                    out_specs=spec((bm, bn), "M", "N"),
+                    out_shape=jax.ShapeDtypeStruct((x.shape[0], y.shape[1]), jnp.float32),
+                    compiler_params=pltpu.CompilerParams(dimension_semantics=semantics))
+                with pallas_sim.config(**GRADING_SIM_OPTIONS):
+                    call(x, y)
+            except RevisitedOutputBlockError as exc:
+                match = _REVISIT.search(str(exc))
+                if match:
+                    found.setdefault(match.groups(), f"({', '.join(order)})")
+            except PallasSimError:  # e.g. semantics the simulator refuses in this order
+                continue
+    return found
+
+
+def _revisit_diagnosis(failure: CheckFailure, case: Case) -> CheckFailure:
+    """Name the K-not-last grid when the student's RevisitedOutputBlockError is the one such
+    a grid raises on this input (same block, same steps); other revisits get no guess."""
+    if "RevisitedOutputBlockError" not in failure.what:
+        return failure
+    match = _REVISIT.search(failure.what)
+    if match is None:
+        return failure
+    order = _k_not_last_revisits(case).get(match.groups())
+    if order is not None:
+        failure.diagnosis = (f"the K axis is not the last grid axis (the grid runs over "
+                             f"{order}), so an output block is left and later revisited; "
+                             "with grid (M/bm, N/bn, K/bk) each output block stays resident "
+                             "for its whole k loop (lecture §4.1)")
     return failure
 
 
@@ -233,7 +345,7 @@ def _invoke_matmul(s: Session, case: Case):
     try:
         return s.invoke("matmul", case.args, case.kwargs, reply_bytes=_product_bytes(case))
     except CheckFailure as failure:
-        raise _revisit_diagnosis(failure) from None
+        raise _revisit_diagnosis(failure, case) from None
 
 
 @check(A, "3.2", 10, "matmul(x, y, block_shape=..., activation=...) equals x @ y (then ReLU) "
@@ -246,7 +358,7 @@ def matmul_values(s: Session) -> None:
         try:
             reply = s.invoke("matmul", case.args, case.kwargs, harness="a3")
         except CheckFailure as failure:
-            raise _revisit_diagnosis(failure) from None
+            raise _revisit_diagnosis(failure, case) from None
         out, kernel_out = against_own_kernel(reply.value, "matmul", "matmul_kernel")
         rel = BF16_RESULT if case.args[0].dtype == BF16 else F32_ACCUMULATION
         try:
@@ -262,7 +374,19 @@ def matmul_values(s: Session) -> None:
     run_property(matmul_cases(), body, max_examples=12)
 
 
+def _scratch_bytes(call) -> int:
+    """VMEM bytes of a call's scratch buffers."""
+    return sum(math.prod(op.shape) * _itemsize(op.dtype) for op in call.operands
+               if op.role == "scratch" and op.memory_space == "vmem")
+
+
+def _itemsize(dtype: str) -> int:
+    return np.dtype(BF16 if dtype == "bfloat16" else dtype).itemsize
+
+
 def _summary(call) -> dict[str, object]:
+    """What matmul_trace compares. VMEM is that of the operands' buffers: an f32 scratch
+    accumulator beside them is allowed and checked on its own (``_check_scratch``)."""
     operands = [op for op in call.operands if op.role in ("in", "out")]
     return {
         "grid": tuple(call.grid),
@@ -271,8 +395,28 @@ def _summary(call) -> dict[str, object]:
         "DMAs": call.dma_count,
         "HBM bytes read": call.hbm_bytes_read,
         "HBM bytes written": call.hbm_bytes_written,
-        "VMEM bytes": call.vmem_bytes,
+        "VMEM bytes of the operands' buffers": call.vmem_bytes - _scratch_bytes(call),
     }
+
+
+def _check_scratch(call, block_shape: tuple[int, int, int]) -> None:
+    """A matmul may accumulate in VMEM scratch instead of in z_ref (lecture §4.1 keeps the
+    running sum in the resident output block; a scratch buffer does the same job): at most
+    one float32 (bm, bn) buffer, nothing else.
+
+    Raises:
+      CheckFailure: other scratch buffers, naming their shapes and dtypes.
+    """
+    bm, bn, _ = block_shape
+    scratch = [op for op in call.operands if op.role == "scratch"]
+    allowed = len(scratch) <= 1 and all(
+        tuple(op.shape) == (bm, bn) and op.dtype == "float32" and op.memory_space == "vmem"
+        for op in scratch)
+    if not allowed:
+        raise CheckFailure(
+            "the pallas_call allocates scratch buffers a blocked matmul does not need",
+            expected=f"no scratch, or one float32 ({bm}, {bn}) VMEM accumulator",
+            got=", ".join(f"{op.memory_space} {op.dtype}{list(op.shape)}" for op in scratch))
 
 
 def _trace_diagnosis(field: str, got: object, expected: object) -> str | None:
@@ -310,6 +454,7 @@ def matmul_trace(s: Session) -> None:
                 raise CheckFailure(f"the pallas_call's {field} differs from the intended "
                                    "configuration", expected=str(want), got=str(got),
                                    diagnosis=_trace_diagnosis(field, got, want))
+        _check_scratch(call, case.kwargs["block_shape"])
         out = [op for op in call.operands if op.role == "out"]
         blocks = (case.args[0].shape[0] // case.kwargs["block_shape"][0]) * (
             case.args[1].shape[1] // case.kwargs["block_shape"][1])
@@ -509,11 +654,29 @@ def min_block_worked(s: Session) -> None:
         label = f"peak_flops = 1028.75e12, hbm_bandwidth = 3685.5e9, multiple_of = {multiple}"
         got = _block(s, (PEAK_FLOPS, HBM_BANDWIDTH), kwargs, label)
         if got != expected:
-            diagnosis = None
-            if got == expected - multiple or (multiple == 1 and got == 558):
-                diagnosis = "the intensity must exceed the balance point (b/2 > 279.13)"
             raise CheckFailure("the smallest compute-bound block is wrong", input=label,
-                               expected=str(expected), got=str(got), diagnosis=diagnosis)
+                               expected=str(expected), got=str(got),
+                               diagnosis=_diagnose_block(got, PEAK_FLOPS, HBM_BANDWIDTH, 2,
+                                                         multiple))
+
+
+def _diagnose_block(got: int, peak: float, bandwidth: float, dtype_bytes: int,
+                    multiple_of: int) -> str | None:
+    """The known mistake of min_compute_bound_block that returns ``got`` here, else None:
+    the threshold b > balance·dtype_bytes rounded down to a multiple instead of up, or the
+    smallest block above it that is not a multiple of ``multiple_of``."""
+    threshold = peak / bandwidth * dtype_bytes
+    expected = ref.min_compute_bound_block(peak, bandwidth, dtype_bytes, multiple_of)
+    if got == expected:
+        return None
+    if got == int(threshold // multiple_of) * multiple_of:
+        return (f"the block is rounded down: {got} is the largest multiple of {multiple_of} at "
+                f"or below the bound b > {threshold:.5g}, so its intensity does not exceed "
+                "the balance point; take the smallest multiple above the bound (lecture §4.2)")
+    if multiple_of > 1 and got == ref.min_compute_bound_block(peak, bandwidth, dtype_bytes, 1):
+        return (f"{got} is the smallest compute-bound block, but it is not a multiple of "
+                f"multiple_of = {multiple_of}: step through multiples of it (lecture §4.2, Ex5)")
+    return None
 
 
 @st.composite
@@ -543,7 +706,8 @@ def min_block_property(s: Session) -> None:
         if got != expected and not (abs(threshold / multiple - round(threshold / multiple))
                                     < 1e-9 and abs(got - expected) == multiple):
             raise CheckFailure("the smallest compute-bound block is wrong",
-                               expected=str(expected), got=str(got))
+                               expected=str(expected), got=str(got),
+                               diagnosis=_diagnose_block(got, *case.args, **case.kwargs))
     run_property(roofline_cases(), body, max_examples=20)
 
 

@@ -3,19 +3,32 @@
 Softmax states are ``(m, l, acc)``: the running maximum, the sum of
 ``exp(s - m)`` and the unnormalized weighted sum of values.  Inputs are drawn
 with scores on three scales, including logits large enough (40..90) that a
-softmax which does not subtract the running maximum overflows float32.
+softmax which does not subtract the running maximum overflows float32, and
+with the edge cases of the handout's contract: masked (-inf) entries and rows
+in online_softmax, empty states in the merge, rows whose scores all lie below
+-87 (where float32 exp underflows), small soft caps with the causal mask, and
+a Max-Logit-Estimate constant far above every score (which shows whether the
+kernel uses it at all).
 
 The Flash Attention kernel (4.3) is graded in isolation inside the grader's
-pallas_call (``graders/harnesses/a4.py``) and the wrapper (4.4) end to end;
-values are compared with dense float64 attention (``reference.dense_attention``),
-the wrapper's trace with the reference's pallas_call, and causal block
-skipping through the trace's per-step ``kernel_reads`` of k_ref and v_ref.
+pallas_call (``graders/harnesses/a4.py``): its values against dense float64
+attention (``reference.dense_attention``), causal block skipping through the
+trace's per-step ``kernel_reads`` of k_ref and v_ref. The wrapper (4.4) is
+graded against what the student's own kernel computes in that standard call
+(one fault, one charge), on its trace against the reference's pallas_call, and
+on refusing k and v of another length than q.
+
+A "looks like" diagnosis is shown only when the failing output equals the
+output of that modelled mistake on the failing input (``_emulate`` runs the
+kernel with the mistake in float32; the 4.1 and 4.2 models likewise).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
+from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
@@ -34,7 +47,7 @@ from graders.checks.compare import (
     kernel_mismatch,
     tolerance,
 )
-from graders.checks.framework import CheckFailure, Session, check, run_property
+from graders.checks.framework import CheckFailure, Session, check, describe_value, run_property
 from graders.checks.strategies import Case, make_array, seeds
 
 A = "a4"
@@ -96,7 +109,8 @@ def _fmt_trace(pairs: list) -> str:
 
 
 def _trace_without_rescale(x: np.ndarray, block: int) -> list:
-    """The trace of the classic mistake: l += Σ exp(block − m_new) with no exp(m_old − m_new)."""
+    """The trace of the classic mistake: l += Σ exp(block − m_new) with no exp(m_old − m_new)
+    (-inf entries handled as the handout asks: 0 is subtracted while m is -inf)."""
     x = x.astype(np.float64)
     m = np.full(x.shape[:-1], -np.inf)
     l = np.zeros(x.shape[:-1])
@@ -104,7 +118,8 @@ def _trace_without_rescale(x: np.ndarray, block: int) -> list:
     for start in range(0, x.shape[-1], block):
         blk = x[..., start:start + block]
         m = np.maximum(m, blk.max(axis=-1))
-        l = l + np.exp(blk - m[..., None]).sum(axis=-1)
+        pivot = np.where(np.isneginf(m), 0.0, m)
+        l = l + np.exp(blk - pivot[..., None]).sum(axis=-1)
         out.append((m.copy(), l.copy()))
     return out
 
@@ -163,7 +178,7 @@ def online_softmax_worked(s: Session) -> None:
                 raise
 
 
-@check(A, "4.1", 5, "online_softmax's probabilities equal the softmax over the last axis "
+@check(A, "4.1", 4, "online_softmax's probabilities equal the softmax over the last axis "
                     "(drawn [n] and [rows, n] inputs, blocks that do not divide n, large logits)")
 def online_softmax_probs(s: Session) -> None:
     """Task 4.1: online_softmax's probabilities equal the softmax over the last axis (drawn [n]
@@ -177,7 +192,7 @@ def online_softmax_probs(s: Session) -> None:
     run_property(softmax_cases(), body, max_examples=25)
 
 
-@check(A, "4.1", 5, "online_softmax's trace holds the running (m, l) after each block")
+@check(A, "4.1", 3, "online_softmax's trace holds the running (m, l) after each block")
 def online_softmax_trace(s: Session) -> None:
     """Task 4.1: online_softmax's trace holds the running (m, l) after each block."""
     def body(case: Case) -> None:
@@ -186,6 +201,134 @@ def online_softmax_trace(s: Session) -> None:
         _, expected = ref.online_softmax(x, block)
         _compare_trace(got, list(expected), x, block)
     run_property(softmax_cases(), body, max_examples=25)
+
+
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskedSoftmaxCase:
+    """One online_softmax call on masked rows: ``x`` holds -inf entries (masked keys)."""
+
+    x: np.ndarray
+    block_size: int
+
+    @property
+    def args(self) -> tuple[np.ndarray, int]:
+        return (self.x, self.block_size)
+
+    def __repr__(self) -> str:
+        values = np.array2string(np.asarray(self.x, np.float64), precision=4, separator=", ",
+                                 max_line_width=10**6, threshold=10**6)
+        return (f"x = {self.x.dtype.name}{list(self.x.shape)} {values}, "
+                f"block_size = {self.block_size}")
+
+
+@st.composite
+def masked_softmax_cases(draw) -> MaskedSoftmaxCase:
+    """Strategy: x ([n] or [rows, n], f32/f64) with -inf entries, the handout's masked rows:
+    the first row's first block (at least) is all -inf and the second row is all -inf (one
+    row: either); other rows have a -inf prefix, scattered -inf, only -inf or none."""
+    rows = draw(st.one_of(st.none(), st.integers(1, 4)))
+    block = draw(st.integers(1, 6))
+    n = draw(st.integers(block + 1, block + 14))
+    low, high = draw(st.sampled_from(SCALES))
+    dtype = draw(st.sampled_from([F32, F64]))
+    seed = draw(seeds)
+    x = make_array((n,) if rows is None else (rows, n), dtype, seed, low=low, high=high)
+    flat = x.reshape(-1, n)
+    # Both masked kinds of the contract in every draw with two rows or more.
+    first = ["prefix", "all"] if flat.shape[0] > 1 else [draw(st.sampled_from(["prefix", "all"]))]
+    kinds = first + draw(st.lists(st.sampled_from(["prefix", "scatter", "all", "none"]),
+                                  min_size=flat.shape[0] - len(first),
+                                  max_size=flat.shape[0] - len(first)))
+    scatter = np.random.default_rng(seed + 1).random(flat.shape) < 0.4
+    for r, kind in enumerate(kinds):
+        if kind == "prefix":
+            flat[r, :draw(st.integers(block, n - 1))] = -np.inf
+        elif kind == "scatter":
+            flat[r, scatter[r]] = -np.inf
+        elif kind == "all":
+            flat[r] = -np.inf
+    return MaskedSoftmaxCase(x, block)
+
+
+def _naive_softmax(x: np.ndarray, block: int) -> tuple[np.ndarray, list]:
+    """float64 online softmax that subtracts m_new even when it is -inf (the unguarded
+    update): exp(-inf - (-inf)) = NaN poisons a row whose first block is all -inf."""
+    x = np.asarray(x, np.float64)
+    m = np.full(x.shape[:-1], -np.inf)
+    l_sum = np.zeros(x.shape[:-1])
+    trace = []
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for start in range(0, x.shape[-1], block):
+            blk = x[..., start:start + block]
+            m_new = np.maximum(m, blk.max(axis=-1))
+            l_sum = l_sum * np.exp(m - m_new) + np.exp(blk - m_new[..., None]).sum(axis=-1)
+            m = m_new
+            trace.append((m.copy(), l_sum.copy()))
+        probs = np.exp(x - m[..., None]) / l_sum[..., None]
+    return probs, trace
+
+
+def _same_values(got: object, model: np.ndarray, rtol: float, atol: float) -> bool:
+    """True when ``got`` equals ``model`` within the tolerance where the model is finite and
+    holds the same non-finite value (NaN, or an infinity of the same sign) where it is not."""
+    try:
+        g = np.asarray(got, np.float64)
+    except (TypeError, ValueError):
+        return False
+    model = np.asarray(model, np.float64)
+    if g.shape != model.shape:
+        return False
+    finite = np.isfinite(model)
+    if not (np.array_equal(np.isnan(g), np.isnan(model))
+            and np.array_equal(np.isfinite(g), finite)
+            and np.array_equal(g[np.isinf(model)], model[np.isinf(model)])):
+        return False
+    return bool((np.abs(g[finite] - model[finite]) <= atol + rtol * np.abs(model[finite])).all())
+
+
+def _diagnose_masked(probs: np.ndarray, trace: list, case: MaskedSoftmaxCase) -> str | None:
+    """The masked-row mistake the reply matches on this input, if any (verified)."""
+    x, block = case.args
+    naive_probs, naive_trace = _naive_softmax(x, block)
+    if all(_same_values(g, e, 1e-4, 1e-6) for got, want in zip(trace, naive_trace, strict=True)
+           for g, e in zip(got, want, strict=True)):
+        return ("exp(-inf - (-inf)) is NaN: while every entry a row has shown is -inf, m_new is "
+                "-inf and the update subtracts it from -inf (in exp(m - m_new) and "
+                "exp(block - m_new)). Subtract 0 in its place: the row keeps the empty state "
+                "m = -inf, l = 0 (handout, Task 4.1 'Masked entries'; lecture §5.1)")
+    want_probs, want_trace = ref.online_softmax(x, block)
+    all_masked = np.all(np.isneginf(np.asarray(x, np.float64)), axis=-1)
+    if all_masked.any():
+        model = np.where(all_masked[..., None], np.nan, want_probs)
+        if _same_values(probs, model, 1e-4, 1e-7):
+            return ("the rows whose entries are all -inf come out NaN: there m = -inf and "
+                    "l = 0, so exp(x - m) / l is 0 / 0. Such a row has no softmax, and the "
+                    "contract gives it probabilities 0 (handout, Task 4.1 'Masked entries')")
+    return None
+
+
+@check(A, "4.1", 3, "masked rows (-inf entries): probability 0 at -inf, the empty state "
+                    "m = -inf, l = 0 in the trace while a row has shown only -inf, "
+                    "probabilities 0 for a row of only -inf (the handout's contract)")
+def online_softmax_masked(s: Session) -> None:
+    """Task 4.1: masked rows (-inf entries): probability 0 at -inf, the empty state m = -inf,
+    l = 0 in the trace while a row has shown only -inf, probabilities 0 for a row of only -inf
+    (the handout's contract).
+    """
+    def body(case: MaskedSoftmaxCase) -> None:
+        x, block = case.args
+        probs, got = _unpack_softmax(s.invoke("online_softmax", case.args).value, x, block)
+        want_probs, want_trace = ref.online_softmax(x, block)
+        try:
+            _compare_trace(got, list(want_trace), x, block)
+            assert_close(probs, want_probs, 1e-4, 1e-7, what="probs")
+        except CheckFailure as failure:
+            if failure.diagnosis is None:
+                failure.diagnosis = _diagnose_masked(np.asarray(probs), got, case)
+            raise
+    run_property(masked_softmax_cases(), body, max_examples=15)
 
 
 # --- Task 4.2 merge and finalize -----------------------------------------------------------
@@ -226,9 +369,12 @@ def _unpack_state(value: object, what: str) -> tuple[np.ndarray, ...]:
 
 def _assert_state(got: tuple[np.ndarray, ...], expected: tuple[np.ndarray, ...],
                   what: str) -> None:
+    """m, l and acc within float32's tolerance; an expected -inf (the m of an empty row)
+    must be -inf, and NaN never matches."""
     rtol, atol = tolerance(F32)
     for g, e, name in zip(got, expected, ("m", "l", "acc"), strict=True):
-        assert_close(g, np.asarray(e, np.float64), rtol * 5, atol, what=f"{name} of {what}")
+        assert_close(g, np.asarray(e, np.float64), rtol * 5, atol, what=f"{name} of {what}",
+                     same_nonfinite=True)
 
 
 def _assert_same_merge(got: tuple[np.ndarray, ...], other: tuple[np.ndarray, ...],
@@ -251,7 +397,7 @@ def merge_cases(draw) -> Case:
     return Case((a, b), {}, ("state_a", "state_b"))
 
 
-@check(A, "4.2", 5, "merge_attention_states equals the reference merge of two states over "
+@check(A, "4.2", 4, "merge_attention_states equals the reference merge of two states over "
                     "disjoint keys")
 def merge_values(s: Session) -> None:
     """Task 4.2: merge_attention_states equals the reference merge of two states over disjoint
@@ -272,7 +418,7 @@ def three_states(draw) -> Case:
     return Case(states, {}, ("a", "b", "c"))
 
 
-@check(A, "4.2", 4, "merge is commutative and associative: merge(a, b) = merge(b, a) and "
+@check(A, "4.2", 3, "merge is commutative and associative: merge(a, b) = merge(b, a) and "
                     "merge(merge(a, b), c) = merge(a, merge(b, c))")
 def merge_algebra(s: Session) -> None:
     """Task 4.2: merge is commutative and associative: merge(a, b) = merge(b, a) and
@@ -330,6 +476,86 @@ def merge_end_to_end(s: Session) -> None:
     run_property(split_rows(2), body, max_examples=15)
 
 
+
+
+@dataclasses.dataclass(frozen=True)
+class EmptyMergeCase:
+    """Two states of the same rows where some rows are empty (m = -inf, l = 0, acc = 0)."""
+
+    a: tuple[np.ndarray, np.ndarray, np.ndarray]
+    b: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+    @property
+    def args(self) -> tuple[tuple, tuple]:
+        return (self.a, self.b)
+
+    def __repr__(self) -> str:
+        def one(state: tuple) -> str:
+            m, l_sum, acc = state
+            return (f"(m = {np.array2string(m.astype(np.float64), precision=4, separator=', ')}, "
+                    f"l = {np.array2string(l_sum.astype(np.float64), precision=4, separator=', ')}"
+                    f", acc = {fmt_array(acc)})")
+        return f"state_a = {one(self.a)}, state_b = {one(self.b)}"
+
+
+@st.composite
+def empty_merge_cases(draw) -> EmptyMergeCase:
+    """Strategy: two states over disjoint keys in which some rows are empty: the first row on
+    both sides (two empty states), others on one side, on both, or on neither."""
+    batch = draw(st.sampled_from([(), (2,)]))
+    rows, dv = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    states = []
+    for _ in range(2):
+        n = draw(st.integers(1, 6))
+        low, high = draw(st.sampled_from(SCALES))
+        scores = make_array((*batch, rows, n), F64, draw(seeds), low=low, high=high)
+        states.append(list(_as_f32(_state(scores, make_array((*batch, n, dv), F64,
+                                                              draw(seeds))))))
+    kinds = ["both"] + draw(st.lists(st.sampled_from(["both", "a", "b", "none"]),
+                                     min_size=rows - 1, max_size=rows - 1))
+    for r, kind in enumerate(kinds):
+        for side, state in zip("ab", states, strict=True):
+            if kind in ("both", side):
+                state[0][..., r] = -np.inf
+                state[1][..., r] = 0.0
+                state[2][..., r, :] = 0.0
+    return EmptyMergeCase(tuple(states[0]), tuple(states[1]))
+
+
+def _naive_merge(a: tuple, b: tuple) -> tuple[np.ndarray, ...]:
+    """float64 merge that subtracts m = max(m_a, m_b) even when it is -inf (unguarded)."""
+    m_a, l_a, acc_a = (np.asarray(t, np.float64) for t in a)
+    m_b, l_b, acc_b = (np.asarray(t, np.float64) for t in b)
+    m = np.maximum(m_a, m_b)
+    with np.errstate(invalid="ignore"):
+        w_a, w_b = np.exp(m_a - m), np.exp(m_b - m)
+        return m, w_a * l_a + w_b * l_b, w_a[..., None] * acc_a + w_b[..., None] * acc_b
+
+
+@check(A, "4.2", 2, "merging empty states (m = -inf, l = 0, acc = 0): two empty states give "
+                    "the empty state without NaN, an empty state and a state S give S")
+def merge_empty_states(s: Session) -> None:
+    """Task 4.2: merging empty states (m = -inf, l = 0, acc = 0): two empty states give the
+    empty state without NaN, an empty state and a state S give S.
+    """
+    def body(case: EmptyMergeCase) -> None:
+        got = _unpack_state(s.invoke("merge_attention_states", case.args).value,
+                            "merge_attention_states")
+        try:
+            _assert_state(got, ref.merge_attention_states(*case.args), "the merged state")
+        except CheckFailure as failure:
+            naive = _naive_merge(*case.args)
+            if all(_same_values(g, e, 1e-4, 1e-6) for g, e in zip(got, naive, strict=True)):
+                failure.what = _without_nan_guess(failure.what)
+                failure.diagnosis = (
+                    "exp(-inf - (-inf)) is NaN: in a row that is empty on both sides "
+                    "m = max(m_a, m_b) = -inf, and exp(m_a - m) subtracts -inf from -inf. Use 0 "
+                    "in place of a -inf maximum: the weights are then exp(-inf) = 0 and the "
+                    "row stays empty (handout, Task 4.2; lecture §5.1)")
+            raise
+    run_property(empty_merge_cases(), body, max_examples=10)
+
+
 # --- shared by Tasks 4.3 and 4.4: drawn attention problems -----------------------------------
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -339,13 +565,31 @@ ATTENTION_TOL = {F32.name: (1e-4, 1e-4), BF16.name: (2e-2, 3e-2)}
 #: Margin (in units of the exponent) kept inside the safe MLE range when the grader picks a
 #: constant: exp(s - c) summed over L keys and multiplied by |v| <= 4 must stay finite too.
 MLE_MARGIN = 4.0
+#: (Hkv, H / Hkv) pairs drawn: no GQA, one kv head for all, and 1 < Hkv < H with H / Hkv
+#: different from Hkv (6 = 2 x 3, 3 x 2), where h // (H // Hkv), h // Hkv and h % Hkv differ.
+HEAD_GROUPS = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 3), (3, 2)]
+#: The "deep" construction (lecture §5.4's float32 limits): the even query rows score about
+#: 0.875 · (-12 · 12) = -126 against every key, below ln(f32 tiny) = -87.3 and even below
+#: -103.97, where float32 exp(s) is exactly 0; the odd rows score within about ±8. The
+#: other features are multiples of 1/16 in [-0.5, 0.5], so every score is exact in float32
+#: (a multiple of 2^-11 below 2^8) and the check measures the kernel, not rounding.
+DEEP_FEATURE, DEEP_SCALE = 12.0, 0.875
+#: A Max-Logit-Estimate constant far above every score (|s| < 60 in these draws): exp(s - c)
+#: is exactly 0 for every key even in float64, so a kernel that subtracts it gets l = 0.
+FAR_CONSTANT = 800.0
+#: The finite stand-in for -inf that students use for masked scores (jnp.finfo(f32).min
+#: behaves the same in these models: exp of it minus anything finite is 0).
+FINITE_MASK = -1e30
 
 
 @dataclasses.dataclass(frozen=True)
 class AttentionCase:
     """One drawn attention problem: q [H, L, d], k [Hkv, L, d], v [Hkv, L, dv] and the
     keyword arguments of the kernel (``kwargs``; ``sm_scale`` always set) or of the
-    wrapper (``wrapper_kwargs``; ``sm_scale`` None means "use the default")."""
+    wrapper (``wrapper_kwargs``; ``sm_scale`` None means "use the default").
+    ``deep``: q and k follow the deep construction (``DEEP_FEATURE``): "all", every score
+    of the even query rows is far below -87; "first-tile", only their scores against the
+    first kv tile are (the other keys score near 0); "" for plain uniform draws."""
 
     q: np.ndarray
     k: np.ndarray
@@ -357,6 +601,7 @@ class AttentionCase:
     soft_cap: float | None
     max_logit_const: float | None
     seed: int
+    deep: str = ""
 
     @property
     def scale(self) -> float:
@@ -390,9 +635,18 @@ class AttentionCase:
                                      causal=self.causal, soft_cap=self.soft_cap)
 
     def __repr__(self) -> str:
+        keys = {"all": f"k[..., 0] = {DEEP_FEATURE:g}",
+                "first-tile": f"k[:, :block_kv, 0] = {DEEP_FEATURE:g}; k[:, block_kv:, 0] = 0"}
+        where = {"all": "every score of the even query rows is below -100",
+                 "first-tile": "the even query rows score below -100 against the first kv "
+                               "tile, near 0 against the others"}
+        made = ("q, k, v = rng.uniform(-4, 4, shape) in that order, cast to the dtype"
+                if not self.deep else
+                f"q, k, v = rng.uniform(-4, 4, shape) in that order; q = np.round(2 * q) / 16; "
+                f"k = np.round(2 * k) / 16; {keys[self.deep]}; q[:, ::2, 0] = "
+                f"-{DEEP_FEATURE:g} ({where[self.deep]}); cast to the dtype")
         parts = [f"q = {fmt_array(self.q)}, k = {fmt_array(self.k)}, v = {fmt_array(self.v)}"
-                 f" (rng = np.random.default_rng({self.seed}); q, k, v = rng.uniform(-4, 4, "
-                 "shape) in that order, cast to the dtype)",
+                 f" (rng = np.random.default_rng({self.seed}); {made})",
                  f"sm_scale = {'None (1/sqrt(d))' if self.sm_scale is None else self.sm_scale}",
                  f"causal = {self.causal}", f"block_q = {self.block_q}",
                  f"block_kv = {self.block_kv}"]
@@ -413,187 +667,317 @@ def _safe_constant(scores: np.ndarray, length: int, frac: float) -> float | None
     return round(low + frac * (high - low), 2)
 
 
+#: Flavors of ``attention_cases``: "plain"; with ``options``: "mle" (large logits, a constant
+#: from the safe range), "cap", "cap+mle", "large" (large logits, running max), "deep+mle"
+#: (no mask; the even rows' first kv tile far below the rest, a constant from the safe range:
+#: every exp(s - c) of that tile is 0 for those rows); and the single-purpose "deep" (rows
+#: far below -87), "small-cap" (caps 1, 2, 5) and "far-constant" (max_logit_const =
+#: FAR_CONSTANT).
+OPTION_FLAVORS = ("mle", "cap", "cap+mle", "large", "deep+mle")
+
+
 @st.composite
 def attention_cases(draw, *, causal: bool | None = None, options: bool = False,
-                    min_q_blocks: int = 1, default_scale: bool = False) -> AttentionCase:
+                    min_q_blocks: int = 1, default_scale: bool = False,
+                    flavor: str | None = None) -> AttentionCase:
     """Drawn attention problems (Tasks 4.3/4.4).
 
-    H 1-4 with a drawn GQA group, blocks 8/16/32, L a multiple of both blocks
-    (two or more blocks per axis in many draws, at least ``min_q_blocks`` q blocks),
-    d and dv 8-128, f32 or bf16, ``causal`` drawn unless given.  ``options``
-    also draws large logits, a soft cap and a Max-Logit-Estimate constant
-    chosen inside the safe range of the drawn scores (None when there is none).
-    ``default_scale`` lets sm_scale be None (the wrapper's default).
+    H 1-6 with a drawn GQA group (``HEAD_GROUPS``), blocks 8/16/32, L a multiple of both
+    blocks (two or more blocks per axis in many draws, at least ``min_q_blocks`` q
+    blocks), d and dv 8-128, f32 or bf16, ``causal`` drawn unless given. ``options``
+    also draws large logits, a soft cap and a Max-Logit-Estimate constant chosen inside
+    the safe range of the drawn scores (None when there is none); ``flavor`` fixes one
+    flavor instead (see ``OPTION_FLAVORS``). ``default_scale`` lets sm_scale be None
+    (the wrapper's default).
     """
-    kv_heads = draw(st.sampled_from([1, 2]))
-    group = draw(st.sampled_from([1, 2, 4] if kv_heads == 1 else [2, 1]))
+    if flavor is None:
+        flavor = draw(st.sampled_from(OPTION_FLAVORS if options else ("plain",)))
+    kv_heads, group = draw(st.sampled_from(HEAD_GROUPS))
     heads = kv_heads * group
     block_q = draw(st.sampled_from([8, 16, 32]))
     block_kv = draw(st.sampled_from([8, 16, 32]))
     unit = math.lcm(block_q, block_kv)
     least = max(1, -(-min_q_blocks * block_q // unit))
+    if flavor == "deep+mle":  # a first kv tile and at least one more
+        least = max(least, -(-2 * block_kv // unit))
     most = max(least, min(4, 128 // unit))
     length = unit * draw(st.integers(least, most))
     d, dv = draw(st.integers(8, 128)), draw(st.integers(8, 128))
     dtype = draw(st.sampled_from([F32, BF16]))
     is_causal = draw(st.booleans()) if causal is None else causal
+    if flavor == "deep+mle":
+        is_causal = False  # a causal row 0 would see only the deep tile
     seed = draw(seeds)
     rng = np.random.default_rng(seed)
-    q = rng.uniform(-4, 4, (heads, length, d)).astype(dtype)
-    k = rng.uniform(-4, 4, (kv_heads, length, d)).astype(dtype)
+    q = rng.uniform(-4, 4, (heads, length, d))
+    k = rng.uniform(-4, 4, (kv_heads, length, d))
     v = rng.uniform(-4, 4, (kv_heads, length, dv)).astype(dtype)
-    # Options: "mle" = large logits (up to ~150) with a constant from the safe range;
-    # "cap" = a soft cap; "cap+mle" = both; "large" = large logits, running max.
-    flavor = draw(st.sampled_from(["mle", "cap", "cap+mle", "large"] if options else ["plain"]))
+    deep = {"deep": "all", "deep+mle": "first-tile"}.get(flavor, "")
+    if deep:
+        q, k = np.round(2 * q) / 16, np.round(2 * k) / 16
+        k[..., 0] = DEEP_FEATURE
+        if deep == "first-tile":
+            k[:, block_kv:, 0] = 0.0
+        q[:, ::2, 0] = -DEEP_FEATURE
+    q, k = q.astype(dtype), k.astype(dtype)
     large = flavor in ("mle", "large")
     logit_scale = 10.0 if large else draw(st.sampled_from([1.0, 0.25, 2.0]))
-    sm_scale: float | None = round(logit_scale / math.sqrt(d), 6)
-    if default_scale and logit_scale == 1.0 and draw(st.booleans()):
+    sm_scale: float | None = DEEP_SCALE if deep else round(logit_scale / math.sqrt(d), 6)
+    if default_scale and logit_scale == 1.0 and not deep and draw(st.booleans()):
         sm_scale = None
-    case = AttentionCase(q, k, v, sm_scale, is_causal, block_q, block_kv, None, None, seed)
+    case = AttentionCase(q, k, v, sm_scale, is_causal, block_q, block_kv, None, None, seed,
+                         deep)
     if flavor.startswith("cap"):
         case = dataclasses.replace(case, soft_cap=draw(st.sampled_from([20.0, 5.0, 50.0])))
+    if flavor == "small-cap":
+        case = dataclasses.replace(case, soft_cap=draw(st.sampled_from([1.0, 5.0, 2.0])))
     if flavor.endswith("mle"):
         frac = draw(st.sampled_from([0.5, 0.1, 0.9, 0.3]))
         case = dataclasses.replace(
             case, max_logit_const=_safe_constant(case.scores(), length, frac))
+    if flavor == "far-constant":
+        case = dataclasses.replace(case, max_logit_const=FAR_CONSTANT)
     return case
 
 
-def _blocked_mistake(case: AttentionCase, *, rescale_l: bool = True,
-                     rescale_acc: bool = True) -> np.ndarray:
-    """float64 output of the online algorithm over kv blocks with a rescale left out.
+# --- modelled mistakes: a "looks like" is shown only when the output matches one -------------
 
-    Rows are independent, so only the kv blocking matters.  Used to name the
-    mistake when a submission's output matches it.
+_UNSET = object()
+
+
+def _emulate(case: AttentionCase, *, mask: str | None = None, skip: bool | None = None,
+             m0: float | None = None, constant: object = _UNSET, rescale_l: bool = True,
+             rescale_acc: bool = True, cap: str = "before-mask", sm_scale: float | None = None,
+             renormalize: bool = False, write_in_update: bool = False,
+             kv_head: np.ndarray | None = None, mask_value: float = -np.inf) -> np.ndarray:
+    """float64 [H, L, dv]: what a float32 Flash kernel with one modelled mistake outputs.
+
+    The kernel is the handout's, step by step over the kv tiles in float32, with NaN
+    arising where it would (exp(-inf - (-inf)), 0 / 0) and rows never written left NaN
+    (the simulator's poison). The knobs, each a mistake when changed:
+    ``mask`` "causal" | "none" | "flipped" (key < query hidden) | "diagonal" (key >= query)
+    | "plus-one" (key > query + 1), default from ``case.causal``; ``skip``: fully masked
+    causal tiles do no work (default ``case.causal``); ``m0``: the initial m without a
+    constant (default -inf); ``constant``: the constant used as m (default the case's
+    max_logit_const; None: the running max); ``rescale_l``/``rescale_acc``: alpha applied;
+    ``cap``: "before-mask" (right), "after-mask", "before-scale", "none";
+    ``sm_scale``: the scale applied; ``renormalize``: acc kept divided by l at every step;
+    ``write_in_update``: the final division inside the causal pl.when; ``kv_head``: the
+    kv head each query head reads (default h // (H // Hkv)); ``mask_value``: what a
+    masked score becomes (-inf, or a finite stand-in such as -1e30, which changes what a
+    row with no visible key in a tile computes, not what a right mask computes).
     """
-    scores = case.scores()
-    values = np.asarray(case.v, np.float64)[dense.kv_head_of(case.q.shape[0], case.v.shape[0])]
-    heads, length, _ = scores.shape
-    m = np.full((heads, length, 1), -np.inf)
-    l_sum = np.zeros((heads, length, 1))
-    acc = np.zeros((heads, length, values.shape[-1]))
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for start in range(0, length, case.block_kv):
-            s = scores[:, :, start:start + case.block_kv]
-            m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-            alpha = np.where(np.isneginf(m), 0.0, np.exp(m - m_new))
-            p = np.where(np.isneginf(s), 0.0, np.exp(s - m_new))
-            l_sum = (alpha if rescale_l else 1.0) * l_sum + p.sum(axis=-1, keepdims=True)
-            acc = (alpha if rescale_acc else 1.0) * acc + p @ values[:, start:start + case.block_kv]
-            m = m_new
-        return acc / l_sum
+    f32 = np.float32
+    heads, length, _ = case.q.shape
+    kv = dense.kv_head_of(heads, case.k.shape[0]) if kv_head is None else kv_head
+    q = case.q.astype(f32)
+    k = case.k.astype(f32)[kv]
+    v = case.v.astype(f32)[kv]
+    mask = ("causal" if case.causal else "none") if mask is None else mask
+    skip = case.causal if skip is None else skip
+    const = case.max_logit_const if constant is _UNSET else constant
+    scale = f32(case.scale if sm_scale is None else sm_scale)
+    soft_cap = None if case.soft_cap is None or cap == "none" else f32(case.soft_cap)
+    rows = np.arange(length)[:, None]
+    cols = np.arange(length)[None, :]
+    hidden = {"none": np.zeros((length, length), bool), "causal": cols > rows,
+              "flipped": cols < rows, "diagonal": cols >= rows, "plus-one": cols > rows + 1}[mask]
+    q_end = (np.arange(length) // case.block_q + 1) * case.block_q - 1       # [L]
+    with np.errstate(all="ignore"):
+        s = np.matmul(q, k.transpose(0, 2, 1))
+        if soft_cap is not None and cap == "before-scale":
+            s = soft_cap * np.tanh(s / soft_cap)
+        s = s * scale
+        if soft_cap is not None and cap == "before-mask":
+            s = soft_cap * np.tanh(s / soft_cap)
+        s = np.where(hidden, f32(mask_value), s).astype(f32)
+        if soft_cap is not None and cap == "after-mask":
+            s = soft_cap * np.tanh(s / soft_cap)
+        start = -np.inf if const is None and m0 is None else (m0 if const is None else const)
+        m = np.full((heads, length, 1), start, f32)
+        l_sum = np.zeros((heads, length, 1), f32)
+        acc = np.zeros((heads, length, v.shape[-1]), f32)
+        n_kv = length // case.block_kv
+        for j in range(n_kv):
+            cut = slice(j * case.block_kv, (j + 1) * case.block_kv)
+            work = (j * case.block_kv <= q_end) if skip else np.ones(length, bool)
+            tile = s[:, :, cut]
+            if const is None:
+                m_new = np.maximum(m, tile.max(axis=-1, keepdims=True))
+                alpha = np.exp(m - m_new)
+            else:
+                m_new, alpha = m, np.ones_like(m)
+            p = np.exp(tile - m_new)
+            l_new = (alpha if rescale_l else f32(1)) * l_sum + p.sum(axis=-1, keepdims=True)
+            pv = np.matmul(p, v[:, cut])
+            if renormalize:
+                acc_new = (alpha * l_sum * acc + pv) / l_new
+            else:
+                acc_new = (alpha if rescale_acc else f32(1)) * acc + pv
+            keep = work[None, :, None]
+            m, l_sum, acc = (np.where(keep, m_new, m), np.where(keep, l_new, l_sum),
+                             np.where(keep, acc_new, acc))
+        out = acc if renormalize else acc / l_sum
+        if write_in_update:
+            never = (n_kv - 1) * case.block_kv > q_end if skip else np.zeros(length, bool)
+            out = np.where(never[None, :, None], np.nan, out)
+    return out.astype(np.float64)
 
 
-def _shifted_causal(case: AttentionCase, shift: int) -> np.ndarray:
-    """Dense attention whose causal mask hides key j > i + shift (shift -1: the diagonal
-    too, +1: one key past the diagonal visible)."""
-    scores = dense.attention_scores(case.q, case.k, sm_scale=case.scale, causal=False,
-                                    soft_cap=case.soft_cap)
-    length = scores.shape[-1]
-    hidden = np.arange(length)[None, :] > np.arange(length)[:, None] + shift
-    scores = np.where(hidden, -np.inf, scores)
-    values = np.asarray(case.v, np.float64)[dense.kv_head_of(case.q.shape[0], case.v.shape[0])]
-    with np.errstate(invalid="ignore"):
-        w = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        return np.einsum("hij,hjd->hid", w / w.sum(axis=-1, keepdims=True), values)
+def _matches(got: np.ndarray, model: np.ndarray, tol: tuple[float, float]) -> bool:
+    """True when ``got`` is the modelled output: NaN and infinities in the same places,
+    finite values within twice ``tol`` (the check's tolerance against exact attention:
+    the kernel and the float32 model each carry their own rounding, so they may differ by
+    up to twice that; a modelled mistake is off by far more)."""
+    return _same_values(got, model, 2 * tol[0], 2 * tol[1])
 
 
-def _matches(got: np.ndarray, candidate: np.ndarray, tol: tuple[float, float]) -> bool:
-    """True when ``got`` equals ``candidate`` within ``tol`` wherever the candidate is finite
-    (and the candidate differs from nothing-in-particular: at least one finite value)."""
-    got = np.asarray(got, np.float64)
-    finite = np.isfinite(candidate)
-    if got.shape != candidate.shape or not finite.any():
-        return False
-    with np.errstate(invalid="ignore"):
-        close = np.abs(got - candidate) <= tol[1] + tol[0] * np.abs(candidate)
-    return bool(close[finite].all())
+def _mle_range_note(case: AttentionCase) -> str:
+    max_logit, min_row_max = dense.score_extremes(case.scores())
+    low, high = ref.mle_safe_range(max_logit, min_row_max)
+    return (f"for these scores (largest {max_logit:.4g}, smallest row maximum "
+            f"{min_row_max:.4g}) mle_safe_range gives ({low:.4g}, {high:.4g}), and the grader "
+            f"passed max_logit_const = {case.max_logit_const}, inside it")
 
 
-def _diagnose_attention(got: np.ndarray, case: AttentionCase, tol: tuple[float, float],
-                        *, wrapper: bool = False) -> str | None:
-    """Name the known mistake the output looks like (lecture §5.2-5.4), if any."""
-    got = np.asarray(got, np.float64)
-    if got.shape != case.expected().shape:
-        return None
-    if case.causal and np.isnan(got).any() and _matches(got, _shifted_causal(case, -1), tol):
-        return ("causal mask off by one: the diagonal is masked too, so query 0 sees no key "
-                "at all (NaN) and every other query misses its own key; mask key > query, "
-                "not key >= query (lecture §5.2)")
-    if np.isnan(got).any():
-        nan_rows = np.isnan(got).any(axis=-1)                   # [H, L]
-        if case.causal and not nan_rows.all():
-            n_kv = case.q.shape[1] // case.block_kv
-            last_start = (n_kv - 1) * case.block_kv
-            q_block_of_row = np.arange(case.q.shape[1]) // case.block_q
-            skipped_last = (q_block_of_row + 1) * case.block_q - 1 < last_start
-            if np.array_equal(nan_rows.any(axis=0), skipped_last):
-                return ("NaN exactly in the q blocks whose LAST kv block is fully masked: the "
-                        "output is written inside the causal pl.when, so for these blocks it "
-                        "is never written. Do the final acc / l in its own "
-                        "pl.when(kv block == last) (lecture §5.2)")
-        return ("NaN in the output: the scratch buffers start poisoned (NaN), so m, l and acc "
-                "must be initialized at kv block 0 (pl.when(pl.program_id(2) == 0)) before "
-                "they are read; or the output block was never written (lecture §5.2)")
-    mistakes = [
-        ((False, False), "the rescale exp(m_prev - m_new) is missing: when a later kv block "
-                         "raises the row maximum, l and acc must be multiplied by "
-                         "alpha = exp(m_prev - m_new) before the new block is added "
-                         "(lecture §5.2)"),
-        ((True, False), "the rescale exp(m_prev - m_new) is applied to l but not to acc: acc "
-                        "was accumulated relative to the old maximum and must be multiplied by "
-                        "alpha too (lecture §5.2)"),
-        ((False, True), "the rescale exp(m_prev - m_new) is applied to acc but not to l "
-                        "(lecture §5.2)"),
-    ]
-    if case.max_logit_const is None:
-        for (rescale_l, rescale_acc), text in mistakes:
-            if _matches(got, _blocked_mistake(case, rescale_l=rescale_l,
-                                              rescale_acc=rescale_acc), tol):
-                return text
+def _kernel_models(case: AttentionCase) -> list[tuple[dict, str]]:
+    """(emulator knobs, diagnosis) of the kernel mistakes that apply to this case, most
+    specific first (lecture §5.2 kernel body, §5.4 soft cap and MLE)."""
+    models: list[tuple[dict, str]] = []
+    const = case.max_logit_const
+    if const is None:
+        which = " (here the even query rows)" if case.deep else ""
+        models.append(({"m0": 0.0}, (
+            f"m starts at 0 instead of -inf: in the rows whose scores all lie below about "
+            f"-87{which}, exp(s - 0) underflows float32 to 0 for every key, so l = 0 and the "
+            "row is 0 / 0 = NaN. Initialize m to -inf at kv block 0 (lecture §5.2; float32 "
+            "exp limits §5.4)")))
     if case.causal:
-        for shift, text in ((-1, "the diagonal is masked too (a query must see its own key: "
-                                 "mask key > query, not key >= query)"),
-                            (1, "one key past the diagonal is visible (mask key > query, "
-                                "not key > query + 1)")):
-            if _matches(got, _shifted_causal(case, shift), tol):
-                return f"causal mask off by one: {text} (lecture §5.2)"
-        if _matches(got, dataclasses.replace(case, causal=False).expected(), tol):
-            return "the causal mask is not applied (causal=True was ignored)"
-    elif _matches(got, dataclasses.replace(case, causal=True).expected(), tol):
-        return "a causal mask was applied although causal=False"
-    if case.soft_cap is not None and _matches(
-            got, dataclasses.replace(case, soft_cap=None).expected(), tol):
-        return "soft_cap is ignored: scaled scores must become cap·tanh(s / cap) (lecture §6)"
-    for scale, text in ((1.0, "the scores are not multiplied by sm_scale"),
-                        (case.scale ** 2, "sm_scale is applied twice")):
-        if scale != case.scale and _matches(
-                got, dataclasses.replace(case, sm_scale=scale).expected(), tol):
+        models += [
+            ({"mask": "flipped"}, (
+                "the causal mask is flipped: it hides the keys before the query (key < query) "
+                "and shows those after it; mask key position > query position (lecture "
+                "§5.2)")),
+            ({"mask": "diagonal"}, (
+                "causal mask off by one: the diagonal is masked too (a query must see its own "
+                "key: mask key > query, not key >= query); query 0 then sees no key at all "
+                "(lecture §5.2)")),
+            ({"mask": "plus-one"}, (
+                "causal mask off by one: one key past the diagonal is visible (mask key > "
+                "query, not key > query + 1) (lecture §5.2)")),
+            ({"mask": "none"}, (
+                "only whole tiles are skipped: inside a tile on the diagonal the keys after "
+                "the query are not masked; skipping fully masked tiles saves work, the "
+                "mask inside the others is still needed (lecture §5.2)")),
+            ({"mask": "none", "skip": False}, "the causal mask is not applied (causal=True "
+                                              "was ignored)"),
+            ({"write_in_update": True}, (
+                "NaN exactly in the q blocks whose LAST kv tile is fully masked: the output is "
+                "written inside the causal pl.when, so for these blocks it is never written. "
+                "Do the final acc / l in its own pl.when(kv block == last) (lecture §5.2)")),
+        ]
+    else:
+        models.append(({"mask": "causal", "skip": False},
+                       "a causal mask was applied although causal=False"))
+    if const is None:
+        models += [
+            ({"rescale_l": False, "rescale_acc": False}, (
+                "the rescale exp(m_prev - m_new) is missing: when a later kv block raises the "
+                "row maximum, l and acc must be multiplied by alpha = exp(m_prev - m_new) "
+                "before the new block is added (lecture §5.2)")),
+            ({"rescale_acc": False}, (
+                "the rescale exp(m_prev - m_new) is applied to l but not to acc: acc was "
+                "accumulated relative to the old maximum and must be multiplied by alpha too "
+                "(lecture §5.2)")),
+            ({"rescale_l": False}, "the rescale exp(m_prev - m_new) is applied to acc but not "
+                                   "to l (lecture §5.2)"),
+        ]
+    if case.soft_cap is not None:
+        if case.causal:
+            models.append(({"cap": "after-mask"}, (
+                f"soft_cap is applied after the causal mask: cap·tanh(-inf / cap) = -cap, so "
+                f"every masked key gets the finite score -{case.soft_cap:g} and a weight. Cap "
+                "the scaled scores first, then set the masked ones to -inf (lecture §5.2, "
+                "§5.4)")))
+        models += [
+            ({"cap": "none"}, "soft_cap is ignored: scaled scores must become cap·tanh(s / cap) "
+                              "(lecture §5.4)"),
+            ({"cap": "before-scale"}, (
+                "soft_cap is applied to q·kᵀ before sm_scale: the cap bounds the scaled "
+                "score, s = cap·tanh((q·kᵀ · sm_scale) / cap) (lecture §5.4)")),
+        ]
+    models += [
+        ({"sm_scale": 1.0}, "the scores are not multiplied by sm_scale"),
+        ({"sm_scale": case.scale ** 2}, "sm_scale is applied twice"),
+    ]
+    if const is not None:
+        models += [
+            ({"constant": 0.0}, (
+                "exp(s - c) overflowed: your kernel subtracts 0 instead of max_logit_const = "
+                f"{const}; {_mle_range_note(case)}, while 0 is outside it. Subtract exactly "
+                "that constant from the scaled (and capped) scores, use it as m from kv block 0 "
+                "on, and do not rescale (Task 4.5, lecture §5.4)")),
+            ({"renormalize": True}, (
+                "0 / 0 under max_logit_const: acc is divided by l at every kv step (kept "
+                "normalized). With a constant c a whole kv tile can lie so far below c for "
+                "some row that every exp(s - c) there is 0: l is still 0 after it, and "
+                f"dividing by it gives NaN for good ({_mle_range_note(case)}, so the deferred "
+                "division of the handout is exact). Keep acc unnormalized and divide once, "
+                "at the last kv block (lecture §5.2, §5.4)")),
+        ]
+    return models
+
+
+def _diagnose_kernel(got: np.ndarray, case: AttentionCase, tol: tuple[float, float]
+                     ) -> str | None:
+    """The modelled kernel mistake the output matches on this case, if any."""
+    for knobs, text in _kernel_models(case):
+        # A causal mistake is modelled with -inf and with -1e30 as the masked score: the two
+        # differ exactly where the mistake leaves a row no visible key.
+        values = (-np.inf, FINITE_MASK) if "mask" in knobs or "write_in_update" in knobs else (
+            -np.inf,)
+        if any(_matches(got, _emulate(case, **knobs, mask_value=value), tol)
+               for value in values):
             return text
-    if wrapper:
-        if case.sm_scale is None and _matches(
-                got, dataclasses.replace(case, sm_scale=1.0).expected(), tol):
-            return "sm_scale=None must default to 1/sqrt(d)"
-        heads, kv_heads = case.q.shape[0], case.k.shape[0]
-        if 1 < kv_heads < heads:
-            wrong = np.arange(heads) % kv_heads
-            k_bad, v_bad = case.k[wrong], case.v[wrong]
-            other = dense.dense_attention(case.q, k_bad, v_bad, sm_scale=case.scale,
-                                          causal=case.causal, soft_cap=case.soft_cap)
-            if _matches(got, other, tol):
-                return ("query head h reads kv head h % Hkv; with grouped-query attention it "
-                        "must read kv head h // (H // Hkv) (lecture §5.2)")
+    if np.isnan(got).all():
+        return ("every output is NaN: m, l and acc are never initialized (the scratch buffers "
+                "start as NaN in the simulator), or they are read before kv block 0 sets them; "
+                "initialize them in pl.when(pl.program_id(2) == 0) (lecture §5.2)")
+    return None
+
+
+def _diagnose_wrapper(got: np.ndarray, case: AttentionCase, tol: tuple[float, float]
+                      ) -> str | None:
+    """The modelled wrapper mistake (around a correct kernel) the result matches, if any."""
+    if case.sm_scale is None and _matches(got, _emulate(case, sm_scale=1.0), tol):
+        return "sm_scale=None must default to 1/sqrt(d), not 1"
+    heads, kv_heads = case.q.shape[0], case.k.shape[0]
+    wanted = dense.kv_head_of(heads, kv_heads)
+    for name, mapping in (("h % Hkv", np.arange(heads) % kv_heads),
+                          ("h // Hkv", np.arange(heads) // kv_heads)):
+        if (np.all(mapping < kv_heads) and not np.array_equal(mapping, wanted)
+                and _matches(got, _emulate(case, kv_head=mapping), tol)):
+            return (f"query head h reads kv head {name}; with grouped-query attention it must "
+                    "read kv head h // (H // Hkv): consecutive query heads share one kv head "
+                    "(lecture §5.2)")
     return None
 
 
 def _check_attention(got: object, case: AttentionCase, what: str, *,
-                     wrapper: bool = False, kernel_out: object = None) -> None:
+                     kernel_out: object = None, wrapper: bool = False) -> None:
     """``got`` must equal dense float64 attention within the input dtype's tolerance; a
     wrapper's result must equal ``kernel_out`` (what the student's own kernel computes in
-    the grader's standard call) when there is one (issue 12: one fault, one charge)."""
+    the grader's standard call; issue 12: one fault, one charge). The failure carries no
+    diagnosis: ``_attention_property`` finds one for the shrunk example only."""
     tol = ATTENTION_TOL[case.q.dtype.name]
-    if wrapper and kernel_out is not None:
+    if wrapper:
+        arr = as_array(got, what)
+        if arr.dtype != F32:
+            raise CheckFailure("flash_attention must return float32 [H, L, dv] (its "
+                               "docstring), whatever the input dtype", expected="float32",
+                               got=arr.dtype.name,
+                               hint="out_shape=jax.ShapeDtypeStruct((H, L, dv), jnp.float32), "
+                                    "and return what pl.pallas_call returns")
         try:
             assert_close(got, np.asarray(kernel_out, np.float64), *tol, what=what,
                          same_nonfinite=True)
@@ -601,84 +985,85 @@ def _check_attention(got: object, case: AttentionCase, what: str, *,
             raise kernel_mismatch(failure, "flash_attention", "flash_attention_kernel") \
                 from None
         return
-    expected = case.expected()
+    assert_close(got, case.expected(), *tol, what=what)
+
+
+def _attention_property(strategy: st.SearchStrategy,
+                        body: Callable[[AttentionCase, dict[str, object]], None],
+                        *, max_examples: int, wrapper: bool = False) -> None:
+    """``run_property`` over attention cases. ``body(case, seen)`` stores what it compares in
+    ``seen["output"]`` before comparing. The "looks like" of a failure is computed once,
+    for the shrunk example hypothesis reports (each modelled mistake is an emulation of the
+    kernel; ``_emulate``), and only for a wrong value, not a wrong type or dtype."""
+    seen: dict[str, object] = {}
+
+    def run(case: AttentionCase) -> None:
+        seen.clear()
+        seen["case"] = case
+        body(case, seen)
+
     try:
-        assert_close(got, expected, *tol, what=what)
+        run_property(strategy, run, max_examples=max_examples)
     except CheckFailure as failure:
-        if failure.diagnosis is None:
-            arr = np.asarray(got) if isinstance(got, np.ndarray) else None
-            if arr is not None and arr.dtype.kind in "fV":
-                failure.diagnosis = _diagnose_attention(arr.astype(np.float64), case, tol,
-                                                        wrapper=wrapper)
+        case = seen.get("case")
+        if (failure.diagnosis is None and failure.status == "failed"
+                and (" is wrong in " in failure.what or "differs from what your" in failure.what)
+                and isinstance(case, AttentionCase) and failure.input == describe_value(case)):
+            failure.diagnosis = _diagnose_output(seen.get("output"), case, wrapper)
+            if failure.diagnosis is not None:
+                failure.what = _without_nan_guess(failure.what)
         raise
 
 
-def _mle_failure(failure: CheckFailure, case: AttentionCase, got: np.ndarray) -> CheckFailure:
-    """Explain a non-finite output under a safe Max-Logit-Estimate constant (lecture §5.4)."""
-    max_logit, min_row_max = dense.score_extremes(case.scores())
-    low, high = ref.mle_safe_range(max_logit, min_row_max)
-    kind = "overflowed (inf/NaN)" if not np.isfinite(got).all() else "went wrong"
-    failure.diagnosis = (
-        f"exp(s - c) {kind}: the constant your kernel subtracted was outside the safe range. "
-        f"For these scores (largest {max_logit:.4g}, smallest row maximum {min_row_max:.4g}) "
-        f"mle_safe_range gives ({low:.4g}, {high:.4g}), and the grader passed "
-        f"max_logit_const = {case.max_logit_const}, inside it. Subtract exactly that constant "
-        "from the scaled (and capped) scores, use it as m from kv block 0 on, and do not "
-        "rescale (Task 4.5, lecture §5.4)")
-    return failure
+def _without_nan_guess(what: str) -> str:
+    """``what`` without compare.assert_close's general remark on what NaN usually means, for
+    a failure whose verified diagnosis says what it means here."""
+    head, sep, _ = what.partition(" — NaN in the output usually means")
+    return f"{head} (some of them NaN)" if sep else what
+
+
+def _diagnose_output(got: object, case: AttentionCase, wrapper: bool) -> str | None:
+    """The modelled mistake ``got`` matches (``_diagnose_wrapper`` or ``_diagnose_kernel``)."""
+    if not isinstance(got, np.ndarray) or got.dtype.kind not in "fV":
+        return None
+    arr = got.astype(np.float64)
+    if arr.shape != case.expected().shape:
+        return None
+    tol = ATTENTION_TOL[case.q.dtype.name]
+    return _diagnose_wrapper(arr, case, tol) if wrapper else _diagnose_kernel(arr, case, tol)
 
 
 # --- Task 4.3 flash_attention_kernel --------------------------------------------------------
 
-def _check_with_mle_diagnosis(s: Session, func: str, case: AttentionCase, *,
-                              wrapper: bool) -> None:
-    """Call ``func`` on ``case`` and compare with dense attention.  A non-finite output under
-    a safe max_logit_const, where the same call without the constant is finite, is
-    reported as a constant outside the safe range (lecture §5.4)."""
-    def call(c: AttentionCase) -> tuple[object, object]:
-        """(result, the student's kernel's output in the standard call, for a wrapper)."""
-        if wrapper:
-            reply = s.invoke(func, c.args, c.wrapper_kwargs, harness="a4")
-            out, kernel_out = against_own_kernel(reply.value, func, "flash_attention_kernel")
-            if isinstance(out, np.ndarray):
-                reply.own_call(0)  # the wrapper's own pallas_call computed it
-            return out, kernel_out
-        return s.invoke(func, c.args, c.kwargs, harness="a4").value, None
-
-    got, kernel_out = call(case)
-    what = "flash_attention's result" if wrapper else "the kernel's output"
-    if wrapper:
-        arr = as_array(got, what)
-        if arr.dtype != F32:
-            raise CheckFailure("flash_attention must return float32", expected="float32",
-                               got=arr.dtype.name)
-    try:
-        _check_attention(got, case, what, wrapper=wrapper, kernel_out=kernel_out)
-    except CheckFailure as failure:
-        arr = np.asarray(got) if isinstance(got, np.ndarray) else None
-        if (case.max_logit_const is not None and arr is not None and arr.dtype.kind in "fV"
-                and not np.isfinite(arr.astype(np.float64)).all()):
-            again, _ = call(dataclasses.replace(case, max_logit_const=None))
-            if isinstance(again, np.ndarray) and np.isfinite(
-                    np.asarray(again, np.float64)).all():
-                raise _mle_failure(failure, case, arr.astype(np.float64)) from None
-        raise
+def _kernel_body(s: Session) -> Callable[[AttentionCase, dict[str, object]], None]:
+    """Run the kernel in the grader's pallas_call and compare with dense attention."""
+    def body(case: AttentionCase, seen: dict[str, object]) -> None:
+        got = s.invoke("flash_attention_kernel", case.args, case.kwargs, harness="a4").value
+        seen["output"] = got
+        _check_attention(got, case, "the kernel's output")
+    return body
 
 
-def _kernel_values(s: Session, cases: st.SearchStrategy, max_examples: int) -> None:
-    def body(case: AttentionCase) -> None:
-        _check_with_mle_diagnosis(s, "flash_attention_kernel", case, wrapper=False)
-    run_property(cases, body, max_examples=max_examples)
-
-
-@check(A, "4.3", 10, "flash_attention_kernel, run in the grader's pallas_call, equals dense "
-                     "float64 attention (drawn heads, GQA groups, L, d, dv, blocks, f32/bf16, "
-                     "sm_scale; no mask)")
+@check(A, "4.3", 6, "flash_attention_kernel, run in the grader's pallas_call, equals dense "
+                    "float64 attention (drawn heads, GQA groups, L, d, dv, blocks, f32/bf16, "
+                    "sm_scale; no mask)")
 def kernel_values(s: Session) -> None:
     """Task 4.3: flash_attention_kernel, run in the grader's pallas_call, equals dense float64
     attention (drawn heads, GQA groups, L, d, dv, blocks, f32/bf16, sm_scale; no mask).
     """
-    _kernel_values(s, attention_cases(causal=False), max_examples=15)
+    _attention_property(attention_cases(causal=False), _kernel_body(s), max_examples=12)
+
+
+@check(A, "4.3", 2, "rows whose scores all lie below -100 (exp underflows float32 to 0 there): "
+                    "the kernel still returns their softmax, because m starts at -inf and "
+                    "follows the row's own maximum (lecture §5.2, §5.4)")
+def kernel_deep_rows(s: Session) -> None:
+    """Task 4.3: rows whose scores all lie below -100 (exp underflows float32 to 0 there): the
+    kernel still returns their softmax, because m starts at -inf and follows the row's own
+    maximum (lecture §5.2, §5.4).
+    """
+    _attention_property(attention_cases(causal=False, flavor="deep"), _kernel_body(s),
+                        max_examples=5)
 
 
 @check(A, "4.3", 6, "with causal=True the kernel masks key position > query position "
@@ -687,7 +1072,7 @@ def kernel_causal_values(s: Session) -> None:
     """Task 4.3: with causal=True the kernel masks key position > query position (positions from
     pl.program_id and the block sizes).
     """
-    _kernel_values(s, attention_cases(causal=True), max_examples=12)
+    _attention_property(attention_cases(causal=True), _kernel_body(s), max_examples=10)
 
 
 def _step_blocks(call) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -715,8 +1100,9 @@ def kernel_causal_skipping(s: Session) -> None:
     does not read k_ref or v_ref there (trace: kernel_reads per step), and the output is still
     correct.
     """
-    def body(case: AttentionCase) -> None:
+    def body(case: AttentionCase, seen: dict[str, object]) -> None:
         reply = s.invoke("flash_attention_kernel", case.args, case.kwargs, harness="a4")
+        seen["output"] = reply.value
         _check_attention(reply.value, case, "the kernel's output")
         call = reply.trace
         heads, q_blocks, kv_blocks = _step_blocks(call)
@@ -743,38 +1129,160 @@ def kernel_causal_skipping(s: Session) -> None:
                               "(scores, exp, p @ v) under pl.when(kv_block * block_kv <= "
                               "(q_block + 1) * block_q - 1), and keep the initialization and "
                               "the final division in their own pl.when (lecture §5.2, §6)")
-    run_property(attention_cases(causal=True, min_q_blocks=2), body, max_examples=10)
+    _attention_property(attention_cases(causal=True, min_q_blocks=2), body, max_examples=8)
 
 
-@check(A, "4.3", 8, "soft_cap and max_logit_const: scores capped at cap·tanh(s/cap), and a "
+@check(A, "4.3", 5, "soft_cap and max_logit_const: scores capped at cap·tanh(s/cap), and a "
                     "constant from the safe range used instead of the running max (large "
-                    "logits drawn; an overflow is reported as a constant outside the safe "
-                    "range)")
+                    "logits drawn)")
 def kernel_options(s: Session) -> None:
     """Task 4.3: soft_cap and max_logit_const: scores capped at cap·tanh(s/cap), and a constant
-    from the safe range used instead of the running max (large logits drawn; an overflow is
-    reported as a constant outside the safe range).
+    from the safe range used instead of the running max (large logits drawn).
     """
-    _kernel_values(s, attention_cases(options=True), max_examples=16)
+    _attention_property(attention_cases(options=True), _kernel_body(s), max_examples=14)
+
+
+@check(A, "4.3", 3, "small soft caps (1, 2, 5) with causal=True: the cap comes before the mask, "
+                    "so masked keys keep -inf (capping -inf would give them -cap and a weight)")
+def kernel_small_caps_causal(s: Session) -> None:
+    """Task 4.3: small soft caps (1, 2, 5) with causal=True: the cap comes before the mask, so
+    masked keys keep -inf (capping -inf would give them -cap and a weight).
+    """
+    _attention_property(attention_cases(causal=True, flavor="small-cap"), _kernel_body(s),
+                        max_examples=6)
+
+
+@check(A, "4.3", 2, f"max_logit_const is really used: with c = {FAR_CONSTANT:g}, far above "
+                    "every score, exp(s - c) is 0 for every key, so the output cannot be the "
+                    "softmax that a kernel keeping the running maximum returns (lecture §5.4)")
+def kernel_constant_is_used(s: Session) -> None:
+    """Task 4.3: max_logit_const is really used: with c = 800, far above every score, exp(s - c)
+    is 0 for every key, so the output cannot be the softmax that a kernel keeping the running
+    maximum returns (lecture §5.4).
+    """
+    def body(case: AttentionCase) -> None:
+        got = s.invoke("flash_attention_kernel", case.args, case.kwargs, harness="a4").value
+        arr = as_array(got, "the kernel's output")
+        expected = case.expected()
+        if arr.shape != expected.shape:
+            raise CheckFailure("the kernel's output has the wrong shape",
+                               expected=f"shape {expected.shape}", got=f"shape {arr.shape}")
+        tol = ATTENTION_TOL[case.q.dtype.name]
+        running_max = _emulate(case, constant=None)
+        if _matches(arr.astype(np.float64), running_max, tol):
+            raise CheckFailure(
+                "with max_logit_const the kernel still returns the exact softmax: the "
+                "constant is not what it subtracts",
+                expected=f"no row equal to the softmax: every exp(s - {FAR_CONSTANT:g}) is 0, "
+                         "so l = 0 and each row is 0 / 0 (NaN), or whatever your code "
+                         "returns for l = 0",
+                got=f"the exact attention ({fmt_array(arr)}), as with the running maximum",
+                diagnosis="max_logit_const is ignored: the kernel computes the running "
+                          "maximum and rescales as without it. With a constant c, use m = c "
+                          "from kv block 0 on, p = exp(s - c), and no rescale (alpha = 1): "
+                          "that saves the row maximum and the rescale (lecture §5.4)")
+    run_property(attention_cases(flavor="far-constant"), body, max_examples=4)
 
 
 # --- Task 4.4 flash_attention ----------------------------------------------------------------
 
-@check(A, "4.4", 12, "flash_attention(q, k, v, ...) equals dense float64 attention end to end "
-                     "(GQA, causal, default and drawn sm_scale, soft_cap, max_logit_const; "
-                     "float32 [H, L, dv])")
+@check(A, "4.4", 10, "flash_attention(q, k, v, ...) computes what its kernel computes in the "
+                     "grader's standard call (GQA, causal, default and drawn sm_scale, "
+                     "soft_cap, max_logit_const), as float32 [H, L, dv]")
 def wrapper_values(s: Session) -> None:
-    """Task 4.4: flash_attention(q, k, v, ...) equals dense float64 attention end to end (GQA,
-    causal, default and drawn sm_scale, soft_cap, max_logit_const; float32 [H, L, dv]).
+    """Task 4.4: flash_attention(q, k, v, ...) computes what its kernel computes in the
+    grader's standard call (GQA, causal, default and drawn sm_scale, soft_cap,
+    max_logit_const), as float32 [H, L, dv].
     """
-    def body(case: AttentionCase) -> None:
-        _check_with_mle_diagnosis(s, "flash_attention", case, wrapper=True)
-    run_property(attention_cases(options=True, default_scale=True), body, max_examples=15)
+    def body(case: AttentionCase, seen: dict[str, object]) -> None:
+        reply = s.invoke("flash_attention", case.args, case.wrapper_kwargs, harness="a4")
+        got, kernel_out = against_own_kernel(reply.value, "flash_attention",
+                                             "flash_attention_kernel")
+        if isinstance(got, np.ndarray):
+            reply.own_call(0)  # the wrapper's own pallas_call computed it
+        seen["output"] = got
+        _check_attention(got, case, "flash_attention's result", kernel_out=kernel_out,
+                         wrapper=True)
+    _attention_property(attention_cases(options=True, default_scale=True), body,
+                        max_examples=14, wrapper=True)
+
+
+def _require_a_pallas_call(s: Session, q: np.ndarray) -> None:
+    """The length check counts for a wrapper that computes through pallas_call (as a3's
+    argument checks do): on k and v of q's length, what it returns must be its own
+    pallas_call's output. A wrapper that raises there is charged by the other checks."""
+    k, v = make_array((1, 32, 8), F32, 2), make_array((1, 32, 8), F32, 3)
+    try:
+        reply = s.invoke("flash_attention", (q, k, v),
+                         {"causal": True, "block_q": 16, "block_kv": 16})
+    except CheckFailure as failure:
+        if failure.status == "failed":
+            return
+        raise
+    try:
+        reply.own_call()
+    except CheckFailure as failure:
+        raise failure.copy(input="q = f32[2, 32, 8], k = v = f32[1, 32, 8], causal = True, "
+                                 "block_q = 16, block_kv = 16") from None
+
+
+#: (kv_len, what a grid that follows q's length would do) for q of length 32 (Task 4.4's
+#: decision).
+_LENGTH_CASES = ((48, "silently ignore the last 16 keys"),
+                 (16, "ask for kv blocks past the last of the 16 keys"))
+
+
+@check(A, "4.4", 2, "flash_attention raises ValueError naming both lengths when k and v do "
+                    "not have q's length L (kv_len != q_len is refused, the handout's "
+                    "decision)")
+def wrapper_length_error(s: Session) -> None:
+    """Task 4.4: flash_attention raises ValueError naming both lengths when k and v do not have
+    q's length L (kv_len != q_len is refused, the handout's decision).
+    """
+    q = make_array((2, 32, 8), F32, 1)
+    _require_a_pallas_call(s, q)
+    for kv_len, without in _LENGTH_CASES:
+        k, v = make_array((1, kv_len, 8), F32, 2), make_array((1, kv_len, 8), F32, 3)
+        label = (f"q = f32[2, 32, 8], k = v = f32[1, {kv_len}, 8], causal = True, "
+                 "block_q = 16, block_kv = 16")
+        expected = f"ValueError naming both lengths, 32 (q) and {kv_len} (k, v)"
+        try:
+            s.invoke("flash_attention", (q, k, v),
+                     {"causal": True, "block_q": 16, "block_kv": 16})
+        except CheckFailure as failure:
+            if failure.status != "failed":
+                raise
+            if not failure.what.startswith("flash_attention raised ValueError"):
+                raise failure.copy(what="flash_attention must raise ValueError when k and v "
+                                        "do not have q's length", input=label,
+                                   expected=expected, got=failure.what) from None
+            message = failure.what.partition(": ")[2]
+            if not (re.search(rf"\b{kv_len}\b", message) and re.search(r"\b32\b", message)):
+                raise CheckFailure("the ValueError's message does not name both lengths",
+                                   input=label, expected=expected, got=repr(message)) from None
+        else:
+            raise CheckFailure("flash_attention returned a result although k and v do not "
+                               "have q's length", input=label, expected=expected,
+                               got="a result", hint=f"a grid that follows q's length would "
+                               f"{without}; the handout asks for a ValueError before any "
+                               "pallas_call")
 
 
 def _fmt_blocks(call) -> str:
     return ", ".join(str(tuple(op.block_shape)) for op in call.operands
                      if op.role in ("in", "out"))
+
+
+def _diagnose_kv_heads(query_head: np.ndarray, kv_head: np.ndarray, kv_heads: int) -> str:
+    """Only the kv head index is wrong (verified by the caller): name the mapping used when
+    it is a known one (h % Hkv, h // Hkv, h), else state the rule."""
+    rule = ("with grouped-query attention query head h must read kv head h // (H // Hkv): "
+            "consecutive query heads share one kv head (lecture §5.2)")
+    for label, mapping in (("h % Hkv", query_head % kv_heads),
+                           ("h // Hkv", query_head // kv_heads), ("h", query_head)):
+        if np.array_equal(kv_head, mapping):
+            return f"query head h reads kv head {label}; {rule}"
+    return f"the kv head index is wrong; {rule}"
 
 
 def _compare_flash_trace(got: list, expected: list, case: AttentionCase) -> None:
@@ -799,7 +1307,9 @@ def _compare_flash_trace(got: list, expected: list, case: AttentionCase) -> None
     g_ops = [op for op in g.operands if op.role in ("in", "out")]
     e_ops = [op for op in e.operands if op.role in ("in", "out")]
     if [op.block_shape for op in g_ops] != [op.block_shape for op in e_ops]:
-        squeeze = any(1 in tuple(op.block_shape)[:1] for op in g_ops)
+        # Verified: the shapes are the intended ones once a leading 1 is read as None.
+        squeeze = [tuple(None if i == 0 and b == 1 else b for i, b in enumerate(op.block_shape))
+                   for op in g_ops] == [tuple(op.block_shape) for op in e_ops]
         raise CheckFailure(
             "the BlockSpecs' block shapes (q, k, v, o) differ from the intended ones",
             expected=_fmt_blocks(e), got=_fmt_blocks(g),
@@ -812,8 +1322,9 @@ def _compare_flash_trace(got: list, expected: list, case: AttentionCase) -> None
             diagnosis = None
             if name in ("k", "v") and np.array_equal(g_op.block_indices[:, 1:],
                                                      e_op.block_indices[:, 1:]):
-                diagnosis = ("query head h must read kv head h // (H // Hkv): consecutive "
-                             "query heads share one kv head (GQA, lecture §5.2)")
+                diagnosis = _diagnose_kv_heads(np.asarray(g_ops[0].block_indices)[:, 0],
+                                               np.asarray(g_op.block_indices)[:, 0],
+                                               case.k.shape[0])
             raise CheckFailure(
                 f"the {name} block of grid step #{bad} (in visiting order) is not the "
                 "intended one",

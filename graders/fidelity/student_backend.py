@@ -17,12 +17,13 @@ import importlib.util
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from rich.console import Console
 
 from graders.assignments import Assignment
-from graders.student.selfcheck import FileReport, TaskOutcome
+from graders.student.selfcheck import FileReport, TaskOutcome, module_source
 
 MODES = {"hlo": "interpret=True", "tpu": "TPU interpret mode"}
 
@@ -67,12 +68,21 @@ def check_on_jax(path: Path, assignment: Assignment, timeout: float) -> FileRepo
     if importlib.util.find_spec("jax") is None:
         return _file_report(path, assignment, [], "JAX is not installed: pip install "
                             "'pallas-lab[jax]' (CPU jax and jaxlib) to run on real Pallas")
-    cmd = [sys.executable, "-m", "graders.fidelity.run", str(path), "--stem", assignment.stem]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              cwd=Path(__file__).resolve().parents[2], check=False)
-    except subprocess.TimeoutExpired:
-        return _file_report(path, assignment, [], f"gave up after {timeout:.0f} s")
+    with tempfile.TemporaryDirectory(prefix="pallas-lab-jax-") as folder:
+        try:
+            source, _ = module_source(path)
+        except (OSError, ValueError) as exc:
+            return _file_report(path, assignment, [], f"cannot read {path.name}: {exc}")
+        module = Path(folder) / f"{assignment.stem}.py"  # a notebook becomes its module text
+        module.write_text(source, encoding="utf-8")
+        cmd = [sys.executable, "-m", "graders.fidelity.run", str(module)]
+        try:
+            # The package root as the working folder, so ``-m graders...`` resolves in a
+            # source checkout as in an installed bundle; the file's path is absolute.
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                  cwd=Path(__file__).resolve().parents[2], check=False)
+        except subprocess.TimeoutExpired:
+            return _file_report(path, assignment, [], f"gave up after {timeout:.0f} s")
     rows, problem = [], None
     for line in done.stdout.splitlines():
         try:

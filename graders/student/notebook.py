@@ -21,6 +21,12 @@ What is kept and what is set aside (commented out, so line numbers stay put):
   as plt``) is set aside, and so is every later top-level statement that
   reads a name bound only by something set aside (``fig = plt.figure()``).
   Imports inside functions are left alone: the static check judges them.
+* a top-level statement that would ask for keyboard input while the module
+  is imported (``n = int(input("block? "))``, or a call of a notebook
+  function that calls ``input()``) is set aside like any interactive cell:
+  there is no one to answer it while grading. A function that calls
+  ``input()`` is kept; calling it fails only the check that calls it, with a
+  message, as in a ``.py``.
 * a cell that does not parse is kept as it is, so the static check reports
   the syntax error the way it does for a ``.py``.
 
@@ -150,10 +156,11 @@ def cells_to_module(cells: list[tuple[int, str, str]]) -> ConvertedNotebook:
     out: list[str] = []
     converted = ConvertedNotebook(source="")
     dropped = set(IPYTHON_NAMES)
+    prompting = set(PROMPTING_NAMES)
     for number, kind, source in cells:
         if kind != "code":
             continue
-        lines, notes = _convert_cell(number, source, dropped)
+        lines, notes = _convert_cell(number, source, dropped, prompting)
         converted.set_aside.extend(notes)
         out.append(f"# %% [cell {number}]")
         converted.cell_lines.append((number, len(out) + 1, len(lines)))
@@ -167,8 +174,12 @@ def _comment(line: str) -> str:
     return f"# {line}" if line.strip() else line
 
 
-def _convert_cell(number: int, source: str, dropped: set[str]
+def _convert_cell(number: int, source: str, dropped: set[str], prompting: set[str]
                   ) -> tuple[list[str], list[SetAside]]:
+    """The cell's lines with what is set aside commented out, and the notes saying why.
+    ``dropped``: names bound only by set-aside code; ``prompting``: names whose call asks
+    for input (``input`` and the notebook's functions that call it). Both grow as the
+    cells are read in order."""
     lines = source.split("\n")
     notes: list[SetAside] = []
     first = next((line for line in lines if line.strip()), "")
@@ -195,10 +206,14 @@ def _convert_cell(number: int, source: str, dropped: set[str]
                      for i in magic)
     commented: set[int] = set()
     for group in _line_groups(tree.body):
-        reason = next((r for r in (_why_set_aside(stmt, dropped) for stmt in group) if r), None)
+        reason = next((r for r in (_why_set_aside(stmt, dropped, prompting) for stmt in group)
+                       if r), None)
         if reason is None:
             for stmt in group:
                 dropped.difference_update(_bound_names(stmt))
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and _calls(
+                        stmt.body, prompting):
+                    prompting.add(stmt.name)
             continue
         for stmt in group:
             dropped.update(_bound_names(stmt))
@@ -230,7 +245,8 @@ def _is_main_guard(stmt: ast.stmt) -> bool:
             and isinstance(test.left, ast.Name) and test.left.id == "__name__")
 
 
-def _why_set_aside(stmt: ast.stmt, dropped: set[str]) -> str | None:
+def _why_set_aside(stmt: ast.stmt, dropped: set[str], prompting: set[str] = frozenset()
+                   ) -> str | None:
     """The reason to leave ``stmt`` out of the module, or None to keep it."""
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
         return None  # a docstring or a bare literal: harmless
@@ -247,14 +263,35 @@ def _why_set_aside(stmt: ast.stmt, dropped: set[str]) -> str | None:
         return None
     if _is_main_guard(stmt):
         return None  # never runs when the grader imports the module
+    asks = _calls(_run_on_definition(stmt), prompting)
+    if asks:
+        return (f"calls {asks}(), which waits for keyboard input: there is no one to answer "
+                "it while grading")
     used = _names_read_on_definition(stmt) & dropped
     if used:
         return f"uses '{sorted(used)[0]}', which is not part of the graded module"
     return None
 
 
-def _names_read_on_definition(stmt: ast.stmt) -> set[str]:
-    """Names a top-level statement reads when the module is imported."""
+#: Builtins that wait for keyboard input (statements calling them are set aside).
+PROMPTING_NAMES = frozenset({"input"})
+
+
+def _calls(parts: list[ast.AST], names: set[str]) -> str | None:
+    """The first of ``names`` that ``parts`` call by name (``input(...)``), else None."""
+    for part in parts:
+        for node in ast.walk(part):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
+                    node.func.id in names):
+                return node.func.id
+    return None
+
+
+def _run_on_definition(stmt: ast.stmt) -> list[ast.AST]:
+    """The parts of a top-level statement that run when the module is imported: for a
+    ``def``, its decorators, defaults and annotations, not its body; for any other
+    statement its expressions, and those of the statements it holds, by the same rule
+    (a class body runs, its methods' bodies do not)."""
     if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
         args = stmt.args
         parts: list[ast.AST] = [*stmt.decorator_list, *args.defaults,
@@ -264,11 +301,27 @@ def _names_read_on_definition(stmt: ast.stmt) -> set[str]:
         parts += [a.annotation for a in annotated if a.annotation is not None]
         if stmt.returns is not None:
             parts.append(stmt.returns)
-    elif isinstance(stmt, ast.ClassDef):
-        parts = [*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords),
-                 *stmt.body]
-    else:
-        parts = [stmt]
+        return parts
+    return _run_parts(stmt)
+
+
+def _run_parts(node: ast.AST) -> list[ast.AST]:
+    """The expressions of ``node``'s fields, nested statements by ``_run_on_definition``."""
+    parts: list[ast.AST] = []
+    for _, value in ast.iter_fields(node):
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, ast.stmt):
+                parts += _run_on_definition(item)
+            elif isinstance(item, ast.excepthandler | ast.match_case):
+                parts += _run_parts(item)
+            elif isinstance(item, ast.AST):
+                parts.append(item)
+    return parts
+
+
+def _names_read_on_definition(stmt: ast.stmt) -> set[str]:
+    """Names a top-level statement reads when the module is imported."""
+    parts = _run_on_definition(stmt)
     return {node.id for part in parts for node in ast.walk(part)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
 

@@ -103,8 +103,15 @@ def load_public_checks(assignment: str) -> list[PublicCheck]:
 
 # -- helpers for writing checks ----------------------------------------------------------------
 
+_PLAIN_REPRS = (dict.__repr__, list.__repr__, tuple.__repr__, object.__repr__)
+
+
 def describe(value: Any) -> str:
-    """Short deterministic text of a value: arrays as ``f32[2,3] [..]`` or with their range."""
+    """Short deterministic text of a value: arrays as ``f32[2,3] [..]`` or with their range;
+    a drawn case whose class defines its own ``__repr__`` (how to print it) as that."""
+    if not isinstance(value, np.ndarray | np.generic) and \
+            type(value).__repr__ not in _PLAIN_REPRS and isinstance(value, dict | list | tuple):
+        return repr(value)
     if isinstance(value, np.ndarray):
         head = f"{value.dtype.name}[{','.join(str(d) for d in value.shape)}]"
         if value.size <= 12:

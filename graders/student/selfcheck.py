@@ -11,12 +11,19 @@ Per task the outcome is ``passed``, ``failing`` (with the check, the smallest
 failing input, expected and got), ``not started`` (a stub still raises
 ``NotImplementedError``), ``error`` (the file does not load) or ``no
 self-check`` (the task has no public check yet; its stub is still detected).
+
+The checks run as grading runs them (``self_check_environment``): pallas_sim
+with poisoned memory and the parallel grid axes visited in the grader's seeded
+shuffled order (``SIM_OPTIONS``, the same as ``graders.grading``'s), and
+hypothesis with no example database and its cache in a temporary folder, so
+that ``pallas-lab check`` writes nothing into the student's folder.
 """
 
 from __future__ import annotations
 
 import importlib
 import signal
+import tempfile
 import traceback
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -40,6 +47,32 @@ SELF_CHECK_SETTINGS = settings(
     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
 )
 STATUSES = ("passed", "failing", "not started", "error", "no self-check", "no file")
+#: pallas_sim's sanitizers while public checks run: those of grading
+#: (``graders.grading.GRADING_SIM_OPTIONS``, which the bundle does not ship): parallel
+#: grid axes in the grader's seeded shuffled order, as TPU interpret mode visits them.
+SIM_OPTIONS = {"shuffle_parallel": True, "shuffle_seed": 0}
+
+
+@contextmanager
+def self_check_environment() -> Iterator[None]:
+    """Run public checks as grading does and leave no trace in the current folder.
+
+    pallas_sim gets ``SIM_OPTIONS`` (restored afterwards). hypothesis keeps its files
+    (the cache of constants it collects from source files; no example database is used)
+    in a temporary folder removed on exit instead of ``./.hypothesis/``.
+    """
+    from hypothesis import configuration
+
+    import pallas_sim
+
+    previous = getattr(configuration, "__hypothesis_home_directory", None)
+    with tempfile.TemporaryDirectory(prefix="pallas-lab-check-") as home:
+        configuration.set_hypothesis_home_dir(home)
+        try:
+            with pallas_sim.config(**SIM_OPTIONS):
+                yield
+        finally:
+            configuration.set_hypothesis_home_dir(previous)
 
 
 class NotStarted(BaseException):
@@ -220,6 +253,12 @@ def check_file(path: Path, assignment: Assignment, *, tasks: Sequence[str] | Non
     ``tasks`` restricts to these task ids; ``timeout`` (s) limits each check
     (main thread only). Never raises for anything the student's code does.
     """
+    with self_check_environment():
+        return _check_file(path, assignment, tasks, timeout, profile)
+
+
+def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
+                timeout: float | None, profile: settings) -> FileReport:
     chosen = [t for t in assignment.tasks if tasks is None or t.id in tasks]
     report = FileReport(assignment, path, [])
     try:

@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from tests.corpus.mutants import A1, Mutant, Variant
 
+BLOCKED_TILE = "    tile = pl.BlockSpec((bm, bn), lambda i, j: (i, j))\n"
+BLOCKED_GRID = "        grid=(pl.cdiv(rows, bm), pl.cdiv(cols, bn)),\n"
+ACC_SPEC = "    spec = pl.BlockSpec((bm, bn), lambda i, j: (i, j))\n"
+ACC_GRID = "        grid=(pl.cdiv(acc.shape[0], bm), pl.cdiv(acc.shape[1], bn)),\n"
+
 MUTANTS: list[Mutant] = [
     Mutant("bias-grid-order", A1, "1.3",
            (("grid=(cols // bn, rows // bm)", "grid=(rows // bm, cols // bn)"),),
-           "the column-block axis inner: the bias block is refetched at every step",
-           says=("192",)),
+           "the grid's axes swapped but not the index maps' arguments: block indices run "
+           "past the array", says=("BlockIndexError",)),
+    Mutant("bias-column-inner", A1, "1.3",
+           (("x_spec = pl.BlockSpec((bm, bn), lambda j, i: (i, j))",
+             "x_spec = pl.BlockSpec((bm, bn), lambda i, j: (i, j))"),
+            ("bias_spec = pl.BlockSpec((1, bn), lambda j, i: (0, j))",
+             "bias_spec = pl.BlockSpec((1, bn), lambda i, j: (0, j))"),
+            ("grid=(cols // bn, rows // bm)", "grid=(rows // bm, cols // bn)")),
+           "the column-block axis inner: the bias block is refetched at every step", kept=10,
+           says=("the column-block axis is the inner grid axis",)),
     Mutant("no-aliasing", A1, "1.4", (("        input_output_aliases={0: 0},\n", ""),),
            "no input_output_aliases: a new array is returned and acc is unchanged", kept=13),
     Mutant("numpy-wrapper", A1, "1.2", (("    return call(x, y)\n", "    return x + y\n"),),
@@ -16,7 +29,58 @@ MUTANTS: list[Mutant] = [
     Mutant("kernel-writes-y", A1, "1.1",
            (("    z_ref[...] = x_ref[...] + y_ref[...]", "    z_ref[...] = y_ref[...]"),),
            "the add kernel writes y instead of x + y", kept=0),
+    Mutant("kernel-rebinds-ref", A1, "1.1",
+           (("    z_ref[...] = x_ref[...] + y_ref[...]", "    z_ref = x_ref[...] + y_ref[...]"),),
+           "the kernel rebinds the name z_ref instead of storing into the output block, "
+           "which is never written", kept=0),
+    Mutant("blocked-floor-grid", A1, "1.2",
+           ((BLOCKED_GRID, "        grid=(rows // bm, cols // bn),\n"),),
+           "the grid rounds down (rows // bm): the ragged edge blocks are never computed"),
+    Mutant("blocked-map-transposed", A1, "1.2",
+           ((BLOCKED_TILE, "    tile = pl.BlockSpec((bm, bn), lambda i, j: (j, i))\n"),),
+           "the index map returns (j, i): block (i, j) of the grid reads and writes the "
+           "transposed block position"),
+    Mutant("blocked-float32-output", A1, "1.2",
+           (("        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),\n    )\n    return call",
+             "        out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32),\n    )\n"
+             "    return call"),),
+           "the output declared float32 whatever x's dtype (the docstring requires x's): "
+           "storing a bf16 sum into the float32 ref fails, as on JAX",
+           kept=5, says=("Invalid dtype for `swap`. Ref dtype: float32. Value dtype: bfloat16",)),
+    Mutant("bias-map-row-index", A1, "1.3",
+           (("bias_spec = pl.BlockSpec((1, bn), lambda j, i: (0, j))",
+             "bias_spec = pl.BlockSpec((1, bn), lambda j, i: (0, i))"),),
+           "the bias index map reads the row-block index (the lambda's second argument)"),
+    Mutant("accumulate-reads-output", A1, "1.4",
+           (("    out_ref[...] = acc_ref[...] + x_ref[...]", "    out_ref[...] += x_ref[...]"),),
+           "the kernel adds into the output block, which starts empty (it is never read "
+           "from HBM, even when aliased)"),
+    Mutant("accumulate-aliases-x", A1, "1.4",
+           (("        input_output_aliases={0: 0},\n", "        input_output_aliases={1: 0},\n"),),
+           "x (input 1) is aliased to the output instead of acc: the sum is right, but on a "
+           "TPU it would overwrite x's buffer", kept=13,
+           says=("does not alias acc (input 0) to its output",)),
+    Mutant("accumulate-returns-acc", A1, "1.4",
+           (("    return pl.pallas_call(\n        _accumulate_kernel,",
+             "    pl.pallas_call(\n        _accumulate_kernel,"),
+            ("        input_output_aliases={0: 0},\n    )(acc, x)\n",
+             "        input_output_aliases={0: 0},\n    )(acc, x)\n    return acc\n")),
+           "returns acc, counting on an in-place update; JAX arrays are immutable, so acc "
+           "still holds its old values", says=("the result",)),
+    Mutant("vmem-unblocked-buffers", A1, "1.5",
+           (("return sum(elements(s) * itemsize(d) for s, d",
+             "return sum(buffer_count * elements(s) * itemsize(d) for s, d"),),
+           "whole arrays counted with buffer_count buffers", kept=0,
+           says=("whole arrays are counted buffer_count times",)),
 ]
 
 
-VARIANTS: list[Variant] = []
+VARIANTS: list[Variant] = [
+    Variant("column-blocks-outer", A1,
+            "blocked_add and accumulate_inplace walk the column blocks in the outer grid axis: "
+            "an elementwise call moves the same bytes and makes the same DMAs in any order",
+            ((BLOCKED_TILE, "    tile = pl.BlockSpec((bm, bn), lambda j, i: (i, j))\n"),
+             (BLOCKED_GRID, "        grid=(pl.cdiv(cols, bn), pl.cdiv(rows, bm)),\n"),
+             (ACC_SPEC, "    spec = pl.BlockSpec((bm, bn), lambda j, i: (i, j))\n"),
+             (ACC_GRID, "        grid=(pl.cdiv(acc.shape[1], bn), pl.cdiv(acc.shape[0], bm)),\n"))),
+]

@@ -43,10 +43,62 @@ MUTANTS: list[Mutant] = [
     Mutant("no-copy-time", A3, "3.4",
            (("return steps * max(compute_s, copy_s)", "return steps * compute_s"),),
            "the copy time forgotten", kept=12),
+    Mutant("init-on-row-axis", A3, "3.1",
+           (("    @pl.when(k == 0)\n    def _init():",
+             "    @pl.when(pl.program_id(0) == 0)\n    def _init():"),),
+           "z_ref is zeroed when the first grid axis (M) is 0 instead of at the first k step",
+           kept=0, says=("pl.program_id(0) == 0",)),
+    Mutant("overwrite-partials", A3, "3.1",
+           (("    z_ref[...] += jnp.dot(", "    z_ref[...] = jnp.dot("),),
+           "z_ref is overwritten at every k step instead of accumulated", kept=0,
+           says=("only the last k step's product is there",)),
+    Mutant("activation-dropped", A3, "3.2",
+           (("        matmul_kernel(x_ref, y_ref, z_ref, activation=activation)",
+             "        matmul_kernel(x_ref, y_ref, z_ref)"),),
+           "the wrapper does not pass activation on to its kernel", kept=20),
+    Mutant("k-parallel", A3, "3.2",
+           (('dimension_semantics=("parallel", "parallel", "arbitrary")),',
+             'dimension_semantics=("parallel", "parallel", "parallel")),'),),
+           "the K axis marked parallel: it carries the running sum"),
+    Mutant("k-mismatch-unchecked", A3, "3.2",
+           (("    if k_x != k_y:\n        raise ValueError(f\"K of x ({k_x}) and K of y ({k_y}) "
+             "must be equal\")\n", ""),),
+           "no ValueError when the K of x and y differ", kept=26),
+    Mutant("vmem-1d-output-once", A3, "3.3",
+           (("    return sum(2 * rows * cols * size for (rows, cols), size in zip(shapes, sizes, "
+             "strict=True))",
+             "    copies = [2, 2, 1 if grid == \"1d\" else 2]\n"
+             "    return sum(n * rows * cols * size for n, (rows, cols), size in zip(copies, "
+             "shapes, sizes, strict=True))"),),
+           "the resident output of the 1d grid counted once", kept=0,
+           says=("the resident output is counted once",)),
+    Mutant("vmem-output-in-dtype", A3, "3.3",
+           (("    sizes = [nbytes(in_dtype), nbytes(in_dtype), nbytes(out_dtype)]",
+             "    sizes = [nbytes(in_dtype)] * 3"),),
+           "the output counted in the input dtype", kept=0),
+    Mutant("min-block-rounded-down", A3, "3.4",
+           (("    candidate = multiple_of\n"
+             "    while arithmetic_intensity(candidate, dtype_bytes) <= balance:\n"
+             "        candidate += multiple_of\n"
+             "    return candidate",
+             "    return int(balance * dtype_bytes // multiple_of) * multiple_of"),),
+           "the block rounded down to a multiple instead of up", kept=12,
+           says=("rounded down",)),
+    Mutant("min-block-any-multiple", A3, "3.4",
+           (("        candidate += multiple_of", "        candidate += 1"),),
+           "the search steps by 1 after its first candidate: not a multiple of multiple_of",
+           kept=12, says=("not a multiple of multiple_of",)),
+    Mutant("ideal-time-one-block", A3, "3.4",
+           (("    copy_s = 2 * block**2 * dtype_bytes / hbm_bandwidth",
+             "    copy_s = block**2 * dtype_bytes / hbm_bandwidth"),),
+           "one input block copied per step instead of two", kept=12),
 ]
 
 
 VARIANTS: list[Variant] = [
     Variant("str_format_messages", A3,
             "its ValueError messages use str.format, which the policy once refused"),
+    Variant("scratch_accumulator", A3,
+            "the wrapper accumulates in an f32 VMEM scratch buffer and writes z once at the "
+            "last k step; run with only z (the standard call) the kernel accumulates in z"),
 ]

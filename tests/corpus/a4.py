@@ -1,19 +1,99 @@
-"""Single-mistake variants of a4's submissions (see tests/corpus/mutants.py)."""
+"""Single-mistake variants of a4's submissions (see tests/corpus/mutants.py).
+
+Each mutant is a mistake an honest student could make in one place of the
+solution (or of a correct variant); ``kept`` pins the points of the task's
+checks that the mistake does not touch (graders/checks/a4.py).
+"""
 
 from __future__ import annotations
 
 from tests.corpus.mutants import A4, Mutant, Variant
 
+# --- pieces of the solution that several mutants and variants edit ---------------------------
+
+SOFTMAX_GUARDED = """        pivot = np.where(np.isneginf(m_new), 0.0, m_new)
+        rescale = np.exp(m_run - pivot)  # 0 for the first block, 1 if the max stayed
+        l_run = l_run * rescale + np.exp(block - pivot[..., None]).sum(axis=-1)"""
+SOFTMAX_NAIVE = (
+    "        rescale = np.exp(m_run - m_new)  # 0 for the first block, 1 if the max stayed\n"
+    "        l_run = l_run * rescale + np.exp(block - m_new[..., None]).sum(axis=-1)")
+PROBS_GUARDED = """    pivot = np.where(np.isneginf(m_run), 0.0, m_run)
+    weights = np.exp(work - pivot[..., None])
+    total = np.broadcast_to(l_run[..., None], weights.shape)
+    probs = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)"""
+
+CAP_THEN_MASK = """        if soft_cap is not None:
+            s = soft_cap * jnp.tanh(s / soft_cap)
+        if causal:
+            q_pos = q_block * block_q + jnp.arange(block_q)[:, None]
+            k_pos = kv_block * block_kv + jnp.arange(block_kv)[None, :]
+            s = jnp.where(k_pos > q_pos, -jnp.inf, s)
+"""
+MASK_THEN_CAP = """        if causal:
+            q_pos = q_block * block_q + jnp.arange(block_q)[:, None]
+            k_pos = kv_block * block_kv + jnp.arange(block_kv)[None, :]
+            s = jnp.where(k_pos > q_pos, -jnp.inf, s)
+        if soft_cap is not None:
+            s = soft_cap * jnp.tanh(s / soft_cap)
+"""
+DEFERRED = """        l_new = alpha * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)
+        acc_scratch_ref[...] = alpha * acc_scratch_ref[...] + jnp.dot(
+            p, v_ref[...], preferred_element_type=jnp.float32)"""
+#: acc kept normalized (acc = output so far) and renormalized exactly at every kv step.
+RENORMALIZED = """        l_new = alpha * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)
+        acc_scratch_ref[...] = (alpha * l_scratch_ref[:, :1] * acc_scratch_ref[...] + jnp.dot(
+            p, v_ref[...], preferred_element_type=jnp.float32)) / l_new"""
+FINISH = """    @pl.when(kv_block == last_kv_block)
+    def _finish():
+        # Deferred normalization: one division per row, after all keys.
+        o_ref[...] = (acc_scratch_ref[...] / l_scratch_ref[:, :1]).astype(o_ref.dtype)"""
+STATE_STORE = """        l_scratch_ref[...] = jnp.broadcast_to(l_new, l_scratch_ref.shape)
+"""
+KV_SPECS = """            pl.BlockSpec((None, block_kv, d), lambda h, i, j: (h // group, j, 0)),
+            pl.BlockSpec((None, block_kv, dv), lambda h, i, j: (h // group, j, 0)),"""
+KV_LEN_CHECK = """    if k.shape[1] != seq_len or v.shape[1] != seq_len:
+        raise ValueError(f"k has {k.shape[1]} and v {v.shape[1]} positions but q has "
+                         f"L={seq_len}: flash_attention needs kv_len == q_len")
+"""
+
 MUTANTS: list[Mutant] = [
+    # --- Task 4.1 online_softmax ---
     Mutant("l-not-rescaled", A4, "4.1",
            (("l_run = l_run * rescale + ", "l_run = l_run + "),),
            "l is not rescaled when the running maximum grows", kept=0,
            says=("not rescaled by exp(m_old - m_new)",)),
+    Mutant("softmax-masked-nan", A4, "4.1", ((SOFTMAX_GUARDED, SOFTMAX_NAIVE),),
+           "the running update subtracts m_new even while it is -inf: exp(-inf - (-inf)) is "
+           "NaN for a block of masked entries (the issue's [-inf, -inf, 1, 2])", kept=12,
+           says=("exp(-inf - (-inf))", "lecture §5.1")),
+    Mutant("softmax-all-masked-row-nan", A4, "4.1",
+           ((PROBS_GUARDED, "    probs = np.exp(work - m_run[..., None]) / l_run[..., None]"),),
+           "partly masked rows are right, but a row of only -inf divides 0 by 0", kept=12,
+           says=("all -inf",)),
+    Mutant("trace-before-max", A4, "4.1",
+           (("        m_run = m_new\n        trace.append((np.array(m_run), np.array(l_run)))",
+             "        trace.append((np.array(m_run), np.array(l_run)))\n        m_run = m_new"),),
+           "the trace records m before it is updated to the block's maximum", kept=4),
+    # --- Task 4.2 merge and finalize ---
+    Mutant("merge-empty-nan", A4, "4.2",
+           (("    pivot = np.where(np.isneginf(m), 0.0, m)\n", "    pivot = m\n"),),
+           "two empty states (m = -inf, l = 0) merge to NaN", kept=13,
+           says=("exp(-inf - (-inf))",)),
+    Mutant("finalize-no-newaxis", A4, "4.2",
+           (("return np.asarray(weighted) / np.asarray(total)[..., None]",
+             "return np.asarray(weighted) / np.asarray(total)"),),
+           "acc / l without l[..., None]: l is broadcast against dv, not the rows"),
+    # --- Task 4.3 flash_attention_kernel ---
     Mutant("no-rescale", A4, "4.3",
            (("alpha = jnp.exp(m_prev - m_new)                # rescale of the old state",
              "alpha = 1.0"),),
-           "the rescale exp(m_prev - m_new) is missing", kept=0,
+           "the rescale exp(m_prev - m_new) is missing",
            says=("the rescale exp(m_prev - m_new) is missing",)),
+    Mutant("acc-not-rescaled", A4, "4.3",
+           (("acc_scratch_ref[...] = alpha * acc_scratch_ref[...] + jnp.dot(",
+             "acc_scratch_ref[...] = acc_scratch_ref[...] + jnp.dot("),),
+           "alpha rescales l but not acc",
+           says=("applied to l but not to acc",)),
     Mutant("no-skip", A4, "4.3",
            (("has_visible_keys = kv_block * block_kv <= (q_block + 1) * block_q - 1",
              "has_visible_keys = True"),),
@@ -22,24 +102,93 @@ MUTANTS: list[Mutant] = [
     Mutant("mle-ignores-constant", A4, "4.3",
            (("first_m = -np.inf if max_logit_const is None else max_logit_const",
              "first_m = -np.inf if max_logit_const is None else 0.0"),),
-           "the kernel subtracts 0 instead of max_logit_const", kept=22,
-           says=("outside the safe range", "mle_safe_range gives")),
+           "the kernel subtracts 0 instead of max_logit_const",
+           says=("subtracts 0 instead of max_logit_const", "mle_safe_range gives")),
+    Mutant("mle-running-max", A4, "4.3",
+           (("first_m = -np.inf if max_logit_const is None else max_logit_const",
+             "first_m = -np.inf"),
+            ("        if max_logit_const is None:\n            m_new = jnp.maximum(",
+             "        if True:  # the running maximum is always safe\n"
+             "            m_new = jnp.maximum("),),
+           "max_logit_const is ignored: the running maximum is used instead", kept=28,
+           says=("max_logit_const is ignored", "lecture §5.4")),
     Mutant("no-init", A4, "4.3",
            (("    @pl.when(kv_block == 0)\n    def _init():",
              "    @pl.when(kv_block == -1)\n    def _init():"),),
-           "the scratch is never initialized", kept=0,
-           says=("scratch buffers start poisoned",)),
+           "the scratch is never initialized", kept=2,
+           says=("never initialized",)),
+    Mutant("m-init-zero", A4, "4.3",
+           (("first_m = -np.inf if max_logit_const is None else max_logit_const",
+             "first_m = 0.0 if max_logit_const is None else max_logit_const"),),
+           "m starts at 0, not -inf: rows whose scores are all below about -87 give 0/0",
+           kept=28, says=("m starts at 0", "lecture §5.2")),
     Mutant("causal-off-by-one", A4, "4.3",
            (("s = jnp.where(k_pos > q_pos, -jnp.inf, s)",
              "s = jnp.where(k_pos >= q_pos, -jnp.inf, s)"),),
            "the causal mask hides the diagonal", says=("causal mask off by one",)),
+    Mutant("causal-flipped", A4, "4.3",
+           (("s = jnp.where(k_pos > q_pos, -jnp.inf, s)",
+             "s = jnp.where(k_pos < q_pos, -jnp.inf, s)"),),
+           "the causal mask's comparison is flipped: the past is masked, the future seen",
+           says=("causal mask is flipped",)),
+    Mutant("no-mask-inside-tiles", A4, "4.3",
+           (("            s = jnp.where(k_pos > q_pos, -jnp.inf, s)\n",
+             "            # masked tiles are skipped, so nothing to mask here\n"),),
+           "fully masked tiles are skipped but the diagonal tiles are not masked",
+           says=("only whole tiles are skipped",)),
+    Mutant("skip-uses-block-q", A4, "4.3",
+           (("has_visible_keys = kv_block * block_kv <= (q_block + 1) * block_q - 1",
+             "has_visible_keys = kv_block * block_q <= (q_block + 1) * block_q - 1"),),
+           "the first key of a kv tile computed with block_q instead of block_kv"),
+    Mutant("finish-inside-update", A4, "4.3",
+           ((FINISH, ""),
+            (STATE_STORE, STATE_STORE + "\n        @pl.when(kv_block == last_kv_block)\n"
+                                        "        def _finish():\n"
+                                        "            o_ref[...] = (acc_scratch_ref[...] / "
+                                        "l_scratch_ref[:, :1]).astype(o_ref.dtype)\n"),),
+           "the final division is inside the causal pl.when, so q blocks whose last kv "
+           "tile is skipped are never written",
+           says=("inside the causal pl.when",)),
+    Mutant("cap-after-mask", A4, "4.3", ((CAP_THEN_MASK, MASK_THEN_CAP),),
+           "the soft cap is applied after the causal mask: masked keys get -cap, not -inf",
+           says=("after the causal mask",)),
+    Mutant("cap-before-scale", A4, "4.3",
+           (("        s = s * sm_scale\n        if soft_cap is not None:\n"
+             "            s = soft_cap * jnp.tanh(s / soft_cap)\n",
+             "        if soft_cap is not None:\n"
+             "            s = soft_cap * jnp.tanh(s / soft_cap)\n        s = s * sm_scale\n"),),
+           "the cap is applied to q·kᵀ before sm_scale", says=("before sm_scale",)),
+    Mutant("renormalize-every-step", A4, "4.3",
+           ((DEFERRED, RENORMALIZED),
+            ("o_ref[...] = (acc_scratch_ref[...] / l_scratch_ref[:, :1]).astype(o_ref.dtype)",
+             "o_ref[...] = acc_scratch_ref[...].astype(o_ref.dtype)"),),
+           "acc is kept normalized, divided by l at every step: exact with the running "
+           "maximum, but 0/0 under max_logit_const when a kv block underflows for a row",
+           says=("0 / 0", "divided by l at every kv step")),
+    # --- Task 4.4 flash_attention ---
     Mutant("gqa-modulo", A4, "4.4",
-           (("lambda h, i, j: (h // group, j, 0)),\n"
-             "            pl.BlockSpec((None, block_kv, dv), lambda h, i, j: (h // group, j, 0))",
-             "lambda h, i, j: (h % num_kv_heads, j, 0)),\n"
-             "            pl.BlockSpec((None, block_kv, dv), "
-             "lambda h, i, j: (h % num_kv_heads, j, 0))"),),
-           "query head h reads kv head h % Hkv", kept=0, says=("h // (H // Hkv)",)),
+           ((KV_SPECS, KV_SPECS.replace("h // group", "h % num_kv_heads")),),
+           "query head h reads kv head h % Hkv", kept=2, says=("h // (H // Hkv)",)),
+    Mutant("gqa-divides-by-hkv", A4, "4.4",
+           (("    group = num_heads // num_kv_heads\n", "    group = num_kv_heads\n"),),
+           "query head h reads kv head h // Hkv instead of h // (H // Hkv)", kept=2,
+           says=("Out-of-bounds block index",)),
+    Mutant("kv-len-unchecked", A4, "4.4", ((KV_LEN_CHECK, ""),),
+           "k and v of another length than q are not refused", kept=18,
+           says=("ValueError",)),
+    Mutant("out-dtype-of-q", A4, "4.4",
+           (("out_shape=jax.ShapeDtypeStruct((num_heads, seq_len, dv), jnp.float32)",
+             "out_shape=jax.ShapeDtypeStruct((num_heads, seq_len, dv), q.dtype)"),),
+           "the output takes q's dtype (bf16 for bf16 inputs) instead of float32",
+           says=("float32",)),
+    Mutant("result-float64", A4, "4.4",
+           (("    )(q, k, v)\n    ### END SOLUTION", "    )(q, k, v).astype(np.float64)\n"
+                                                    "    ### END SOLUTION"),),
+           "the wrapper returns float64 where float32 is required", says=("float32",)),
+    Mutant("default-scale-1-over-d", A4, "4.4",
+           (("        sm_scale = d ** -0.5\n", "        sm_scale = 1.0 / d\n"),),
+           "sm_scale defaults to 1/d instead of 1/sqrt(d)"),
+    # --- Task 4.5 / 4.6 ---
     Mutant("kv-read-once", A4, "4.6",
            (("kv_read = q_blocks * H * L * (d + dv) * in_bytes",
              "kv_read = H * L * (d + dv) * in_bytes"),),
@@ -58,4 +207,43 @@ VARIANTS: list[Variant] = [
             (("        l_scratch_ref[...] = jnp.broadcast_to(l_new, l_scratch_ref.shape)\n",
               "        l_scratch_ref[...] = jnp.broadcast_to(l_new, l_scratch_ref.shape)\n"
               "        o_ref[...] = acc_scratch_ref[...] / l_new\n"),)),
+    Variant("clamped-kv-index-maps", A4,
+            "K/V index maps clamp j to the last tile a causal q block needs, so skipped "
+            "tiles repeat the resident block and cost no DMA",
+            ((KV_SPECS,
+              "            pl.BlockSpec((None, block_kv, d), kv_index_map),\n"
+              "            pl.BlockSpec((None, block_kv, dv), kv_index_map),"),
+             ("    group = num_heads // num_kv_heads\n",
+              "    group = num_heads // num_kv_heads\n\n"
+              "    def kv_index_map(h, i, j):\n"
+              "        if causal:  # a skipped tile keeps the last needed block: no DMA\n"
+              "            j = jnp.minimum(j, ((i + 1) * block_q - 1) // block_kv)\n"
+              "        return (h // group, j, 0)\n\n"),)),
+    Variant("p-cast-to-v-dtype", A4,
+            "p cast to v's dtype before p @ v, as TPU kernels do for bf16 (within tolerance)",
+            (("            p, v_ref[...], preferred_element_type=jnp.float32)",
+              "            p.astype(v_ref.dtype), v_ref[...], "
+              "preferred_element_type=jnp.float32)"),)),
+    Variant("finite-mask-value", A4,
+            "-1e30 instead of -inf for masked scores and the initial maximum: exp of it is 0 "
+            "all the same",
+            (("s = jnp.where(k_pos > q_pos, -jnp.inf, s)",
+              "s = jnp.where(k_pos > q_pos, -1e30, s)"),
+             ("first_m = -np.inf if max_logit_const is None else max_logit_const",
+              "first_m = -1e30 if max_logit_const is None else max_logit_const"),)),
+    Variant("float64-online-softmax", A4,
+            "online_softmax computes in float64 whatever x's dtype (the probs' dtype is free)",
+            (("work = x.astype(np.promote_types(x.dtype, np.float32))",
+              "work = x.astype(np.float64)"),)),
+    Variant("mle-constant-direct", A4,
+            "under max_logit_const the kernel subtracts the constant itself and keeps m "
+            "at -inf in the scratch (the scratch's m is then unused)",
+            (("first_m = -np.inf if max_logit_const is None else max_logit_const",
+              "first_m = -np.inf"),
+             ("            m_new = m_prev                                 # the constant c, "
+              "never changes",
+              "            m_new = jnp.full_like(m_prev, max_logit_const)"),)),
+    Variant("merge_formulation", A4,
+            "each tile's own state (m, l, acc) is merged into the running one with the "
+            "symmetric merge of Task 4.2, in jnp, guarding rows a tile masks completely"),
 ]

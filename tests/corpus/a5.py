@@ -31,7 +31,92 @@ MUTANTS: list[Mutant] = [
            (("        return h, cols[g], 0\n", "        return h, rows[g], 0\n"),),
            "K and V chosen by the q row instead of the active column", kept=20,
            says=("the k block chosen by the index map differs",)),
+    Mutant("neg-inf-unzeroed-p", A5, "5.4",
+           (("    scores = jnp.where(visible, scores, MASK_VALUE)",
+             "    scores = jnp.where(visible, scores, -jnp.inf)"),
+            ("    probs = jnp.where(visible, jnp.exp(scores - m_next), 0.0)",
+             "    probs = jnp.exp(scores - m_next)")),
+           "masked scores set to -inf and p not zeroed: exp(-inf - (-inf)) is NaN for a row "
+           "whose keys in its first tile are all masked", kept=20,
+           says=("exp(-inf - (-inf))",)),
+    Mutant("init-only-at-g0", A5, "5.4",
+           (("    @pl.when(bounds_start_ref[g] == 1)", "    @pl.when(g == 0)"),),
+           "m, l and acc initialised at the first active tile of a head only, not of each q row",
+           kept=20, says=("only at the first grid step",)),
+    Mutant("mask-every-tile", A5, "5.4",
+           (("    visible = jnp.logical_or(block_mask_ref[g] == 2, mask_ref[...])",
+             "    visible = mask_ref[...]"),),
+           "mask_ref applied on full tiles too", kept=20,
+           says=("the mask is applied on full tiles too",)),
+    Mutant("prefetch-not-int32", A5, "5.4",
+           (("    table = [np.asarray(field, dtype=np.int32) for field in (",
+             "    table = [np.asarray(field) for field in ("),),
+           "the prefetch arrays keep their MaskInfo dtypes (bool, int8), so they also take "
+           "fewer SMEM bytes than six int32 arrays", kept=23,
+           says=(".astype(np.int32)",)),
+    Mutant("default-scale-one", A5, "5.4",
+           (("    scale = 1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale",
+             "    scale = 1.0 if sm_scale is None else sm_scale"),),
+           "sm_scale defaults to 1 instead of 1/sqrt(d)", kept=27),
+    Mutant("mask-next-previous", A5, "5.3",
+           (("    for g in range(len(tile_rows) - 1, -1, -1):",
+             "    for g in range(len(tile_rows)):"),),
+           "a full tile's mask_next is the pattern of the previous partial tile, not the next",
+           kept=5,
+           says=("mask_next of a full tile is the pattern of the next partial tile",)),
+    Mutant("bounds-end-copied", A5, "5.3",
+           (("        bounds_end=np.concatenate([new_row, [True]]),",
+             "        bounds_end=np.concatenate([[True], new_row]),"),),
+           "bounds_end computed like bounds_start", kept=5,
+           says=("bounds_end marks the last active tile of each q row of tiles",)),
+    Mutant("classify-axes-swapped", A5, "5.2",
+           (("    tiles = mask.reshape(q_len // block_q, block_q, kv_len // block_kv, block_kv)",
+             "    tiles = mask.reshape(q_len // block_q, block_kv, kv_len // block_kv, block_q)"),),
+           "the tile reshape swaps block_q and block_kv (right only for square tiles)"),
+    Mutant("classify-full-as-partial", A5, "5.2",
+           (("kinds = np.where(allowed == block_q * block_kv, 2, np.where(allowed > 0, 1, 0))",
+             "kinds = np.where(allowed > 0, 1, np.where(allowed == block_q * block_kv, 2, 0))"),),
+           "the partial test comes first, so a full tile is classified partial"),
+    Mutant("render-without-spaces", A5, "5.2",
+           (('    lines = [" ".join(glyph[int(kind)] for kind in row)',
+             '    lines = ["".join(glyph[int(kind)] for kind in row)'),),
+           "cells not separated by spaces", kept=8),
+    Mutant("causal-offset-sign", A5, "5.1",
+           (("    query_pos = np.arange(q_len)[:, None] + offset",
+             "    query_pos = np.arange(q_len)[:, None] - offset"),),
+           "the offset subtracted from the query positions", kept=10),
+    Mutant("segment-ignores-kv-ids", A5, "5.1",
+           (("    kv_ids = q_ids if kv_segment_ids is None else np.asarray(kv_segment_ids)",
+             "    kv_ids = q_ids"),),
+           "kv_segment_ids ignored: the query ids are used for the keys too", kept=10),
+    Mutant("saving-inverted", A5, "5.5",
+           (('"compute_saving": total / active}', '"compute_saving": active / total}'),),
+           "compute_saving as num_active / num_blocks", kept=0),
 ]
 
 
-VARIANTS: list[Variant] = []
+CLASSIFY_CALL = "    kinds = classify_blocks(mask, block_q, block_kv)\n"
+OWN_CLASSIFY = """    nq, nkv = mask.shape[0] // block_q, mask.shape[1] // block_kv
+    kinds = np.zeros((nq, nkv), dtype=np.int8)
+    for r in range(nq):
+        for c in range(nkv):
+            tile = mask[r * block_q:(r + 1) * block_q, c * block_kv:(c + 1) * block_kv]
+            kinds[r, c] = 2 if tile.all() else (1 if tile.any() else 0)
+"""
+
+VARIANTS: list[Variant] = [
+    Variant("builder-classifies-itself", A5,
+            "build_mask_info classifies the tiles with its own loop instead of calling "
+            "classify_blocks",
+            ((CLASSIFY_CALL, OWN_CLASSIFY),)),
+    Variant("neg-inf-guarded", A5,
+            "masked scores are -inf; p is zeroed where masked and the running maximum is "
+            "replaced by 0 while it is still -inf, so no exp(-inf - (-inf)) is ever taken",
+            (("    scores = jnp.where(visible, scores, MASK_VALUE)",
+              "    scores = jnp.where(visible, scores, -jnp.inf)"),
+             ("    probs = jnp.where(visible, jnp.exp(scores - m_next), 0.0)\n"
+              "    alpha = jnp.exp(m_prev - m_next)",
+              "    m_safe = jnp.where(m_next == -jnp.inf, 0.0, m_next)\n"
+              "    probs = jnp.where(visible, jnp.exp(scores - m_safe), 0.0)\n"
+              "    alpha = jnp.exp(m_prev - m_safe)"))),
+]

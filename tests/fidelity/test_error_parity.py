@@ -134,6 +134,58 @@ def test_an_output_block_never_initialized_reads_as_nan_in_both():
     assert np.isnan(assert_same_poison(build)).all()
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int8", "uint8", "bool", "bfloat16"])
+def test_integer_and_bool_poison_is_tpu_interpret_modes(dtype):
+    """TPU interpret mode fills fresh integer buffers with the dtype's maximum and bool ones
+    with True (interpret=True: the minimum and False); pallas_sim follows the TPU mode."""
+    def build(ns):
+        pl, pltpu, jax, jnp = ns.pl, ns.pltpu, ns.jax, ns.jnp
+        dt = jnp.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+
+        def kernel(o_ref, s_ref):
+            o_ref[0:4, :] = s_ref[0:4, :]  # rows 4-7 of o stay as they came
+
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), dt),
+                              scratch_shapes=[pltpu.VMEM((8, 128), dt)])()
+
+    sim = np.asarray(build(SIM))
+    tpu, error = on_jax(build)
+    assert error is None, error
+    if dtype == "bfloat16":
+        assert np.isnan(sim.astype(np.float32)).all() and np.isnan(tpu.astype(np.float32)).all()
+    else:
+        np.testing.assert_array_equal(sim, tpu)
+        assert (sim == (True if dtype == "bool" else np.iinfo(dtype).max)).all()
+
+
+@pytest.mark.parametrize("access", ["read", "store"])
+def test_a_pl_any_ref_read_or_stored_directly_raises_in_tpu_interpret_mode(access):
+    def build(ns):
+        pl, jax, jnp = ns.pl, ns.jax, ns.jnp
+
+        def kernel(x_ref, o_ref):
+            if access == "read":
+                o_ref[...] = x_ref[0:8, :] + 1
+            else:
+                o_ref[...] = jnp.zeros((8, 128), jnp.float32) + x_ref.shape[0]
+
+        any_spec = pl.BlockSpec(memory_space=pl.ANY)
+        return pl.pallas_call(
+            kernel, in_specs=[any_spec if access == "read" else pl.BlockSpec((16, 128),
+                                                                            lambda: (0, 0))],
+            out_specs=any_spec if access == "store" else pl.BlockSpec((8, 128), lambda: (0, 0)),
+            out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(X)
+
+    primitive = "get_p" if access == "read" else "swap_p"
+    with pytest.raises(pallas_sim.HBMAccessError, match=f"{primitive}: Buffers with a memory "
+                                                        "space of HBM or ANY"):
+        build(SIM)
+    _, error = on_jax(build)
+    assert error is not None and f"{primitive}: Buffers with a memory space of HBM" in error
+    result, error = on_jax(build, "hlo")
+    assert error is None, "interpret=True does not check this"
+
+
 def test_scratch_never_initialized_reads_as_nan_in_both():
     def build(ns):
         pl, pltpu, jax, jnp = ns.pl, ns.pltpu, ns.jax, ns.jnp

@@ -131,7 +131,7 @@ def test_loading_an_hbm_ref_is_refused_as_in_tpu_interpret_mode():
             o[...] = x[...] + 1
         return ns.pl.kernel(body, out_type=f32(ns), mesh=mesh(ns))(X)
 
-    assert_refused(build, pallas_sim.HbmAccessError, {
+    assert_refused(build, pallas_sim.HBMAccessError, {
         "tpu": "get_p: Buffers with a memory space of HBM or ANY cannot be referenced directly"})
     hlo = outcomes(build, ("hlo",))["hlo"]
     assert hlo.error is None and np.array_equal(hlo.value, X + 1), (

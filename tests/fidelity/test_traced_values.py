@@ -302,8 +302,19 @@ def lax_in_a_kernel(ns):
     return blocks(ns, kernel)
 
 
-ACCEPTED = [lax_in_a_kernel, when_on_program_id, where_on_an_smem_value, numpy_scalars_on_the_left,
-            program_id_as_an_index, python_if_on_static_values, float64_requested_in_a_kernel,
+def functional_updates_in_a_kernel(ns):
+    pl = ns.pl
+
+    def kernel(x_ref, o_ref):
+        x = x_ref[...]
+        y = x.at[0].set(7.0).at[:, 3].add(x[:, 4]).at[pl.program_id(0)].multiply(2.0)
+        o_ref[...] = y + x.at[2, 5].get()
+    return blocks(ns, kernel)
+
+
+ACCEPTED = [lax_in_a_kernel, functional_updates_in_a_kernel, when_on_program_id,
+            where_on_an_smem_value, numpy_scalars_on_the_left, program_id_as_an_index,
+            python_if_on_static_values, float64_requested_in_a_kernel,
             numpy_float64_scalar_times_a_value]
 
 

@@ -100,12 +100,13 @@ def first_revisit(indices: Sequence[tuple[int, ...]]):
 
 
 def poison_value(dtype) -> object:
-    """What fresh memory holds under the default sanitizer (pallas-sim.md item 4)."""
+    """What fresh memory holds under the default sanitizer: TPU interpret mode's poison
+    (NaN, the integer maximum, True; issue 14 item 5)."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
-        return False
+        return True
     if np.issubdtype(dtype, np.integer):
-        return np.iinfo(dtype).min
+        return np.iinfo(dtype).max
     return np.nan
 
 

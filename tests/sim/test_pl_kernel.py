@@ -129,7 +129,7 @@ def test_loading_an_hbm_ref_is_refused_with_jaxs_message():
     def body(x, o):
         o[...] = x[...] + 1
 
-    with pytest.raises(pallas_sim.HbmAccessError,
+    with pytest.raises(pallas_sim.HBMAccessError,
                        match=r"get_p: Buffers with a memory space of HBM or ANY cannot be "
                              r"referenced directly"):
         pl.kernel(body, out_type=F32, mesh=mesh)(X)

@@ -262,7 +262,10 @@ def test_aliases_count_the_prefetch_arguments_as_inputs():
         in_specs=[pl.BlockSpec((ROWS, 128), lambda g, t: (t[g], 0))],
         out_specs=pl.BlockSpec((ROWS, 128), lambda g, t: (t[g], 0)))
     expected = acc + 1
-    out = pl.pallas_call(kernel, grid_spec=spec, input_output_aliases={1: 0},
-                         out_shape=jax.ShapeDtypeStruct(acc.shape, acc.dtype))(table, acc)
-    assert out is acc, "input 1 (counting the prefetch array) is output 0: updated in place"
-    np.testing.assert_array_equal(acc, expected)
+    with pallas_sim.trace() as t:
+        out = pl.pallas_call(kernel, grid_spec=spec, input_output_aliases={1: 0},
+                             out_shape=jax.ShapeDtypeStruct(acc.shape, acc.dtype))(table, acc)
+    assert t.calls[0].input_output_aliases == ((1, 0),), (
+        "input 1 (counting the prefetch array) is output 0")
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(acc, expected - 1)  # the caller's array is unchanged

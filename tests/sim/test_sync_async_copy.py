@@ -116,9 +116,9 @@ def test_an_array_of_semaphores_or_a_non_ref_semaphore_is_refused_with_jaxs_mess
 
 
 def test_an_hbm_operand_of_pallas_call_refuses_loads_and_stores():
-    with pytest.raises(pallas_sim.HbmAccessError, match="get_p: Buffers with a memory space"):
+    with pytest.raises(pallas_sim.HBMAccessError, match="get_p: Buffers with a memory space"):
         hbm_call(lambda x, o: o.__setitem__(Ellipsis, x[...]))(X)
-    with pytest.raises(pallas_sim.HbmAccessError, match="swap_p: Buffers with a memory space"):
+    with pytest.raises(pallas_sim.HBMAccessError, match="swap_p: Buffers with a memory space"):
         hbm_call(lambda x, o: x.__setitem__(Ellipsis, o[...]))(X)
 
 

@@ -257,11 +257,12 @@ def _accumulate_kernel(acc_ref, x_ref, out_ref) -> None:
 
 def accumulate_inplace(acc: np.ndarray, x: np.ndarray, *,
                        block_shape: tuple[int, int] = (256, 256)) -> np.ndarray:
-    """Task 1.4: acc += x in place through input_output_aliases={0: 0}.  [lecture §2.2]
+    """Task 1.4: acc + x through input_output_aliases={0: 0}.  [lecture §2.2]
 
     acc, x: [M, N], same shape. Grid: (cdiv(M, bm), cdiv(N, bn)), every
-    operand block (bm, bn) at (i, j). Returns the pallas_call result, which
-    is the array `acc` itself, updated in place.
+    operand block (bm, bn) at (i, j). Returns the pallas_call result: the
+    output that reuses acc's HBM buffer on a TPU (the caller's acc array keeps
+    its values, as JAX arrays are immutable).
     """
     bm, bn = block_shape
     spec = pl.BlockSpec((bm, bn), lambda i, j: (i, j))

@@ -1,4 +1,9 @@
-"""Public checks of a2_pipelining (lecture §3): worked answers and the schedule recurrence."""
+"""Public checks of a2_pipelining (lecture §3): worked answers and the schedule recurrence.
+
+Pipelines come from the families grading draws from: durations in eighths (zeros, ties, long
+and short blocks, or one pair repeated), given as lists or arrays, 1-6 buffers, and chart
+widths of 1-80 cells.
+"""
 
 from __future__ import annotations
 
@@ -54,20 +59,41 @@ def schedule_worked(api: Api) -> None:
                                expected=str(total), got=str(comp[-1, 1] if comp.size else comp))
 
 
+#: Durations in eighths (exact in binary): zeros, short and long round values are common.
+_EIGHTHS = st.one_of(st.sampled_from([0, 4, 8, 16, 24, 96]), st.integers(0, 160))
+
+
+class Pipeline(dict):
+    """dma_times, compute_times and n_buffers of one drawn pipeline."""
+
+    def __repr__(self) -> str:
+        def show(times: object) -> str:
+            values = np.asarray(times, dtype=np.float64).tolist()
+            text = "[" + ", ".join(f"{t:g}" for t in values[:12]) + (
+                f", ... ({len(values)} blocks)]" if len(values) > 12 else "]")
+            return f"np.array({text})" if isinstance(times, np.ndarray) else text
+        return (f"dma_times = {show(self['dma_times'])}, compute_times = "
+                f"{show(self['compute_times'])}, n_buffers = {self['n_buffers']}")
+
+
 @st.composite
-def pipelines(draw) -> dict:
-    """Strategy: DMA and compute durations (zeros and ties included) and a buffer count."""
-    n = draw(st.integers(1, 8))
-    times = st.floats(0, 5, allow_nan=False).map(lambda t: round(t, 2))
-    return {"dma_times": draw(st.lists(times, min_size=n, max_size=n)),
-            "compute_times": draw(st.lists(times, min_size=n, max_size=n)),
-            "n_buffers": draw(st.integers(1, 4))}
+def pipelines(draw, max_blocks: int = 32) -> Pipeline:
+    """Strategy: DMA and compute durations (multiples of 1/8: zeros, ties, long and short
+    blocks, or one pair repeated), as lists or float64 arrays, and 1-6 buffers."""
+    if draw(st.booleans()):
+        pairs = draw(st.lists(st.tuples(_EIGHTHS, _EIGHTHS), min_size=1, max_size=max_blocks))
+    else:
+        pairs = [draw(st.tuples(_EIGHTHS, _EIGHTHS))] * draw(st.integers(1, max_blocks))
+    dma, compute = [d / 8 for d, _ in pairs], [c / 8 for _, c in pairs]
+    if draw(st.booleans()):
+        dma, compute = np.asarray(dma), np.asarray(compute)
+    return Pipeline(dma_times=dma, compute_times=compute, n_buffers=draw(st.integers(1, 6)))
 
 
 @public_check(A, "2.1", "every interval follows the one-engine, n-buffer recurrence")
 def schedule_property(api: Api) -> None:
     """Task 2.1: every interval follows the one-engine, n-buffer recurrence."""
-    def body(case: dict) -> None:
+    def body(case: Pipeline) -> None:
         dma, comp = _pair(api.call("pipeline_schedule", case["dma_times"],
                                    case["compute_times"], case["n_buffers"]).value)
         e_dma, e_comp = schedule(case["dma_times"], case["compute_times"], case["n_buffers"])
@@ -76,29 +102,48 @@ def schedule_property(api: Api) -> None:
     api.run_property(pipelines(), body)
 
 
+def chart(dma: np.ndarray, comp: np.ndarray, width: int) -> str:
+    """The Gantt chart of student-api.md, Task 2.2."""
+    total = comp[-1, 1]
+    rows = []
+    for intervals in (dma, comp):
+        cells = [" "] * width
+        for k, (start, end) in enumerate(intervals):
+            for cell in range(round(start * width / total), round(end * width / total)):
+                cells[cell] = str(k % 10)
+        rows.append("".join(cells))
+    return f"DMA     |{rows[0]}|\ncompute |{rows[1]}|"
+
+
 @public_check(A, "2.2", "each row has width cells; block k fills cells round(start·width/T) up "
-                        "to round(end·width/T) with the digit k % 10")
+                        "to round(end·width/T) with the digit k % 10 (drawn schedules and "
+                        "widths)")
 def gantt_property(api: Api) -> None:
     """Task 2.2: each row has width cells; block k fills cells round(start·width/T) up to
-    round(end·width/T) with the digit k % 10.
+    round(end·width/T) with the digit k % 10 (drawn schedules and widths).
     """
-    def body(case: dict) -> None:
+    class GanttCase(tuple):
+        def __repr__(self) -> str:
+            return f"the schedule of {self[0]!r}; width = {self[1]}"
+
+    @st.composite
+    def cases(draw) -> GanttCase:
+        return GanttCase((draw(pipelines(max_blocks=24)), draw(st.integers(1, 80))))
+
+    def body(example: GanttCase) -> None:
+        case, width = example
         dma, comp = schedule(case["dma_times"], case["compute_times"], case["n_buffers"])
-        total = comp[-1, 1]
-        if total <= 0:
-            return
-        rows = []
-        for intervals in (dma, comp):
-            cells = [" "] * 54
-            for k, (start, end) in enumerate(intervals):
-                for cell in range(round(start * 54 / total), round(end * 54 / total)):
-                    cells[cell] = str(k % 10)
-            rows.append("".join(cells))
-        expected = f"DMA     |{rows[0]}|\ncompute |{rows[1]}|"
-        got = api.call("render_gantt", dma, comp).value
+        if comp[-1, 1] <= 0:
+            return  # T = 0: no chart is defined
+        expected = chart(dma, comp, width)
+        got = api.call("render_gantt", dma, comp, width=width).value
         if got != expected:
-            raise Mismatch("the chart differs", expected="\n" + expected, got="\n" + str(got))
-    api.run_property(pipelines(), body)
+            raise Mismatch("the chart differs", expected="\n" + expected, got="\n" + str(got),
+                           input=repr(example))
+
+    # Twelve blocks: from block 10 on the digit is k % 10.
+    body(GanttCase((Pipeline(dma_times=[0.5] * 12, compute_times=[1.0] * 12, n_buffers=2), 60)))
+    api.run_property(cases(), body)
 
 
 @public_check(A, "2.3", "worked answers: 6 blocks, DMA 1, compute 2: utilization 12/18 with 1 "
@@ -124,3 +169,51 @@ def bandwidth_worked(api: Api) -> None:
     if not np.isclose(number(got, "effective_bandwidth's result"), 613.8e9, rtol=5e-3):
         raise Mismatch("the bandwidth differs from the lecture's",
                        expected="≈ 6.138e11 B/s", got=repr(got))
+
+
+@public_check(A, "2.3", "utilization = Σ compute / end of the last compute step of the "
+                        "schedule, on drawn pipelines; 1.0 when the pipeline takes no time")
+def utilization_property(api: Api) -> None:
+    """Task 2.3: utilization = Σ compute / end of the last compute step of the schedule, on
+    drawn pipelines; 1.0 when the pipeline takes no time.
+    """
+    got = api.call("pipeline_utilization", [0.0, 0.0], [0.0, 0.0], 2).value
+    if number(got, "pipeline_utilization's result") != 1.0:
+        raise Mismatch("a pipeline that takes no time counts as fully used",
+                       input="dma_times = [0.0, 0.0], compute_times = [0.0, 0.0], n_buffers = 2",
+                       expected="1.0", got=repr(got))
+
+    def body(case: Pipeline) -> None:
+        _, comp = schedule(case["dma_times"], case["compute_times"], case["n_buffers"])
+        total = comp[-1, 1]
+        expected = 1.0 if total == 0 else float(np.sum(case["compute_times"]) / total)
+        got = number(api.call("pipeline_utilization", case["dma_times"],
+                              case["compute_times"], case["n_buffers"]).value,
+                     "pipeline_utilization's result")
+        if not np.isclose(got, expected, rtol=1e-9, atol=1e-12):
+            raise Mismatch("the utilization differs", expected=f"{expected:.6g}",
+                           got=f"{got:.6g}")
+    api.run_property(pipelines(), body)
+
+
+@public_check(A, "2.4", "bandwidth = bytes / d with d = c·(1/u - 1), on drawn bytes, compute "
+                        "times and utilizations")
+def bandwidth_property(api: Api) -> None:
+    """Task 2.4: bandwidth = bytes / d with d = c·(1/u - 1), on drawn bytes, compute times and
+    utilizations.
+    """
+    cases = st.tuples(st.integers(1, 2**40).map(float),
+                      st.sampled_from([1e-9, 2.087e-6, 1e-3, 1.0, 250.0]),
+                      st.integers(1, 99).map(lambda p: p / 100))
+
+    def body(args: tuple[float, float, float]) -> None:
+        size, compute, u = args
+        expected = size / (compute * (1.0 / u - 1.0))
+        got = number(api.call("effective_bandwidth", size, compute, u).value,
+                     "effective_bandwidth's result")
+        if not np.isclose(got, expected, rtol=1e-9):
+            raise Mismatch("the bandwidth differs",
+                           input=f"bytes_per_step = {size:g}, compute_time = {compute:g}, "
+                                 f"utilization = {u:g}",
+                           expected=f"{expected:.6g}", got=f"{got:.6g}")
+    api.run_property(cases, body)

@@ -1,7 +1,19 @@
-"""Public checks of a4_flash_attention (lecture §5): worked answers and NumPy softmax oracles."""
+"""Public checks of a4_flash_attention (lecture §5): worked answers and NumPy softmax oracles.
+
+They draw from the same families as grading (graders/checks/a4.py), with plain
+float64 NumPy as the oracle: masked (-inf) rows in online_softmax, empty states
+in the merge, grouped-query attention with 1 < Hkv < H (so a wrong head mapping
+fails here, not only in the grade), rows whose scores all lie below -100, small
+soft caps with the causal mask, a Max-Logit-Estimate constant from the safe
+range and one far above every score, and k, v of another length than q.
+"""
 
 from __future__ import annotations
 
+import math
+import re
+
+import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
@@ -11,18 +23,24 @@ from graders.student.public import (
     arrays,
     as_float_array,
     assert_close,
+    describe,
     number,
     public_check,
     seeds,
 )
 
 A = "a4"
+#: float32 limits of exp (lecture §5.4): ln(f32 max), ln(f32 smallest normal).
+LN_F32_MAX, LN_F32_TINY = 88.7228, -87.3365
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
-    x = x.astype(np.float64)
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    """Softmax over the last axis in float64: 0 at -inf entries, 0 for a row of only -inf."""
+    x = np.asarray(x, np.float64)
+    top = x.max(axis=-1, keepdims=True)
+    weights = np.exp(x - np.where(np.isneginf(top), 0.0, top))
+    total = weights.sum(axis=-1, keepdims=True)
+    return np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
 
 
 def _pairs(value: object, n_blocks: int) -> tuple[np.ndarray, list[tuple[np.ndarray, ...]]]:
@@ -35,6 +53,34 @@ def _pairs(value: object, n_blocks: int) -> tuple[np.ndarray, list[tuple[np.ndar
                        expected=f"{n_blocks} pairs", got=str(count))
     pairs = [(as_float_array(p[0], "m"), as_float_array(p[1], "l")) for p in trace]
     return as_float_array(probs, "probs"), pairs
+
+
+def _same(got: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float, what: str) -> None:
+    """Like ``assert_close``, but an expected -inf must be -inf (the m of an empty row)."""
+    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
+    if got.shape != expected.shape:
+        raise Mismatch(f"{what} has the wrong shape", expected=str(expected.shape),
+                       got=str(got.shape))
+    empty = np.isneginf(expected)
+    if not np.array_equal(np.isneginf(got), empty):
+        where = tuple(int(i) for i in np.argwhere(np.isneginf(got) != empty)[0])
+        raise Mismatch(f"{what} differs at index {where}", expected=f"{expected[where]:.6g}",
+                       got=f"{got[where]:.6g}")
+    assert_close(np.where(empty, 0.0, got), np.where(empty, 0.0, expected), rtol=rtol,
+                 atol=atol, what=what)
+
+
+def _check_trace(pairs: list, x: np.ndarray, block: int) -> None:
+    """After block k: m = max of the columns seen (-inf if all -inf), l = Σ exp(x - m) over
+    them (0 while only -inf was seen)."""
+    x64 = np.asarray(x, np.float64)
+    for k, (m, l_sum) in enumerate(pairs):
+        seen = x64[..., : (k + 1) * block]
+        m_true = seen.max(axis=-1)
+        shift = np.where(np.isneginf(m_true), 0.0, m_true)
+        _same(m, m_true, rtol=1e-5, atol=1e-6, what=f"m after block {k}")
+        assert_close(l_sum, np.exp(seen - shift[..., None]).sum(axis=-1), rtol=1e-4, atol=1e-6,
+                     what=f"l after block {k}")
 
 
 @public_check(A, "4.1", "worked answers: x = (1, 3, 2, 5, 0, 4) and Ex7 x = (2, 0, 4, 1), "
@@ -61,9 +107,10 @@ def softmax_cases(draw) -> dict:
     """Strategy: x ([n] or [rows, n], f32/f64, three logit scales) and a block size."""
     rows = draw(st.one_of(st.none(), st.integers(1, 4)))
     n = draw(st.integers(1, 24))
-    low, high = draw(st.sampled_from([(-4.0, 4.0), (40.0, 90.0)]))
+    low, high = draw(st.sampled_from([(-4.0, 4.0), (-30.0, 30.0), (40.0, 90.0)]))
     shape = (n,) if rows is None else (rows, n)
-    return {"x": arrays(shape, draw(seeds), low=low, high=high),
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    return {"x": arrays(shape, draw(seeds), low=low, high=high, dtype=dtype),
             "block_size": draw(st.integers(1, 8))}
 
 
@@ -75,17 +122,52 @@ def online_softmax_property(api: Api) -> None:
     """
     def body(case: dict) -> None:
         x, block = case["x"], case["block_size"]
-        n_blocks = -(-x.shape[-1] // block)
-        probs, pairs = _pairs(api.call("online_softmax", x, block).value, n_blocks)
+        probs, pairs = _pairs(api.call("online_softmax", x, block).value, -(-x.shape[-1] // block))
         assert_close(probs, _softmax(x), rtol=1e-4, atol=1e-7, what="probs")
-        x64 = x.astype(np.float64)
-        for k, (m, l) in enumerate(pairs):
-            seen = x64[..., : (k + 1) * block]
-            m_true = seen.max(axis=-1)
-            assert_close(m, m_true, rtol=1e-5, atol=1e-6, what=f"m after block {k}")
-            assert_close(l, np.exp(seen - m_true[..., None]).sum(axis=-1), rtol=1e-4,
-                         atol=1e-6, what=f"l after block {k}")
+        _check_trace(pairs, x, block)
     api.run_property(softmax_cases(), body)
+
+
+@st.composite
+def masked_softmax_cases(draw) -> dict:
+    """Strategy: x with -inf entries (masked keys): the first row's first block all -inf, a
+    row of only -inf when there are two rows or more, others drawn (prefix, scattered, none)."""
+    rows = draw(st.one_of(st.none(), st.integers(1, 4)))
+    block = draw(st.integers(1, 5))
+    n = draw(st.integers(block + 1, block + 10))
+    seed = draw(seeds)
+    x = arrays((n,) if rows is None else (rows, n), seed,
+               dtype=draw(st.sampled_from([np.float32, np.float64])))
+    flat = x.reshape(-1, n)
+    first = ["prefix", "all"] if flat.shape[0] > 1 else [draw(st.sampled_from(["prefix", "all"]))]
+    kinds = first + draw(st.lists(st.sampled_from(["prefix", "scatter", "all", "none"]),
+                                  min_size=flat.shape[0] - len(first),
+                                  max_size=flat.shape[0] - len(first)))
+    scatter = np.random.default_rng(seed + 1).random(flat.shape) < 0.4
+    for r, kind in enumerate(kinds):
+        if kind == "prefix":
+            flat[r, :draw(st.integers(block, n - 1))] = -np.inf
+        elif kind == "scatter":
+            flat[r, scatter[r]] = -np.inf
+        elif kind == "all":
+            flat[r] = -np.inf
+    return {"x": x, "block_size": block}
+
+
+@public_check(A, "4.1", "masked rows (-inf entries): probability 0 at -inf, m = -inf and l = 0 "
+                        "while a row has shown only -inf, probabilities 0 for a row of only "
+                        "-inf (the handout's 'Masked entries')")
+def online_softmax_masked(api: Api) -> None:
+    """Task 4.1: masked rows (-inf entries): probability 0 at -inf, m = -inf and l = 0 while a
+    row has shown only -inf, probabilities 0 for a row of only -inf (the handout's 'Masked
+    entries').
+    """
+    def body(case: dict) -> None:
+        x, block = case["x"], case["block_size"]
+        probs, pairs = _pairs(api.call("online_softmax", x, block).value, -(-x.shape[-1] // block))
+        _check_trace(pairs, x, block)
+        assert_close(probs, _softmax(x), rtol=1e-4, atol=1e-7, what="probs")
+    api.run_property(masked_softmax_cases(), body)
 
 
 def _state(scores: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -136,6 +218,31 @@ def merge_property(api: Api) -> None:
     api.run_property(two_parts(), body)
 
 
+@public_check(A, "4.2", "empty states (m = -inf, l = 0, acc = 0): merging two gives the empty "
+                        "state without NaN, merging one with a state S gives S")
+def merge_empty(api: Api) -> None:
+    """Task 4.2: empty states (m = -inf, l = 0, acc = 0): merging two gives the empty state
+    without NaN, merging one with a state S gives S.
+    """
+    def body(case: dict) -> None:
+        scores, values = case["parts"][0]
+        full = _f32(_state(scores, values))
+        rows, dv = full[2].shape
+        empty = (np.full(rows, -np.inf, np.float32), np.zeros(rows, np.float32),
+                 np.zeros((rows, dv), np.float32))
+        for label, a, b, want in (("merge(empty, empty)", empty, empty, empty),
+                                  ("merge(empty, S)", empty, full, full),
+                                  ("merge(S, empty)", full, empty, full)):
+            got = _merged(api, a, b)
+            try:
+                for name, g, e in zip(("m", "l", "acc"), got, want, strict=True):
+                    _same(g, e, rtol=1e-5, atol=1e-6, what=f"{name} of {label}")
+            except Mismatch as failure:
+                failure.input = f"{label} with S = {describe(full)}"
+                raise
+    api.run_property(two_parts(), body)
+
+
 @public_check(A, "4.2", "finalize_attention_state returns acc / l")
 def finalize_property(api: Api) -> None:
     """Task 4.2: finalize_attention_state returns acc / l."""
@@ -148,47 +255,280 @@ def finalize_property(api: Api) -> None:
     api.run_property(two_parts(), body)
 
 
+# --- Tasks 4.3 and 4.4: attention against dense NumPy ----------------------------------------
+
+#: (H, Hkv): no GQA, one kv head shared by all, and 1 < Hkv < H with H / Hkv != Hkv, where
+#: h // (H // Hkv), h // Hkv and h % Hkv pick different kv heads.
+HEADS = [(1, 1), (2, 1), (4, 2), (6, 2), (6, 3)]
+#: The constant of the "far" family: far above every score, exp(s - c) = 0 even in float64.
+FAR_CONSTANT = 800.0
+BF16 = np.dtype(ml_dtypes.bfloat16)
+#: (rtol, atol) of the attention output by input dtype (the grader's: bf16 leaves room for p
+#: cast to bf16 before p @ v).
+TOL = {"float32": (1e-4, 1e-4), "bfloat16": (2e-2, 3e-2)}
+
+
 @st.composite
-def attention_cases(draw) -> dict:
-    """Strategy: small q, k, v (and GQA head counts) for the public attention check."""
-    heads, group = draw(st.sampled_from([(1, 1), (2, 1), (2, 2)]))
+def attention_cases(draw, *, causal: bool | None = None, flavor: str = "plain") -> dict:
+    """Strategy: small f32 q, k, v (GQA head counts from ``HEADS``) and the kernel's options.
+
+    ``flavor``: "plain" (sm_scale 1/sqrt(d)); "deep" (the even query rows score about -126
+    against every key: below -87, where float32 exp underflows); "small-cap" (soft caps 1,
+    2, 5); "cap" (soft caps 5, 20); "mle" (large logits with a Max-Logit-Estimate constant
+    high in the safe range of Task 4.5, where a kv tile of some row can lie entirely
+    below c - 104); "mle-deep" (no mask; the even query rows score about -126 against the
+    first kv tile and near 0 against the others, with a constant from the safe range: that
+    whole tile underflows for those rows); "far" (max_logit_const = 800). Inputs are f32
+    or bf16.
+    """
+    heads, kv_heads = draw(st.sampled_from(HEADS))
     block_q, block_kv = draw(st.sampled_from([8, 16])), draw(st.sampled_from([8, 16]))
     length = max(block_q, block_kv) * draw(st.integers(1, 2))
+    if flavor == "mle-deep":
+        causal, length = False, max(length, 2 * block_kv)
+    dtype = draw(st.sampled_from([np.dtype(np.float32), BF16]))
     d, dv = draw(st.sampled_from([4, 8])), draw(st.sampled_from([4, 8]))
-    return {"q": arrays((heads, length, d), draw(seeds)),
-            "k": arrays((heads // group, length, d), draw(seeds)),
-            "v": arrays((heads // group, length, dv), draw(seeds)),
-            "causal": draw(st.booleans()), "block_q": block_q, "block_kv": block_kv}
+    q = arrays((heads, length, d), draw(seeds), dtype=np.float64)
+    k = arrays((kv_heads, length, d), draw(seeds), dtype=np.float64)
+    v = arrays((kv_heads, length, dv), draw(seeds))
+    case: dict = {"causal": draw(st.booleans()) if causal is None else causal,
+                  "block_q": block_q, "block_kv": block_kv, "sm_scale": 1 / math.sqrt(d),
+                  "soft_cap": None, "max_logit_const": None}
+    if flavor in ("deep", "mle-deep"):
+        q, k = np.round(2 * q) / 16, np.round(2 * k) / 16
+        k[..., 0], q[:, ::2, 0] = 12.0, -12.0
+        if flavor == "mle-deep":
+            k[:, block_kv:, 0] = 0.0
+        case["sm_scale"] = 0.875
+    elif flavor == "small-cap":
+        case["soft_cap"] = draw(st.sampled_from([1.0, 2.0, 5.0]))
+    elif flavor == "cap":
+        case["soft_cap"] = draw(st.sampled_from([5.0, 20.0]))
+    elif flavor == "mle":
+        case["sm_scale"] = 10 / math.sqrt(d)
+    elif flavor == "far":
+        case["max_logit_const"] = FAR_CONSTANT
+    case.update(q=q.astype(dtype), k=k.astype(dtype), v=v.astype(dtype))
+    if flavor in ("mle", "mle-deep"):
+        case["max_logit_const"] = _safe_constant(case)
+    return case
 
 
-def dense_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
-    """softmax(q k^T / sqrt(d)) v per head, query head h reading kv head h // group."""
-    group = q.shape[0] // k.shape[0]
-    k64, v64 = (np.repeat(a.astype(np.float64), group, axis=0) for a in (k, v))
-    scores = q.astype(np.float64) @ k64.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
-    if causal:
-        length = q.shape[1]
+def _scores(case: dict) -> np.ndarray:
+    """float64 [H, L, L]: scaled, capped and masked scores; query head h reads kv head
+    h // (H // Hkv)."""
+    group = case["q"].shape[0] // case["k"].shape[0]
+    k64 = np.repeat(case["k"].astype(np.float64), group, axis=0)
+    scores = case["q"].astype(np.float64) @ k64.transpose(0, 2, 1) * case["sm_scale"]
+    if case["soft_cap"] is not None:
+        scores = case["soft_cap"] * np.tanh(scores / case["soft_cap"])
+    if case["causal"]:
+        length = scores.shape[-1]
         scores = np.where(np.tril(np.ones((length, length), bool)), scores, -np.inf)
-    return _softmax(scores) @ v64
+    return scores
 
 
-@public_check(A, "4.4", "flash_attention equals dense softmax attention (causal or not, GQA)")
-def flash_attention_values(api: Api) -> None:
-    """Task 4.4: flash_attention equals dense softmax attention (causal or not, GQA)."""
+def dense_attention(case: dict) -> np.ndarray:
+    """softmax(scores) @ v per head in float64 (the plain oracle of Tasks 4.3 and 4.4)."""
+    group = case["q"].shape[0] // case["k"].shape[0]
+    v64 = np.repeat(case["v"].astype(np.float64), group, axis=0)
+    return _softmax(_scores(case)) @ v64
+
+
+def _safe_constant(case: dict) -> float | None:
+    """A constant at 80 % of the safe Max-Logit-Estimate range of the case's scores (Task
+    4.5), kept a few units inside it (the sum over L keys times |v| <= 4 must stay finite),
+    or None when there is no such range."""
+    scores = _scores(case)
+    low = scores.max() - LN_F32_MAX + math.log(4 * scores.shape[-1]) + 4
+    high = scores.max(axis=-1).min() - LN_F32_TINY - 4
+    return round(low + 0.8 * (high - low), 2) if low < high else None
+
+
+def _kernel_options(case: dict) -> dict:
+    return {key: case[key] for key in ("sm_scale", "causal", "block_q", "block_kv", "soft_cap",
+                                       "max_logit_const")}
+
+
+def _kernel_against_dense(api: Api, strategy: st.SearchStrategy, max_examples: int) -> None:
     def body(case: dict) -> None:
-        got = api.call("flash_attention", case["q"], case["k"], case["v"],
-                       causal=case["causal"], block_q=case["block_q"],
-                       block_kv=case["block_kv"])
-        expected = dense_attention(case["q"], case["k"], case["v"], case["causal"])
-        assert_close(got.value, expected, rtol=1e-4, atol=1e-5, what="the attention output")
-    api.run_property(attention_cases(), body, max_examples=5)
+        got = api.kernel("a4", "flash_attention_kernel", case["q"], case["k"], case["v"],
+                         **_kernel_options(case))
+        rtol, atol = TOL[case["q"].dtype.name]
+        assert_close(got, dense_attention(case), rtol=rtol, atol=atol,
+                     what="the attention output")
+    api.run_property(strategy, body, max_examples=max_examples)
+
+
+@public_check(A, "4.3", "flash_attention_kernel in the standard (head, q block, kv block) "
+                        "pallas_call equals dense softmax attention (GQA; no mask)")
+def flash_kernel_values(api: Api) -> None:
+    """Task 4.3: flash_attention_kernel in the standard (head, q block, kv block) pallas_call
+    equals dense softmax attention (GQA; no mask).
+    """
+    _kernel_against_dense(api, attention_cases(causal=False), 3)
+
+
+@public_check(A, "4.3", "with causal=True the kernel masks key position > query position and "
+                        "still gets the skipped tiles right (GQA)")
+def flash_kernel_causal(api: Api) -> None:
+    """Task 4.3: with causal=True the kernel masks key position > query position and still gets
+    the skipped tiles right (GQA).
+    """
+    _kernel_against_dense(api, attention_cases(causal=True), 6)
+
+
+@public_check(A, "4.3", "rows whose scores all lie below -100 (float32 exp underflows there) "
+                        "still get their softmax: m starts at -inf, not 0 (lecture §5.2, §5.4)")
+def flash_kernel_deep_rows(api: Api) -> None:
+    """Task 4.3: rows whose scores all lie below -100 (float32 exp underflows there) still get
+    their softmax: m starts at -inf, not 0 (lecture §5.2, §5.4).
+    """
+    _kernel_against_dense(api, attention_cases(causal=False, flavor="deep"), 3)
+
+
+@public_check(A, "4.3", "small soft caps (1, 2, 5) with the causal mask: cap first, then mask, "
+                        "so masked keys keep -inf (lecture §5.4)")
+def flash_kernel_small_caps(api: Api) -> None:
+    """Task 4.3: small soft caps (1, 2, 5) with the causal mask: cap first, then mask, so masked
+    keys keep -inf (lecture §5.4).
+    """
+    _kernel_against_dense(api, attention_cases(causal=True, flavor="small-cap"), 4)
+
+
+@public_check(A, "4.3", "soft caps 5 and 20, and large logits with a max_logit_const from the "
+                        "safe range of Task 4.5 (lecture §5.4)")
+def flash_kernel_options(api: Api) -> None:
+    """Task 4.3: soft caps 5 and 20, and large logits with a max_logit_const from the safe range
+    of Task 4.5 (lecture §5.4).
+    """
+    _kernel_against_dense(api, attention_cases(flavor="cap"), 2)
+    _kernel_against_dense(api, attention_cases(flavor="mle"), 2)
+    _kernel_against_dense(api, attention_cases(flavor="mle-deep"), 2)
+
+
+@public_check(A, "4.3", "max_logit_const is used: with c = 800, far above every score, every "
+                        "exp(s - c) is 0, so the output cannot be the softmax (lecture §5.4)")
+def flash_kernel_constant_used(api: Api) -> None:
+    """Task 4.3: max_logit_const is used: with c = 800, far above every score, every exp(s - c)
+    is 0, so the output cannot be the softmax (lecture §5.4).
+    """
+    def body(case: dict) -> None:
+        with np.errstate(invalid="ignore", divide="ignore"):  # 0 / 0 is what c = 800 gives
+            got = as_float_array(api.kernel("a4", "flash_attention_kernel", case["q"],
+                                            case["k"], case["v"], **_kernel_options(case)),
+                                 "the output")
+        expected = dense_attention(case)
+        if got.shape == expected.shape and np.allclose(got, expected, rtol=1e-4, atol=1e-4):
+            raise Mismatch("with max_logit_const = 800 the kernel still returns the exact "
+                           "softmax: it keeps the running maximum instead of the constant",
+                           expected="every exp(s - 800) = 0, so l = 0 and rows of 0 / 0 (NaN)",
+                           got="the exact attention")
+    api.run_property(attention_cases(flavor="far"), body, max_examples=2)
+
+
+@public_check(A, "4.4", "flash_attention equals dense softmax attention (causal or not, GQA "
+                        "with 1 < Hkv < H, soft cap, max_logit_const) and returns float32")
+def flash_attention_values(api: Api) -> None:
+    """Task 4.4: flash_attention equals dense softmax attention (causal or not, GQA with
+    1 < Hkv < H, soft cap, max_logit_const) and returns float32.
+    """
+    def body(case: dict) -> None:
+        options = _kernel_options(case)
+        if case["sm_scale"] == 1 / math.sqrt(case["q"].shape[-1]):
+            options["sm_scale"] = None  # the default, 1/sqrt(d)
+        got = api.call("flash_attention", case["q"], case["k"], case["v"], **options).value
+        dtype = getattr(got, "dtype", None)
+        if dtype != np.float32:
+            raise Mismatch("flash_attention must return float32 [H, L, dv] whatever the input "
+                           "dtype", expected="float32", got=str(dtype))
+        rtol, atol = TOL[case["q"].dtype.name]
+        assert_close(got, dense_attention(case), rtol=rtol, atol=atol,
+                     what="the attention output")
+    api.run_property(st.one_of(attention_cases(), attention_cases(flavor="cap"),
+                               attention_cases(flavor="mle")), body, max_examples=6)
+
+
+@public_check(A, "4.4", "causal flash_attention: at the grid steps whose tile is fully masked "
+                        "the kernel reads neither k_ref nor v_ref (the trace's kernel_reads; "
+                        "needs Task 4.3's skipping)")
+def flash_attention_skips(api: Api) -> None:
+    """Task 4.4: causal flash_attention: at the grid steps whose tile is fully masked the kernel
+    reads neither k_ref nor v_ref (the trace's kernel_reads; needs Task 4.3's skipping).
+    """
+    def body(case: dict) -> None:
+        result = api.call("flash_attention", case["q"], case["k"], case["v"], causal=True,
+                          block_q=case["block_q"], block_kv=case["block_kv"])
+        if not result.traces:
+            raise Mismatch("flash_attention made no pallas_call", expected="one pallas_call",
+                           got="none")
+        call = result.traces[-1]
+        inputs = [op for op in call.operands if op.role == "in"]
+        if len(inputs) < 3 or len(call.grid) != 3:
+            raise Mismatch("the pallas_call is not the (H, L/block_q, L/block_kv) one with "
+                           "inputs q, k, v", got=f"grid {tuple(call.grid)}, {len(inputs)} inputs")
+        q_block = np.asarray(inputs[0].block_indices)[:, 1]
+        kv_block = np.arange(call.num_steps) % call.grid[2]  # kv is the innermost axis
+        masked = kv_block * case["block_kv"] > (q_block + 1) * case["block_q"] - 1
+        for op, name in zip(inputs[1:3], ("k_ref", "v_ref"), strict=True):
+            wasted = masked & (np.asarray(op.kernel_reads) > 0)
+            if wasted.any():
+                step = int(np.argmax(wasted))
+                raise Mismatch(f"the kernel reads {name} at {int(wasted.sum())} of "
+                               f"{int(masked.sum())} fully masked grid steps",
+                               expected="no reads there (pl.when around the update)",
+                               got=f"a read at step #{step}: q block {int(q_block[step])}, kv "
+                                   f"block {int(kv_block[step])}")
+    api.run_property(attention_cases(causal=True), body, max_examples=3)
+
+
+def _raised(api: Api, func: str, *args: object, **kwargs: object) -> str | None:
+    """"Type: message" of what the student's ``func`` raised, or None when it returned.
+
+    In the student's process a raise arrives as the self-check's StudentError, through the
+    grader's worker as a failed CheckFailure; anything else (a timeout, a crash) goes on.
+    """
+    try:
+        api.call(func, *args, **kwargs)
+    except Mismatch:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the student's own exception, as either Api gives it
+        if getattr(exc, "status", "failed") != "failed" or not hasattr(exc, "what"):
+            raise
+        what = str(exc.what)
+        prefix = f"{func} raised "
+        return what[len(prefix):] if what.startswith(prefix) else what
+    return None
+
+
+@public_check(A, "4.4", "flash_attention raises ValueError naming both lengths when k and v "
+                        "do not have q's length L")
+def flash_attention_lengths(api: Api) -> None:
+    """Task 4.4: flash_attention raises ValueError naming both lengths when k and v do not have
+    q's length L.
+    """
+    q = arrays((2, 32, 8), 1)
+    for kv_len in (48, 16):
+        k, v = arrays((1, kv_len, 8), 2), arrays((1, kv_len, 8), 3)
+        label = f"q = f32[2, 32, 8], k = v = f32[1, {kv_len}, 8], block_q = block_kv = 16"
+        expected = f"ValueError naming 32 and {kv_len}"
+        raised = _raised(api, "flash_attention", q, k, v, causal=True, block_q=16,
+                         block_kv=16)
+        if raised is None:
+            raise Mismatch("flash_attention returned a result although k and v do not have "
+                           "q's length", input=label, expected=expected, got="a result")
+        message = raised.partition(": ")[2]
+        if not (raised.startswith("ValueError") and re.search(rf"\b{kv_len}\b", message)
+                and re.search(r"\b32\b", message)):
+            raise Mismatch("flash_attention must raise ValueError naming both lengths",
+                           input=label, expected=expected, got=raised[:300])
 
 
 @public_check(A, "4.5", "worked answer: scores in [-30, 40] → safe constants in about "
-                        "(-48.7, 57.3) (lecture §5.3)")
+                        "(-48.7, 57.3) (lecture §5.4)")
 def mle_worked(api: Api) -> None:
     """Task 4.5: worked answer: scores in [-30, 40] → safe constants in about (-48.7, 57.3)
-    (lecture §5.3).
+    (lecture §5.4).
     """
     got = api.call("mle_safe_range", 40.0, -30.0).value
     if not isinstance(got, tuple | list) or len(got) != 2:
@@ -215,18 +555,3 @@ def traffic_worked(api: Api) -> None:
         if got != expected:
             raise Mismatch(f"{func} differs from the lecture's", input=f"{args}",
                            expected=str(expected), got=repr(got))
-
-
-@public_check(A, "4.3", "flash_attention_kernel in the standard (head, q block, kv block) "
-                        "pallas_call equals dense softmax attention")
-def flash_kernel_values(api: Api) -> None:
-    """Task 4.3: flash_attention_kernel in the standard (head, q block, kv block) pallas_call
-    equals dense softmax attention.
-    """
-    def body(case: dict) -> None:
-        got = api.kernel("a4", "flash_attention_kernel", case["q"], case["k"], case["v"],
-                         sm_scale=1 / np.sqrt(case["q"].shape[-1]), causal=case["causal"],
-                         block_q=case["block_q"], block_kv=case["block_kv"])
-        expected = dense_attention(case["q"], case["k"], case["v"], case["causal"])
-        assert_close(got, expected, rtol=1e-4, atol=1e-5, what="the attention output")
-    api.run_property(attention_cases(), body, max_examples=5)

@@ -1,23 +1,188 @@
-"""Public checks of a5_splash_attention (lecture §6): mask formulas and the worked answers."""
+"""Public checks of a5_splash_attention (lecture §6): mask formulas, plain-loop oracles and the
+worked answers.
+
+The masks are drawn from the families grading draws from (causal with offsets, local windows
+aligned with the blocks and not, documents, random masks with no empty query row, full masks,
+and ``&`` combinations), with block sizes that differ per axis. The oracles are written here
+in plain loops over tiles: no reference code.
+"""
 
 from __future__ import annotations
+
+import dataclasses
+import math
+import re
 
 import numpy as np
 from hypothesis import strategies as st
 
-from graders.student.public import Api, Mismatch, number, public_check
+from graders.student.public import (
+    Api,
+    Mismatch,
+    arrays,
+    assert_close,
+    describe,
+    number,
+    public_check,
+    seeds,
+)
 
 A = "a5"
 FIELDS = ("active_rows", "active_cols", "block_mask", "mask_next", "partial_mask_blocks",
           "bounds_start", "bounds_end")
+DTYPES = {"active_rows": np.int32, "active_cols": np.int32, "block_mask": np.int8,
+          "mask_next": np.int32, "partial_mask_blocks": np.bool_, "bounds_start": np.bool_,
+          "bounds_end": np.bool_}
+KINDS = ("causal", "local", "documents", "random", "full", "causal & local",
+         "causal & documents", "local & documents")
 
 
-def _same(got: object, expected: np.ndarray, what: str) -> None:
+def _same(got: object, expected: np.ndarray, what: str, *, dtype: bool = False) -> None:
     array = np.asarray(got)
     if array.shape != expected.shape or not np.array_equal(array, expected):
         raise Mismatch(f"{what} differs", expected=np.array2string(expected),
                        got=np.array2string(array))
+    if dtype and array.dtype != expected.dtype:
+        raise Mismatch(f"{what} has the wrong dtype", expected=expected.dtype.name,
+                       got=array.dtype.name)
 
+
+# -- drawn masks ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class MaskCase:
+    """A drawn mask: ``mask`` bool [q_len, kv_len], ``block_q``, ``block_kv`` and the
+    ``recipe`` that made it (what a failure prints)."""
+
+    mask: np.ndarray
+    block_q: int
+    block_kv: int
+    recipe: str
+
+    def __repr__(self) -> str:
+        return f"mask = {self.recipe}, block_q = {self.block_q}, block_kv = {self.block_kv}"
+
+
+def _side(draw: st.DrawFn, length: int, block: int) -> int | None:
+    return draw(st.one_of(st.none(), st.integers(0, length // block).map(lambda n: n * block),
+                          st.integers(0, length)))
+
+
+@st.composite
+def mask_cases(draw: st.DrawFn, *, square: bool = False, blocks: tuple[int, ...] = (1, 2, 4, 8),
+               max_len: int = 32, kinds: tuple[str, ...] = KINDS) -> MaskCase:
+    """A mask in which every query row sees at least one key, with its block sizes."""
+    bq, bkv = draw(st.sampled_from(blocks)), draw(st.sampled_from(blocks))
+    kind = draw(st.sampled_from(kinds))
+    if square or kind not in ("causal", "random", "full"):
+        unit = math.lcm(bq, bkv)
+        q_len = kv_len = unit * draw(st.integers(1, max(1, max_len // unit)))
+    else:
+        q_len = bq * draw(st.integers(1, max(1, max_len // bq)))
+        kv_len = bkv * draw(st.integers(1, max(1, max_len // bkv)))
+    q_pos, kv_pos = np.arange(q_len)[:, None], np.arange(kv_len)[None, :]
+    mask, recipe = np.ones((q_len, kv_len), bool), []
+    for part in kind.split(" & "):
+        if part == "causal":
+            offset = draw(st.integers(0, kv_len)) if "&" not in kind else 0
+            mask &= q_pos + offset >= kv_pos
+            recipe.append(f"causal ({q_len}, {kv_len}, offset {offset})")
+        elif part == "local":
+            left, right = _side(draw, q_len, bkv), _side(draw, q_len, bkv)
+            if left is not None:
+                mask &= q_pos - left <= kv_pos
+            if right is not None:
+                mask &= kv_pos <= q_pos + right
+            recipe.append(f"local ({q_len}, window ({left}, {right}))")
+        elif part == "documents":
+            cuts = sorted(draw(st.sets(st.integers(1, max(1, q_len - 1)), max_size=4))
+                          ) if q_len > 1 else []
+            sizes = np.diff([0, *cuts, q_len])
+            ids = np.repeat(np.arange(len(sizes)), sizes)
+            mask &= ids[:, None] == ids[None, :]
+            recipe.append("documents " + "/".join(str(int(n)) for n in sizes))
+        elif part == "random":
+            seed, density = draw(seeds), draw(st.sampled_from([0.1, 0.5, 0.9]))
+            rng = np.random.default_rng(seed)
+            drawn = rng.random((q_len, kv_len)) < density
+            empty = np.flatnonzero(~drawn.any(axis=1))
+            drawn[empty, rng.integers(0, kv_len, size=len(empty))] = True
+            mask &= drawn
+            recipe.append(f"random [{q_len}, {kv_len}] (seed {seed}, density {density})")
+        else:
+            recipe.append(f"all True [{q_len}, {kv_len}]")
+    return MaskCase(mask, bq, bkv, " & ".join(recipe))
+
+
+# -- plain-loop oracles ------------------------------------------------------------------------
+
+def _tiles(mask: np.ndarray, bq: int, bkv: int):
+    """(q block, kv block, tile) of every tile, row-major."""
+    for r in range(mask.shape[0] // bq):
+        for c in range(mask.shape[1] // bkv):
+            yield r, c, mask[r * bq:(r + 1) * bq, c * bkv:(c + 1) * bkv]
+
+
+def _kinds(mask: np.ndarray, bq: int, bkv: int) -> np.ndarray:
+    kinds = np.zeros((mask.shape[0] // bq, mask.shape[1] // bkv), np.int8)
+    for r, c, tile in _tiles(mask, bq, bkv):
+        kinds[r, c] = 2 if tile.all() else (1 if tile.any() else 0)
+    return kinds
+
+
+def mask_info(mask: np.ndarray, bq: int, bkv: int) -> dict[str, np.ndarray]:
+    """The MaskInfo of student-api.md, Task 5.3, field by field, by plain loops."""
+    rows, cols, kinds, own, patterns = [], [], [], [], []
+    for r, c, tile in _tiles(mask, bq, bkv):
+        if not tile.any():
+            continue
+        rows.append(r)
+        cols.append(c)
+        if tile.all():
+            kinds.append(2)
+            own.append(-1)
+            continue
+        kinds.append(1)
+        same = [n for n, pattern in enumerate(patterns) if np.array_equal(pattern, tile)]
+        own.append(same[0] if same else len(patterns))
+        if not same:
+            patterns.append(tile)
+    partial = [g for g, n in enumerate(own) if n >= 0]
+    nxt = []
+    for g in range(len(rows)):
+        later = [p for p in partial if p >= g] or partial[:1]
+        nxt.append(own[later[0]] if later else 0)
+    starts = [g == 0 or rows[g] != rows[g - 1] for g in range(len(rows))]
+    ends = [g == len(rows) - 1 or rows[g] != rows[g + 1] for g in range(len(rows))]
+    values = {"active_rows": rows, "active_cols": cols, "block_mask": kinds, "mask_next": nxt,
+              "partial_mask_blocks": patterns if patterns else np.zeros((0, bq, bkv), bool),
+              "bounds_start": starts, "bounds_end": ends}
+    return {name: np.asarray(values[name], DTYPES[name]) for name in FIELDS}
+
+
+def _fields(value: object) -> dict[str, np.ndarray]:
+    """The seven MaskInfo fields of what build_mask_info returned."""
+    out = {}
+    for index, name in enumerate(FIELDS):
+        field = getattr(value, name, None)
+        if field is None and isinstance(value, tuple | list) and len(value) == 7:
+            field = value[index]
+        if field is None:
+            raise Mismatch(f"the MaskInfo has no field {name}", got=type(value).__name__)
+        out[name] = np.asarray(field)
+    return out
+
+
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray,
+              scale: float) -> np.ndarray:
+    """Dense masked softmax attention in float64, [H, L, dv]."""
+    s = np.einsum("hqd,hkd->hqk", q.astype(np.float64), k.astype(np.float64)) * scale
+    s = np.where(mask, s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return np.einsum("hqk,hkd->hqd", p / p.sum(axis=-1, keepdims=True), v.astype(np.float64))
+
+
+# -- Task 5.1 ------------------------------------------------------------------------------------
 
 @public_check(A, "5.1", "masks equal their formulas: q + offset >= kv; q - left <= kv <= "
                         "q + right; equal segment ids")
@@ -27,40 +192,55 @@ def masks_property(api: Api) -> None:
     """
     @st.composite
     def cases(draw) -> dict:
-        return {"q": draw(st.integers(1, 12)), "kv": draw(st.integers(1, 12)),
-                "offset": draw(st.integers(-4, 4)),
-                "window": (draw(st.one_of(st.none(), st.integers(0, 4))),
-                           draw(st.one_of(st.none(), st.integers(0, 4)))),
-                "ids": draw(st.lists(st.integers(0, 2), min_size=1, max_size=12))}
+        side = st.one_of(st.none(), st.integers(0, 26))
+        return {"q": draw(st.integers(1, 24)), "kv": draw(st.one_of(st.none(),
+                                                                    st.integers(1, 24))),
+                "offset": draw(st.integers(-6, 30)), "window": (draw(side), draw(side)),
+                "ids": draw(st.lists(st.integers(0, 3), min_size=1, max_size=20)),
+                "kv_ids": draw(st.one_of(st.none(), st.lists(st.integers(0, 3), min_size=1,
+                                                             max_size=20)))}
 
     def body(case: dict) -> None:
+        kv_len = case["q"] if case["kv"] is None else case["kv"]
         q = np.arange(case["q"])[:, None]
-        kv = np.arange(case["kv"])[None, :]
+        kv = np.arange(kv_len)[None, :]
         _same(api.call("causal_mask", case["q"], case["kv"], offset=case["offset"]).value,
-              q + case["offset"] >= kv, "causal_mask")
+              q + case["offset"] >= kv, "causal_mask", dtype=True)
         left, right = case["window"]
-        expected = np.ones((case["q"], case["kv"]), bool)
+        expected = np.ones((case["q"], kv_len), bool)
         if left is not None:
             expected &= q - left <= kv
         if right is not None:
             expected &= kv <= q + right
         _same(api.call("local_mask", case["q"], case["window"], case["kv"]).value, expected,
-              "local_mask")
-        ids = np.asarray(case["ids"])
-        _same(api.call("segment_mask", ids).value, ids[:, None] == ids[None, :],
-              "segment_mask")
+              "local_mask", dtype=True)
+        ids = np.asarray(case["ids"], np.int32)
+        kv_ids = ids if case["kv_ids"] is None else np.asarray(case["kv_ids"], np.int32)
+        _same(api.call("segment_mask", ids, None if case["kv_ids"] is None else kv_ids).value,
+              ids[:, None] == kv_ids[None, :], "segment_mask", dtype=True)
+
+    fixed = {"q": 5, "kv": 7, "offset": -2, "window": (1, 2), "ids": [0, 0, 1, 1, 2],
+             "kv_ids": [0, 1, 1, 2, 2, 2, 0]}  # kv_len and kv ids of their own
+    try:
+        body(fixed)
+    except Mismatch as failure:
+        failure.input = describe(fixed)
+        raise
     api.run_property(cases(), body)
 
+
+# -- Task 5.2 ------------------------------------------------------------------------------------
 
 def _causal(length: int) -> np.ndarray:
     return np.tril(np.ones((length, length), bool))
 
 
 @public_check(A, "5.2", "worked answers: causal L 8, block 2 renders as P/F/· rows; causal "
-                        "4096 with blocks (1024, 2048) is [[1,0],[1,0],[2,1],[2,1]] (lecture §6.2)")
+                        "4096 with blocks (1024, 2048) is [[1,0],[1,0],[2,1],[2,1]] "
+                        "(lecture §6.1, §6.2)")
 def classify_worked(api: Api) -> None:
     """Task 5.2: worked answers: causal L 8, block 2 renders as P/F/· rows; causal 4096 with
-    blocks (1024, 2048) is [[1,0],[1,0],[2,1],[2,1]] (lecture §6.2).
+    blocks (1024, 2048) is [[1,0],[1,0],[2,1],[2,1]] (lecture §6.1, §6.2).
     """
     blocks = api.call("classify_blocks", _causal(8), 2, 2).value
     picture = api.call("render_block_mask", np.asarray(blocks)).value
@@ -72,32 +252,187 @@ def classify_worked(api: Api) -> None:
           np.array([[1, 0], [1, 0], [2, 1], [2, 1]]), "classify_blocks(causal 4096)")
 
 
-@public_check(A, "5.3", "worked answer: causal 4096, blocks (1024, 2048) (lecture §6.3)")
+@public_check(A, "5.2", "classify_blocks gives int8 0 (empty) / 1 (partial) / 2 (full) per tile "
+                        "and render_block_mask draws '·' / 'P' / 'F' joined by spaces, on drawn "
+                        "masks and tilings")
+def classify_property(api: Api) -> None:
+    """Task 5.2: classify_blocks gives int8 0 (empty) / 1 (partial) / 2 (full) per tile and
+    render_block_mask draws '·' / 'P' / 'F' joined by spaces, on drawn masks and tilings.
+    """
+    def body(case: MaskCase) -> None:
+        expected = _kinds(case.mask, case.block_q, case.block_kv)
+        got = api.call("classify_blocks", case.mask, case.block_q, case.block_kv).value
+        _same(got, expected, "classify_blocks", dtype=True)
+        picture = "\n".join(" ".join("·PF"[kind] for kind in row) for row in expected)
+        drawn = api.call("render_block_mask", expected).value
+        if drawn != picture:
+            raise Mismatch("render_block_mask differs", expected=repr(picture), got=repr(drawn))
+    api.run_property(mask_cases(), body)
+
+
+# -- Task 5.3 ------------------------------------------------------------------------------------
+
+@public_check(A, "5.3", "worked answer: causal 4096, blocks (1024, 2048) (lecture §6.2)")
 def mask_info_worked(api: Api) -> None:
-    """Task 5.3: worked answer: causal 4096, blocks (1024, 2048) (lecture §6.3)."""
-    info = api.call("build_mask_info", _causal(4096), 1024, 2048).value
+    """Task 5.3: worked answer: causal 4096, blocks (1024, 2048) (lecture §6.2)."""
+    info = _fields(api.call("build_mask_info", _causal(4096), 1024, 2048).value)
     T, F = True, False
     expected = {"active_rows": [0, 1, 2, 2, 3, 3], "active_cols": [0, 0, 0, 1, 0, 1],
                 "block_mask": [1, 1, 2, 1, 2, 1], "mask_next": [0, 1, 0, 0, 1, 1],
                 "bounds_start": [T, T, T, F, T, F], "bounds_end": [T, T, F, T, F, T]}
-    for index, name in enumerate(FIELDS):
-        value = getattr(info, name) if hasattr(info, name) else (
-            info[index] if isinstance(info, tuple | list) and len(info) == 7 else None)
-        if value is None:
-            raise Mismatch(f"the MaskInfo has no field {name}", got=type(info).__name__)
+    for name in FIELDS:
+        value = info[name]
         if name == "partial_mask_blocks":
-            if np.asarray(value).shape != (2, 1024, 2048):
+            if value.shape != (2, 1024, 2048):
                 raise Mismatch("there must be 2 distinct partial patterns",
-                               expected="(2, 1024, 2048)", got=str(np.asarray(value).shape))
+                               expected="(2, 1024, 2048)", got=str(value.shape))
             continue
-        _same(np.asarray(value).astype(int), np.asarray(expected[name]).astype(int), name)
+        _same(value.astype(int), np.asarray(expected[name]).astype(int), name)
 
+
+@public_check(A, "5.3", "build_mask_info equals a plain loop over the tiles field by field "
+                        "(values and dtypes) on drawn masks")
+def mask_info_property(api: Api) -> None:
+    """Task 5.3: build_mask_info equals a plain loop over the tiles field by field (values and
+    dtypes) on drawn masks.
+    """
+    def body(case: MaskCase) -> None:
+        got = _fields(api.call("build_mask_info", case.mask, case.block_q,
+                               case.block_kv).value)
+        expected = mask_info(case.mask, case.block_q, case.block_kv)
+        for name in FIELDS:
+            _same(got[name], expected[name], f"MaskInfo.{name}", dtype=True)
+    api.run_property(mask_cases(), body)
+
+
+@public_check(A, "5.3", "build_mask_info raises ValueError naming the block that does not "
+                        "divide its length, or the first query row with no visible key")
+def mask_info_errors(api: Api) -> None:
+    """Task 5.3: build_mask_info raises ValueError naming the block that does not divide its
+    length, or the first query row with no visible key.
+    """
+    blind = _causal(8)
+    blind[[3, 6]] = False
+    for args, label, names in (((_causal(12), 8, 4), "causal L 12, block_q = 8", "block_q"),
+                               ((_causal(12), 4, 5), "causal L 12, block_kv = 5", "block_kv"),
+                               ((blind, 4, 4), "causal L 8 with rows 3 and 6 cleared", "3")):
+        try:
+            api.call("build_mask_info", *args)
+        except Exception as error:  # noqa: BLE001 - the StudentError of either Api
+            message = str(error)
+            if "ValueError" not in message:
+                raise
+            if not re.search(rf"(?<![\w.]){names}(?![\w.])", message):
+                raise Mismatch("the ValueError's message does not name what is wrong",
+                               input=label, expected=f"a message naming {names}",
+                               got=message) from None
+            continue
+        raise Mismatch("build_mask_info must raise ValueError", input=label,
+                       expected="ValueError", got="a result")
+
+
+# -- Task 5.4 ------------------------------------------------------------------------------------
+
+@st.composite
+def splash_cases(draw) -> dict:
+    """q, k, v f32 [H, L, d|dv] (H 1-2, d 4/8/16, dv 4/8), a square drawn mask with blocks
+    2/4/8 and its MaskInfo fields, sm_scale or None (1/sqrt(d))."""
+    case = draw(mask_cases(square=True, blocks=(2, 4, 8), max_len=32))
+    heads, length = draw(st.integers(1, 2)), case.mask.shape[0]
+    d, dv = draw(st.sampled_from([4, 8, 16])), draw(st.sampled_from([4, 8]))
+    q, k = (arrays((heads, length, d), draw(seeds), low=-2, high=2) for _ in range(2))
+    v = arrays((heads, length, dv), draw(seeds), low=-2, high=2)
+    return {"q": q, "k": k, "v": v, "case": case,
+            "sm_scale": draw(st.one_of(st.none(), st.sampled_from([0.125, 0.5, 1.0])))}
+
+
+def _splash_fields(case: MaskCase) -> tuple:
+    """MaskInfo fields as the standard call takes them: at least one stored pattern."""
+    info = mask_info(case.mask, case.block_q, case.block_kv)
+    if info["partial_mask_blocks"].shape[0] == 0:
+        info["partial_mask_blocks"] = np.ones((1, case.block_q, case.block_kv), bool)
+    return tuple(info[name] for name in FIELDS)
+
+
+PREFETCH_ORDER = ("active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end",
+                  "block_mask")
+
+
+def _check_prefetch(recorded: object, case: MaskCase) -> None:
+    """The wrapper's one pallas_call got the six MaskInfo arrays as int32 scalar-prefetch
+    arguments, in the order of the task."""
+    info = mask_info(case.mask, case.block_q, case.block_kv)
+    if not isinstance(recorded, tuple | list) or len(recorded) != 1:
+        raise Mismatch("splash_attention must make exactly one pallas_call",
+                       got=f"{len(recorded) if isinstance(recorded, tuple | list) else '?'}")
+    arrays_ = list(recorded[0])
+    if len(arrays_) != 6:
+        raise Mismatch("the call must prefetch six arrays (num_scalar_prefetch=6)",
+                       expected="6", got=str(len(arrays_)))
+    for n, (name, got) in enumerate(zip(PREFETCH_ORDER, arrays_, strict=True)):
+        want = info[name].astype(np.int32)
+        got = np.asarray(got)
+        if got.dtype != np.int32 or not np.array_equal(got, want):
+            raise Mismatch(f"scalar-prefetch argument {n} must be {name} as int32 (order: "
+                           f"{', '.join(PREFETCH_ORDER)})", input=repr(case),
+                           expected=f"int32 {want.tolist()}",
+                           got=f"{got.dtype.name} {got.tolist()}")
+
+
+def _splash_label(example: dict) -> str:
+    shapes = ", ".join(f"{n} = f32{list(example[n].shape)}" for n in "qkv")
+    return f"{shapes}, {example['case']!r}, sm_scale = {example['sm_scale']!r}"
+
+
+@public_check(A, "5.4", "splash_attention_kernel in the standard pallas_call and "
+                        "splash_attention both equal dense masked attention (documents 3/5, "
+                        "then drawn masks); the wrapper prefetches the six MaskInfo arrays as "
+                        "int32 in the task's order (lecture §6.3)")
+def splash_values(api: Api) -> None:
+    """Task 5.4: splash_attention_kernel in the standard pallas_call and splash_attention both
+    equal dense masked attention (documents 3/5, then drawn masks); the wrapper prefetches the
+    six MaskInfo arrays as int32 in the task's order (lecture §6.3).
+    """
+    def body(example: dict) -> None:
+        q, k, v, case = example["q"], example["k"], example["v"], example["case"]
+        scale = 1 / math.sqrt(q.shape[-1]) if example["sm_scale"] is None \
+            else example["sm_scale"]
+        expected = attention(q, k, v, case.mask, scale)
+        fields = _splash_fields(case)
+        label = _splash_label(example)
+        got = api.kernel("a5", "splash_attention_kernel", q, k, v, fields, scale)
+        try:
+            assert_close(got, expected, rtol=2e-4, atol=2e-5,
+                         what="the kernel's output (in the standard call)")
+        except Mismatch as failure:
+            failure.input = label
+            raise
+        reply = api.kernel("a5", "splash_attention", q, k, v, fields, example["sm_scale"])
+        out, recorded = (reply[0], reply[1]) if isinstance(reply, tuple | list) and len(
+            reply) == 4 else (reply, None)
+        try:
+            assert_close(out, expected, rtol=2e-4, atol=2e-5, what="splash_attention's output")
+        except Mismatch as failure:
+            failure.input = label
+            raise
+        _check_prefetch(recorded, case)
+
+    # Document 2 starts inside q block 1: row 3 sees no key of its first active tile, which
+    # is where -inf scores without care give exp(-inf - (-inf)) = NaN.
+    ids = np.repeat([0, 1], [3, 5])
+    documents = MaskCase(ids[:, None] == ids[None, :], 2, 2, "documents 3/5")
+    body({"q": arrays((1, 8, 4), 1, low=-2, high=2), "k": arrays((1, 8, 4), 2, low=-2, high=2),
+          "v": arrays((1, 8, 4), 3, low=-2, high=2), "case": documents, "sm_scale": None})
+    api.run_property(splash_cases(), body, max_examples=8)
+
+
+# -- Task 5.5 ------------------------------------------------------------------------------------
 
 @public_check(A, "5.5", "worked answer: causal 4096, block 1024: 10 active blocks, 6 full, "
-                        "4 partial, 1 pattern of 1 MiB (lecture §6.3, Ex11)")
+                        "4 partial, 1 pattern (lecture Ex11)")
 def stats_worked(api: Api) -> None:
     """Task 5.5: worked answer: causal 4096, block 1024: 10 active blocks, 6 full, 4 partial, 1
-    pattern of 1 MiB (lecture §6.3, Ex11).
+    pattern (lecture Ex11).
     """
     got = api.call("mask_stats", _causal(4096), 1024, 1024).value
     expected = {"num_blocks": 16, "num_active": 10, "num_partial": 4, "num_full": 6,
@@ -109,3 +444,29 @@ def stats_worked(api: Api) -> None:
                                       "mask_stats['compute_saving']"), 1.6):
         raise Mismatch("mask_stats differs from the lecture's", expected=str(expected),
                        got=str(got))
+
+
+@public_check(A, "5.5", "mask_stats counts tiles and patterns as a plain loop does, with "
+                        "pattern_bytes = patterns · block_q · block_kv and compute_saving = "
+                        "num_blocks / num_active")
+def stats_property(api: Api) -> None:
+    """Task 5.5: mask_stats counts tiles and patterns as a plain loop does, with pattern_bytes =
+    patterns · block_q · block_kv and compute_saving = num_blocks / num_active.
+    """
+    def body(case: MaskCase) -> None:
+        mask, bq, bkv = case.mask, case.block_q, case.block_kv
+        kinds = _kinds(mask, bq, bkv)
+        patterns = mask_info(mask, bq, bkv)["partial_mask_blocks"].shape[0]
+        active = int((kinds > 0).sum())
+        expected = {"num_blocks": kinds.size, "num_active": active,
+                    "num_partial": int((kinds == 1).sum()), "num_full": int((kinds == 2).sum()),
+                    "num_patterns": patterns, "pattern_bytes": patterns * bq * bkv}
+        got = api.call("mask_stats", mask, bq, bkv).value
+        if not isinstance(got, dict):
+            raise Mismatch("mask_stats must return a dict", got=type(got).__name__)
+        wrong = {key: got.get(key) for key, value in expected.items() if got.get(key) != value}
+        saving = number(got.get("compute_saving"), "mask_stats['compute_saving']")
+        if wrong or not np.isclose(saving, kinds.size / active, rtol=1e-9):
+            raise Mismatch("mask_stats differs", expected=describe(
+                {**expected, "compute_saving": kinds.size / active}), got=describe(got))
+    api.run_property(mask_cases(), body)

@@ -1,0 +1,255 @@
+"""Diagnoses are shown only when the student's output is what the named mistake computes
+(issue 12, "Diagnoses"): the models of a1, a2, a3 and a5 on their own, in the trusted
+process, without a worker.
+
+Each test computes a mistake's output with the checks' own model (or with pallas_sim, as
+the mistaken code would) and asserts that the diagnosis names that mistake and no other;
+outputs that no modelled mistake computes get no diagnosis at all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import reference.a2_pipelining as ref2
+import reference.a5_splash_attention as ref5
+from graders.checks import a1, a2, a3, a5
+from graders.checks.framework import CheckFailure
+from graders.checks.strategies import F32, Case, make_array
+from pallas_sim import jax, pl, pltpu
+
+# --- a5: the Splash kernel ------------------------------------------------------------------
+
+
+def _splash_case(mask: np.ndarray, block: int, recipe: str) -> a5.SplashCase:
+    length = mask.shape[0]
+    q, k, v = (make_array((2, length, 4), F32, seed, low=-2, high=2) for seed in (1, 2, 3))
+    return a5.SplashCase(q, k, v, a5.MaskCase(mask, block, block, recipe), None, (1, 2, 3))
+
+
+#: local & documents: rows whose first active tile masks all their keys (so -inf without
+#: care gives NaN), several q rows of tiles (so an init at g == 0 only is wrong), full tiles.
+_MASK = ref5.local_mask(16, (5, 0)) & ref5.segment_mask(np.repeat([0, 1], [6, 10]))
+_CASE = _splash_case(_MASK, 2, "local & documents")
+
+
+def _expected(c: a5.SplashCase) -> np.ndarray:
+    return a5._dense_attention(c.q, c.k, c.v, c.case.mask, c.scale)
+
+
+@pytest.mark.task("5.4")
+@pytest.mark.parametrize("index", range(len(a5.KERNEL_MISTAKES)))
+def test_a_splash_mistake_is_named_by_its_own_output_only(index: int) -> None:
+    mistake = a5.KERNEL_MISTAKES[index]
+    fields = a5._kernel_fields(_CASE.info)
+    got = a5.splash_model(_CASE, fields, mistake).astype(np.float32)
+    diagnosis = a5._diagnose_kernel(got, _CASE, fields, _expected(_CASE))
+    assert diagnosis == mistake.text, (
+        f"the output of '{mistake.text[:60]}...' must be diagnosed as that mistake alone; "
+        f"got {diagnosis!r}")
+
+
+@pytest.mark.task("5.4")
+def test_nan_from_neg_inf_scores_is_not_blamed_on_masking_full_tiles() -> None:
+    # The checks' full-tile test hands full tiles an all-False pattern; the -inf kernel's
+    # NaN there used to be blamed on masking full tiles (issue 12).
+    info = _CASE.info
+    full = info.block_mask == 2
+    blocks = info.partial_mask_blocks
+    poisoned = np.concatenate([blocks, np.zeros((1, *blocks.shape[1:]), bool)])
+    nxt = np.where(full, len(blocks), info.mask_next).astype(np.int32)
+    fields = tuple(info._replace(partial_mask_blocks=poisoned, mask_next=nxt))
+    neg_inf, init_g0 = a5.KERNEL_MISTAKES[2], a5.KERNEL_MISTAKES[3]
+    for mistake in (neg_inf, init_g0):
+        got = a5.splash_model(_CASE, fields, mistake)
+        diagnosis = a5._diagnose_kernel(got, _CASE, fields, _expected(_CASE)) or ""
+        assert "applied on full tiles" not in diagnosis, diagnosis
+        assert diagnosis == mistake.text
+
+
+@pytest.mark.task("5.4")
+def test_an_output_no_mistake_computes_gets_no_diagnosis() -> None:
+    fields = a5._kernel_fields(_CASE.info)
+    expected = _expected(_CASE)
+    noisy = expected + np.random.default_rng(0).normal(0, 0.1, expected.shape)
+    assert a5._diagnose_kernel(noisy, _CASE, fields, expected) is None
+    nan = np.full_like(expected, np.nan)
+    assert a5._diagnose_kernel(nan, _CASE, fields, expected) is None, (
+        "all-NaN is not what any modelled mistake computes on this mask")
+
+
+@pytest.mark.task("5.3")
+def test_pattern_diagnoses_follow_the_stored_patterns() -> None:
+    docs = ref5.segment_mask(np.repeat([0, 1, 2], [3, 6, 7]))
+    case = a5.MaskCase(docs, 4, 4, "documents 3/6/7")
+    none_shared, by_offset = (patterns for patterns, _ in a5._pattern_models(case))
+    assert len(none_shared) != len(by_offset), "the mask must tell the two mistakes apart"
+    assert "its own pattern" in a5._pattern_diagnosis(none_shared, case)
+    assert "position" in a5._pattern_diagnosis(by_offset, case)
+    assert a5._pattern_diagnosis(none_shared[::-1].copy(), case) is None, (
+        "patterns in another order are not what either mistake stores")
+
+
+# --- a3: the matmul kernel and the grid ------------------------------------------------------
+
+
+def _matmul_case(blocks: tuple[int, int, int], activation: str | None = None) -> Case:
+    bm, bn, bk = 8, 8, 8
+    x = make_array((bm * blocks[0], bk * blocks[2]), F32, 1)
+    y = make_array((bk * blocks[2], bn * blocks[1]), F32, 2)
+    return Case((x, y), {"block_shape": (bm, bn, bk), "activation": activation}, ("x", "y"))
+
+
+@pytest.mark.task("3.1")
+def test_an_init_on_the_wrong_axis_is_told_from_overwriting() -> None:
+    case = _matmul_case((2, 2, 3))
+    x, y = case.args
+    wrong_axis = a3._init_on_axis(x, y, (8, 8, 8), None, 0, "poison")
+    overwrite = a3._last_step_only(x, y, 8, None)
+    text = a3._diagnose_values(wrong_axis, case, a3.F32_ACCUMULATION, "poison")
+    assert text is not None and "pl.program_id(0) == 0" in text and "overwritten" not in text
+    text = a3._diagnose_values(overwrite, case, a3.F32_ACCUMULATION, "poison")
+    assert text is not None and "overwritten" in text and "program_id(0)" not in text
+
+
+@pytest.mark.task("3.1")
+def test_with_one_block_row_both_mistakes_are_named() -> None:
+    case = _matmul_case((1, 2, 3))
+    x, y = case.args
+    text = a3._diagnose_values(a3._last_step_only(x, y, 8, None), case, a3.F32_ACCUMULATION,
+                               "poison") or ""
+    assert "2 known mistakes" in text and "overwritten" in text and "program_id(0)" in text
+
+
+@pytest.mark.task("3.1")
+def test_all_nan_is_a_missing_init_only_with_poisoned_buffers() -> None:
+    case = _matmul_case((2, 2, 2), "relu")
+    nan = np.full((16, 16), np.nan)
+    assert "not zeroed" in (a3._diagnose_values(nan, case, a3.BF16_RESULT, "poison") or "")
+    assert a3._diagnose_values(nan, case, a3.BF16_RESULT, "zero") is None, (
+        "with zero-filled buffers a missing init gives the right sum, never NaN")
+
+
+def _revisit_failure(out_map, grid, semantics) -> CheckFailure:
+    """The CheckFailure a student's matmul raising RevisitedOutputBlockError produces."""
+    from pallas_sim.errors import RevisitedOutputBlockError
+
+    case = _matmul_case((2, 2, 2))
+    x, y = case.args
+
+    def kernel(x_ref, y_ref, z_ref):
+        z_ref[...] = x_ref[...] @ y_ref[...]
+
+    call = pl.pallas_call(
+        kernel, grid=grid,
+        in_specs=[pl.BlockSpec((8, 8), lambda *g: (0, 0)), pl.BlockSpec((8, 8),
+                                                                         lambda *g: (0, 0))],
+        out_specs=pl.BlockSpec((8, 8), out_map),
+        out_shape=jax.ShapeDtypeStruct((16, 16), np.float32),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=semantics))
+    import pallas_sim
+    from graders.grading import GRADING_SIM_OPTIONS
+
+    with pytest.raises(RevisitedOutputBlockError) as raised, \
+            pallas_sim.config(**GRADING_SIM_OPTIONS):
+        call(x, y)
+    return CheckFailure(f"matmul raised RevisitedOutputBlockError: {raised.value}")
+
+
+@pytest.mark.task("3.2")
+def test_a_revisit_is_blamed_on_the_k_axis_only_when_a_k_first_grid_raises_it() -> None:
+    case = _matmul_case((2, 2, 2))
+    k_first = _revisit_failure(lambda k, i, j: (i, j), (2, 2, 2),
+                               ("parallel", "parallel", "arbitrary"))
+    assert "the K axis is not the last grid axis" in (
+        a3._revisit_diagnosis(k_first, case).diagnosis or "")
+    ignores_i = _revisit_failure(lambda i, j, k: (0, j), (2, 2, 2),
+                                 ("arbitrary", "arbitrary", "arbitrary"))
+    assert a3._revisit_diagnosis(ignores_i, case).diagnosis is None, (
+        "an output index map that ignores i revisits blocks too, with K last")
+
+
+@pytest.mark.task("3.4")
+def test_min_block_diagnoses() -> None:
+    peak, bandwidth = 1028.75e12, 3685.5e9
+    assert "rounded down" in a3._diagnose_block(552, peak, bandwidth, 2, 8)
+    assert "not a multiple" in a3._diagnose_block(559, peak, bandwidth, 2, 8)
+    assert a3._diagnose_block(568, peak, bandwidth, 2, 8) is None
+
+
+# --- a1: the bias add's grid order, vmem_bytes ------------------------------------------------
+
+
+def _bias_traces(column_inner: bool, semantics=("arbitrary", "arbitrary")) -> list:
+    import pallas_sim
+
+    x, bias = make_array((64, 64), F32, 1), make_array((1, 64), F32, 2)
+
+    def kernel(x_ref, b_ref, o_ref):
+        o_ref[...] = x_ref[...] + b_ref[...]
+
+    if column_inner:
+        spec, bias_map, grid = pl.BlockSpec((16, 16), lambda i, j: (i, j)), (
+            lambda i, j: (0, j)), (4, 4)
+    else:
+        spec, bias_map, grid = pl.BlockSpec((16, 16), lambda j, i: (i, j)), (
+            lambda j, i: (0, j)), (4, 4)
+    call = pl.pallas_call(kernel, grid=grid, in_specs=[spec, pl.BlockSpec((1, 16), bias_map)],
+                          out_specs=spec, out_shape=jax.ShapeDtypeStruct((64, 64), np.float32),
+                          compiler_params=pltpu.CompilerParams(dimension_semantics=semantics))
+    with pallas_sim.trace() as t:
+        call(x, bias)
+    return t.calls, x, bias
+
+
+@pytest.mark.task("1.3")
+def test_the_bias_diagnosis_needs_the_column_inner_call() -> None:
+    calls, x, bias = _bias_traces(column_inner=True)
+    assert a1._is_column_inner(calls, x, bias, (16, 16))
+    calls, x, bias = _bias_traces(column_inner=False)
+    assert not a1._is_column_inner(calls, x, bias, (16, 16)), (
+        "a square grid in the right order is not the column-inner mistake")
+
+
+@pytest.mark.task("1.5")
+def test_vmem_diagnoses() -> None:
+    shapes, dtypes = [(64, 64)] * 3, ["float32"] * 3
+    whole = 3 * 64 * 64 * 4
+    assert "counted buffer_count times" in a1._diagnose_vmem(3 * whole, shapes, dtypes, None, 3)
+    assert "buffer_count is ignored" in a1._diagnose_vmem(3 * 2 * 8 * 8 * 4, shapes, dtypes,
+                                                          (8, 8), 4)
+    assert a1._diagnose_vmem(whole + 1, shapes, dtypes, None, 2) is None
+
+
+# --- a2: the schedule, utilization and bandwidth ----------------------------------------------
+
+
+@pytest.mark.task("2.1")
+def test_schedule_diagnoses_follow_the_schedule() -> None:
+    dma, compute, buffers = [1.0] * 6, [2.0] * 6, 2
+    case = Case((dma, compute, buffers), {}, ("dma_times", "compute_times", "n_buffers"))
+    one_more = ref2.pipeline_schedule(dma, compute, buffers + 1)
+    no_wait = a2._variant_schedule(dma, compute, buffers, slots=False)
+    assert not np.allclose(one_more[0], no_wait[0]), "the input must tell the two apart"
+    text = a2._diagnose_schedule(one_more, case)
+    assert "n_buffers + 1" in text and "free slot" not in text
+    text = a2._diagnose_schedule(no_wait, case)
+    assert "free slot" in text and "n_buffers + 1" not in text
+    dma, compute = [1.0, 3.0, 1.0, 1.0, 2.0], [2.0, 1.0, 4.0, 1.0, 1.0]
+    case = Case((dma, compute, buffers), {}, ("dma_times", "compute_times", "n_buffers"))
+    text = a2._diagnose_schedule(ref2.pipeline_schedule(dma, compute, buffers + 1), case)
+    assert "2 known mistakes" in text and "free slot" in text and "n_buffers + 1" in text, (
+        "where both mistakes give the same schedule, both are named")
+    overlapping = a2._variant_schedule(dma, compute, buffers, unit=False)
+    assert "does not wait for compute k-1" in a2._diagnose_schedule(overlapping, case)
+    correct = ref2.pipeline_schedule(dma, compute, buffers)
+    shifted = (correct[0] + 0.5, correct[1] + 0.5)
+    assert a2._diagnose_schedule(shifted, case) is None
+
+
+@pytest.mark.task("2.4")
+def test_bandwidth_diagnoses() -> None:
+    inverted = 100.0 * (1 - 0.25) / (2.0 * 0.25)
+    assert "upside down" in a2._diagnose_bandwidth(inverted, 100.0, 2.0, 0.25)
+    assert a2._diagnose_bandwidth(1.0, 100.0, 2.0, 0.25) is None
