@@ -21,6 +21,7 @@ from .call_args import check_in_specs, no_block_spec, top_level_tuple
 from .dtypes import as_dtype
 from .memory_spaces import _JAX_ONLY, ANY, SMEM, VMEM, MemorySpace, ScratchShape, TPUMemorySpace
 from .memory_spaces import _RefusingEnumType as _RefusingEnum
+from .values import canonical_dtype
 
 # Re-exported for the modules that build calls.
 _REEXPORTED = (ANY, SMEM, VMEM, MemorySpace, ScratchShape, TPUMemorySpace)
@@ -75,6 +76,16 @@ class ShapeDtypeStruct:
     def __init__(self, shape: Sequence[int], dtype: object) -> None:
         object.__setattr__(self, "shape", tuple(int(d) for d in shape))
         object.__setattr__(self, "dtype", as_dtype(dtype))
+
+    @classmethod
+    def like(cls, x: object) -> ShapeDtypeStruct:
+        """``jax.ShapeDtypeStruct.like(x)``: the shape and dtype of ``x`` (an array, a
+        kernel value, a ShapeDtypeStruct or a Python number) in JAX's 32-bit dtypes, as
+        JAX's with 64-bit types off (a float64 array gives float32, a Python int int32).
+        """
+        if isinstance(x, bool | int | float | complex):
+            return cls((), canonical_dtype(np.asarray(x).dtype))
+        return cls(x.shape, canonical_dtype(x.dtype))  # type: ignore[attr-defined]
 
     @property
     def ndim(self) -> int:

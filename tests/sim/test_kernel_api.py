@@ -167,6 +167,22 @@ def test_shape_dtype_struct_holds_shape_and_dtype():
     )
 
 
+def test_shape_dtype_struct_like_takes_an_arrays_shape_in_jaxs_32_bit_dtypes():
+    """jax.ShapeDtypeStruct.like(x) (the Pallas quickstart's ``out_shape``): x's shape,
+    and its dtype as JAX would hold it with 64-bit types off."""
+    like = jax.ShapeDtypeStruct.like
+    assert like(np.zeros((8, 128), jnp.bfloat16)) == jax.ShapeDtypeStruct((8, 128), jnp.bfloat16)
+    assert like(np.zeros((2, 3))) == jax.ShapeDtypeStruct((2, 3), np.float32), "float64 -> f32"
+    assert like(np.arange(4)) == jax.ShapeDtypeStruct((4,), np.int32), "int64 -> int32"
+    assert like(jax.ShapeDtypeStruct((5,), jnp.int8)) == jax.ShapeDtypeStruct((5,), jnp.int8)
+    assert (like(3), like(2.5), like(True)) == (jax.ShapeDtypeStruct((), np.int32),
+                                                jax.ShapeDtypeStruct((), np.float32),
+                                                jax.ShapeDtypeStruct((), np.bool_))
+    x = np.ones((16, 128), np.float32)
+    out = pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct.like(x))(x, x)
+    assert out.shape == x.shape and out.dtype == x.dtype and (out == 2).all()
+
+
 def test_tuple_out_shape_returns_a_tuple_of_outputs():
     def kernel(x_ref, y_ref, s_ref, d_ref):
         s_ref[...] = x_ref[...] + y_ref[...]
