@@ -111,6 +111,27 @@ def test_ds_selects_a_dynamic_slice_of_a_ref():
         assert np.array_equal(out[16 * k + 8:16 * k + 16], x[0:8]), "pl.dslice(0, 8): rows 0..7"
 
 
+def test_ds_takes_jaxs_other_forms_none_a_length_and_a_stride():
+    """As jax.experimental.pallas.ds: ds(None) is ``:``, ds(j) is ``:j``, ds(i, j, s) is
+    j elements from i, s apart (the reference flash-attention kernel reads its bias with
+    ``pl.dslice(None)``)."""
+    def kernel(x_ref, o_ref):
+        o_ref[0:1, :] = x_ref[pl.ds(None)][0:1, :]
+        o_ref[1:2, :] = x_ref[pl.ds(1), :] * 2
+        o_ref[pl.ds(2, 3, 2), :] = x_ref[pl.dslice(0, 3, 3), :]  # rows 2, 4, 6 <- 0, 3, 6
+        o_ref[pl.ds(3, 3, 2), :] = jnp.zeros((3, 128), jnp.float32)  # rows 3, 5, 7
+
+    x = np.arange(8 * 128, dtype=np.float32).reshape(8, 128)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    np.testing.assert_array_equal(out[0], x[0], err_msg="pl.ds(None) reads the whole ref")
+    np.testing.assert_array_equal(out[1], 2 * x[0], err_msg="pl.ds(1) is the slice :1")
+    np.testing.assert_array_equal(out[[2, 4, 6]], x[[0, 3, 6]],
+                                  err_msg="pl.ds(0, 3, 3) is rows 0, 3, 6; ds(2, 3, 2) 2, 4, 6")
+    assert not out[[3, 5, 7]].any()
+    with pytest.raises(ValueError, match="stride"):
+        pl.ds(0, 4, -1)
+
+
 @given(a=st.integers(0, 10**6), b=st.integers(1, 10**4))
 @SIM_SETTINGS
 def test_cdiv_is_ceiling_division(a, b):
