@@ -30,6 +30,9 @@ class Ref:
 
     Raises (on indexing):
       IndexError: an index or slice outside the ref's shape, naming the ref.
+      ValueError: a stored value whose shape or dtype is not the target's (JAX's
+        "Invalid shape for `swap`" / "Invalid dtype for `swap`": no broadcasting, not
+        even of a scalar).
     """
 
     __slots__ = ("_buf", "_name", "_space", "_reads")
@@ -107,13 +110,16 @@ class Ref:
         elif isinstance(value, np.ndarray) and value.ndim and KERNELS:
             raise captured(value)
         _check_store_dtype(self, value)
-        try:
-            self._buf[target] = value
-        except ValueError as exc:
-            shape = np.shape(value)
+        want = self._buf.shape if target is Ellipsis else self._buf[target].shape
+        shape = np.shape(value)
+        if shape != want:
             raise ValueError(
-                f"cannot store a value of shape {shape} into {self._name}{_fmt(idx)}, whose "
-                f"shape is {self._buf[target].shape}: {exc}") from None
+                f"Invalid shape for `swap`. Ref shape: {self._buf.shape}. Expected shape: "
+                f"{want}. Value shape: {shape}. (storing into {self._name}{_fmt(idx)}: JAX "
+                f"stores a value of exactly the target's shape and never broadcasts it; "
+                f"write jnp.broadcast_to(value, {want}), or jnp.zeros_like / jnp.full_like "
+                f"for a constant)")
+        self._buf[target] = value
 
     def _checked(self, idx):
         """Return ``idx`` (traced entries made concrete) after checking every entry against

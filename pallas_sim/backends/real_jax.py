@@ -2,8 +2,8 @@
 
 ``from pallas_sim.backends.real_jax import jax, jnp, pl, pltpu`` gives the
 real ``jax``, ``jax.numpy``, ``jax.experimental.pallas`` and
-``jax.experimental.pallas.tpu``, except that ``pl.pallas_call`` always runs in
-one of JAX's two CPU interpreters, whatever ``interpret=`` the code passes:
+``jax.experimental.pallas.tpu``, except that ``pl.pallas_call`` and ``pl.kernel`` always run
+in one of JAX's two CPU interpreters, whatever ``interpret=`` the code passes:
 
 * ``"hlo"``: ``interpret=True``, the HLO interpreter (JAX's
   ``pallas_call`` discharged to plain XLA ops);

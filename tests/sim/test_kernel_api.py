@@ -448,6 +448,43 @@ def test_indexing_a_ref_outside_its_shape_is_an_index_error_naming_the_ref(read,
     )
 
 
+@pytest.mark.parametrize(("store", "target", "value"), [
+    (lambda x_ref, o_ref: o_ref.__setitem__(Ellipsis, 0.0), (8, 128), ()),
+    (lambda x_ref, o_ref: o_ref.__setitem__((slice(None), slice(None)), -np.inf), (8, 128), ()),
+    (lambda x_ref, o_ref: o_ref.__setitem__(Ellipsis, x_ref[0:1, :]), (8, 128), (1, 128)),
+    (lambda x_ref, o_ref: o_ref.__setitem__(Ellipsis, jnp.max(x_ref[...], axis=1)[:, None]),
+     (8, 128), (8, 1)),
+    (lambda x_ref, o_ref: o_ref.__setitem__(0, jnp.float32(1)), (128,), ()),
+], ids=["python float into a block", "-inf into [:, :]", "a row into a block",
+        "a (8, 1) column into a block", "a scalar into a row"])
+def test_a_store_must_have_the_targets_shape_as_in_jax(store, target, value):
+    """JAX 0.10.x never broadcasts a stored value ("Invalid shape for `swap`"), not even a
+    scalar; NumPy would, so a kernel that relies on it ran here and failed on JAX."""
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+        store(x_ref, o_ref)
+
+    x = np.zeros((8, 128), np.float32)
+    with pytest.raises(ValueError, match=re.escape(
+            f"Invalid shape for `swap`. Ref shape: (8, 128). Expected shape: {target}. "
+            f"Value shape: {value}.")):
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+
+def test_stores_of_the_targets_shape_are_fine_a_scalar_into_one_element_too():
+    def kernel(x_ref, o_ref):
+        o_ref[...] = jnp.zeros_like(o_ref)
+        o_ref[...] += 1
+        o_ref[0, 0] = 5.0  # a 0-d target takes a Python scalar
+        o_ref[1, :] = jnp.full((128,), 2.0, jnp.float32)
+        o_ref[pl.ds(2, 2), :] = jnp.broadcast_to(x_ref[0:1, :], (2, 128))
+
+    x = np.full((8, 128), 7.0, np.float32)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    assert out[0, 0] == 5 and (out[1] == 2).all() and (out[2:4] == 7).all()
+    assert (out[4:] == 1).all() and (out[0, 1:] == 1).all()
+
+
 def test_kernel_returning_a_value_is_an_error():
     def kernel(x_ref, o_ref):
         o_ref[...] = x_ref[...]
