@@ -48,7 +48,7 @@ from .operands import Operand, allocate_buffers, dtype_name, vectorized_grid
 from .pytrees import flatten
 from .refs import make_ref
 from .specs import CompilerParams, CostEstimate, GridDimensionSemantics, GridSpec, ShapeDtypeStruct
-from .values import concrete
+from .values import canonical_dtype, concrete
 
 #: The dimension semantics pallas_sim accepts, by their JAX string.
 _SEMANTICS = ("parallel", "arbitrary", "core_parallel")
@@ -330,10 +330,10 @@ class _Call:
         if len(args) < n_pre:
             raise ValueError(f"{self.name}: {n_pre} scalar-prefetch arguments expected, "
                              f"got {len(args)} arguments in all")
-        prefetch = [np.array(a) for a in args[:n_pre]]
+        prefetch = [_on_device(a, copy=True) for a in args[:n_pre]]
         rest = tuple(args[n_pre:])
         leaves, in_def = flatten(rest)
-        arrays = [a if isinstance(a, np.ndarray) else np.asarray(concrete(a)) for a in leaves]
+        arrays = [_on_device(a) for a in leaves]
         in_specs = match_specs(self.in_specs, rest, len(arrays), "`in_specs`", "`inputs`")
         out_specs = match_specs(self.out_specs, self.out_shape, len(self.out_structs),
                                 "`out_specs`", "`out_shape`")
@@ -524,6 +524,17 @@ class _Call:
                 raise ValueError(f"output {o} is aliased to two inputs")
             by_out[o] = i
         return by_out
+
+
+def _on_device(a: object, copy: bool = False) -> np.ndarray:
+    """An argument as JAX would hold it on the device: a NumPy array in JAX's 32-bit dtype
+    (float64 → float32, int64 → int32, ...; JAX converts NumPy arguments silently with
+    64-bit types off, its default)."""
+    array = a if isinstance(a, np.ndarray) else np.asarray(concrete(a))
+    dtype = canonical_dtype(array.dtype)
+    if dtype != array.dtype:
+        return array.astype(dtype)
+    return np.array(array) if copy else array
 
 
 def _where(kernel: Callable[..., Any]) -> str:

@@ -9,10 +9,6 @@ once as ``build(ns)`` against a namespace ``ns`` with ``pl``, ``pltpu``, ``jax``
 the module's ``CASES`` with the tolerance its comparison uses. Inputs come from NumPy
 with fixed seeds, so both backends see the same numbers.
 
-A case that uses a Pallas API pallas_sim is still gaining (issue 14 item 2) is listed in
-its module's ``NEEDS_NEW_API`` as ``(case name, (API, ...))``: its test is a strict
-xfail for as long as pallas_sim refuses one of those names.
-
 The directory has no ``__init__.py`` on purpose: ``tests/corpus`` is already the
 package ``corpus``, so :func:`load_corpus` loads the modules by path.
 """

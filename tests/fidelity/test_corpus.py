@@ -8,11 +8,6 @@ the table. Every case runs on pallas_sim and on JAX with ``interpret=True`` and 
 interpret mode; outputs must have the same structure, shapes and dtypes, and values
 within the tolerance the case states (integers exactly).
 
-A case listed in its module's ``NEEDS_NEW_API`` uses an API pallas_sim is still gaining
-(issue 14 item 2): its test is a strict xfail that only an ``UnsupportedJaxAPIError``
-naming one of the listed APIs satisfies. When the API lands the case passes, the strict
-xfail fails, and the entry must come out of ``NEEDS_NEW_API``.
-
 Then two lists: tutorial idioms JAX refuses, which pallas_sim must refuse too (the rules
 test_traced_values.py and test_error_parity.py already pin are not repeated), and
 results whose numbers or dtypes follow JAX's rules rather than NumPy's. Last, the JAX
@@ -35,7 +30,6 @@ from corpus_cases import (
     EXACT,
     F32,
     JAX,
-    SIM,
     Case,
     assert_agree,
     load_corpus,
@@ -45,7 +39,6 @@ from corpus_cases import (
     short_name,
 )
 
-from pallas_sim import UnsupportedJaxAPIError
 from pallas_sim.backends import real_jax
 
 MODULES = load_corpus()
@@ -53,35 +46,12 @@ SOURCES = {"quickstart", "matmul_guide", "pipelining_guide", "block_sparse", "fl
            "splash_usage", "puzzles"}
 
 
-def _needs(module: Any, case: Case) -> tuple[str, ...]:
-    return dict(module.NEEDS_NEW_API).get(case.name, ())
-
-
-def _corpus_params() -> list[Any]:
-    params = []
-    for module in MODULES:
-        for case in module.CASES:
-            apis = _needs(module, case)
-            marks = [pytest.mark.xfail(
-                strict=True, raises=UnsupportedJaxAPIError,
-                reason=f"pallas_sim lacks {' / '.join(apis)} (issue 14 item 2)")] if apis else []
-            for mode in real_jax.MODES:
-                params.append(pytest.param(case, mode, apis, marks=marks,
-                                           id=f"{short_name(module)}.{case.name}-{mode}"))
-    return params
-
-
-@pytest.mark.parametrize(("case", "mode", "apis"), _corpus_params())
-def test_corpus_case_agrees_with_jax(case: Case, mode: real_jax.Mode, apis: tuple[str, ...]):
-    expected = run_jax(case.build, mode)  # the case is valid JAX, new API or not
-    try:
-        got = run_sim(case.build)
-    except UnsupportedJaxAPIError as exc:
-        if not any(f"`{api}`" in str(exc) for api in apis):
-            raise AssertionError(
-                f"{case.name}: pallas_sim refused a name its NEEDS_NEW_API entry does not "
-                f"list ({list(apis)}): {exc}") from exc
-        raise
+@pytest.mark.parametrize(("case", "mode"), [
+    pytest.param(case, mode, id=f"{short_name(module)}.{case.name}-{mode}")
+    for module in MODULES for case in module.CASES for mode in real_jax.MODES])
+def test_corpus_case_agrees_with_jax(case: Case, mode: real_jax.Mode):
+    expected = run_jax(case.build, mode)
+    got = run_sim(case.build)
     assert_agree(got, expected, case.tolerance, f"{case.name} on JAX {mode} mode")
 
 
@@ -95,20 +65,7 @@ def test_the_corpus_has_a_module_per_public_source():
         assert module.CASES, f"{short_name(module)} has no cases"
 
 
-def test_needs_new_api_lists_only_cases_of_its_module_with_the_apis_pallas_sim_lacks():
-    for module in MODULES:
-        names = {case.name for case in module.CASES}
-        for name, apis in module.NEEDS_NEW_API:
-            assert name in names, f"{short_name(module)}.NEEDS_NEW_API names no case {name}"
-            missing = [api for api in apis
-                       if not hasattr(SIM.pl if api.startswith("pl.") else SIM.pltpu,
-                                      api.split(".", 1)[1])]
-            assert missing, (
-                f"{short_name(module)}.{name}: pallas_sim now has {list(apis)}; take the case "
-                "out of NEEDS_NEW_API")
-
-
-@pytest.mark.parametrize("case", [c for m in MODULES for c in m.CASES if not _needs(m, c)],
+@pytest.mark.parametrize("case", [c for m in MODULES for c in m.CASES],
                          ids=lambda c: c.name)
 def test_a_corpus_case_gives_the_same_result_twice_on_pallas_sim(case: Case):
     """Inputs are drawn afresh inside each build, so both backends see the same ones."""

@@ -4,6 +4,8 @@ operands, aliasing, dimension semantics and ref bounds."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given

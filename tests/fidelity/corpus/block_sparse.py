@@ -21,8 +21,6 @@ import numpy as np
 from corpus_cases import BF16, EXACT, Case, corpus_case
 
 CASES: list[Case] = []
-NEEDS_NEW_API: list[tuple[str, tuple[str, ...]]] = []
-
 
 @corpus_case(CASES, tolerance=EXACT,
              exercises="PrefetchScalarGridSpec(1): index map reads the block index from SMEM")

@@ -27,10 +27,6 @@ import numpy as np
 from corpus_cases import BF16, Case, corpus_case
 
 CASES: list[Case] = []
-NEEDS_NEW_API = [
-    ("causal_with_pl_loop_and_cost_estimate", ("pl.loop", "pl.CostEstimate")),
-]
-
 LANES = 128  # m and l are kept this wide, one copy per lane
 MASK_VALUE = -0.7 * float(np.finfo(np.float32).max)  # finite: exp(MASK - m) is 0, not NaN
 F32_ATTENTION = 2e-5  # float32 softmax-weighted sums: exp and division round differently

@@ -20,8 +20,6 @@ import numpy as np
 from corpus_cases import BF16, F32_MATMUL, Case, corpus_case
 
 CASES: list[Case] = []
-NEEDS_NEW_API: list[tuple[str, tuple[str, ...]]] = []
-
 _RNG = np.random.default_rng(41)
 A = _RNG.standard_normal((256, 256), dtype=np.float32)
 B = _RNG.standard_normal((256, 256), dtype=np.float32)

@@ -18,12 +18,6 @@ import numpy as np
 from corpus_cases import EXACT, F32, Case, corpus_case
 
 CASES: list[Case] = []
-NEEDS_NEW_API = [
-    ("first_row_through_sync_copy", ("pltpu.sync_copy",)),
-    ("scoped_buffer_and_async_copy", ("pl.run_scoped", "pltpu.async_copy")),
-    ("inner_emit_pipeline_over_hbm_refs", ("pltpu.emit_pipeline",)),
-]
-
 _RNG = np.random.default_rng(7)
 X = _RNG.uniform(size=(256, 256)).astype(np.float32)
 Y = _RNG.uniform(size=(256, 256)).astype(np.float32)

@@ -20,8 +20,6 @@ import numpy as np
 from corpus_cases import F32, F32_MATMUL, Case, corpus_case
 
 CASES: list[Case] = []
-NEEDS_NEW_API: list[tuple[str, tuple[str, ...]]] = []
-
 
 def _draw(seed, *shapes):
     rng = np.random.default_rng(seed)

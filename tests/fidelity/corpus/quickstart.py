@@ -18,12 +18,6 @@ import numpy as np
 from corpus_cases import EXACT, F32, F32_MATMUL, Case, corpus_case
 
 CASES: list[Case] = []
-NEEDS_NEW_API = [
-    ("fill_with_pl_kernel", ("pl.kernel", "pltpu.create_tensorcore_mesh", "pltpu.sync_copy")),
-    ("add_with_pl_kernel_and_emit_pipeline",
-     ("pl.kernel", "pltpu.create_tensorcore_mesh", "pltpu.emit_pipeline")),
-]
-
 _RNG = np.random.default_rng(14)
 X = _RNG.standard_normal((128, 128), dtype=np.float32)
 Y = _RNG.standard_normal((128, 128), dtype=np.float32)

@@ -24,8 +24,6 @@ import numpy as np
 from corpus_cases import BF16, Case, corpus_case
 
 CASES: list[Case] = []
-NEEDS_NEW_API: list[tuple[str, tuple[str, ...]]] = []
-
 LANES = 128
 MASK_VALUE = -0.7 * float(np.finfo(np.float32).max)
 EMPTY, PARTIAL, FULL = 0, 1, 2
