@@ -1,131 +1,64 @@
-"""The assignments table: ids, file stems, titles, lecture sections, tasks and points.
+"""The assignments, discovered: one lab package per assignment under ``graders/labs/``.
 
-Source: design.md ("Assignments") and student-api.md (task ids and function
-names). Task ids ``N.M`` are the same everywhere: the stub's error message,
-the pytest marker, the report and the README. Every assignment totals 100
-points; only tasks marked ``graded`` count towards a score (every task of
-a1-a5 is graded).
+Every folder ``graders/labs/<stem>/`` whose ``__init__.py`` defines
+``ASSIGNMENT`` (a ``graders.records.Assignment``) is an assignment; there is no
+central table. Adding an assignment is adding its lab package (and its
+reference, solution and handout; docs/architecture.md, "Add an assignment").
+Assignments are kept in course order: by the number in their id ("a2" before
+"a10").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from graders.records import Assignment, Task
+
+__all__ = ["ASSIGNMENTS", "Assignment", "LABS_DIR", "Task", "assignment_for_stem",
+           "discover", "get_assignment", "harness_files", "known_stems", "load_harness"]
+
+#: The folder holding one package per assignment.
+LABS_DIR = Path(__file__).resolve().parent / "labs"
 
 
-@dataclass(frozen=True)
-class Task:
-    """One task: ``id`` ("1.2"), ``title`` (the function names), ``points``, ``graded``, and
-    ``depends``: the tasks whose functions this task's functions legitimately call (a
-    wrapper its kernel, mask_stats the MaskInfo builder). A mistake in a task may cost
-    points on the tasks that declare it (issue 12: one fault, one charge), and their
-    feedback says so."""
-
-    id: str
-    title: str
-    points: float
-    graded: bool
-    depends: tuple[str, ...] = ()
+def _course_order(assignment: Assignment) -> tuple[int, str]:
+    number = re.search(r"\d+", assignment.id)
+    return (int(number.group()) if number else 0, assignment.id)
 
 
-@dataclass(frozen=True)
-class Assignment:
-    """One assignment: ``id`` ("a1"), file ``stem``, ``title``, ``lecture`` section ("§2"),
-    its ``tasks`` in order, and the module holding its checks (None: checks are
-    registered directly in ``framework.REGISTRY``, as test fixtures do)."""
+def discover() -> dict[str, Assignment]:
+    """Import every lab package under ``graders/labs/`` and return its ``ASSIGNMENT`` by id,
+    in course order.
 
-    id: str
-    stem: str
-    title: str
-    lecture: str
-    tasks: tuple[Task, ...]
-    checks_module: str | None = None
-
-    @property
-    def file_name(self) -> str:
-        """The submission's file name, e.g. ``a1_pallas_basics.py``."""
-        return f"{self.stem}.py"
-
-    @property
-    def graded_tasks(self) -> tuple[Task, ...]:
-        """The tasks that count towards the score, in order."""
-        return tuple(task for task in self.tasks if task.graded)
-
-    @property
-    def max_score(self) -> float:
-        """Points available from the graded tasks."""
-        return sum(task.points for task in self.graded_tasks)
-
-    def dependants(self, task_id: str) -> tuple[str, ...]:
-        """The tasks that declare ``task_id`` as a dependency, directly or through others."""
-        found: list[str] = []
-        frontier = [task_id]
-        while frontier:
-            current = frontier.pop()
-            for task in self.tasks:
-                if current in task.depends and task.id not in found:
-                    found.append(task.id)
-                    frontier.append(task.id)
-        return tuple(found)
-
-    def task(self, task_id: str) -> Task:
-        """The task with this id; raises ``KeyError`` naming the assignment's task ids."""
-        for task in self.tasks:
-            if task.id == task_id:
-                return task
-        known = ", ".join(task.id for task in self.tasks)
-        raise KeyError(f"{self.id} has no Task {task_id} (tasks: {known})")
+    Folders whose name starts with ``_`` or ``.``, or that hold no ``__init__.py``, are
+    not labs. Raises ``ValueError`` when a lab's record does not name its own folder
+    as its stem or package, or two labs share an id.
+    """
+    found: list[Assignment] = []
+    for folder in sorted(LABS_DIR.iterdir()):
+        if folder.name.startswith(("_", ".")) or not (folder / "__init__.py").is_file():
+            continue
+        package = f"graders.labs.{folder.name}"
+        record = importlib.import_module(package).ASSIGNMENT
+        if record.stem != folder.name or record.package != package:
+            raise ValueError(f"{package}.ASSIGNMENT names stem {record.stem!r} and package "
+                             f"{record.package!r}; expected {folder.name!r} and {package!r}")
+        found.append(record)
+    by_id: dict[str, Assignment] = {}
+    for record in sorted(found, key=_course_order):
+        if record.id in by_id:
+            raise ValueError(f"two labs have the id {record.id!r}")
+        by_id[record.id] = record
+    return by_id
 
 
-def _assignment(
-    id: str, stem: str, title: str, lecture: str, tasks: list[tuple]
-) -> Assignment:
-    return Assignment(
-        id, stem, title, lecture, tuple(Task(*task) for task in tasks), f"graders.checks.{id}"
-    )
-
-
-#: Assignments by id, in course order.
-ASSIGNMENTS: dict[str, Assignment] = {
-    a.id: a
-    for a in (
-        _assignment("a1", "a1_pallas_basics", "Pallas basics", "§2", [
-            ("1.1", "add_kernel", 15, True),
-            ("1.2", "blocked_add", 25, True, ("1.1",)),
-            ("1.3", "bias_add", 25, True),
-            ("1.4", "accumulate_inplace", 20, True),
-            ("1.5", "vmem_bytes", 15, True),
-        ]),
-        _assignment("a2", "a2_pipelining", "Pipelining", "§3", [
-            ("2.1", "pipeline_schedule", 40, True),
-            ("2.2", "render_gantt", 25, True),
-            ("2.3", "pipeline_utilization", 20, True, ("2.1",)),
-            ("2.4", "effective_bandwidth", 15, True),
-        ]),
-        _assignment("a3", "a3_matmul", "Matmul", "§4", [
-            ("3.1", "matmul_kernel", 30, True),
-            ("3.2", "matmul", 30, True, ("3.1",)),
-            ("3.3", "matmul_vmem_bytes", 20, True),
-            ("3.4", "arithmetic_intensity, min_compute_bound_block, ideal_matmul_time", 20,
-             True),
-        ]),
-        _assignment("a4", "a4_flash_attention", "Flash Attention", "§5", [
-            ("4.1", "online_softmax", 15, True),
-            ("4.2", "merge_attention_states, finalize_attention_state", 15, True),
-            ("4.3", "flash_attention_kernel", 30, True),
-            ("4.4", "flash_attention", 20, True, ("4.3",)),
-            ("4.5", "mle_safe_range", 5, True),
-            ("4.6", "flash_attention_hbm_bytes, xla_attention_hbm_bytes, attention_flops", 15,
-             True),
-        ]),
-        _assignment("a5", "a5_splash_attention", "Splash Attention", "§6", [
-            ("5.1", "causal_mask, local_mask, segment_mask", 15, True),
-            ("5.2", "classify_blocks, render_block_mask", 15, True),
-            ("5.3", "build_mask_info", 25, True, ("5.2",)),
-            ("5.4", "splash_attention_kernel, splash_attention", 35, True),
-            ("5.5", "mask_stats", 10, True, ("5.2", "5.3")),
-        ]),
-    )
-}
+#: Assignments by id, in course order (discovered once, at import).
+ASSIGNMENTS: dict[str, Assignment] = discover()
 
 
 def get_assignment(assignment_id: str) -> Assignment:
@@ -149,3 +82,38 @@ def assignment_for_stem(stem: str) -> Assignment | None:
 def known_stems() -> tuple[str, ...]:
     """Every assignment's file stem, in course order."""
     return tuple(assignment.stem for assignment in ASSIGNMENTS.values())
+
+
+def harness_files() -> dict[str, Path]:
+    """Each lab's ``harness.py`` by assignment id (labs without one are left out).
+
+    The worker receives them as ``pallas_lab_harnesses.<id>`` beside
+    ``graders/harnesses/common.py``; in the grader's (or the student's) own process
+    ``graders.harnesses.load(id)`` loads the same file under the same package layout.
+    """
+    return {a.id: LABS_DIR / a.stem / "harness.py" for a in ASSIGNMENTS.values()
+            if (LABS_DIR / a.stem / "harness.py").is_file()}
+
+
+def load_harness(assignment_id: str) -> ModuleType:
+    """The lab's ``harness.py`` as the module ``graders.harnesses.<id>`` (loaded once).
+
+    That is the layout the worker gives it (``pallas_lab_harnesses.<id>`` beside
+    ``common.py``), so its relative import of ``.common`` works the same in both places.
+    Raises ``KeyError`` for an unknown id or an assignment without a harness.
+    """
+    name = f"graders.harnesses.{assignment_id}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = harness_files()[assignment_id]
+    importlib.import_module("graders.harnesses")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

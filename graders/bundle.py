@@ -4,9 +4,11 @@
 
 * ``pallas_sim/`` (the simulator), ``assignments/`` (the handouts, ``.py``
   and ``.ipynb``);
-* ``graders/student/`` (public checks, self-check, notebook conversion) with
-  the few modules it needs: ``graders/assignments.py`` (the task table),
-  ``graders/harnesses/`` (the standard pallas_call around a kernel) and
+* ``graders/student/`` (self-check, notebook conversion) with the few
+  modules it needs: ``graders/assignments.py`` and ``graders/records.py``
+  (the discovered assignments), ``graders/labs/`` without the hidden
+  ``checks.py`` (records, public checks, harnesses), ``graders/harnesses/``
+  (what the harnesses share) and
   ``graders/worker/static_check.py`` with ``graders/worker/policy/`` (the
   submission policy's compile-time check), and ``graders/fidelity/`` (for
   ``pallas-lab check --backend jax``: the student's own file on real JAX);
@@ -14,8 +16,9 @@
   ``status`` only, and a student ``README.md``.
 
 Left out on purpose: ``reference/``, ``solutions/``, the hidden checks
-(``graders/checks/``), grading and the worker (``graders/grading.py``,
-``graders/worker/client.py``, ...), tests and sample submissions.
+(``graders/checks/``, ``graders/labs/<stem>/checks.py``), grading and the
+worker (``graders/grading.py``, ``graders/worker/client.py``, ...), tests and
+sample submissions.
 """
 
 from __future__ import annotations
@@ -30,12 +33,16 @@ SHIPPED = (
     "pallas_sim",
     "graders/__init__.py",
     "graders/assignments.py",
+    "graders/records.py",
+    "graders/labs",
     "graders/student",
     "graders/harnesses",
     "graders/worker/static_check.py",
     "graders/worker/policy",
     "graders/fidelity",
 )
+#: Files of a lab package (``graders/labs/<stem>/``) that never ship: the hidden checks.
+LAB_HIDDEN = ("checks.py",)
 #: What must never be in a bundle (checked after writing it).
 HIDDEN = ("reference", "solutions", "graders/checks", "graders/grading.py",
           "graders/worker/client.py", "graders/worker/main.py", "examples", "tests")
@@ -114,7 +121,9 @@ Submit `<stem>.py` or `<stem>.ipynb` under its original name.
 
 def _copy(source: Path, target: Path) -> None:
     if source.is_dir():
-        shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        hidden = LAB_HIDDEN if source.name == "labs" else ()
+        shutil.copytree(source, target,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *hidden))
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
@@ -156,6 +165,8 @@ def write_bundle(dest: str | Path, *, root: str | Path | None = None,
                                                           jax_dependencies=jax_deps),
                                          encoding="utf-8")
     leaked = [part for part in HIDDEN if (dest / part).exists()]
+    leaked += [str(p.relative_to(dest)) for name in LAB_HIDDEN
+               for p in (dest / "graders" / "labs").glob(f"*/{name}")]
     if leaked:  # pragma: no cover - SHIPPED and HIDDEN are disjoint
         raise ValueError(f"the bundle would contain hidden parts: {', '.join(leaked)}")
     return dest

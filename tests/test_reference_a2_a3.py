@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 import pallas_sim
 import reference.a2_pipelining as ref_a2
 import reference.a3_matmul as ref_a3
-from graders.checks.a2 import _broken_invariant as broken_invariant
-from graders.checks.a2 import durations
 from graders.checks.strategies import Case
+from graders.labs.a2_pipelining.checks import _broken_invariant as broken_invariant
+from graders.labs.a2_pipelining.checks import durations
 from pallas_sim import jax, jnp, pl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +91,7 @@ def test_exercise_3_dma_3_compute_1_hundred_blocks_400_and_301(impl, buffers, to
 
 @A2
 def test_the_two_charts_of_the_lecture_character_for_character(impl):
-    from graders.checks.a2 import CHART_ONE_BUFFER, CHART_TWO_BUFFERS
+    from graders.labs.a2_pipelining.checks import CHART_ONE_BUFFER, CHART_TWO_BUFFERS
 
     for buffers, chart in ((1, CHART_ONE_BUFFER), (2, CHART_TWO_BUFFERS)):
         schedule = impl.pipeline_schedule([1.0] * 6, [2.0] * 6, buffers)
@@ -127,7 +127,11 @@ def test_measured_23_4_percent_means_6_833_us_copies_at_613_8_gb_per_s(impl):
 def test_random_copy_times_give_about_76_87_92_percent_with_2_3_4_buffers(impl):
     # Fixed generator and seed (the grader's draw); the lecture's 76.0 / 86.7 / 91.6 % come
     # from another draw, so they are matched within 2.5 percentage points.
-    from graders.checks.a2 import STOCHASTIC_LECTURE, STOCHASTIC_TOL, stochastic_durations
+    from graders.labs.a2_pipelining.checks import (
+        STOCHASTIC_LECTURE,
+        STOCHASTIC_TOL,
+        stochastic_durations,
+    )
 
     dma, compute = stochastic_durations()
     got = {b: impl.pipeline_utilization(dma, compute, b) for b in (2, 3, 4)}

@@ -4,7 +4,7 @@ states and kv_len != q_len, and the graders' model of the kernel is the kernel.
 The handout (solutions/a4_flash_attention.py) defines what online_softmax does with
 -inf entries, what merging empty states gives, and that flash_attention refuses k and
 v of another length than q. Grading compares students with the reference, so the two
-implementations must agree there too (issue 12). ``_emulate`` in graders/checks/a4.py
+implementations must agree there too (issue 12). ``_emulate`` in graders/labs/a4_flash_attention/checks.py
 is how a "looks like" diagnosis is verified on the failing input: with no mistake
 switched on it must reproduce dense attention, and with one switched on it must
 reproduce the kernel that makes that mistake.
@@ -20,12 +20,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import graders.checks.a4 as checks
-import graders.harnesses.a4 as harness
+import graders.labs.a4_flash_attention.checks as checks
 import reference.a4_flash_attention as ref
+from graders.assignments import load_harness
 from reference.dense_attention import dense_attention
 
 ROOT = Path(__file__).resolve().parents[1]
+harness = load_harness("a4")
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True, database=None,
                     print_blob=False, suppress_health_check=list(HealthCheck))
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import pallas_sim
 import reference.a5_splash_attention as ref
-from graders.checks.a5 import MaskCase, mask_cases
+from graders.labs.a5_splash_attention.checks import MaskCase, mask_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB = 2**20

@@ -541,7 +541,7 @@ class Session:
     ) -> Reply:
         """Run the student's ``func(*args, **kwargs)`` in the worker and return its ``Reply``.
 
-        With ``harness="a1"`` the worker runs ``graders/harnesses/a1.py``'s
+        With ``harness="a1"`` the worker runs ``graders/labs/a1_pallas_basics/harness.py``'s
         ``func(submission_module, *args, **kwargs)`` instead (``func`` must
         still be defined by the submission). ``return_args`` asks for the
         positional args after the call; ``timeout`` (s) overrides the worker's.

@@ -12,7 +12,7 @@ reference. It is written once against :class:`Api` and runs two ways:
   autograder's visible tests, ``graders.autograder``).
 
 Register one with ``@public_check(assignment, task, name)``; the modules are
-``graders/student/checks/<assignment id>.py``.
+``graders/labs/<stem>/public_checks.py``.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ class Api(Protocol):
 
     def kernel(self, harness: str, func: str, *args: Any, **kwargs: Any) -> Any:
         """Run the student's kernel ``func`` in the grader's standard pallas_call
-        ``graders.harnesses.<harness>.<func>(module, *args, **kwargs)``; returns its value."""
+        (``graders/labs/<stem>/harness.py``: ``<func>(module, *args, **kwargs)``); returns
+        its value."""
 
     def run_property(self, strategy: st.SearchStrategy[Any], body: Callable[[Any], None],
                      *, max_examples: int = 10) -> None:
@@ -91,13 +92,20 @@ def public_check(assignment: str, task: str, name: str
 
 
 def load_public_checks(assignment: str) -> list[PublicCheck]:
-    """The public checks of an assignment (importing ``graders.student.checks.<id>``;
-    an assignment without such a module has none)."""
-    try:
-        importlib.import_module(f"graders.student.checks.{assignment}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"graders.student.checks.{assignment}":
-            raise
+    """The public checks of an assignment (importing its lab's ``public_checks`` module,
+    ``graders.labs.<stem>.public_checks``; an assignment without one has none).
+
+    Raises ``KeyError`` for an assignment id no lab defines.
+    """
+    from graders.assignments import get_assignment
+
+    module = get_assignment(assignment).public_checks_module
+    if module is not None:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
     return list(PUBLIC.get(assignment, []))
 
 

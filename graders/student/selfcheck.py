@@ -21,7 +21,6 @@ that ``pallas-lab check`` writes nothing into the student's folder.
 
 from __future__ import annotations
 
-import importlib
 import signal
 import tempfile
 import traceback
@@ -35,7 +34,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
-from graders.assignments import ASSIGNMENTS, Assignment, assignment_for_stem
+from graders.assignments import ASSIGNMENTS, Assignment, assignment_for_stem, load_harness
 from graders.student.public import Mismatch, Result, describe, load_public_checks
 from graders.worker.static_check import check_source
 
@@ -189,7 +188,7 @@ class InProcessApi:
     def kernel(self, harness: str, func: str, *args: Any, **kwargs: Any) -> Any:
         """Run ``func`` in ``graders.harnesses.<harness>``'s standard pallas_call."""
         self._function(func)
-        runner = getattr(importlib.import_module(f"graders.harnesses.{harness}"), func)
+        runner = getattr(load_harness(harness), func)
         return self._run(lambda: runner(self.module, *args, **kwargs))
 
     def run_property(self, strategy: st.SearchStrategy[Any], body: Callable[[Any], None],

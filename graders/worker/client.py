@@ -148,7 +148,8 @@ def build_libdir(libdir: Path, *, mount_points: bool = False) -> list[tuple[str,
     those mounts (empty without ``mount_points``). The worker program
     (``pallas_lab_worker.py``), the protocol (``pallas_lab_protocol.py``) and
     ``graders/harnesses/`` (as the package ``pallas_lab_harnesses``; an empty
-    package when it does not exist yet) are copied. Raises ``RuntimeError``
+    package when it does not exist yet) are copied, with each lab's ``harness.py``
+    as ``pallas_lab_harnesses/<assignment id>.py``. Raises ``RuntimeError``
     when numpy or ml_dtypes cannot be found.
     """
     libdir.mkdir(parents=True, exist_ok=True)
@@ -180,6 +181,10 @@ def build_libdir(libdir: Path, *, mount_points: bool = False) -> list[tuple[str,
     else:
         harnesses.mkdir()
     (harnesses / "__init__.py").touch()
+    from graders.assignments import harness_files  # the labs' harness.py files
+
+    for assignment_id, path in harness_files().items():
+        shutil.copyfile(path, harnesses / f"{assignment_id}.py")
     return binds
 
 

@@ -2,7 +2,7 @@
 
 Each mutant is a mistake an honest student could make in one place of the
 solution (or of a correct variant); ``kept`` pins the points of the task's
-checks that the mistake does not touch (graders/checks/a4.py).
+checks that the mistake does not touch (graders/labs/a4_flash_attention/checks.py).
 """
 
 from __future__ import annotations

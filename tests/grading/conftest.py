@@ -19,13 +19,12 @@ from graders.assignments import ASSIGNMENTS, Assignment, Task
 from graders.checks.framework import REGISTRY, CheckFailure, Session, check, run_property
 
 FAKE = Assignment(
-    "t9", "t9_fake", "Fake assignment", "§9",
-    (
-        Task("9.1", "add", 60, True),
-        Task("9.2", "spin", 40, True),
-        Task("9.3", "later", 10, False),
+    id="t9", stem="t9_fake", title="Fake assignment", lecture="§9",
+    tasks=(
+        Task(id="9.1", functions=("add",), points=60),
+        Task(id="9.2", functions=("spin",), points=40),
+        Task(id="9.3", functions=("later",), points=10, graded=False),
     ),
-    checks_module=None,
 )
 
 GOOD = """

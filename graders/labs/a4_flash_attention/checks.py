@@ -11,7 +11,7 @@ a Max-Logit-Estimate constant far above every score (which shows whether the
 kernel uses it at all).
 
 The Flash Attention kernel (4.3) is graded in isolation inside the grader's
-pallas_call (``graders/harnesses/a4.py``): its values against dense float64
+pallas_call (``harness.py``): its values against dense float64
 attention (``reference.dense_attention``), causal block skipping through the
 trace's per-step ``kernel_reads`` of k_ref and v_ref. The wrapper (4.4) is
 graded against what the student's own kernel computes in that standard call

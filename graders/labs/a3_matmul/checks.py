@@ -1,7 +1,7 @@
 """Checks of a3_matmul (lecture §4): Tasks 3.1–3.4, 100 points.
 
 The kernel (3.1) runs in the grader's standard 3D-grid pallas_call
-(``graders/harnesses/a3.py``), so a fault in the student's wrapper is not
+(``harness.py``), so a fault in the student's wrapper is not
 charged to it; the wrapper (3.2) is checked end to end and on its trace
 against the reference's (grid, semantics, block shapes, DMAs, HBM bytes,
 VMEM, one write-back per output block). Inputs are f32 or bf16 with (M, N, K)

@@ -1,6 +1,6 @@
 """Public checks of a4_flash_attention (lecture §5): worked answers and NumPy softmax oracles.
 
-They draw from the same families as grading (graders/checks/a4.py), with plain
+They draw from the same families as grading (checks.py), with plain
 float64 NumPy as the oracle: masked (-inf) rows in online_softmax, empty states
 in the merge, grouped-query attention with 1 < Hkv < H (so a wrong head mapping
 fails here, not only in the grade), rows whose scores all lie below -100, small

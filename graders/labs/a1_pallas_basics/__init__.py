@@ -1,0 +1,22 @@
+"""Pallas basics (a1, lecture §2): the assignment record of this lab.
+
+Source: design.md ("Assignments") and student-api.md (task ids, function names).
+"""
+
+from graders.records import Assignment, Task
+
+#: The assignment this lab package grades (discovered by ``graders.assignments``).
+ASSIGNMENT = Assignment(
+    id="a1",
+    stem="a1_pallas_basics",
+    title="Pallas basics",
+    lecture="§2",
+    tasks=(
+        Task(id="1.1", functions=("add_kernel",), points=15),
+        Task(id="1.2", functions=("blocked_add",), points=25, depends=("1.1",)),
+        Task(id="1.3", functions=("bias_add",), points=25),
+        Task(id="1.4", functions=("accumulate_inplace",), points=20),
+        Task(id="1.5", functions=("vmem_bytes",), points=15),
+    ),
+    package=__name__,
+)

@@ -1,0 +1,23 @@
+"""Matmul (a3, lecture §4): the assignment record of this lab.
+
+Source: design.md ("Assignments") and student-api.md (task ids, function names).
+"""
+
+from graders.records import Assignment, Task
+
+#: The assignment this lab package grades (discovered by ``graders.assignments``).
+ASSIGNMENT = Assignment(
+    id="a3",
+    stem="a3_matmul",
+    title="Matmul",
+    lecture="§4",
+    tasks=(
+        Task(id="3.1", functions=("matmul_kernel",), points=30),
+        Task(id="3.2", functions=("matmul",), points=30, depends=("3.1",)),
+        Task(id="3.3", functions=("matmul_vmem_bytes",), points=20),
+        Task(id="3.4",
+             functions=("arithmetic_intensity", "min_compute_bound_block", "ideal_matmul_time"),
+             points=20),
+    ),
+    package=__name__,
+)

@@ -1,0 +1,27 @@
+"""Flash Attention (a4, lecture §5): the assignment record of this lab.
+
+Source: design.md ("Assignments") and student-api.md (task ids, function names).
+"""
+
+from graders.records import Assignment, Task
+
+#: The assignment this lab package grades (discovered by ``graders.assignments``).
+ASSIGNMENT = Assignment(
+    id="a4",
+    stem="a4_flash_attention",
+    title="Flash Attention",
+    lecture="§5",
+    tasks=(
+        Task(id="4.1", functions=("online_softmax",), points=15),
+        Task(id="4.2",
+             functions=("merge_attention_states", "finalize_attention_state"),
+             points=15),
+        Task(id="4.3", functions=("flash_attention_kernel",), points=30),
+        Task(id="4.4", functions=("flash_attention",), points=20, depends=("4.3",)),
+        Task(id="4.5", functions=("mle_safe_range",), points=5),
+        Task(id="4.6",
+             functions=("flash_attention_hbm_bytes", "xla_attention_hbm_bytes", "attention_flops"),
+             points=15),
+    ),
+    package=__name__,
+)

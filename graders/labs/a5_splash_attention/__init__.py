@@ -1,0 +1,22 @@
+"""Splash Attention (a5, lecture §6): the assignment record of this lab.
+
+Source: design.md ("Assignments") and student-api.md (task ids, function names).
+"""
+
+from graders.records import Assignment, Task
+
+#: The assignment this lab package grades (discovered by ``graders.assignments``).
+ASSIGNMENT = Assignment(
+    id="a5",
+    stem="a5_splash_attention",
+    title="Splash Attention",
+    lecture="§6",
+    tasks=(
+        Task(id="5.1", functions=("causal_mask", "local_mask", "segment_mask"), points=15),
+        Task(id="5.2", functions=("classify_blocks", "render_block_mask"), points=15),
+        Task(id="5.3", functions=("build_mask_info",), points=25, depends=("5.2",)),
+        Task(id="5.4", functions=("splash_attention_kernel", "splash_attention"), points=35),
+        Task(id="5.5", functions=("mask_stats",), points=10, depends=("5.2", "5.3")),
+    ),
+    package=__name__,
+)
