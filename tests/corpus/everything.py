@@ -1,10 +1,17 @@
-"""The whole corpus: every assignment's mutants and correct variants, in course order."""
+"""The whole corpus: every discovered assignment's mutants and correct variants, in course
+order (``tests/corpus/<assignment id>.py``; an assignment without one has none)."""
 
 from __future__ import annotations
 
-from tests.corpus import a1, a2, a3, a4, a5
+import importlib
+from pathlib import Path
+
+from graders.assignments import ASSIGNMENTS
 from tests.corpus.mutants import Mutant, Variant
 
-MUTANTS: list[Mutant] = [*a1.MUTANTS, *a2.MUTANTS, *a3.MUTANTS, *a4.MUTANTS, *a5.MUTANTS]
-VARIANTS: list[Variant] = [*a1.VARIANTS, *a2.VARIANTS, *a3.VARIANTS, *a4.VARIANTS,
-                           *a5.VARIANTS]
+_HERE = Path(__file__).resolve().parent
+_MODULES = [importlib.import_module(f"tests.corpus.{assignment_id}")
+            for assignment_id in ASSIGNMENTS if (_HERE / f"{assignment_id}.py").is_file()]
+
+MUTANTS: list[Mutant] = [m for module in _MODULES for m in module.MUTANTS]
+VARIANTS: list[Variant] = [v for module in _MODULES for v in module.VARIANTS]

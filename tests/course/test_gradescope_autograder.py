@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 
 from graders.autograder import build_zip
+from tests.samples import expected_score
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "examples" / "submissions"
@@ -95,7 +96,7 @@ def test_a_correct_submission_scores_full_with_public_tests_visible(tree: Path) 
 def test_mistakes_broken_and_missing_submissions_still_write_results(tree: Path) -> None:
     ben = run_autograder(tree, {"a1_pallas_basics.py": SAMPLES / "ben_typical_mistakes" /
                                 "a1_pallas_basics.py"})
-    assert ben["score"] == 76
+    assert ben["score"] == expected_score("ben_typical_mistakes", "a1_pallas_basics")
     broken = run_autograder(tree, {"a1_pallas_basics.py": SAMPLES / "dev_broken" /
                                    "a1_pallas_basics.py"})
     assert broken["score"] == 0 and "SyntaxError" in broken["tests"][-1]["output"]
