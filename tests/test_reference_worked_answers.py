@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 import pallas_sim
 import reference.a1_pallas_basics as ref_a1
 import reference.a4_flash_attention as ref_a4
+from graders.labs.a1_pallas_basics import worked as a1_worked
 from reference.dense_attention import dense_attention
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,17 +70,11 @@ def rel_close(got: float, expected: float, rtol: float = WORKED_RTOL) -> bool:
 # --- a1 worked answers (lecture §2, Ex1, Ex2) ----------------------------------------------
 
 @A1
-def test_vmem_of_three_unblocked_f32_2048_squares_is_48_mib(impl):
-    assert impl.vmem_bytes([(2048, 2048)] * 3, ["float32"] * 3) == 48 * MiB, (
-        "three whole f32[2048, 2048] arrays (16 MiB each) resident once = 48 MiB")
-
-
-@A1
-def test_exercise_1_vmem_unblocked_192_mib_and_blocked_6_mib(impl):
-    shapes = [(4096, 4096)] * 3
-    assert impl.vmem_bytes(shapes, [np.float32] * 3) == 192 * MiB, "3 x 64 MiB"
-    assert impl.vmem_bytes(shapes, [F32] * 3, block_shape=(512, 512)) == 6 * MiB, (
-        "3 operands x 2 buffers x one 1 MiB (512, 512) f32 block")
+@pytest.mark.parametrize("answer", a1_worked.VMEM, ids=lambda a: f"{a.mib}MiB")
+def test_vmem_bytes_gives_the_worked_answers(impl, answer):
+    got = impl.vmem_bytes([*answer.shapes], [*answer.dtypes], block_shape=answer.block_shape,
+                          buffer_count=answer.buffer_count)
+    assert got == answer.vmem_bytes, f"vmem_bytes for {answer.label}"
 
 
 @A1
@@ -91,24 +86,27 @@ def test_vmem_accepts_numpy_names_and_jnp_dtypes_including_bfloat16(impl):
 
 
 @A1
-def test_bias_add_fetches_each_bias_block_once_per_column_136_dmas(impl):
-    x = np.ones((1024, 1024), np.float32)
-    bias = np.arange(1024, dtype=np.float32).reshape(1, 1024)
-    out, call = traced(impl.bias_add, x, bias, block_shape=(128, 128))
+def test_bias_add_fetches_each_bias_block_once_per_column_of_blocks(impl):
+    answer = a1_worked.BIAS_ADD
+    x = np.ones(answer.shape, np.float32)
+    bias = np.arange(answer.shape[1], dtype=np.float32).reshape(1, -1)
+    out, call = traced(impl.bias_add, x, bias, block_shape=answer.block_shape)
     np.testing.assert_array_equal(out, x + bias)
-    assert call.dma_count == 136, (
+    assert call.dma_count == answer.dma_count, (
         f"bias_add made {call.dma_count} DMAs; with the column-block axis outer each bias "
         "block is fetched once (64 x + 8 bias + 64 write-backs = 136)")
-    assert call.grid == (8, 8)
+    assert call.grid == answer.grid
 
 
 @A1
-def test_blocked_2048_add_moves_each_element_once_with_6_mib_of_vmem(impl):
-    x = np.ones((2048, 2048), np.float32)
-    out, call = traced(impl.blocked_add, x, x, block_shape=(512, 512))
+def test_the_worked_blocked_add_moves_each_element_once(impl):
+    answer = a1_worked.BLOCKED_ADD
+    x = np.ones(answer.shape, np.float32)
+    out, call = traced(impl.blocked_add, x, x, block_shape=answer.block_shape)
     assert out.dtype == np.float32 and float(out.min()) == float(out.max()) == 2.0
-    assert (call.hbm_bytes_read, call.hbm_bytes_written) == (32 * MiB, 16 * MiB)
-    assert call.vmem_bytes == 6 * MiB and call.grid == (4, 4)
+    assert (call.hbm_bytes_read, call.hbm_bytes_written) == (answer.hbm_bytes_read,
+                                                             answer.hbm_bytes_written)
+    assert call.vmem_bytes == answer.vmem_bytes and call.grid == answer.grid
 
 
 @A1
@@ -123,13 +121,14 @@ def test_ragged_1000_square_add_with_256_blocks_is_95_4_percent_valid(impl):
 
 
 @A1
-def test_accumulate_inplace_returns_acc_itself_updated(impl):
+def test_accumulate_inplace_returns_acc_plus_x_and_leaves_acc_unchanged(impl):
     acc = np.full((300, 200), 1.5, np.float32)
     out, call = traced(impl.accumulate_inplace, acc, np.ones((300, 200), np.float32),
                        block_shape=(128, 128))
-    assert out is acc, "input_output_aliases={0: 0}: the caller's acc is the result"
-    np.testing.assert_array_equal(acc, np.full((300, 200), 2.5, np.float32))
-    assert call.grid == (3, 2)
+    assert out is not acc, "JAX arrays are immutable: the call returns a new array"
+    np.testing.assert_array_equal(out, np.full((300, 200), 2.5, np.float32))
+    np.testing.assert_array_equal(acc, np.full((300, 200), 1.5, np.float32))
+    assert call.grid == (3, 2) and dict(call.input_output_aliases) == {0: 0}
 
 
 # --- a4 worked answers (lecture §5.1, Ex7, Ex9, Ex10) ----------------------------------------
@@ -288,14 +287,15 @@ def test_bias_add_agrees_and_makes_the_dma_minimal_calls(rows, cols, bm, bn, dty
 @AGREEMENT
 @given(m=st.integers(1, 300), n=st.integers(1, 300), bm=st.sampled_from([8, 64, 256]),
        bn=st.sampled_from([128, 256]), dtype=a1_dtypes, seed=seeds)
-def test_accumulate_inplace_agrees_and_updates_in_place(m, n, bm, bn, dtype, seed):
+def test_accumulate_inplace_agrees_and_declares_the_aliasing(m, n, bm, bn, dtype, seed):
     acc, x = array_of((m, n), dtype, seed), array_of((m, n), dtype, seed + 1)
-    acc_ref = acc.copy()
+    before = acc.copy()
     got, got_call = traced(sol_a1.accumulate_inplace, acc, x, block_shape=(bm, bn))
-    want, want_call = traced(ref_a1.accumulate_inplace, acc_ref, x, block_shape=(bm, bn))
-    assert got is acc and want is acc_ref
-    np.testing.assert_allclose(as64(acc), as64(acc_ref), **tolerance(dtype))
+    want, want_call = traced(ref_a1.accumulate_inplace, acc, x, block_shape=(bm, bn))
+    np.testing.assert_array_equal(acc, before)
+    np.testing.assert_allclose(as64(got), as64(want), **tolerance(dtype))
     same_trace(got_call, want_call)
+    assert dict(got_call.input_output_aliases) == dict(want_call.input_output_aliases) == {0: 0}
 
 
 @AGREEMENT

@@ -24,10 +24,11 @@ from graders.checks.compare import (
 )
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import F32, Case, blocked_2d, make_array, seeds
+from graders.labs.a1_pallas_basics import worked
 from pallas_sim import jax, pl, pltpu
 
 A = "a1"
-MiB = 1 << 20
+MiB = worked.MiB
 
 
 def reference_run(fn, *args, **kwargs):
@@ -183,9 +184,10 @@ def blocked_add_worked(s: Session) -> None:
     """Task 1.2: worked answer: a blocked f32[2048, 2048] add with (512, 512) blocks reads 32
     MiB, writes 16 MiB and needs 6 MiB of VMEM (lecture §2.2).
     """
-    x = make_array((2048, 2048), F32, 1)
-    y = make_array((2048, 2048), F32, 2)
-    reply = s.invoke("blocked_add", (x, y), {"block_shape": (512, 512)})
+    answer = worked.BLOCKED_ADD
+    x = make_array(answer.shape, F32, 1)
+    y = make_array(answer.shape, F32, 2)
+    reply = s.invoke("blocked_add", (x, y), {"block_shape": answer.block_shape})
     reply.own_call()
     calls = reply.traces
     if len(calls) != 1:
@@ -193,10 +195,13 @@ def blocked_add_worked(s: Session) -> None:
                            expected="1 pallas_call", got=f"{len(calls)}")
     c = calls[0]
     got = (c.hbm_bytes_read / MiB, c.hbm_bytes_written / MiB, c.vmem_bytes / MiB)
-    if got != (32.0, 16.0, 6.0):
+    want = (answer.hbm_bytes_read / MiB, answer.hbm_bytes_written / MiB,
+            answer.vmem_bytes / MiB)
+    if got != want:
         raise CheckFailure(
             "HBM traffic or VMEM of the blocked add is off",
-            expected="read 32 MiB, written 16 MiB, VMEM 6 MiB (3 operands x 2 buffers x 1 MiB)",
+            expected=f"read {want[0]:g} MiB, written {want[1]:g} MiB, VMEM {want[2]:g} MiB "
+                     "(3 operands x 2 buffers x 1 MiB)",
             got=f"read {got[0]:g} MiB, written {got[1]:g} MiB, VMEM {got[2]:g} MiB",
             hint="each element should be read once and written once, whatever the block")
 
@@ -223,20 +228,22 @@ def bias_add_worked_dmas(s: Session) -> None:
     """Task 1.3: worked answer: f32[1024, 1024] + bias with (128, 128) blocks makes 136 DMAs, not
     192 (each bias block fetched once per column of blocks).
     """
-    x = make_array((1024, 1024), F32, 3)
-    bias = make_array((1, 1024), F32, 4)
-    reply = s.invoke("bias_add", (x, bias), {"block_shape": (128, 128)})
+    answer = worked.BIAS_ADD
+    x = make_array(answer.shape, F32, 3)
+    bias = make_array((1, answer.shape[1]), F32, 4)
+    reply = s.invoke("bias_add", (x, bias), {"block_shape": answer.block_shape})
     assert_close(reply.value, x.astype(np.float64) + bias, *_tol(F32), what="bias_add's result")
     reply.own_call()
     got = sum(c.dma_count for c in reply.traces)
-    if got != 136:
+    if got != answer.dma_count:
         diagnosis = None
-        if _is_column_inner(reply.traces, x, bias, (128, 128)):
+        if _is_column_inner(reply.traces, x, bias, answer.block_shape):
             diagnosis = ("the column-block axis is the inner grid axis, so the bias block "
                          "changes at every step and is fetched 64 times instead of 8; make the "
                          "column-block axis the outer one (lecture §2.2)")
-        raise CheckFailure("bias_add's DMA count", expected="136 = 64 x copies + 8 bias copies "
-                           "+ 64 output write-backs", got=f"{got} DMAs", diagnosis=diagnosis)
+        raise CheckFailure("bias_add's DMA count", expected=f"{answer.dma_count} = 64 x copies "
+                           "+ 8 bias copies + 64 output write-backs", got=f"{got} DMAs",
+                           diagnosis=diagnosis)
 
 
 @check(A, "1.3", 5, "bias_add's pallas_call matches the DMA-minimal configuration on drawn "
@@ -347,23 +354,15 @@ def accumulate_trace(s: Session) -> None:
 
 # --- Task 1.5 vmem_bytes -------------------------------------------------------------------
 
-_WORKED_VMEM = [
-    ("three unblocked f32[2048, 2048] operands", ([(2048, 2048)] * 3, ["float32"] * 3, None, 2),
-     48 * MiB),
-    ("three unblocked f32[4096, 4096] operands (Ex1)",
-     ([(4096, 4096)] * 3, ["float32"] * 3, None, 2), 192 * MiB),
-    ("three f32[4096, 4096] operands in double-buffered (512, 512) blocks (Ex1)",
-     ([(4096, 4096)] * 3, ["float32"] * 3, (512, 512), 2), 6 * MiB),
-]
-
-
 @check(A, "1.5", 6, "worked answers: 48 MiB, 192 MiB and 6 MiB (lecture §2.1, Ex1)")
 def vmem_worked(s: Session) -> None:
     """Task 1.5: worked answers: 48 MiB, 192 MiB and 6 MiB (lecture §2.1, Ex1)."""
-    for label, (shapes, dtypes, block, buffers), expected in _WORKED_VMEM:
+    for answer in worked.VMEM:
+        shapes, dtypes = [*answer.shapes], [*answer.dtypes]
+        block, buffers = answer.block_shape, answer.buffer_count
         got = s.invoke("vmem_bytes", (shapes, dtypes, block, buffers)).value
         try:
-            assert_equal_int(got, expected, f"vmem_bytes for {label}")
+            assert_equal_int(got, answer.vmem_bytes, f"vmem_bytes for {answer.label}")
         except CheckFailure as failure:
             failure.input = (f"shapes={shapes}, dtypes={dtypes}, block_shape={block}, "
                              f"buffer_count={buffers}")

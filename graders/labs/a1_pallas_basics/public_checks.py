@@ -14,6 +14,7 @@ import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
+from graders.labs.a1_pallas_basics import worked
 from graders.student.public import (
     Api,
     Mismatch,
@@ -25,7 +26,7 @@ from graders.student.public import (
 )
 
 A = "a1"
-MiB = 1 << 20
+MiB = worked.MiB
 DTYPES = (np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16), np.dtype(np.int32))
 #: (rtol, atol) per dtype: a sum rounded to bfloat16 keeps 8 bits; int32 is exact.
 TOLERANCE = {"float32": (1e-6, 1e-6), "bfloat16": (1.6e-2, 1e-2), "int32": (0.0, 0.0)}
@@ -126,18 +127,22 @@ def blocked_add_worked(api: Api) -> None:
     """Task 1.2: worked answer: f32[2048, 2048] with (512, 512) blocks: grid (4, 4), reads 32
     MiB, writes 16 MiB, 6 MiB of VMEM (lecture §2.2).
     """
-    x = np.ones((2048, 2048), np.float32)
-    result = api.call("blocked_add", x, x, block_shape=(512, 512))
+    answer = worked.BLOCKED_ADD
+    x = np.ones(answer.shape, np.float32)
+    result = api.call("blocked_add", x, x, block_shape=answer.block_shape)
     if not result.traces:
         raise Mismatch("blocked_add made no pallas_call", expected="one pl.pallas_call")
     call = result.traces[-1]
     got = (tuple(call.grid), call.hbm_bytes_read / MiB, call.hbm_bytes_written / MiB,
            call.vmem_bytes / MiB)
-    expected = ((4, 4), 32.0, 16.0, 6.0)
+    expected = (answer.grid, answer.hbm_bytes_read / MiB, answer.hbm_bytes_written / MiB,
+                answer.vmem_bytes / MiB)
     if got != expected:
         raise Mismatch("the pallas_call differs from the lecture's",
-                       input="x = y = f32[2048,2048], block_shape = (512, 512)",
-                       expected="grid (4, 4), read 32 MiB, written 16 MiB, VMEM 6 MiB",
+                       input=f"x = y = f32[{answer.shape[0]},{answer.shape[1]}], "
+                             f"block_shape = {answer.block_shape}",
+                       expected=f"grid {expected[0]}, read {expected[1]:g} MiB, written "
+                                f"{expected[2]:g} MiB, VMEM {expected[3]:g} MiB",
                        got=f"grid {got[0]}, read {got[1]:g} MiB, written {got[2]:g} MiB, "
                            f"VMEM {got[3]:g} MiB")
 
@@ -148,26 +153,32 @@ def bias_add_worked(api: Api) -> None:
     """Task 1.3: worked answer: f32[1024, 1024] with (128, 128) blocks makes 2·64 + 8 = 136 DMAs
     (lecture §2.2).
     """
-    x, bias = np.zeros((1024, 1024), np.float32), np.ones((1, 1024), np.float32)
-    result = api.call("bias_add", x, bias, block_shape=(128, 128))
+    answer = worked.BIAS_ADD
+    x, bias = np.zeros(answer.shape, np.float32), np.ones((1, answer.shape[1]), np.float32)
+    result = api.call("bias_add", x, bias, block_shape=answer.block_shape)
     dmas = sum(call.dma_count for call in result.traces)
-    if dmas != 136:
+    if dmas != answer.dma_count:
         raise Mismatch("bias_add does not fetch each bias block once per column of blocks",
-                       input="x = f32[1024,1024], bias = f32[1,1024], block_shape = (128, 128)",
-                       expected="136 DMAs (64 x blocks + 8 bias blocks + 64 write-backs)",
+                       input=f"x = f32[{answer.shape[0]},{answer.shape[1]}], bias = "
+                             f"f32[1,{answer.shape[1]}], block_shape = {answer.block_shape}",
+                       expected=f"{answer.dma_count} DMAs (64 x blocks + 8 bias blocks + 64 "
+                                "write-backs)",
                        got=f"{dmas} DMAs" + (" (the column-block axis is the inner one: the "
                                              "bias block changes at every step)"
                                              if _column_inner(result.traces) else ""))
 
 
 def _column_inner(calls: list) -> bool:
-    """Whether the one call's bias operand (the input of shape (1, 1024)) visits column
-    blocks 0..7 at every run of 8 steps, i.e. the column-block axis is the inner one."""
+    """Whether the one call's bias operand (the input of shape (1, N) of the worked answer)
+    visits column blocks 0..7 at every run of 8 steps, i.e. the column-block axis is the
+    inner one."""
+    answer = worked.BIAS_ADD
+    rows, cols = answer.grid
     bias = [op for call in calls for op in call.operands
-            if op.role == "in" and tuple(op.shape) == (1, 1024)]
-    if len(calls) != 1 or len(bias) != 1 or bias[0].block_indices.shape != (64, 2):
+            if op.role == "in" and tuple(op.shape) == (1, answer.shape[1])]
+    if len(calls) != 1 or len(bias) != 1 or bias[0].block_indices.shape != (rows * cols, 2):
         return False
-    return bias[0].block_indices[:, 1].tolist() == list(range(8)) * 8
+    return bias[0].block_indices[:, 1].tolist() == list(range(cols)) * rows
 
 
 @public_check(A, "1.3", "bias_add(x, bias) equals x + bias and makes 2·(M/bm)·(N/bn) + N/bn "
@@ -214,11 +225,9 @@ def vmem_worked(api: Api) -> None:
     """Task 1.5: worked answers: 48 MiB, 192 MiB unblocked; 6 MiB with (512, 512) blocks (lecture
     §2.1, Ex1).
     """
-    f32 = ["float32"] * 3
-    cases = [([(2048, 2048)] * 3, None, 48), ([(4096, 4096)] * 3, None, 192),
-             ([(4096, 4096)] * 3, (512, 512), 6)]
-    for shapes, block, mib in cases:
-        got = api.call("vmem_bytes", shapes, f32, block).value
+    for answer in worked.VMEM:
+        shapes, block, mib = [*answer.shapes], answer.block_shape, answer.mib
+        got = api.call("vmem_bytes", shapes, [*answer.dtypes], block).value
         if got != mib * MiB:
             raise Mismatch("vmem_bytes differs from the lecture",
                            input=f"shapes = {shapes}, block_shape = {block}",
