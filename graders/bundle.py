@@ -34,6 +34,7 @@ SHIPPED = (
     "graders/__init__.py",
     "graders/assignments.py",
     "graders/records.py",
+    "graders/values.py",
     "graders/labs",
     "graders/student",
     "graders/harnesses",

@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-import ml_dtypes
 import numpy as np
 
 from graders.checks.framework import CheckFailure
+from graders.values import describe_array, describe_value
 from pallas_sim.dtypes import is_floating
 from pallas_sim.tracing import CallTrace
 
@@ -33,21 +33,16 @@ def tolerance(dtype: object) -> tuple[float, float]:
     return TOLERANCES.get(name, (0.0, 0.0))
 
 
-def fmt_array(a: object, limit: int = 8) -> str:
-    """A short description: dtype[shape] and the values when there are few."""
+def fmt_array(a: object) -> str:
+    """A value as feedback prints it (``graders.values.describe_array``: ``f32[2,3]`` and the
+    values when there are few, else their range); what is not an array says so."""
     try:
         arr = np.asarray(a)
     except Exception:  # noqa: BLE001 - any object the student returned
         return f"{type(a).__name__} (not an array)"
     if arr.dtype == object:
         return f"{type(a).__name__} holding objects"
-    head = f"{arr.dtype.name}{list(arr.shape)}"
-    if arr.size <= limit:
-        vals = arr.astype(np.float64) if arr.dtype == ml_dtypes.bfloat16 else arr
-        body = np.array2string(np.asarray(vals), precision=4, separator=", ",
-                               suppress_small=True, max_line_width=200)
-        return f"{head} {body}" if arr.ndim else body
-    return head
+    return describe_array(arr) if arr.ndim else describe_value(arr[()])
 
 
 def nonfinite_kind(values: object) -> str | None:

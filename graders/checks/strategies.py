@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
-from graders.checks.compare import fmt_array
+from graders.values import describe_value
 
 F32 = np.dtype(np.float32)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -50,12 +50,8 @@ class Case:
 
 
 def describe(value: Any) -> str:
-    """Arrays as ``dtype[shape] values``, containers element by element."""
-    if isinstance(value, np.ndarray):
-        return fmt_array(value)
-    if isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
-        return "(" + ", ".join(describe(v) for v in value) + ")"
-    return repr(value)
+    """A drawn value as feedback prints it (``graders.values.describe_value``)."""
+    return describe_value(value)
 
 
 def _block_and_dim(draw: st.DrawFn, dividing: bool | None, blocks: list[int],

@@ -25,6 +25,8 @@ from typing import Any, Protocol
 import numpy as np
 from hypothesis import strategies as st
 
+from graders.values import describe_value
+
 
 class Mismatch(Exception):
     """A public check failed: ``what`` went wrong, on ``input``, ``expected`` vs ``got``."""
@@ -111,27 +113,11 @@ def load_public_checks(assignment: str) -> list[PublicCheck]:
 
 # -- helpers for writing checks ----------------------------------------------------------------
 
-_PLAIN_REPRS = (dict.__repr__, list.__repr__, tuple.__repr__, object.__repr__)
-
-
 def describe(value: Any) -> str:
-    """Short deterministic text of a value: arrays as ``f32[2,3] [..]`` or with their range;
-    a drawn case whose class defines its own ``__repr__`` (how to print it) as that."""
-    if not isinstance(value, np.ndarray | np.generic) and \
-            type(value).__repr__ not in _PLAIN_REPRS and isinstance(value, dict | list | tuple):
-        return repr(value)
-    if isinstance(value, np.ndarray):
-        head = f"{value.dtype.name}[{','.join(str(d) for d in value.shape)}]"
-        if value.size <= 12:
-            shown = np.asarray(value, dtype=np.float64) if value.dtype.kind == "V" else value
-            return f"{head} {np.array2string(shown, precision=4, separator=', ')}"
-        return f"{head} in [{float(value.min()):.4g}, {float(value.max()):.4g}]"
-    if isinstance(value, dict):
-        return ", ".join(f"{k} = {describe(v)}" for k, v in value.items())
-    if isinstance(value, tuple | list):
-        inner = ", ".join(describe(v) for v in value)
-        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
-    return repr(value)
+    """Short deterministic text of a value, as every feedback prints it
+    (``graders.values.describe_value``: arrays as ``f32[2,3] [..]`` or with their range;
+    a drawn case whose class defines its own ``__repr__`` as that)."""
+    return describe_value(value)
 
 
 def as_float_array(value: Any, what: str) -> np.ndarray:

@@ -128,8 +128,8 @@ def _assert_exact(got: object, expected: np.ndarray, what: str, *, check_dtype: 
     arr = as_array(got, what)
     if arr.shape != expected.shape:
         raise CheckFailure(f"{what} has the wrong shape", expected=f"shape {expected.shape} "
-                           f"({fmt_array(expected, 16)})",
-                           got=f"shape {arr.shape} ({fmt_array(arr, 16)})")
+                           f"({fmt_array(expected)})",
+                           got=f"shape {arr.shape} ({fmt_array(arr)})")
     if check_dtype and arr.dtype != expected.dtype:
         raise CheckFailure(f"{what} has the wrong dtype", expected=expected.dtype.name,
                            got=arr.dtype.name)
@@ -137,9 +137,9 @@ def _assert_exact(got: object, expected: np.ndarray, what: str, *, check_dtype: 
         bad = np.argwhere(arr != expected)
         first = tuple(int(i) for i in bad[0]) if bad.size else ()
         raise CheckFailure(f"{what} is wrong in {len(bad)} of {expected.size} entries",
-                           expected=f"{fmt_array(expected, 16)}; at {first}: "
+                           expected=f"{fmt_array(expected)}; at {first}: "
                                     f"{expected[first].item()!r}",
-                           got=f"{fmt_array(arr, 16)}; at {first}: {arr[first].item()!r}")
+                           got=f"{fmt_array(arr)}; at {first}: {arr[first].item()!r}")
     return arr
 
 
@@ -175,7 +175,7 @@ class Call:
     kwargs: dict
 
     def __repr__(self) -> str:
-        shown = [fmt_array(a, 24) if isinstance(a, np.ndarray) else repr(a) for a in self.args]
+        shown = [fmt_array(a) if isinstance(a, np.ndarray) else repr(a) for a in self.args]
         shown += [f"{k}={v!r}" for k, v in self.kwargs.items()]
         return f"{self.func}({', '.join(shown)})"
 
