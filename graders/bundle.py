@@ -35,6 +35,7 @@ SHIPPED = (
     "graders/assignments.py",
     "graders/records.py",
     "graders/values.py",
+    "graders/status.py",
     "graders/labs",
     "graders/student",
     "graders/harnesses",

@@ -23,6 +23,7 @@ from graders.assignments import Assignment, assignment_for_stem, get_assignment
 from graders.checks.framework import Check, CheckFailure, PropertyAbort, Session, load_checks
 from graders.feedback import cap_text, failure_text, passed_text
 from graders.notebook_submissions import notebook_module, notebook_static_result
+from graders.status import TASK_FAILURE_ORDER, Status
 from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker
 from graders.worker.static_check import StaticCheckResult, check_file
@@ -34,7 +35,6 @@ from graders.worker.static_check import StaticCheckResult, check_file
 #: deterministic and gives the reference and the submission the same order.
 GRADING_SIM_OPTIONS = {"shuffle_parallel": True, "shuffle_seed": 0}
 
-RESULT_STATUSES = ("passed", "failed", "not started", "timeout", "error")
 #: A submission file's default wall-clock budget, in per-call timeouts per check: a file
 #: whose calls all take just under the timeout stops after (checks x 3 x timeout) seconds
 #: (docs/security.md, "Limits"). Honest files use a small fraction of it.
@@ -46,7 +46,7 @@ NO_CHECKS = "(no checks registered)"
 class CheckResult:
     """The outcome of one check for one submission.
 
-    ``points`` earned of ``max_points``; ``status`` one of ``RESULT_STATUSES``;
+    ``points`` earned of ``max_points``; ``status`` one of ``graders.status.RESULT_STATUSES``;
     ``feedback`` the student-facing text (style.md); ``reason`` its one-line
     summary ("" when passed); ``graded`` whether the task counts; ``internal``
     True when the grader itself failed (``internal_detail`` then holds our
@@ -82,7 +82,9 @@ class TaskResult:
     @property
     def shown_status(self) -> str:
         """The status reports show: "partial" for a failed task that kept some points."""
-        return "partial" if self.status == "failed" and self.points > 0 else self.status
+        if self.status == Status.FAILED and self.points > 0:
+            return Status.PARTIAL
+        return self.status
 
 
 @dataclass
@@ -133,17 +135,14 @@ class SubmissionResult:
                 continue
             earned = sum(c.points for c in checks)
             statuses = [c.status for c in checks]
-            if statuses and all(s == "passed" for s in statuses):
-                status = "passed"
-            elif statuses and all(s == "not started" for s in statuses):
-                status = "not started"
+            if statuses and all(s == Status.PASSED for s in statuses):
+                status = Status.PASSED
+            elif statuses and all(s == Status.NOT_STARTED for s in statuses):
+                status = Status.NOT_STARTED
             else:
-                failing = [s for s in statuses if s != "passed"]
-                status = next(
-                    (s for s in ("error", "timeout", "failed", "not started") if s in failing),
-                    "failed",
-                )
-            reason = next((c.reason for c in checks if c.status != "passed" and c.reason), "")
+                failing = [s for s in statuses if s != Status.PASSED]
+                status = next((s for s in TASK_FAILURE_ORDER if s in failing), Status.FAILED)
+            reason = next((c.reason for c in checks if c.status != Status.PASSED and c.reason), "")
             rollup.append(
                 TaskResult(task.id, task.title, round(earned, 6), task.points, status, reason,
                            task.graded)
@@ -157,7 +156,7 @@ def _static_failure(result: StaticCheckResult, file_name: str) -> CheckFailure:
     extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     return CheckFailure(
         f"{file_name} was not run: {first}{extra}",
-        status="error",
+        status=Status.ERROR,
         traceback="\n".join("  " + line for line in result.message().splitlines()),
         hint="fix the file so that it imports only the allowed modules and compiles",
     )
@@ -166,7 +165,7 @@ def _static_failure(result: StaticCheckResult, file_name: str) -> CheckFailure:
 def _load_failure(load: LoadResult, file_name: str) -> CheckFailure:
     error = load.error
     if error is None:  # pragma: no cover - a failed LoadResult always has an error
-        return CheckFailure(f"{file_name} could not be loaded", status="error")
+        return CheckFailure(f"{file_name} could not be loaded", status=Status.ERROR)
     if error.kind in ("exception", "not_implemented"):
         message = f": {error.message}" if error.message else ""
         what = f"importing {file_name} raised {error.type}{message}"
@@ -175,7 +174,7 @@ def _load_failure(load: LoadResult, file_name: str) -> CheckFailure:
     else:
         what = f"{file_name} could not be loaded: {error.message}"
     return CheckFailure(
-        what, status="error", traceback=error.traceback or None, output=error.output or None,
+        what, status=Status.ERROR, traceback=error.traceback or None, output=error.output or None,
         hint="code at the top level of the file runs on import: keep it to definitions",
     )
 
@@ -188,7 +187,7 @@ def _link_failure(path: Path) -> CheckFailure | None:
         if candidate.is_symlink():
             return CheckFailure(
                 f"{what} is a symbolic link; only regular files in regular folders are graded",
-                status="error", hint="submit the file itself, not a link to it",
+                status=Status.ERROR, hint="submit the file itself, not a link to it",
             )
     return None
 
@@ -285,7 +284,7 @@ def _internal_failure(exc: BaseException) -> tuple[CheckFailure, str]:
     failure = CheckFailure(
         f"internal grader error ({type(exc).__name__}); this is not your fault, "
         "please tell the course staff",
-        status="error", internal=True,
+        status=Status.ERROR, internal=True,
     )
     return failure, "".join(traceback.format_exception(exc))
 
@@ -319,7 +318,7 @@ def run_check(session: Session, check: Check, assignment: Assignment) -> CheckRe
         task_id=check.task, task_title=title, check_name=check.name, points=check.points
     )
     return CheckResult(
-        assignment.id, check.task, check.name, check.points, check.points, "passed", feedback,
+        assignment.id, check.task, check.name, check.points, check.points, Status.PASSED, feedback,
         seconds, graded,
     )
 
@@ -332,14 +331,14 @@ def _missing_results(
     extra = []
     for check in checks:
         if (check.task, check.name) not in done:
-            failure = CheckFailure(reason, status="error")
+            failure = CheckFailure(reason, status=Status.ERROR)
             extra.append(_result_for_failure(check, assignment, failure, 0.0))
     for task in assignment.graded_tasks:
         if not any(c.task == task.id for c in checks):
             stub = Check(assignment.id, task.id, NO_CHECKS, task.points, lambda s: None)
             failure = CheckFailure(
                 f"internal grader error: no checks are registered for Task {task.id}",
-                status="error", internal=True,
+                status=Status.ERROR, internal=True,
             )
             extra.append(_result_for_failure(stub, assignment, failure, 0.0))
     return extra
@@ -438,7 +437,7 @@ def _note_dependencies(assignment: Assignment, checks: list[CheckResult]) -> lis
     """Add to each failed check of a task that uses another task's functions (``Task.depends``)
     which of those failed too: the fault may be there (issue 12: one fault, one charge, and
     a dependant's feedback says so)."""
-    failed = {c.task for c in checks if c.status != "passed"}
+    failed = {c.task for c in checks if c.status != Status.PASSED}
     if not failed:
         return checks
     out = []
@@ -449,7 +448,7 @@ def _note_dependencies(assignment: Assignment, checks: list[CheckResult]) -> lis
             out.append(c)
             continue
         broken = [d for d in task.depends if d in failed]
-        if c.status == "passed" or not broken:
+        if c.status == Status.PASSED or not broken:
             out.append(c)
             continue
         names = ", ".join(f"Task {d} ({assignment.task(d).title})" for d in broken)

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
+from graders.status import FAILURE_STATUSES
 from graders.values import describe_value
 
 if TYPE_CHECKING:
     from graders.worker.client import CallResult, Worker, WorkerFailure
 
-STATUSES = ("failed", "not started", "timeout", "error")
+STATUSES = FAILURE_STATUSES
 
 
 class CheckFailure(Exception):

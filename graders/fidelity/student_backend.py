@@ -23,6 +23,7 @@ from pathlib import Path
 from rich.console import Console
 
 from graders.assignments import Assignment
+from graders.status import Status
 from graders.student.selfcheck import FileReport, TaskOutcome, module_source
 
 MODES = {"hlo": "interpret=True", "tpu": "TPU interpret mode"}
@@ -34,11 +35,11 @@ def _file_report(path: Path, assignment: Assignment, rows: list[dict], problem: 
     for task in assignment.tasks:
         mine = [r for r in rows if task.id in r.get("tasks", ())]
         if problem is not None:
-            tasks.append(TaskOutcome(task.id, task.title, "error", "load the file on real JAX",
+            tasks.append(TaskOutcome(task.id, task.title, Status.ERROR, "load the file on real JAX",
                                      [problem]))
             continue
         if not mine:
-            tasks.append(TaskOutcome(task.id, task.title, "no self-check",
+            tasks.append(TaskOutcome(task.id, task.title, Status.NO_SELF_CHECK,
                                      "nothing of this task runs on Pallas"))
             continue
         funcs = sorted({r["func"] for r in mine})
@@ -46,15 +47,15 @@ def _file_report(path: Path, assignment: Assignment, rows: list[dict], problem: 
                  "agree with pallas_sim on drawn inputs")
         bad = [r for r in mine if r["status"] in ("differs", "error")]
         if bad:
-            status = "error" if all(r["status"] == "error" for r in bad) else "failing"
+            status = Status.ERROR if all(r["status"] == "error" for r in bad) else Status.FAILING
             detail = [f"{r['func']} on {MODES.get(r['mode'], r['mode'])}: {r['detail']}"
                       for r in bad]
             tasks.append(TaskOutcome(task.id, task.title, status, check, detail))
         elif any(r["status"] == "not started" for r in mine):
-            tasks.append(TaskOutcome(task.id, task.title, "not started", check))
+            tasks.append(TaskOutcome(task.id, task.title, Status.NOT_STARTED, check))
         else:
             n = sum(r["compared"] for r in mine)
-            tasks.append(TaskOutcome(task.id, task.title, "passed", check,
+            tasks.append(TaskOutcome(task.id, task.title, Status.PASSED, check,
                                      [f"{n} comparisons"]))
     return FileReport(assignment, path, tasks)
 

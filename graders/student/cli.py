@@ -32,6 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from graders.assignments import ASSIGNMENTS
+from graders.status import Status
 from graders.student.selfcheck import (
     FileReport,
     assignment_of_file,
@@ -42,10 +43,10 @@ from graders.student.selfcheck import (
 )
 
 EXIT_OK, EXIT_FAILING, EXIT_USAGE = 0, 1, 2
-STYLE = {"passed": "green", "failing": "red", "not started": "dim", "error": "bold red",
-         "no self-check": "yellow", "no file": "dim"}
-SYMBOL = {"passed": "✓", "failing": "✗", "not started": "·", "error": "!",
-          "no self-check": "?", "no file": "-"}
+STYLE = {Status.PASSED: "green", Status.FAILING: "red", Status.NOT_STARTED: "dim",
+         Status.ERROR: "bold red", Status.NO_SELF_CHECK: "yellow", Status.NO_FILE: "dim"}
+SYMBOL = {Status.PASSED: "✓", Status.FAILING: "✗", Status.NOT_STARTED: "·", Status.ERROR: "!",
+          Status.NO_SELF_CHECK: "?", Status.NO_FILE: "-"}
 
 
 def _run_public(args: argparse.Namespace, con: Console) -> list[FileReport]:
@@ -147,7 +148,7 @@ def print_report(report: FileReport, con: Console) -> None:
         line = Text(f"  Task {task.task} {task.title}: ")
         line.append(task.status, style=STYLE.get(task.status, ""))
         con.print(line)
-        if task.status in ("failing", "error"):
+        if task.status in (Status.FAILING, Status.ERROR):
             con.print(Text(f"      check: {task.check}"))
             for detail in task.detail:
                 for piece in detail.splitlines():
@@ -163,7 +164,7 @@ def run_check(args: argparse.Namespace, con: Console, err: Console) -> int:
     reports = CHECK_BACKENDS[args.backend](args, con)
     for report in reports:
         print_report(report, con)
-    statuses = {t.status for r in reports for t in r.tasks} - {"no self-check"}
+    statuses = {t.status for r in reports for t in r.tasks} - {Status.NO_SELF_CHECK}
     return EXIT_OK if statuses <= {"passed"} else EXIT_FAILING
 
 

@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
 from graders.assignments import ASSIGNMENTS, Assignment, assignment_for_stem, load_harness
+from graders.status import SELF_CHECK_STATUSES, Status
 from graders.student.public import Mismatch, Result, describe, load_public_checks
 from graders.worker.static_check import check_source
 
@@ -45,7 +46,7 @@ SELF_CHECK_SETTINGS = settings(
     verbosity=Verbosity.quiet,
     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
 )
-STATUSES = ("passed", "failing", "not started", "error", "no self-check", "no file")
+STATUSES = SELF_CHECK_STATUSES
 #: pallas_sim's sanitizers while public checks run: those of grading
 #: (``graders.grading.GRADING_SIM_OPTIONS``, which the bundle does not ship): parallel
 #: grid axes in the grader's seeded shuffled order, as TPU interpret mode visits them.
@@ -265,7 +266,7 @@ def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
         module, _ = load_module(path, assignment.stem)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the file does not load
         detail = [f"{type(exc).__name__}: {exc}"]
-        report.tasks = [TaskOutcome(t.id, t.title, "error", "the file loads", detail)
+        report.tasks = [TaskOutcome(t.id, t.title, Status.ERROR, "the file loads", detail)
                         for t in chosen]
         return report
     api = InProcessApi(module, path, profile)
@@ -274,7 +275,7 @@ def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
     for task in chosen:
         mine = [c for c in checks if c.task == task.id]
         if not mine:
-            status = "not started" if task.id in stubs else "no self-check"
+            status = Status.NOT_STARTED if task.id in stubs else Status.NO_SELF_CHECK
             report.tasks.append(TaskOutcome(task.id, task.title, status))
             continue
         report.tasks.append(_run_task(task.id, task.title, mine, api, timeout))
@@ -288,24 +289,24 @@ def _run_task(task: str, title: str, checks: list, api: InProcessApi,
             with _time_limit(timeout):
                 check.run(api)
         except NotStarted:
-            return TaskOutcome(task, title, "not started", check.name)
+            return TaskOutcome(task, title, Status.NOT_STARTED, check.name)
         except CheckTimeout:
-            return TaskOutcome(task, title, "failing", check.name,
+            return TaskOutcome(task, title, Status.FAILING, check.name,
                                [f"did not finish within {timeout:g} s"])
         except Mismatch as failure:
             detail = [failure.what]
             detail += [f"{label}: {value}" for label, value in (
                 ("smallest failing input", failure.input), ("expected", failure.expected),
                 ("got", failure.got)) if value]
-            return TaskOutcome(task, title, "failing", check.name, detail)
+            return TaskOutcome(task, title, Status.FAILING, check.name, detail)
         except StudentError as error:
             detail = [f"raised {error.what}"]
             if error.input:
                 detail.append(f"smallest failing input: {error.input}")
             if error.trace:
                 detail.append(error.trace)
-            return TaskOutcome(task, title, "failing", check.name, detail)
-    return TaskOutcome(task, title, "passed")
+            return TaskOutcome(task, title, Status.FAILING, check.name, detail)
+    return TaskOutcome(task, title, Status.PASSED)
 
 
 # -- finding files ------------------------------------------------------------------------------
@@ -345,4 +346,4 @@ def assignment_of_task(task: str) -> Assignment:
 def no_file_report(assignment: Assignment) -> FileReport:
     """The report of an assignment whose file was not found."""
     return FileReport(assignment, None,
-                      [TaskOutcome(t.id, t.title, "no file") for t in assignment.tasks])
+                      [TaskOutcome(t.id, t.title, Status.NO_FILE) for t in assignment.tasks])
