@@ -28,6 +28,7 @@ import pallas_sim
 import reference.a2_pipelining as ref_a2
 import reference.a3_matmul as ref_a3
 from graders.checks.strategies import Case
+from graders.labs.a2_pipelining import worked as a2_worked
 from graders.labs.a2_pipelining.checks import _broken_invariant as broken_invariant
 from graders.labs.a2_pipelining.checks import durations
 from pallas_sim import jax, jnp, pl
@@ -74,33 +75,28 @@ def test_the_bf16_1024_step_copies_in_1_138_us_and_computes_in_2_087_us():
 
 
 @A2
-@pytest.mark.parametrize("buffers, total", [(1, 18.0), (2, 13.0)])
-def test_six_blocks_dma_1_compute_2_end_at_18_and_13(impl, buffers, total):
-    dma_iv, comp_iv = impl.pipeline_schedule([1] * 6, [2] * 6, buffers)
-    assert comp_iv[-1, 1] == total, "1 buffer: 6 x (1 + 2); 2 buffers: 1 + 6 x 2"
+@pytest.mark.parametrize("answer", a2_worked.SCHEDULES,
+                         ids=lambda a: f"{a.n_blocks}x(d{a.dma:g},c{a.compute:g})-{a.n_buffers}")
+def test_the_worked_schedules_end_at_the_lecture_totals(impl, answer):
+    n = answer.n_blocks
+    dma_iv, comp_iv = impl.pipeline_schedule([answer.dma] * n, [answer.compute] * n,
+                                             answer.n_buffers)
+    assert comp_iv[-1, 1] == answer.total, (
+        "single: n(d + c); double: d + (n - 1)·max(d, c) + c")
     assert dma_iv.dtype == comp_iv.dtype == np.float64
-    assert dma_iv.shape == comp_iv.shape == (6, 2)
-
-
-@A2
-@pytest.mark.parametrize("buffers, total", [(1, 400.0), (2, 301.0)])
-def test_exercise_3_dma_3_compute_1_hundred_blocks_400_and_301(impl, buffers, total):
-    _, comp_iv = impl.pipeline_schedule([3.0] * 100, [1.0] * 100, buffers)
-    assert comp_iv[-1, 1] == total, "single: n(d + c); double: d + (n - 1)·max(d, c) + c"
+    assert dma_iv.shape == comp_iv.shape == (n, 2)
+    assert impl.pipeline_utilization([answer.dma] * n, [answer.compute] * n,
+                                     answer.n_buffers) == pytest.approx(answer.utilization)
 
 
 @A2
 def test_the_two_charts_of_the_lecture_character_for_character(impl):
-    from graders.labs.a2_pipelining.checks import CHART_ONE_BUFFER, CHART_TWO_BUFFERS
-
-    for buffers, chart in ((1, CHART_ONE_BUFFER), (2, CHART_TWO_BUFFERS)):
-        schedule = impl.pipeline_schedule([1.0] * 6, [2.0] * 6, buffers)
-        assert impl.render_gantt(*schedule, width=54) == chart
+    for answer in a2_worked.SIX_BLOCKS:
+        chart = a2_worked.CHARTS[answer.n_buffers]
+        schedule = impl.pipeline_schedule([answer.dma] * answer.n_blocks,
+                                          [answer.compute] * answer.n_blocks, answer.n_buffers)
+        assert impl.render_gantt(*schedule, width=a2_worked.CHART_WIDTH) == chart
         assert impl.render_gantt(*schedule) == chart, "width defaults to 54"
-    assert CHART_ONE_BUFFER.splitlines()[0] == (
-        "DMA     |000      111      222      333      444      555      |")
-    assert CHART_TWO_BUFFERS.splitlines()[1] == (
-        "compute |    00000000111111111222222223333333344444444455555555|")
 
 
 @A2
@@ -112,9 +108,12 @@ def test_ideal_utilization_64_72_single_99_89_double_over_504_steps(impl):
 
 @A2
 def test_measured_23_4_percent_means_6_833_us_copies_at_613_8_gb_per_s(impl):
-    bandwidth = impl.effective_bandwidth(4 * MiB, STEP_COMPUTE, 0.234)
-    assert rel_close(bandwidth, 613.8e9), bandwidth
-    assert rel_close(4 * MiB / bandwidth, 6.833e-6), "d = c·(1/u - 1)"
+    answer = a2_worked.BANDWIDTH
+    assert rel_close(answer.compute_time, STEP_COMPUTE)
+    bandwidth = impl.effective_bandwidth(answer.bytes_per_step, answer.compute_time,
+                                         answer.utilization)
+    assert rel_close(bandwidth, answer.bandwidth), bandwidth
+    assert rel_close(answer.bytes_per_step / bandwidth, answer.dma_time), "d = c·(1/u - 1)"
     assert rel_close(bandwidth / BW, 0.1665), "a sixth of the peak"
     dma = [4 * MiB / bandwidth] * 504
     assert rel_close(impl.pipeline_utilization(dma, [STEP_COMPUTE] * 504, 2), 0.3055), (

@@ -22,6 +22,7 @@ import reference.a2_pipelining as ref
 from graders.checks.compare import as_array, as_finite_number, fmt_array, require_finite
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import Case
+from graders.labs.a2_pipelining import worked
 
 A = "a2"
 MiB = 1 << 20
@@ -35,12 +36,7 @@ WORKED_RTOL = 5e-3
 TIME_TOL = 1e-9  # absolute and relative, on sums of at most 64 durations <= 20
 
 #: The lecture's two charts for 6 blocks, DMA 1, compute 2, width 54 (lecture §3.1).
-CHART_ONE_BUFFER = (
-    "DMA     |000      111      222      333      444      555      |\n"
-    "compute |   000000   111111   222222   333333   444444   555555|")
-CHART_TWO_BUFFERS = (
-    "DMA     |00001111    22222    3333    4444    55555            |\n"
-    "compute |    00000000111111111222222223333333344444444455555555|")
+CHART_ONE_BUFFER, CHART_TWO_BUFFERS = worked.CHARTS[1], worked.CHARTS[2]
 
 
 # --- drawn durations -----------------------------------------------------------------------
@@ -169,9 +165,9 @@ def schedule_worked(s: Session) -> None:
     """Task 2.1: worked answers: 6 blocks (DMA 1, compute 2) end at 18 with one buffer and 13
     with two; Ex3 (d 3, c 1, 100 blocks) ends at 400 and 301.
     """
-    worked = [((1.0, 2.0, 6), 1, 18.0), ((1.0, 2.0, 6), 2, 13.0),
-              ((3.0, 1.0, 100), 1, 400.0), ((3.0, 1.0, 100), 2, 301.0)]
-    for (d, c, n), buffers, total in worked:
+    for answer in worked.SCHEDULES:
+        d, c, n = answer.dma, answer.compute, answer.n_blocks
+        buffers, total = answer.n_buffers, answer.total
         label = f"dma_times = [{d:g}] * {n}, compute_times = [{c:g}] * {n}, n_buffers = {buffers}"
         case = Case(([d] * n, [c] * n, buffers), {}, ("dma_times", "compute_times", "n_buffers"))
         got = _intervals(s.invoke("pipeline_schedule", case.args).value, n)
@@ -420,7 +416,7 @@ def utilization_worked_double(s: Session) -> None:
 
 #: The lecture's stochastic experiment: compute 1.0, DMA ~ max(0, N(0.8, 1.0)) (lecture §3.3).
 STOCHASTIC_SEED, STOCHASTIC_BLOCKS = 0, 10_000
-STOCHASTIC_LECTURE = {2: 0.760, 3: 0.867, 4: 0.916}
+STOCHASTIC_LECTURE = worked.STOCHASTIC_UTILIZATION
 STOCHASTIC_TOL = 0.025  # ± 2.5 percentage points: the lecture's figures depend on its draw
 
 
@@ -493,12 +489,15 @@ def bandwidth_worked(s: Session) -> None:
     """Task 2.4: worked answer: 4 MiB per step, compute 2.087 µs, measured 23.4 % → DMA ≈ 6.83
     µs, about 614 GB/s (lecture §3.2).
     """
-    args = (float(STEP_BYTES), 2.087e-6, 0.234)
-    label = "bytes_per_step = 4194304, compute_time = 2.087e-06, utilization = 0.234"
+    answer = worked.BANDWIDTH
+    args = (float(answer.bytes_per_step), answer.compute_time, answer.utilization)
+    label = (f"bytes_per_step = {answer.bytes_per_step}, compute_time = {answer.compute_time}, "
+             f"utilization = {answer.utilization}")
     got = _bandwidth(s, args, label)
-    if not math.isclose(got, 613.8e9, rel_tol=WORKED_RTOL):
+    if not math.isclose(got, answer.bandwidth, rel_tol=WORKED_RTOL):
         raise CheckFailure("the effective bandwidth is wrong", input=label,
-                           expected="about 6.138e+11 B/s (d ≈ 6.833e-06 s)", got=f"{got:.4g}",
+                           expected=f"about {answer.bandwidth:.4g} B/s (d ≈ "
+                                    f"{answer.dma_time:.4g} s)", got=f"{got:.4g}",
                            diagnosis=_diagnose_bandwidth(got, *args))
 
 

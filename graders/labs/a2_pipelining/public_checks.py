@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from graders.labs.a2_pipelining import worked
 from graders.student.public import (
     Api,
     Mismatch,
@@ -49,14 +50,15 @@ def schedule_worked(api: Api) -> None:
     """Task 2.1: worked answers: 6 blocks, DMA 1, compute 2: 18 with 1 buffer, 13 with 2; DMA 3,
     compute 1, 100 blocks: 400 and 301 (lecture §3.1).
     """
-    for d, c, n, totals in ((1.0, 2.0, 6, (18, 13)), (3.0, 1.0, 100, (400, 301))):
-        for buffers, total in zip((1, 2), totals, strict=True):
-            _, comp = _pair(api.call("pipeline_schedule", [d] * n, [c] * n, buffers).value)
-            if comp.shape != (n, 2) or not np.isclose(comp[-1, 1], total):
-                raise Mismatch("the total time differs from the lecture's",
-                               input=f"{n} blocks, dma {d:g}, compute {c:g}, "
-                                     f"n_buffers = {buffers}",
-                               expected=str(total), got=str(comp[-1, 1] if comp.size else comp))
+    for answer in worked.SCHEDULES:
+        d, c, n = answer.dma, answer.compute, answer.n_blocks
+        buffers, total = answer.n_buffers, int(answer.total)
+        _, comp = _pair(api.call("pipeline_schedule", [d] * n, [c] * n, buffers).value)
+        if comp.shape != (n, 2) or not np.isclose(comp[-1, 1], total):
+            raise Mismatch("the total time differs from the lecture's",
+                           input=f"{n} blocks, dma {d:g}, compute {c:g}, "
+                                 f"n_buffers = {buffers}",
+                           expected=str(total), got=str(comp[-1, 1] if comp.size else comp))
 
 
 #: Durations in eighths (exact in binary): zeros, short and long round values are common.
@@ -152,8 +154,10 @@ def utilization_worked(api: Api) -> None:
     """Task 2.3: worked answers: 6 blocks, DMA 1, compute 2: utilization 12/18 with 1 buffer,
     12/13 with 2 (lecture §3.1).
     """
-    for buffers, expected in ((1, 12 / 18), (2, 12 / 13)):
-        got = api.call("pipeline_utilization", [1.0] * 6, [2.0] * 6, buffers).value
+    for answer in worked.SIX_BLOCKS:
+        buffers, expected = answer.n_buffers, answer.utilization
+        got = api.call("pipeline_utilization", [answer.dma] * answer.n_blocks,
+                       [answer.compute] * answer.n_blocks, buffers).value
         if not np.isclose(number(got, "pipeline_utilization's result"), expected, rtol=1e-9):
             raise Mismatch("the utilization differs", input=f"n_buffers = {buffers}",
                            expected=f"{expected:.6f}", got=repr(got))
@@ -165,8 +169,10 @@ def bandwidth_worked(api: Api) -> None:
     """Task 2.4: worked answer: 4 MiB per step, compute 2.087 µs, utilization 0.234 → about 614
     GB/s (lecture §3.2).
     """
-    got = api.call("effective_bandwidth", 4 * 2**20, 2.087e-6, 0.234).value
-    if not np.isclose(number(got, "effective_bandwidth's result"), 613.8e9, rtol=5e-3):
+    answer = worked.BANDWIDTH
+    got = api.call("effective_bandwidth", answer.bytes_per_step, answer.compute_time,
+                   answer.utilization).value
+    if not np.isclose(number(got, "effective_bandwidth's result"), answer.bandwidth, rtol=5e-3):
         raise Mismatch("the bandwidth differs from the lecture's",
                        expected="≈ 6.138e11 B/s", got=repr(got))
 
