@@ -31,12 +31,13 @@ from graders.checks.strategies import Case
 from graders.labs.a2_pipelining import worked as a2_worked
 from graders.labs.a2_pipelining.checks import _broken_invariant as broken_invariant
 from graders.labs.a2_pipelining.checks import durations
+from graders.labs.a3_matmul import worked as a3_worked
 from pallas_sim import jax, jnp, pl
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB, KiB = 2**20, 2**10
 WORKED_RTOL = 5e-3  # worked numbers are printed to 3-4 significant digits
-PEAK, BW = 1028.75e12, 3685.5e9  # Ironwood, one TensorCore
+PEAK, BW = a3_worked.PEAK_FLOPS, a3_worked.HBM_BANDWIDTH  # Ironwood, one TensorCore
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = np.dtype(np.float32)
 
@@ -184,14 +185,15 @@ def test_effective_bandwidth_agrees(size, compute, u):
 
 # --- §4 worked answers ---------------------------------------------------------------------
 
-SHAPE = (4096, 18432, 7168)  # M, N, K of (4096, 7168) @ (7168, 18432)
+SHAPE = a3_worked.SHAPE  # M, N, K of (4096, 7168) @ (7168, 18432)
 
 
 @A3
-@pytest.mark.parametrize("grid, mib", [("1d", 664), ("2d", 64), ("3d", 16)])
+@pytest.mark.parametrize("grid, mib", a3_worked.VMEM_MIB.items())
 def test_vmem_of_the_three_grids_664_64_16_mib(impl, grid, mib):
-    assert impl.matmul_vmem_bytes(*SHAPE, block=1024, grid=grid) == mib * MiB
-    assert impl.matmul_vmem_bytes(*SHAPE, block=1024, grid=grid, in_dtype="bfloat16",
+    block = a3_worked.VMEM_BLOCK
+    assert impl.matmul_vmem_bytes(*SHAPE, block=block, grid=grid) == mib * MiB
+    assert impl.matmul_vmem_bytes(*SHAPE, block=block, grid=grid, in_dtype="bfloat16",
                                   out_dtype="float32") == mib * MiB
 
 
@@ -207,8 +209,10 @@ def test_the_issue_command_prints_664():
 @A3
 def test_balance_point_279_and_smallest_compute_bound_block_560(impl):
     assert rel_close(PEAK / BW, 279.13)
-    assert impl.min_compute_bound_block(PEAK, BW) == 560, "b/2 > 279.13 and b % 8 == 0"
-    assert impl.min_compute_bound_block(PEAK, BW, 2, 1) == 559, "the bare integer bound"
+    assert impl.min_compute_bound_block(PEAK, BW) == a3_worked.MIN_BLOCK[8], (
+        "b/2 > 279.13 and b % 8 == 0")
+    for multiple, block in a3_worked.MIN_BLOCK.items():
+        assert impl.min_compute_bound_block(PEAK, BW, 2, multiple) == block
 
 
 @A3

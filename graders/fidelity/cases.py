@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from graders.labs.a1_pallas_basics import worked as a1_worked
+from graders.labs.a3_matmul import worked as a3_worked
 
 F32 = np.float32
 
@@ -147,6 +148,9 @@ def _splash(draw):
     return (q, k, v, FromModule("build_mask_info", (mask, block, block))), {}
 
 
+_IRONWOOD = (a3_worked.PEAK_FLOPS, a3_worked.HBM_BANDWIDTH)
+
+
 def _just(calls) -> SearchStrategy:
     """Fixed calls (the lecture's worked numbers): an iterable of (args, kwargs)."""
     return st.sampled_from(list(calls))
@@ -165,12 +169,14 @@ CASES: dict[str, tuple[FidelityCase, ...]] = {
     "a3_matmul": (
         FidelityCase("matmul", _matmul(), covers=("matmul_kernel",)),
         FidelityCase("matmul_vmem_bytes", _just(
-            ((4096, 18432, 7168), {"block": 1024, "grid": g}) for g in ("1d", "2d", "3d"))),
+            (a3_worked.SHAPE, {"block": a3_worked.VMEM_BLOCK, "grid": g})
+            for g in a3_worked.VMEM_MIB)),
         FidelityCase("arithmetic_intensity", _just([((512,), {}), ((1024,), {"dtype_bytes": 4})])),
-        FidelityCase("min_compute_bound_block", _just([((1028.75e12, 3685.5e9), {})])),
+        FidelityCase("min_compute_bound_block", _just([(_IRONWOOD, {})])),
         FidelityCase("ideal_matmul_time", _just(
-            ((4096, 18432, 7168, b), {"peak_flops": 1028.75e12, "hbm_bandwidth": 3685.5e9})
-            for b in (512, 1024))),
+            ((*a3_worked.SHAPE, b), {"peak_flops": a3_worked.PEAK_FLOPS,
+                                     "hbm_bandwidth": a3_worked.HBM_BANDWIDTH})
+            for b in a3_worked.IDEAL_MS)),
     ),
     "a4_flash_attention": (
         FidelityCase("flash_attention", _flash(), covers=("flash_attention_kernel",),

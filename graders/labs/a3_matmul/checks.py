@@ -31,10 +31,11 @@ from graders.checks.compare import (
 )
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import BF16, F32, Case, make_array, seeds
+from graders.labs.a3_matmul import worked
 
 A = "a3"
 MiB, KiB = 1 << 20, 1 << 10
-PEAK_FLOPS, HBM_BANDWIDTH = 1028.75e12, 3685.5e9  # one Ironwood TensorCore
+PEAK_FLOPS, HBM_BANDWIDTH = worked.PEAK_FLOPS, worked.HBM_BANDWIDTH  # one Ironwood TensorCore
 WORKED_RTOL = 5e-3
 #: Error bound as a fraction of (|x| @ |y|): float32 accumulation of exact bf16/f32
 #: products stays far below 1e-5; one bf16 rounding per k step stays below 2^-8.
@@ -568,13 +569,16 @@ def vmem_worked(s: Session) -> None:
     """Task 3.3: worked answers: (4096, 7168) @ (7168, 18432), 1024-blocks, bf16 in, f32 out: 664
     MiB (1d), 64 MiB (2d), 16 MiB (3d) (lecture §4.1).
     """
-    for grid, mib in (("1d", 664), ("2d", 64), ("3d", 16)):
-        kwargs = {"block": 1024, "grid": grid, "in_dtype": "bfloat16", "out_dtype": "float32"}
-        got = s.invoke("matmul_vmem_bytes", (4096, 18432, 7168), kwargs).value
+    m, n, k = worked.SHAPE
+    for grid, mib in worked.VMEM_MIB.items():
+        kwargs = {"block": worked.VMEM_BLOCK, "grid": grid, "in_dtype": "bfloat16",
+                  "out_dtype": "float32"}
+        got = s.invoke("matmul_vmem_bytes", worked.SHAPE, kwargs).value
         try:
             assert_equal_int(got, mib * MiB, f"matmul_vmem_bytes with grid={grid!r}")
         except CheckFailure as failure:
-            failure.input = f"M = 4096, N = 18432, K = 7168, block = 1024, grid = {grid!r}"
+            failure.input = (f"M = {m}, N = {n}, K = {k}, block = {worked.VMEM_BLOCK}, "
+                             f"grid = {grid!r}")
             failure.expected = f"{mib * MiB} ({mib} MiB)"
             if grid == "1d" and got == 376 * MiB:
                 failure.diagnosis = ("the resident output is counted once; every operand, the "
@@ -649,7 +653,7 @@ def min_block_worked(s: Session) -> None:
     """Task 3.4: worked answers: Ironwood's balance point is about 279 FLOP/B, so the smallest
     compute-bound bf16 block is 560 (559 without the multiple of 8) (lecture §4.2, Ex5).
     """
-    for multiple, expected in ((8, 560), (1, 559)):
+    for multiple, expected in worked.MIN_BLOCK.items():
         kwargs = {"dtype_bytes": 2, "multiple_of": multiple}
         label = f"peak_flops = 1028.75e12, hbm_bandwidth = 3685.5e9, multiple_of = {multiple}"
         got = _block(s, (PEAK_FLOPS, HBM_BANDWIDTH), kwargs, label)
@@ -721,13 +725,14 @@ def ideal_time_worked(s: Session) -> None:
     """Task 3.4: worked answers: the full matmul ideally takes 1.147 ms with 512-blocks (4032
     steps) and 1.052 ms with 1024-blocks (504 steps) (lecture §4.2).
     """
-    for block, ms in ((512, 1.147), (1024, 1.052)):
+    m, n, k = worked.SHAPE
+    for block, ms in worked.IDEAL_MS.items():
         kwargs = {"peak_flops": PEAK_FLOPS, "hbm_bandwidth": HBM_BANDWIDTH}
-        label = f"M = 4096, N = 18432, K = 7168, block = {block}, Ironwood"
-        got = _time(s, (4096, 18432, 7168, block), kwargs, label)
+        label = f"M = {m}, N = {n}, K = {k}, block = {block}, Ironwood"
+        got = _time(s, (*worked.SHAPE, block), kwargs, label)
         if not math.isclose(got, ms * 1e-3, rel_tol=WORKED_RTOL):
             diagnosis = None
-            steps = (4096 // block) * (18432 // block) * (7168 // block)
+            steps = (m // block) * (n // block) * (k // block)
             if math.isclose(got, steps * 2 * block**3 / PEAK_FLOPS, rel_tol=1e-6):
                 diagnosis = ("only the compute time is counted; a step takes the longer of its "
                              "compute and its copies (512-blocks are copy-bound)")

@@ -16,6 +16,7 @@ import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
+from graders.labs.a3_matmul import worked
 from graders.student.public import (
     Api,
     Mismatch,
@@ -28,8 +29,8 @@ from graders.student.public import (
 )
 
 A = "a3"
-MiB = 1 << 20
-PEAK, BW = 1028.75e12, 3685.5e9  # Ironwood, one TensorCore
+MiB = worked.MiB
+PEAK, BW = worked.PEAK_FLOPS, worked.HBM_BANDWIDTH  # Ironwood, one TensorCore
 BF16 = np.dtype(ml_dtypes.bfloat16)
 #: Error bounds as a fraction of |x| @ |y|: float32 accumulation of exact products, and one
 #: bfloat16 rounding per k step (what a wrapper may add when given bf16 inputs).
@@ -169,8 +170,9 @@ def vmem_worked(api: Api) -> None:
     """Task 3.3: worked answers: (4096, 7168) @ (7168, 18432), block 1024: 1d 664 MiB, 2d 64 MiB,
     3d 16 MiB (lecture §4.1).
     """
-    for grid, mib in (("1d", 664), ("2d", 64), ("3d", 16)):
-        got = api.call("matmul_vmem_bytes", 4096, 18432, 7168, block=1024, grid=grid).value
+    for grid, mib in worked.VMEM_MIB.items():
+        got = api.call("matmul_vmem_bytes", *worked.SHAPE, block=worked.VMEM_BLOCK,
+                       grid=grid).value
         if got != mib * MiB:
             raise Mismatch("the VMEM estimate differs from the lecture's", input=f"grid={grid!r}",
                            expected=f"{mib * MiB} ({mib} MiB)", got=repr(got))
@@ -215,15 +217,17 @@ def roofline_worked(api: Api) -> None:
     """Task 3.4: worked answers: intensity b/2; smallest compute-bound block 560; ideal time
     1.147 ms (block 512) and 1.052 ms (block 1024) (lecture §4.2).
     """
-    got = api.call("arithmetic_intensity", 1024).value
-    if not np.isclose(number(got, "arithmetic_intensity(1024)"), 512.0):
-        raise Mismatch("arithmetic_intensity(1024) differs", expected="512.0", got=repr(got))
-    got = api.call("min_compute_bound_block", PEAK, BW).value
-    if got != 560:
-        raise Mismatch("min_compute_bound_block for Ironwood differs", expected="560",
+    block, intensity = worked.INTENSITY_BLOCK, worked.INTENSITY
+    got = api.call("arithmetic_intensity", block).value
+    if not np.isclose(number(got, f"arithmetic_intensity({block})"), intensity):
+        raise Mismatch(f"arithmetic_intensity({block}) differs", expected=str(intensity),
                        got=repr(got))
-    for block, ms in ((512, 1.147), (1024, 1.052)):
-        got = api.call("ideal_matmul_time", 4096, 18432, 7168, block, peak_flops=PEAK,
+    got = api.call("min_compute_bound_block", PEAK, BW).value
+    if got != worked.MIN_BLOCK[8]:
+        raise Mismatch("min_compute_bound_block for Ironwood differs",
+                       expected=str(worked.MIN_BLOCK[8]), got=repr(got))
+    for block, ms in worked.IDEAL_MS.items():
+        got = api.call("ideal_matmul_time", *worked.SHAPE, block, peak_flops=PEAK,
                        hbm_bandwidth=BW).value
         if not np.isclose(number(got, "ideal_matmul_time's result"), ms * 1e-3, rtol=5e-3):
             raise Mismatch("ideal_matmul_time differs from the lecture's",
