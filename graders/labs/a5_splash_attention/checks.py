@@ -36,38 +36,20 @@ from graders.checks.compare import (
 )
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import make_array, seeds
+from graders.labs.a5_splash_attention.public_checks import (
+    DTYPES,
+    KINDS,
+    PREFETCH_ORDER,
+    MaskCase,
+    window_side,
+)
 
 A = "a5"
 FIELDS = ref.MaskInfo._fields
-FIELD_DTYPES = {"active_rows": np.int32, "active_cols": np.int32, "block_mask": np.int8,
-                "mask_next": np.int32, "partial_mask_blocks": np.bool_,
-                "bounds_start": np.bool_, "bounds_end": np.bool_}
-PREFETCH_ORDER = ("active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end",
-                  "block_mask")
-KINDS = ("causal", "local", "documents", "random", "full", "causal & local",
-         "causal & documents", "local & documents")
+FIELD_DTYPES = DTYPES
 
 
 # --- drawn masks ---------------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class MaskCase:
-    """A mask, its tiling and the recipe that made it (what the feedback prints)."""
-
-    mask: np.ndarray
-    block_q: int
-    block_kv: int
-    recipe: str
-
-    def __repr__(self) -> str:
-        return f"mask = {self.recipe}, block_q = {self.block_q}, block_kv = {self.block_kv}"
-
-
-def _window_side(draw: st.DrawFn, length: int, block: int) -> int | None:
-    """None, a block-aligned width, or any width up to the length."""
-    return draw(st.one_of(st.none(), st.integers(0, length // block).map(lambda n: n * block),
-                          st.integers(0, length)))
-
 
 def _documents(draw: st.DrawFn, length: int) -> tuple[np.ndarray, str]:
     cuts = sorted(draw(st.sets(st.integers(1, max(1, length - 1)), max_size=4))
@@ -98,7 +80,7 @@ def mask_cases(draw: st.DrawFn, *, square: bool = False, blocks: tuple[int, ...]
             parts.append((ref.causal_mask(q_len, kv_len, offset=offset),
                           f"causal_mask({shape}, offset={offset})"))
         elif part == "local":
-            window = (_window_side(draw, q_len, bkv), _window_side(draw, q_len, bkv))
+            window = (window_side(draw, q_len, bkv), window_side(draw, q_len, bkv))
             parts.append((ref.local_mask(q_len, window), f"local_mask({q_len}, {window})"))
         elif part == "documents":
             ids, text = _documents(draw, q_len)

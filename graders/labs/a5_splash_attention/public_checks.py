@@ -16,6 +16,7 @@ import re
 import numpy as np
 from hypothesis import strategies as st
 
+from graders.assignments import load_harness
 from graders.student.public import (
     Api,
     Mismatch,
@@ -63,7 +64,9 @@ class MaskCase:
         return f"mask = {self.recipe}, block_q = {self.block_q}, block_kv = {self.block_kv}"
 
 
-def _side(draw: st.DrawFn, length: int, block: int) -> int | None:
+def window_side(draw: st.DrawFn, length: int, block: int) -> int | None:
+    """One side of a drawn local window: None, a block-aligned width, or any width up to
+    ``length`` (the hidden checks draw windows the same way)."""
     return draw(st.one_of(st.none(), st.integers(0, length // block).map(lambda n: n * block),
                           st.integers(0, length)))
 
@@ -88,7 +91,7 @@ def mask_cases(draw: st.DrawFn, *, square: bool = False, blocks: tuple[int, ...]
             mask &= q_pos + offset >= kv_pos
             recipe.append(f"causal ({q_len}, {kv_len}, offset {offset})")
         elif part == "local":
-            left, right = _side(draw, q_len, bkv), _side(draw, q_len, bkv)
+            left, right = window_side(draw, q_len, bkv), window_side(draw, q_len, bkv)
             if left is not None:
                 mask &= q_pos - left <= kv_pos
             if right is not None:
@@ -354,8 +357,8 @@ def _splash_fields(case: MaskCase) -> tuple:
     return tuple(info[name] for name in FIELDS)
 
 
-PREFETCH_ORDER = ("active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end",
-                  "block_mask")
+#: The order of the six scalar-prefetch arrays: the harness's (the intended call's).
+PREFETCH_ORDER: tuple[str, ...] = load_harness("a5").PREFETCH_ORDER
 
 
 def _check_prefetch(recorded: object, case: MaskCase) -> None:
