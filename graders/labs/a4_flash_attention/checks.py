@@ -49,6 +49,7 @@ from graders.checks.compare import (
 )
 from graders.checks.framework import CheckFailure, Session, check, describe_value, run_property
 from graders.checks.strategies import Case, make_array, seeds
+from graders.labs.a4_flash_attention.public_checks import mask_rows
 
 A = "a4"
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -237,18 +238,7 @@ def masked_softmax_cases(draw) -> MaskedSoftmaxCase:
     x = make_array((n,) if rows is None else (rows, n), dtype, seed, low=low, high=high)
     flat = x.reshape(-1, n)
     # Both masked kinds of the contract in every draw with two rows or more.
-    first = ["prefix", "all"] if flat.shape[0] > 1 else [draw(st.sampled_from(["prefix", "all"]))]
-    kinds = first + draw(st.lists(st.sampled_from(["prefix", "scatter", "all", "none"]),
-                                  min_size=flat.shape[0] - len(first),
-                                  max_size=flat.shape[0] - len(first)))
-    scatter = np.random.default_rng(seed + 1).random(flat.shape) < 0.4
-    for r, kind in enumerate(kinds):
-        if kind == "prefix":
-            flat[r, :draw(st.integers(block, n - 1))] = -np.inf
-        elif kind == "scatter":
-            flat[r, scatter[r]] = -np.inf
-        elif kind == "all":
-            flat[r] = -np.inf
+    mask_rows(draw, flat, block, seed)
     return MaskedSoftmaxCase(x, block)
 
 

@@ -139,6 +139,16 @@ def masked_softmax_cases(draw) -> dict:
     x = arrays((n,) if rows is None else (rows, n), seed,
                dtype=draw(st.sampled_from([np.float32, np.float64])))
     flat = x.reshape(-1, n)
+    mask_rows(draw, flat, block, seed)
+    return {"x": x, "block_size": block}
+
+
+def mask_rows(draw: st.DrawFn, flat: np.ndarray, block: int, seed: int) -> None:
+    """Put the handout's masked keys into ``flat`` ([rows, n] floats, changed in place):
+    the first row gets a -inf prefix of at least ``block`` entries and the second row only
+    -inf (one row: either); other rows a -inf prefix, scattered -inf (drawn from
+    ``seed + 1``), only -inf or none. The hidden checks draw masked rows the same way."""
+    n = flat.shape[1]
     first = ["prefix", "all"] if flat.shape[0] > 1 else [draw(st.sampled_from(["prefix", "all"]))]
     kinds = first + draw(st.lists(st.sampled_from(["prefix", "scatter", "all", "none"]),
                                   min_size=flat.shape[0] - len(first),
@@ -151,7 +161,6 @@ def masked_softmax_cases(draw) -> dict:
             flat[r, scatter[r]] = -np.inf
         elif kind == "all":
             flat[r] = -np.inf
-    return {"x": x, "block_size": block}
 
 
 @public_check(A, "4.1", "masked rows (-inf entries): probability 0 at -inf, m = -inf and l = 0 "
