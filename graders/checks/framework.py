@@ -11,16 +11,19 @@ submission graded twice gives the same scores and feedback).
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import importlib
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, configuration, given, settings
 from hypothesis import strategies as st
 
 if TYPE_CHECKING:
@@ -156,6 +159,13 @@ def load_checks(assignment: str) -> list[Check]:
 
 
 # -- hypothesis profiles -----------------------------------------------------------------------
+
+# hypothesis keeps files (the constants it collects from source files) in ./.hypothesis/
+# of whatever folder the TA grades from; grading uses no example database, so they go to
+# a folder of this process's own, removed when it exits.
+_HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="pallas-lab-hypothesis-")
+configuration.set_hypothesis_home_dir(_HYPOTHESIS_HOME)
+atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
 
 #: Deterministic grading profile: every setting pinned (design.md, "Grading architecture").
 GRADING_SETTINGS = settings(
