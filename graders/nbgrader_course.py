@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -202,11 +203,15 @@ def write_scores(course: str | Path, scores: Mapping[tuple[str, str], Mapping[st
     """
     from nbgrader.api import Gradebook, MissingEntry
 
+    from graders.nbgrader_execute import quiet_known_warnings
+
     course = Path(course).resolve()
     if not (course / "nbgrader_config.py").is_file():
         raise GradebookError(f"{course} is not an nbgrader course (no nbgrader_config.py)")
     written = 0
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    with warnings.catch_warnings(), Gradebook(
+            f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        quiet_known_warnings()
         for (student, stem), tasks in sorted(scores.items()):
             try:
                 gradebook.find_assignment(stem)

@@ -162,6 +162,7 @@ def test_generate_assignment_grade_submitted_and_read_the_gradebook(tmp_path: Pa
                            timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert grade.returncode == 0, grade.stdout + grade.stderr
     assert "wrote 10 task score(s)" in grade.stdout
+    assert "Warning" not in grade.stderr, "no SQLAlchemy warning from nbgrader's gradebook"
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
