@@ -79,7 +79,8 @@ class SandboxedExecute(Execute):
     def preprocess(self, nb: nbformat.NotebookNode, resources: Any = None,
                    km: Any = None) -> tuple[nbformat.NotebookNode, Any]:
         """Execute the tests cells of ``nb`` in a kernel whose working folder holds only a
-        copy of ``nb`` named after the notebook; every other cell is left unexecuted."""
+        copy of ``nb`` named after the notebook (``create_kernel_manager``: this
+        interpreter's kernel); every other cell is left unexecuted."""
         resources = resources if resources is not None else {}
         if not any(pallas_lab_task(cell) for cell in nb.cells):
             for index, cell in enumerate(nb.cells):
@@ -99,6 +100,16 @@ class SandboxedExecute(Execute):
             else:
                 metadata["path"] = saved
             shutil.rmtree(folder, ignore_errors=True)
+
+    def create_kernel_manager(self) -> Any:
+        """A manager of this interpreter's own ipykernel (the one that has pallas-lab),
+        whatever ``python3`` kernelspec the notebook or the machine names."""
+        from jupyter_client.kernelspec import NATIVE_KERNEL_NAME, KernelSpecManager
+
+        self.km = self.kernel_manager_class(
+            kernel_name=NATIVE_KERNEL_NAME, config=self.config,
+            kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
+        return self.km
 
     def preprocess_cell(self, cell: nbformat.NotebookNode, resources: Any,
                         index: int) -> tuple[nbformat.NotebookNode, Any]:
@@ -136,6 +147,16 @@ class TestsCellOverwrite(OverwriteCells):
     the released nor the full version) is still reported and restored as nbgrader does."""
 
     _expected_change = False
+
+    def create_kernel_manager(self) -> Any:
+        """A manager of this interpreter's own ipykernel (the one that has pallas-lab),
+        whatever ``python3`` kernelspec the notebook or the machine names."""
+        from jupyter_client.kernelspec import NATIVE_KERNEL_NAME, KernelSpecManager
+
+        self.km = self.kernel_manager_class(
+            kernel_name=NATIVE_KERNEL_NAME, config=self.config,
+            kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
+        return self.km
 
     def preprocess_cell(self, cell: nbformat.NotebookNode, resources: Any,
                         cell_index: int) -> tuple[nbformat.NotebookNode, Any]:

@@ -27,11 +27,12 @@ BIN = Path(sys.executable).parent
 ENV = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
 
 
-def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def nbgrader(course: Path, *args: str, env: dict[str, str] | None = None
+             ) -> subprocess.CompletedProcess[str]:
     command = [str(BIN / "nbgrader")] if (BIN / "nbgrader").exists() else [
         sys.executable, "-m", "nbgrader"]
     done = subprocess.run([*command, *args], cwd=course, capture_output=True, text=True,
-                          timeout=600, env=ENV)
+                          timeout=600, env={**ENV, **(env or {})})
     assert done.returncode == 0, f"nbgrader {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
     return done
 
@@ -77,7 +78,13 @@ def test_nbgrader_autograde_export_and_feedback_give_pallas_labs_scores(tmp_path
         "ben": submit(course, "ben", mistakes, "2026-11-29 12:00:00 UTC"),  # no tests cells
         "lou": submit(course, "lou", source, "2026-12-01 12:00:00 UTC"),  # one day late
     }
-    graded = nbgrader(course, "autograde", STEM)
+    # a machine whose `python3` kernelspec is some other Python: autograde still uses its own
+    kernels = tmp_path / "jupyter" / "kernels" / "python3"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(
+        '{"argv": ["/bin/false", "{connection_file}"], "display_name": "Python 3 (other)", '
+        '"language": "python"}', encoding="utf-8")
+    graded = nbgrader(course, "autograde", STEM, env={"JUPYTER_PATH": str(tmp_path / "jupyter")})
     output = generated.stdout + generated.stderr + graded.stdout + graded.stderr
     for noise in ("Warning", "Attribute 'checksum'", "Kernel is running over TCP", "not run"):
         assert noise not in output, f"{noise!r} in nbgrader's output:\n{output}"
