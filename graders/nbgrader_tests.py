@@ -25,8 +25,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import os
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -78,6 +80,28 @@ def _graded(path: Path, assignment: Assignment):  # -> SubmissionResult
     return _CACHE[key]
 
 
+@contextlib.contextmanager
+def _no_stderr() -> Iterator[None]:
+    """Python's ``sys.stderr`` and file descriptor 2 go nowhere for the duration (a kernel
+    sends what reaches fd 2 to the cell as stderr, which nbgrader scores 0)."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:
+        saved = None
+    if saved is not None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        if saved is not None:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 def grade_task(task: str, notebook: str | Path | None = None, *,
                out: TextIO | None = None) -> float:
     """Grade ``notebook`` (default ``<stem>.ipynb`` in the working folder) and return the
@@ -95,7 +119,7 @@ def grade_task(task: str, notebook: str | Path | None = None, *,
     path = Path(notebook) if notebook is not None else Path.cwd() / f"{assignment.stem}.ipynb"
     if not path.is_file():
         raise FileNotFoundError(f"no notebook to grade at {path}")
-    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+    with warnings.catch_warnings(), _no_stderr():
         warnings.simplefilter("ignore")
         result = _graded(path, assignment)
     from graders.feedback import format_points

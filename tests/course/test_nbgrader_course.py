@@ -116,6 +116,37 @@ def test_nbgrader_autograde_export_and_feedback_give_pallas_labs_scores(tmp_path
     assert "Task 1.1 add_kernel: 15/15 passed" in ada
 
 
+def test_grade_task_grades_the_notebook_once_and_returns_each_tasks_points(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a tests cell runs: the points `pallas-lab grade` gives the task (ben's a1: 76 in
+    all, 10/25 on Task 1.3), its feedback on stdout, nothing on stderr (nbgrader scores a
+    cell with stderr output 0), and one grading of the notebook for all five cells."""
+    import graders.grading
+    from graders import nbgrader_tests
+
+    mistakes = jupytext.reads((ROOT / "examples" / "submissions" / "ben_typical_mistakes" /
+                               f"{STEM}.py").read_text(encoding="utf-8"), fmt="py:percent")
+    folder = tmp_path / "ben"
+    folder.mkdir()
+    nbformat.write(mistakes, folder / f"{STEM}.ipynb")
+    calls = []
+    original = graders.grading.grade_file
+    monkeypatch.setattr(graders.grading, "grade_file",
+                        lambda *a, **k: calls.append(a) or original(*a, **k))
+    monkeypatch.chdir(folder)
+    points = {task: nbgrader_tests.grade_task(task) for task in ("1.1", "1.2", "1.3", "1.4",
+                                                                  "1.5")}
+    expected = {t.task: t.points for t in original(folder / f"{STEM}.ipynb").tasks()}
+    assert points == expected and sum(points.values()) == 76, points
+    assert len(calls) == 1, "the notebook is graded once for all its tests cells"
+    out, err = capfd.readouterr()
+    assert "Task 1.3 bias_add: 10/25 partial" in out
+    assert err == "", f"stderr in a tests cell costs the task its points: {err!r}"
+    with pytest.raises(KeyError, match="no assignment has a graded Task 9.9"):
+        nbgrader_tests.grade_task("9.9")
+
+
 def test_a_customised_course_is_not_overwritten_without_force(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     course = tmp_path / "course"
