@@ -174,3 +174,28 @@ def test_a_function_set_aside_for_a_disallowed_import_is_reported_as_that_import
     assert wrapper and all("set aside: import of 'jax'" in c.feedback for c in wrapper)
     assert {t.task: t.points for t in result.tasks()}["1.3"] == 25, (
         "bias_add does not use add_kernel: it keeps its 25 points")
+
+
+def test_a_notebook_without_cell_ids_is_graded_without_nbformat_warnings(
+        tmp_path: Path) -> None:
+    """nbformat 4.5 notebooks should carry cell ids; one saved without them (or with
+    duplicates) is graded all the same, and nbformat's MissingIDFieldWarning does not reach
+    the TA's output."""
+    import json
+    import warnings
+
+    data = json.loads((ROOT / "assignments" / "a1_pallas_basics.ipynb").read_text(
+        encoding="utf-8"))
+    data["nbformat_minor"] = 5
+    for cell in data["cells"]:
+        cell.pop("id", None)
+    path = tmp_path / "zed" / "a1_pallas_basics.ipynb"
+    path.parent.mkdir()
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = grade_file(path)
+    assert result.load_error is None and result.score == 0
+    assert {c.status for c in result.checks} == {"not started"}
+    noisy = [str(w.message) for w in seen if "nbformat" in (w.filename or "")]
+    assert not noisy, noisy
