@@ -257,7 +257,7 @@ def open_session(
         yield Session(stem=assignment.stem, assignment=assignment.id, worker=None,
                       load_failure=link, file_name=file_name)
         return
-    if path.suffix == ".ipynb":
+    if path.suffix.casefold() == ".ipynb":
         with notebook_module(path, assignment.stem) as (module, failure):
             if failure is not None:
                 yield Session(stem=assignment.stem, assignment=assignment.id, worker=None,
