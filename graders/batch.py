@@ -30,9 +30,11 @@ from __future__ import annotations
 import csv
 import json
 import multiprocessing
+import signal
 import traceback
 from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, as_completed, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,8 @@ from graders.safe_text import terminal_text
 GRADEBOOK = "gradebook.csv"
 #: The key of pallas-lab's own record in results.json's ``extra_data``.
 RECORD = "pallas_lab"
+#: What a pool child reports for a student whose grading Ctrl-C stopped.
+INTERRUPTED = "interrupted"
 
 
 def result_path(out: Path, student: str, stem: str) -> Path:
@@ -148,9 +152,20 @@ def _grade_student(student: str, items: list[tuple[str, str, str]], out: str,
     ``items``: (stem, file, assignment id). Writes results.json and the feedback
     files of each. Returns (student, [(stem, score)], the internal error text or None).
     """
+    import warnings
+
     from graders.grading import grade_file
     from graders.reports.feedback_files import write_feedback_files
 
+    # Third-party warnings (nbformat on an old notebook, ...) are not the TA's business:
+    # what matters reaches them as feedback. This process grades one student, then ends.
+    warnings.simplefilter("ignore")
+    # Ctrl-C (the pool ignores it while idle, _ignore_interrupts) stops this student: the
+    # worker is closed on the way out and the submission keeps no result, so a rerun
+    # grades it.
+    if _STOP is not None and _STOP.is_set():
+        return student, [], INTERRUPTED  # Ctrl-C came before this student's turn
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     scores = []
     try:
         for stem, file, assignment in items:
@@ -168,9 +183,34 @@ def _grade_student(student: str, items: list[tuple[str, str, str]], out: str,
                 first = result.internal_errors[0]
                 return student, scores, (f"internal error in check {first.assignment} "
                                          f"{first.task} {first.check!r}: {first.reason}")
+    except KeyboardInterrupt:
+        return student, scores, INTERRUPTED
     except Exception:  # noqa: BLE001 - the grader's bug: report it, keep the batch going
         return student, scores, traceback.format_exc()
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     return student, scores, None
+
+
+#: Set in each pool child by ``_ignore_interrupts``: the batch's "stop" event.
+_STOP: Any = None
+
+
+def _ignore_interrupts(stop: Any) -> None:
+    """Pool initializer: an idle grader process ignores Ctrl-C; ``stop`` (an Event the
+    batch sets on Ctrl-C) makes the students not yet started return at once."""
+    global _STOP
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _STOP = stop
+
+
+class BatchInterrupted(Exception):  # noqa: N818 - it is what happened, not a failure
+    """Ctrl-C stopped a batch: ``graded`` students were finished (their results kept, the
+    gradebook rewritten), ``pending`` were not; a rerun grades those."""
+
+    def __init__(self, graded: int, pending: int) -> None:
+        super().__init__(f"interrupted after {graded} of {graded + pending} student(s)")
+        self.graded, self.pending = graded, pending
 
 
 def _is_current(out: Path, sub: Submission) -> bool:
@@ -270,7 +310,8 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
 
     The gradebook (``gradebook``, default ``out/gradebook.csv``; ``notes`` as in
     ``gradebook_from_results``) is rewritten after each student and once at the end.
-    Raises ``ValueError`` when ``jobs`` < 1.
+    Raises ``ValueError`` when ``jobs`` < 1, and ``BatchInterrupted`` after Ctrl-C (the
+    students finished keep their results and the gradebook is rewritten first).
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
@@ -296,21 +337,44 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
         columns = [TextColumn("grading"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(),
                    TextColumn("{task.fields[last]}", markup=False)]
+        finished = 0
+        interrupted = False
+        stop = context.Event()
         with Progress(*columns, console=err, transient=False) as progress, \
                 ProcessPoolExecutor(max_workers=jobs, mp_context=context,
-                                    max_tasks_per_child=1) as pool:
+                                    max_tasks_per_child=1, initializer=_ignore_interrupts,
+                                    initargs=(stop,)) as pool:
             bar = progress.add_task("batch", total=len(pending), last="")
             futures = [pool.submit(_grade_student, student,
                                    [(s.stem, str(s.file), s.assignment) for s in subs],
                                    str(out), timeout, budget, only)
                        for student, subs in pending.items()]
-            for future in as_completed(futures):
-                student, _scores, error = future.result()
-                if error:
-                    errors.append(f"{student}: {error}")
-                atomic_write_text(gradebook, gradebook_from_results(out, notes))
-                progress.update(bar, advance=1, last=terminal_text(student))
+            try:
+                for future in as_completed(futures):
+                    try:
+                        student, _scores, error = future.result()
+                    except BrokenProcessPool:
+                        if not interrupted:
+                            raise
+                        continue  # a child Ctrl-C reached before it could ignore it
+                    if error == INTERRUPTED:
+                        interrupted = True
+                        continue
+                    finished += 1
+                    if error:
+                        errors.append(f"{student}: {error}")
+                    atomic_write_text(gradebook, gradebook_from_results(out, notes))
+                    progress.update(bar, advance=1, last=terminal_text(student))
+            except KeyboardInterrupt:
+                # The running students stop on their own Ctrl-C; the others return at once.
+                # (Futures are not cancelled: Python 3.11's pool can then fail in a thread.)
+                interrupted = True
+                stop.set()
+                progress.stop()
+                wait(futures)
     atomic_write_text(gradebook, gradebook_from_results(out, notes))
+    if pending and interrupted:
+        raise BatchInterrupted(finished, len(pending) - finished)
     return BatchOutcome(len(pending), done_before, errors)
 
 

@@ -28,6 +28,7 @@ import io
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,6 +43,8 @@ from graders.safe_text import show, terminal_text
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
+#: Ctrl-C: the shell's convention, 128 + SIGINT.
+EXIT_INTERRUPTED = 130
 
 
 def _positive_float(text: str) -> float:
@@ -477,7 +480,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     con = Console()
     err = Console(stderr=True)
     if args.command == "grade":
-        return _grade(args, con, err)
+        # Third-party libraries' warnings (nbformat, nbgrader, SQLAlchemy) are noise to a TA:
+        # everything the TA needs is in the report, and the student's code runs elsewhere.
+        from graders.batch import BatchInterrupted
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                return _grade(args, con, err)
+            except BatchInterrupted as stopped:
+                show(err, f"pallas-lab grade: {stopped}; their results are kept: run the same "
+                          "command again to grade the rest")
+                return EXIT_INTERRUPTED
+            except KeyboardInterrupt:
+                show(err, "pallas-lab grade: interrupted; nothing was written for the "
+                          "submission being graded")
+                return EXIT_INTERRUPTED
     from graders.student.cli import run_check, run_status
 
     if args.command == "status":

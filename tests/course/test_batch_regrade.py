@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -115,3 +120,32 @@ def test_class_report_and_similarity(klass: Path, tmp_path: Path,
     assert "ada <-> dan" in pairs, "a renamed copy is found"
     assert "cleo <-> eve" not in pairs, "the handout's own text is not counted"
     assert "ada <-> dan" in printed
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_batch_cleanly_and_a_rerun_finishes_it(tmp_path: Path) -> None:
+    klass, out = tmp_path / "class", tmp_path / "results"
+    for i in range(8):
+        _student(klass, f"s{i}", "ada_correct" if i % 2 else "ben_typical_mistakes")
+    command = [sys.executable, "-m", "graders.cli", "grade", str(klass), "--jobs", "2",
+               "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.Popen(  # Ctrl-C reaches the whole foreground process group
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 300
+    while not list(out.glob("*/*/results.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGINT)
+    _, stderr = run.communicate(timeout=300)
+    assert run.returncode == 130, stderr
+    assert "Traceback" not in stderr and "leaked" not in stderr, stderr
+    assert "run the same command again to grade the rest" in stderr
+    done = len(list(out.glob("*/*/results.json")))
+    rerun = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{done} already had results" in rerun.stdout
+    assert {s: r["a1"] for s, r in _book(out / "gradebook.csv").items()} == {
+        f"s{i}": "100" if i % 2 else "76" for i in range(8)}
