@@ -40,20 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from graders.assignments import ASSIGNMENTS, assignment_for_stem
 from graders.discovery import Submission
 from graders.feedback import format_points
 from graders.grading import CheckResult, SubmissionResult, file_digest
 from graders.reports.files import atomic_write_text, student_folder_name, student_of_folder_name
+from graders.reports.progress import GradingProgress
 from graders.safe_text import terminal_text
 
 GRADEBOOK = "gradebook.csv"
@@ -333,18 +326,13 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["graders.grading", "graders.reports.gradescope",
                                         "graders.reports.feedback_files"])
-        # The last student's name is shown escaped and never read as markup.
-        columns = [TextColumn("grading"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.fields[last]}", markup=False)]
         finished = 0
         interrupted = False
         stop = context.Event()
-        with Progress(*columns, console=err, transient=False) as progress, \
+        with GradingProgress(err, len(pending)) as progress, \
                 ProcessPoolExecutor(max_workers=jobs, mp_context=context,
                                     max_tasks_per_child=1, initializer=_ignore_interrupts,
                                     initargs=(stop,)) as pool:
-            bar = progress.add_task("batch", total=len(pending), last="")
             futures = [pool.submit(_grade_student, student,
                                    [(s.stem, str(s.file), s.assignment) for s in subs],
                                    str(out), timeout, budget, only)
@@ -364,7 +352,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                     if error:
                         errors.append(f"{student}: {error}")
                     atomic_write_text(gradebook, gradebook_from_results(out, notes))
-                    progress.update(bar, advance=1, last=terminal_text(student))
+                    progress.advance(f"graded {student}")
             except KeyboardInterrupt:
                 # The running students stop on their own Ctrl-C; the others return at once.
                 # (Futures are not cancelled: Python 3.11's pool can then fail in a thread.)

@@ -158,23 +158,13 @@ def _grade_all(
     budget: float | None = None, tasks: Sequence[str] | None = None,
 ) -> tuple[list[SubmissionResult], bool]:
     """Grade ``submissions`` one after the other, with N/M and the time left on ``err``."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+    from graders.reports.progress import GradingProgress
 
     results: list[SubmissionResult] = []
     failed = False
-    columns = [TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TextColumn("ETA"),
-               TimeRemainingColumn(), TextColumn("{task.fields[now]}", markup=False)]
-    with Progress(*columns, console=err, transient=True) as progress:
-        bar = progress.add_task("grade", total=len(submissions), now="")
+    with GradingProgress(err, len(submissions), transient=True) as progress:
         for sub in submissions:
-            progress.update(bar, now=terminal_text(
-                f"{sub.student}/{sub.file.name} as {sub.assignment}"))
+            progress.now(f"grading {sub.student}/{sub.file.name} as {sub.assignment}")
             try:
                 results.append(
                     grade_file(sub.file, assignment=sub.assignment, timeout=timeout,
@@ -185,7 +175,7 @@ def _grade_all(
                 show(err, f"internal error while grading {sub.file}: "
                           f"{type(exc).__name__}: {exc}", style="bold red")
                 show(err, traceback.format_exc(), multiline=True)
-            progress.advance(bar)
+            progress.advance()
     return results, failed
 
 
