@@ -21,6 +21,9 @@ from graders.safe_text import terminal_text
 
 #: Width, in characters, of the text in the feedback files.
 WIDTH = 100
+#: ASCII punctuation Markdown may read as markup or inline HTML: escaped with a backslash
+#: in the heading (CommonMark: any ASCII punctuation may be backslash-escaped).
+MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!<>|~&")
 
 
 def feedback_text(result: SubmissionResult) -> tuple[str, str]:
@@ -40,7 +43,7 @@ def feedback_markdown(result: SubmissionResult) -> str:
     heading = terminal_text(
         f"{result.student}: {result.info.id} {result.info.title} "
         f"({Path(result.file).name}): {result.score:g}/{result.max_score:g}")
-    heading = heading.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_")
+    heading = "".join(f"\\{ch}" if ch in MARKDOWN_SPECIAL else ch for ch in heading)
     return f"# {heading}\n\n{fence}text\n{text.rstrip()}\n{fence}\n"
 
 
