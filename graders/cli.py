@@ -316,6 +316,9 @@ def _check_options(args: argparse.Namespace, found: Discovery) -> str | None:
         return f"{', '.join(used)} work(s) with a batch: add --jobs N"
     if args.similarity is not None and not 0 < args.similarity <= 1:
         return f"--similarity's threshold is a fraction in (0, 1], not {args.similarity:g}"
+    if args.task and not batch and args.format != "table":
+        return (f"--task with --format {args.format} needs --jobs: a batch merges the task's "
+                "checks into each student's results, a single run would write partial scores")
     if args.task:
         known = {t.id for a in ASSIGNMENTS.values() for t in a.tasks}
         unknown = [t for t in args.task if t not in known]

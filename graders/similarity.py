@@ -18,6 +18,13 @@ A pair's similarity is the larger of the two shares of each file's
 fingerprinted tokens found in the other. Nothing is run: the files are only read
 (notebooks as the module their code cells make, ``graders.student.notebook``).
 This flags pairs for a person to read; it proves nothing by itself.
+
+Why copydetect: MOSS is a web service (student code would leave the machine,
+and the course machine has no network to it), JPlag needs a Java runtime, and
+home-made hashing would be our own code where a maintained library exists.
+copydetect is a pure-Python package on PyPI (MIT), implements the same
+winnowing as MOSS, takes boilerplate fingerprints directly and compares two
+in-memory fingerprints without writing its HTML report.
 """
 
 from __future__ import annotations

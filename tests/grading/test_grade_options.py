@@ -70,6 +70,11 @@ def test_out_of_the_wrong_kind_is_refused_before_grading(
         (["--jobs", "2", "--out", str(file)], "is a file"),
         (["--format", "csv", "--jobs", "2", "--out", str(folder)], "is a folder"),
         (["--out", str(file / "inside" / "report.txt")], "is a file, not a folder"),
+        (["--format", "csv", "--out", str(tmp_path / "b.csv"), "--task", "9.1"],
+         "would write partial scores"),
+        (["--task", "7.7"], "--task 7.7: no such task"),
+        (["--student", "zed"], "--student zed: no submission"),
+        (["--force"], "with a batch: add --jobs N"),
     ]
     for options, words in cases:
         message = _refused(["grade", str(klass), *options], capsys)
