@@ -269,3 +269,13 @@ def test_status_outside_a_handout_folder_says_so_and_exits_2(
     captured = capsys.readouterr()
     assert "no handout found" in captured.err and "not found" not in captured.out
     assert os.listdir(tmp_path) == []
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_grading(
+        klass: Path, tmp_path: Path, no_grading: None, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # As root every folder is writable, so the permission check is made to say no here.
+    monkeypatch.setattr("graders.grade_options.os.access", lambda path, mode: False)
+    message = _refused(["grade", str(klass), "--jobs", "2", "--out",
+                        str(tmp_path / "results")], capsys)
+    assert f"{tmp_path} is not writable" in message
