@@ -24,6 +24,7 @@ ambiguous or two students that would share a name: ``graders.discovery``).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import os
 import sys
@@ -245,12 +246,14 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
     from graders.batch import read_results, run_batch, task_scores_from_results
 
     out, gradebook = _batch_paths(args)
-    selected = [s for s in found.submissions if not args.student or s.student in args.student]
+    selected = _filtered(args, found)
     outcome = run_batch(selected, out=out, jobs=args.jobs, timeout=args.timeout, err=err,
                         budget=args.budget, force=args.force or bool(args.student),
                         tasks=args.task, gradebook=gradebook, notes=notes)
     shown = {s.student for s in selected}
-    results = [r for r in read_results(out) if r.student in shown]
+    everyone = {s.student for s in found.submissions}
+    class_results = [r for r in read_results(out) if r.student in everyone]
+    results = [r for r in class_results if r.student in shown]
     if args.format != "gradescope":
         _print_results(args, results, found.problems, con)
     show(con, f"graded {outcome.graded} student(s), {outcome.skipped} already had results; "
@@ -260,7 +263,7 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
             show(err, f"skipped: {problem}")
     for line in _note_lines(notes):
         show(err, line)
-    code = _extras(args, out, results, selected, set(notes), con, err)
+    code = _extras(args, out, class_results, found.submissions, set(notes), con, err)
     for error in outcome.errors:
         show(err, f"internal error while grading {error}", multiline=True)
     if args.to_gradebook is not None and not _to_gradebook(
@@ -272,7 +275,8 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
 def _extras(args: argparse.Namespace, out: Path, results: Sequence[SubmissionResult],
             submissions: Sequence[Submission], students: set[str], con: Console,
             err: Console) -> int:
-    """The class report and the similarity check of a batch, when asked for."""
+    """The class report (over ``results``: the whole class's, whoever was graded now) and
+    the similarity check (over ``submissions``) of a batch, when asked for."""
     if args.report:
         from graders.reports.class_report import write_class_report
 
@@ -281,12 +285,7 @@ def _extras(args: argparse.Namespace, out: Path, results: Sequence[SubmissionRes
     if args.similarity is not None:
         from graders.similarity import similarity_report
 
-        try:
-            text, path = similarity_report(submissions, out, threshold=args.similarity)
-        except ImportError as exc:
-            show(err, f"pallas-lab grade: --similarity needs copydetect "
-                      f"(pip install -e '.[report]'): {exc}")
-            return EXIT_USAGE
+        text, path = similarity_report(submissions, out, threshold=args.similarity)
         con.print(text, markup=False, highlight=False)
         show(con, f"wrote {path}")
     return EXIT_OK
@@ -316,6 +315,8 @@ def _check_options(args: argparse.Namespace, found: Discovery) -> str | None:
         return f"{', '.join(used)} work(s) with a batch: add --jobs N"
     if args.similarity is not None and not 0 < args.similarity <= 1:
         return f"--similarity's threshold is a fraction in (0, 1], not {args.similarity:g}"
+    if args.similarity is not None and importlib.util.find_spec("copydetect") is None:
+        return "--similarity needs copydetect: pip install -e '.[report]'"
     if args.task and not batch and args.format != "table":
         return (f"--task with --format {args.format} needs --jobs: a batch merges the task's "
                 "checks into each student's results, a single run would write partial scores")
