@@ -149,3 +149,21 @@ def test_ctrl_c_stops_a_batch_cleanly_and_a_rerun_finishes_it(tmp_path: Path) ->
     assert f"{done} already had results" in rerun.stdout
     assert {s: r["a1"] for s, r in _book(out / "gradebook.csv").items()} == {
         f"s{i}": "100" if i % 2 else "76" for i in range(8)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", [[], ["--jobs", "1"]], ids=["single", "batch"])
+def test_third_party_warnings_do_not_reach_the_ta(tmp_path: Path, batch: list[str]) -> None:
+    notebook = json.loads((ROOT / "assignments" / f"{STEM}.ipynb").read_text(encoding="utf-8"))
+    for cell in notebook["cells"]:
+        cell.pop("id", None)  # nbformat warns (MissingIDFieldWarning) when it reads this
+    (tmp_path / "class" / "amy").mkdir(parents=True)
+    (tmp_path / "class" / "amy" / f"{STEM}.ipynb").write_text(json.dumps(notebook),
+                                                             encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "graders.cli", "grade", str(tmp_path / "class"), *batch,
+         "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True,
+        timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": ""})
+    assert run.returncode == 0, run.stderr
+    assert "Warning" not in run.stderr and "warn(" not in run.stderr, run.stderr
+    assert "amy" in run.stdout and "0/100" in run.stdout

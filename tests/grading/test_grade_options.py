@@ -177,6 +177,10 @@ CANVAS = '''Student,ID,SIS User ID,SIS Login ID,Section,A1 (123)
 "Doe, John",12,S002,jdoe,Sec 1,
 "Roe, Rita",13,S003,rroe,Sec 1,
 '''
+BLACKBOARD = '''"Last Name","First Name","Username","Student ID","Last Access","Availability"
+"Smith","Jane","","","2026-11-30","Yes"
+"Doe","John","jdoe","S002","2026-11-30","Yes"
+'''
 MOODLE = '''First name,Last name,ID number,Institution,Department,Email address
 Jane,Smith,S001,,,jane.smith@uni.example
 John,Doe,S002,,,jdoe@uni.example
@@ -186,6 +190,7 @@ John,Doe,S002,,,jdoe@uni.example
 @pytest.mark.parametrize(("text", "folders", "missing"), [
     (CANVAS, ["smithjane", "jdoe"], ["rroe"]),
     (MOODLE, ["Jane Smith_991_assignsubmission_file_"], ["S002"]),
+    (BLACKBOARD, ["jdoe"], ["Jane Smith"]),
     ("student\nalice\nbob\n", ["alice"], ["bob"]),
     ("alice\nbob\n", ["bob"], ["alice"]),
 ])
