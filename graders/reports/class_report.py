@@ -134,6 +134,7 @@ def _plot(aid: str, rows: list[TaskStats], path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     mistakes = [(f"{row.task}: {_short(m)}", n) for row in rows
                 for m, n in row.mistakes.most_common()]
@@ -146,12 +147,14 @@ def _plot(aid: str, rows: list[TaskStats], path: Path) -> Path:
         axes.set_title(f"Task {row.task}", fontsize=9)
         axes.set_xlabel(f"points (of {format_points(row.max_points)})", fontsize=8)
         axes.set_ylabel("students", fontsize=8)
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     if mistakes:
         axes = figure.add_subplot(grid[1, :])
         labels, counts = zip(*reversed(mistakes), strict=True)
         axes.barh(range(len(counts)), counts, color="tab:red")
         axes.set_yticks(range(len(counts)), labels, fontsize=7)
         axes.set_xlabel("students whose submission shows the mistake", fontsize=8)
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         axes.set_title("mistakes seen (task: diagnosis)", fontsize=9)
     figure.suptitle(f"{aid} {ASSIGNMENTS[aid].title}: {len(rows[0].points)} graded, "
                     f"{rows[0].missing} missing", fontsize=10)
