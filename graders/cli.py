@@ -4,7 +4,9 @@
 
     pallas-lab grade [PATH ...] [--assignment aN] [--format table|gradescope|csv]
                      [--out PATH] [--timeout S] [--budget S] [--feedback]
-                     [--jobs [N]] [--to-gradebook [COURSE]]
+                     [--jobs [N]] [--force] [--student NAME] [--task N.M]
+                     [--roster CSV] [--report] [--similarity [T]]
+                     [--to-gradebook [COURSE]]
     pallas-lab check [FILE ...] [--task N.M] [--assignment aN]   # graders.student.cli
     pallas-lab status [FOLDER]                                   # graders.student.cli
     pallas-lab release [...] [--bundle DIR]     # graders.release.main
@@ -15,10 +17,13 @@
 tools); ``grade`` runs the hidden checks with the code in the worker. With
 ``--jobs`` grading is a resumable parallel batch (``graders.batch``).
 
+Options are checked before anything is graded (``graders.grade_options``).
+
 Exit status: 0 when grading ran (whatever the scores), 1 when the grader
 itself failed (a check's bug, a missing checks module), 2 for usage errors
 (nothing to grade, a PATH that does not exist, a class folder that is
-ambiguous or two students that would share a name: ``graders.discovery``).
+ambiguous or two students that would share a name: ``graders.discovery``;
+options that cannot work; a failed ``--to-gradebook``), 130 after Ctrl-C.
 """
 
 from __future__ import annotations
