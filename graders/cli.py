@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=None,
         help="gradescope: the results.json file (one submission) or a folder (several; "
              "default results/); csv: the gradebook file (default gradebook.csv); "
-             "table: also write the report as text here",
+             "table: also write the report as text here (with --jobs: the results folder)",
     )
     grade.add_argument(
         "--feedback", action="store_true", help="table: print the feedback of failed checks"
