@@ -22,9 +22,12 @@ from .errors import (
     GridSemanticsError,
     HBMAccessError,
     KernelSignatureError,
+    NoGridError,
+    OutsideKernelError,
     PallasSimError,
     RevisitedOutputBlockError,
     TracerConversionError,
+    UnboundAxisError,
     UnsupportedJaxAPIError,
     UnsupportedJaxUsageError,
     UnwaitedDMAError,
@@ -33,7 +36,8 @@ from .errors import (
 from .tracing import CallTrace, OperandTrace, Trace, trace
 
 __all__ = ["BlockIndexError", "CallTrace", "CapturedConstantError", "GridSemanticsError",
-           "HBMAccessError", "KernelSignatureError", "OperandTrace", "PallasSimError",
-           "RevisitedOutputBlockError", "Trace", "TracerConversionError", "UnsupportedJaxAPIError",
-           "UnsupportedJaxUsageError", "UnwaitedDMAError", "VmemOOMError", "config", "jax", "jnp",
-           "pl", "pltpu", "trace"]
+           "HBMAccessError", "KernelSignatureError", "NoGridError", "OperandTrace",
+           "OutsideKernelError", "PallasSimError", "RevisitedOutputBlockError", "Trace",
+           "TracerConversionError", "UnboundAxisError", "UnsupportedJaxAPIError",
+           "UnsupportedJaxUsageError", "UnwaitedDMAError", "VmemOOMError", "config", "jax",
+           "jnp", "pl", "pltpu", "trace"]

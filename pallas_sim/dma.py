@@ -1,12 +1,16 @@
-"""Manual DMA: DMA semaphores and ``pltpu.make_async_copy``.
+"""Manual DMA: DMA semaphores, ``pltpu.make_async_copy``, ``pltpu.async_copy`` and
+``pltpu.sync_copy``.
 
-A kernel that takes a raw HBM ref (``BlockSpec(memory_space=pl.ANY)``) moves
-data itself::
+A kernel that takes a raw HBM ref (``BlockSpec(memory_space=pl.ANY)``, or any operand
+of ``pl.kernel``) moves data itself::
 
     copy = pltpu.make_async_copy(x_hbm.at[pl.ds(start, 8)], buf, sem)
     copy.start()
     ...                      # buf still holds its old contents here
     copy.wait()              # the 8 rows land in buf now
+
+    pltpu.async_copy(x_hbm, buf, sem).wait()   # start at once, wait later
+    pltpu.sync_copy(x_hbm, buf)                # start and wait, on a semaphore of its own
 
 Semantics follow JAX 0.10.x TPU interpret mode with its default
 ``dma_execution_mode="on_wait"`` (pallas-sim.md item 7): a started copy is
@@ -29,10 +33,12 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from . import context
 from .config import OPTIONS
-from .errors import PallasSimError, UnwaitedDMAError
+from .errors import PallasSimError, UnsupportedJaxUsageError, UnwaitedDMAError
+from .memory_spaces import ScratchShape
+from .pytrees import flatten
 from .refs import Ref
-from .specs import ScratchShape
 from .values import concrete
 
 SEMAPHORE_SPACE = "semaphore"
@@ -44,15 +50,13 @@ class Semaphore:
     Attributes:
       name: e.g. ``"sem_ref"`` or ``"sems_ref[1]"``, used in errors.
       pending: copies in flight, oldest first.
-      started: copies ever started on it (the trace's ``manual_dma_count``).
     """
 
-    __slots__ = ("name", "pending", "started")
+    __slots__ = ("name", "pending")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.pending: collections.deque[AsyncCopy] = collections.deque()
-        self.started = 0
 
 
 class SemaphoreRef:
@@ -98,12 +102,12 @@ class SemaphoreRef:
         """The single semaphore of a scalar ref.
 
         Raises:
-          ValueError: the ref holds an array of semaphores.
+          ValueError: the ref holds an array of semaphores (JAX's message).
         """
         if self._sems.shape:
             raise ValueError(
-                f"{self.name} is an array of {self._sems.shape} DMA semaphores; pick one "
-                f"with {self.name}.at[i]")
+                f"Cannot signal on a non-()-shaped semaphore: {self._sems.shape} ({self.name} "
+                f"is an array of DMA semaphores; pick one with {self.name}.at[i])")
         return self._sems[()]
 
     def _all(self) -> Iterable[Semaphore]:
@@ -149,15 +153,20 @@ class SemaphoreType:
     DMA = _SemaphoreKind((), np.dtype(np.int32), SEMAPHORE_SPACE)
 
 
+_NOT_REFS = "DMA source/destination/semaphore arguments must be Refs."
+
+
 def _ref_parts(ref: object, what: str) -> tuple[np.ndarray, str]:
     if not isinstance(ref, Ref):
-        raise TypeError(f"make_async_copy {what} must be a ref (a kernel argument or "
-                        f"ref.at[...]), got {type(ref).__name__}")
+        raise ValueError(f"{_NOT_REFS} (the {what} is a {type(ref).__name__}; pass a kernel "
+                         "argument, a scratch or pl.run_scoped buffer, or ref.at[...], not a "
+                         "loaded value)")
     return ref._buf, ref.name
 
 
 class AsyncCopy:
-    """A copy descriptor from ``pltpu.make_async_copy(src_ref, dst_ref, sem)``.
+    """A copy descriptor from ``pltpu.make_async_copy(src_ref, dst_ref, sem)`` (JAX's
+    ``AsyncCopyDescriptor``).
 
     ``start()`` queues the copy on ``sem``; ``wait()`` executes the oldest
     copy queued on ``sem`` (source read and destination written then).  A
@@ -165,10 +174,10 @@ class AsyncCopy:
     another descriptor started, as in JAX.
 
     Raises:
-      ValueError: source and destination differ in shape or dtype, or ``sem``
-        holds an array of semaphores.
-      TypeError: ``src_ref``/``dst_ref`` is not a ref, or ``sem`` not a DMA
-        semaphore ref.
+      ValueError: ``src_ref``/``dst_ref``/``sem`` is not a ref ("DMA
+        source/destination/semaphore arguments must be Refs."), source and destination
+        differ in shape or dtype, or ``sem`` holds an array of semaphores ("Cannot signal
+        on a non-()-shaped semaphore").
     """
 
     __slots__ = ("_src", "_dst", "_sem", "_src_name", "_dst_name")
@@ -177,8 +186,8 @@ class AsyncCopy:
         self._src, self._src_name = _ref_parts(src_ref, "source")
         self._dst, self._dst_name = _ref_parts(dst_ref, "destination")
         if not isinstance(sem, SemaphoreRef):
-            raise TypeError("make_async_copy needs a DMA semaphore (scratch "
-                            f"pltpu.SemaphoreType.DMA) as its third argument, got {sem!r}")
+            raise ValueError(f"{_NOT_REFS} (the semaphore is {sem!r}; pass a DMA semaphore: "
+                             "scratch pltpu.SemaphoreType.DMA, or sems.at[i])")
         self._sem = sem._semaphore()
         if self._src.shape != self._dst.shape or self._src.dtype != self._dst.dtype:
             raise ValueError(
@@ -187,10 +196,32 @@ class AsyncCopy:
                 f"{list(self._dst.shape)}): source and destination must have the same shape "
                 "and dtype")
 
-    def start(self) -> None:
-        """Queue the copy on its semaphore; no data moves yet."""
+    def start(self, priority: int = 0, *, add: bool = False) -> None:
+        """Queue the copy on its semaphore; no data moves yet (JAX's
+        ``AsyncCopyDescriptor.start``).
+
+        Args:
+          priority: the DMA queue's priority (a non-negative int; no effect here).
+          add: accumulate into the destination instead of overwriting it.
+
+        Raises:
+          ValueError: a negative priority (JAX's message).
+          UnsupportedJaxUsageError: ``add=True``: neither of JAX 0.10.2's interpreters
+            models it (the HLO interpreter raises NotImplementedError, TPU interpret mode
+            copies without adding), so pallas_sim does not either.
+        """
+        if priority < 0:
+            raise ValueError(f"DMA start priority must be non-negative: {priority}")
+        if add:
+            raise UnsupportedJaxUsageError(
+                "a DMA with add=True (accumulate into the destination) is not modelled: JAX "
+                "0.10.2's HLO interpreter raises NotImplementedError (DMA partial discharge "
+                "add=True not yet implemented) and its TPU interpret mode overwrites instead "
+                "of adding. Load both blocks into VMEM and add them there")
         self._sem.pending.append(self)
-        self._sem.started += 1
+        ctx = context.running()
+        if ctx is not None:
+            ctx.manual_dmas += 1
 
     def wait(self) -> None:
         """Execute the oldest copy queued on this descriptor's semaphore.
@@ -206,6 +237,9 @@ class AsyncCopy:
                 "Call .start() first.")
         copy = self._sem.pending.popleft()
         np.copyto(copy._dst, copy._src)
+        ctx = context.running()
+        if ctx is not None:
+            ctx.manual_dma_bytes += copy._dst.nbytes
 
     def __repr__(self) -> str:
         return f"AsyncCopy({self._src_name} -> {self._dst_name} on {self._sem.name})"
@@ -229,13 +263,63 @@ def make_async_copy(src_ref: object, dst_ref: object, sem: object) -> AsyncCopy:
     return AsyncCopy(src_ref, dst_ref, sem)
 
 
-def manual_dma_count(sem_refs: Iterable[SemaphoreRef]) -> int:
-    """Copies started on these semaphores (the trace's ``manual_dma_count``)."""
-    return sum(s.started for ref in sem_refs for s in ref._all())
+def async_copy(src_ref: object, dst_ref: object, sem: object, *, priority: int = 0,
+               add: bool = False) -> AsyncCopy:
+    """``pltpu.async_copy``: build the copy and start it at once; ``.wait()`` the returned
+    descriptor before using the destination (JAX 0.10.x ``async_copy``).
+
+    Args:
+      src_ref, dst_ref, sem: as :func:`make_async_copy`.
+      priority, add: as :meth:`AsyncCopy.start`.
+
+    Returns:
+      The started :class:`AsyncCopy`.
+
+    Raises:
+      ValueError, UnsupportedJaxUsageError: see :class:`AsyncCopy` and
+        :meth:`AsyncCopy.start`.
+    """
+    copy = AsyncCopy(src_ref, dst_ref, sem)
+    copy.start(priority=priority, add=add)
+    return copy
 
 
-def check_drained(sem_refs: Iterable[SemaphoreRef], call_name: str) -> None:
-    """At the end of a pallas_call: complain about copies never waited.
+def sync_copy(src_ref: object, dst_ref: object, *, add: bool = False) -> None:
+    """``pltpu.sync_copy``: copy a pytree of refs into a pytree of refs of the same
+    structure, and wait: every copy is started, then every one waited, on a DMA semaphore
+    of their own (JAX 0.10.x runs them in a ``pl.run_scoped`` semaphore).
+
+    Counts one manual DMA per pair of refs in the trace. Refs may be in any memory
+    space, e.g. HBM → VMEM, VMEM → HBM, HBM → SMEM, HBM → HBM.
+
+    Raises:
+      ValueError: the trees differ, a leaf is not a ref, or a pair differs in shape or
+        dtype.
+      UnsupportedJaxUsageError: ``add=True`` (see :meth:`AsyncCopy.start`).
+      OutsideKernelError: called outside a running kernel.
+    """
+    from .scoped import require_kernel
+
+    require_kernel("pltpu.sync_copy")
+    srcs, src_def = flatten(src_ref)
+    if not srcs:
+        return
+    dsts, dst_def = flatten(dst_ref)
+    if src_def != dst_def:
+        raise ValueError(f"pltpu.sync_copy: the source tree {src_def} and the destination "
+                         f"tree {dst_def} differ")
+    sem = SemaphoreRef.allocate((), "sync_copy semaphore")
+    copies = [AsyncCopy(s, d, sem) for s, d in zip(srcs, dsts, strict=True)]
+    for copy in copies:
+        copy.start(add=add)
+    for copy in copies:
+        copy.wait()
+
+
+def check_drained(sem_refs: Iterable[SemaphoreRef], call_name: str,
+                  where: str = "pallas_call", end: str = "the kernel's last step ends") -> None:
+    """At the end of a pallas_call (``where``: or of a ``pl.run_scoped`` body, whose
+    semaphores end with it): complain about copies never waited.
 
     Their destinations keep their old contents (as in TPU interpret mode).
 
@@ -247,9 +331,9 @@ def check_drained(sem_refs: Iterable[SemaphoreRef], call_name: str) -> None:
     pending = [c for ref in sem_refs for s in ref._all() for c in s.pending]
     if not pending:
         return
-    message = (f"pallas_call {call_name!r} ended with {len(pending)} DMA(s) started and never "
+    message = (f"{where} {call_name!r} ended with {len(pending)} DMA(s) started and never "
                f"waited, first {pending[0]!r}; the destination never receives the data. "
-               "Every .start() needs a matching .wait() before the kernel's last step ends.")
+               f"Every .start() needs a matching .wait() before {end}.")
     for ref in sem_refs:
         for s in ref._all():
             s.pending.clear()

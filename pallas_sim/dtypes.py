@@ -29,6 +29,9 @@ def is_floating(dtype: np.dtype) -> bool:
     return np.issubdtype(dtype, np.floating) or dtype.type.__module__.startswith("ml_dtypes")
 
 
+_FILL: dict[tuple[np.dtype, str], object] = {}
+
+
 def fill_value(dtype: np.dtype, mode: str) -> object:
     """The value fresh buffers hold: poison (as TPU interpret mode) or zero.
 
@@ -36,8 +39,16 @@ def fill_value(dtype: np.dtype, mode: str) -> object:
     fills fresh buffers with: NaN for floating dtypes, the maximum for integers
     (2147483647 for int32, 127 for int8, 255 for uint8), True for bool. (JAX's
     ``interpret=True`` uses the minimum and False instead; pallas_sim follows the
-    TPU mode, as everywhere.)
+    TPU mode, as everywhere.) Memoized per (dtype, mode): every call's setup asks.
     """
+    key = (dtype, mode)
+    value = _FILL.get(key)
+    if value is None:
+        value = _FILL[key] = _fill_value(np.dtype(dtype), mode)
+    return value
+
+
+def _fill_value(dtype: np.dtype, mode: str) -> object:
     if mode == "zero":
         return 0
     if dtype == np.bool_:

@@ -64,10 +64,11 @@ class UnwaitedDMAError(PallasSimError):
 
 
 class HBMAccessError(PallasSimError, ValueError):
-    """A kernel read or wrote a ``pl.ANY`` (HBM) ref directly.
+    """A kernel read or wrote a ref in HBM (``pl.ANY``, ``pltpu.HBM``, every operand
+    of ``pl.kernel``) directly.
 
-    A kernel computes on VMEM and SMEM only; an operand left in HBM
-    (``BlockSpec(memory_space=pl.ANY)``) is reached by DMA. TPU interpret mode
+    A kernel computes on VMEM and SMEM only; an operand left in HBM is reached by DMA
+    (``pltpu.sync_copy``, ``pltpu.async_copy``, ``pltpu.make_async_copy``). TPU interpret mode
     (JAX 0.10.x) refuses ``x_ref[...]`` with "get_p: Buffers with a memory
     space of HBM or ANY cannot be referenced directly. Instead, use
     `pltpu.sync_copy` or `pltpu.async_copy`." (``swap_p`` for a store); the
@@ -123,3 +124,22 @@ class UnsupportedJaxUsageError(PallasSimError):
     ``jax.vmap`` over a batch of size 0 (JAX traces the function abstractly;
     pallas_sim runs it once per batch element). The message says what to do
     instead."""
+
+
+class NoGridError(PallasSimError, AssertionError):
+    """``pl.program_id`` or ``pl.num_programs`` where there is no grid: outside a kernel,
+    or in a ``pl.kernel`` body (a mesh kernel has a core index,
+    ``jax.lax.axis_index(axis_name)``, not a grid). JAX 0.10.x fails an assertion
+    (``AssertionError`` without a message) in both cases."""
+
+
+class OutsideKernelError(PallasSimError, NotImplementedError):
+    """A kernel-only operation (``pl.run_scoped``, ``pltpu.sync_copy``,
+    ``pltpu.emit_pipeline``) called outside a running kernel. JAX 0.10.x raises
+    ``NotImplementedError: Evaluation rule for 'run_scoped' not implemented``."""
+
+
+class UnboundAxisError(PallasSimError, NameError):
+    """``jax.lax.axis_index(name)`` / ``axis_size(name)`` for a name no enclosing mesh
+    defines. JAX 0.10.x: "Found an unbound axis name: core. To fix this, please call
+    axis_index under `jax.shard_map`." """

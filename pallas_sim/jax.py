@@ -448,13 +448,15 @@ def device_put(x: Any, device: object = None, *, src: object = None, donate: obj
 
 
 class Device:
-    """``jax.Device``: the one simulated TPU core pallas_sim models."""
+    """``jax.Device``: the one simulated TPU core pallas_sim models (``num_cores`` 1: one
+    TensorCore, as on a v5e or v6e chip)."""
 
     __slots__ = ()
     id = 0
     process_index = 0
     platform = "tpu"
     device_kind = "TPU (pallas_sim)"
+    num_cores = 1
 
     def __repr__(self) -> str:
         return "TpuDevice(id=0, simulated by pallas_sim)"

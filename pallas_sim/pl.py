@@ -7,31 +7,57 @@ pallas as pl`` to run the same kernel on real Pallas.
 from __future__ import annotations
 
 from . import surface as _surface
+from .block_dims import Blocked, BoundedSlice, Element, Squeezed, squeezed
+from .call_args import no_block_spec
 from .context import num_programs, program_id, when
+from .loop import loop
+from .memory_spaces import ANY, MemorySpace
+from .mesh import kernel
 from .pallas_call import cdiv, pallas_call
-from .specs import ANY, BlockSpec, Buffered, GridSpec
+from .scoped import run_scoped
+from .specs import BlockSpec, Buffered, CostEstimate, GridSpec
 from .values import concrete
 
 
-def ds(start: int, size: int) -> slice:
-    """``pl.ds(start, size)``: the slice ``start : start + size`` of a ref.
+def ds(start: int | None, size: int | None = None, stride: int | None = None) -> slice:
+    """``pl.ds`` (``pl.dslice``): a slice of a ref, spelled as JAX spells it.
+
+    * ``pl.ds(None)`` is ``:``;
+    * ``pl.ds(j)`` is ``:j`` (``j`` elements from 0);
+    * ``pl.ds(i, j)`` is ``i : i + j``;
+    * ``pl.ds(i, j, stride)`` is ``j`` elements from ``i``, ``stride`` apart.
 
     Returned as a Python ``slice``, so it indexes refs and plain arrays alike.
-    ``start`` may be traced (``pl.program_id(0) * 8``); ``size`` must be a static int,
-    as in JAX.
+    ``start`` may be traced (``pl.program_id(0) * 8``); ``size`` and ``stride`` must be
+    static ints, as in JAX.
 
     Raises:
-      ValueError: ``size`` is negative.
-      TracerConversionError: ``size`` is traced.
+      ValueError: ``size`` or ``stride`` is negative (JAX: "`stride` must be >= 0"), or
+        ``stride`` is 0.
+      TracerConversionError: ``size`` or ``stride`` is traced.
     """
+    if start is None:
+        return slice(None)
+    if size is None:
+        start, size = 0, start
+    step = 1 if stride is None else int(stride)
     start, size = int(concrete(start)), int(size)
     if size < 0:
         raise ValueError(f"pl.ds size={size} must be >= 0")
-    return slice(start, start + size)
+    if step < 0:
+        raise ValueError("`stride` must be >= 0.")
+    if step == 0:
+        raise ValueError("pl.ds with stride=0 (one element repeated) is not supported by "
+                         "pallas_sim; index the element and broadcast it")
+    if step == 1 or size == 0:
+        return slice(start, start + size)
+    return slice(start, start + (size - 1) * step + 1, step)
 
 
 dslice = ds
 
-__all__ = ["ANY", "BlockSpec", "Buffered", "GridSpec", "cdiv", "ds", "dslice", "num_programs",
-           "pallas_call", "program_id", "when"]
+__all__ = ["ANY", "BlockSpec", "Blocked", "BoundedSlice", "Buffered", "CostEstimate", "Element",
+           "GridSpec", "MemorySpace", "Squeezed", "cdiv", "ds", "dslice", "kernel", "loop",
+           "no_block_spec", "num_programs", "pallas_call", "program_id", "run_scoped",
+           "squeezed", "when"]
 __getattr__ = _surface.refuse_missing("jax.experimental.pallas", __name__)

@@ -30,6 +30,9 @@ class Ref:
 
     Raises (on indexing):
       IndexError: an index or slice outside the ref's shape, naming the ref.
+      ValueError: a stored value whose shape or dtype is not the target's (JAX's
+        "Invalid shape for `swap`" / "Invalid dtype for `swap`": no broadcasting, not
+        even of a scalar).
     """
 
     __slots__ = ("_buf", "_name", "_space", "_reads")
@@ -94,8 +97,6 @@ class Ref:
             f"{self._name}[i:j]), which gives a value jnp functions accept")
 
     def __getitem__(self, idx) -> KernelValue:
-        if self._space == "any":
-            raise _hbm_access(self, "get_p", "read")
         self._reads += 1
         if idx is Ellipsis:
             return KernelValue(self._buf.copy())
@@ -103,21 +104,22 @@ class Ref:
         return KernelValue(value.copy() if isinstance(value, np.ndarray) else np.asarray(value))
 
     def __setitem__(self, idx, value) -> None:
-        if self._space == "any":
-            raise _hbm_access(self, "swap_p", "store into")
         target = idx if idx is Ellipsis else self._checked(idx)
         if type(value) is KernelValue:
             value = value._a
         elif isinstance(value, np.ndarray) and value.ndim and KERNELS:
             raise captured(value)
         _check_store_dtype(self, value)
-        try:
-            self._buf[target] = value
-        except ValueError as exc:
-            shape = np.shape(value)
+        want = self._buf.shape if target is Ellipsis else self._buf[target].shape
+        shape = np.shape(value)
+        if shape != want:
             raise ValueError(
-                f"cannot store a value of shape {shape} into {self._name}{_fmt(idx)}, whose "
-                f"shape is {self._buf[target].shape}: {exc}") from None
+                f"Invalid shape for `swap`. Ref shape: {self._buf.shape}. Expected shape: "
+                f"{want}. Value shape: {shape}. (storing into {self._name}{_fmt(idx)}: JAX "
+                f"stores a value of exactly the target's shape and never broadcasts it; "
+                f"write jnp.broadcast_to(value, {want}), or jnp.zeros_like / jnp.full_like "
+                f"for a constant)")
+        self._buf[target] = value
 
     def _checked(self, idx):
         """Return ``idx`` (traced entries made concrete) after checking every entry against
@@ -181,15 +183,6 @@ def _concrete_index(value: KernelValue) -> object:
     return int(a) if a.ndim == 0 else a
 
 
-def _hbm_access(ref: Ref, primitive: str, verb: str) -> HBMAccessError:
-    return HBMAccessError(
-        f"{primitive}: Buffers with a memory space of HBM or ANY cannot be referenced "
-        f"directly. Instead, use `pltpu.sync_copy` or `pltpu.async_copy`. ({ref._name} is in "
-        f"HBM (pl.ANY): a kernel cannot {verb} it; copy the part it needs into a VMEM "
-        f"buffer, e.g. pltpu.make_async_copy({ref._name}.at[...], buf, sem) with .start() "
-        "and .wait(), and use the buffer)")
-
-
 def _check_store_dtype(ref: Ref, value: object) -> None:
     """JAX stores into a ref only values of its own dtype (Python scalars are weakly typed
     and take the ref's dtype; NumPy's 64-bit dtypes count as their 32-bit counterparts).
@@ -243,4 +236,42 @@ class _RefIndexer:
         view = ref._buf[ref._checked(idx)]
         if not isinstance(view, np.ndarray):  # all ints: NumPy gave a scalar copy
             view = ref._buf[(*entries, Ellipsis)]  # the trailing ... keeps a 0-d view
-        return Ref(view, f"{ref.name}.at{_fmt(idx)}", ref.memory_space)
+        return type(ref)(view, f"{ref.name}.at{_fmt(idx)}", ref.memory_space)
+
+
+class HbmRef(Ref):
+    """A ref to an array in HBM (memory space "any" or "hbm"): what a kernel gets for a
+    ``BlockSpec(memory_space=pl.ANY)`` operand and for every operand of ``pl.kernel``.
+
+    Its shape, dtype and ``.at[...]`` views work as on any ref; loading from it or storing
+    into it refuses, as JAX's TPU interpret mode does: a TensorCore reaches HBM only by
+    DMA (``pltpu.sync_copy``, ``pltpu.async_copy``, ``pltpu.make_async_copy``).
+
+    Raises (on ``ref[idx]`` and ``ref[idx] = v``):
+      HBMAccessError: JAX's message, naming the ref.
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, idx) -> KernelValue:
+        raise _hbm_access("get_p", self)
+
+    def __setitem__(self, idx, value) -> None:
+        raise _hbm_access("swap_p", self)
+
+
+def _hbm_access(primitive: str, ref: Ref) -> HBMAccessError:
+    return HBMAccessError(
+        f"{primitive}: Buffers with a memory space of HBM or ANY cannot be referenced "
+        f"directly. Instead, use `pltpu.sync_copy` or `pltpu.async_copy`. ({ref.name} lives "
+        f"in HBM ({ref.memory_space}): copy the part you need into a VMEM buffer, e.g. "
+        f"pltpu.sync_copy({ref.name}.at[...], buf) with buf a pltpu.VMEM scratch or "
+        "pl.run_scoped buffer, compute there, and copy the result back)")
+
+
+def make_ref(buf: np.ndarray, name: str, memory_space: str) -> Ref:
+    """A :class:`Ref` to ``buf``, or an :class:`HbmRef` when ``memory_space`` is "any" or
+    "hbm"."""
+    if memory_space in ("any", "hbm"):
+        return HbmRef(buf, name, memory_space)
+    return Ref(buf, name, memory_space)

@@ -1,22 +1,64 @@
-"""Call configuration records: BlockSpec, GridSpec, memory spaces, scratch shapes.
+"""Call configuration records: BlockSpec, GridSpec, compiler parameters, cost estimates.
 
 Spelled as in ``jax.experimental.pallas`` (``pl.BlockSpec``, ``pl.GridSpec``,
-``pl.Buffered``, ``pl.ANY``) and ``jax.experimental.pallas.tpu``
-(``pltpu.VMEM``, ``pltpu.SMEM``, ``pltpu.PrefetchScalarGridSpec``,
-``pltpu.CompilerParams``).
+``pl.Buffered``, ``pl.CostEstimate``) and ``jax.experimental.pallas.tpu``
+(``pltpu.PrefetchScalarGridSpec``, ``pltpu.CompilerParams``,
+``pltpu.GridDimensionSemantics``). Memory spaces (``pl.ANY``, ``pltpu.VMEM``, ...) are
+in :mod:`pallas_sim.memory_spaces`, block dimensions (``pl.Element``, ...) in
+:mod:`pallas_sim.block_dims`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from . import block_dims
+from .call_args import check_in_specs, no_block_spec, top_level_tuple
 from .dtypes import as_dtype
+from .memory_spaces import _JAX_ONLY, ANY, SMEM, VMEM, MemorySpace, ScratchShape, TPUMemorySpace
+from .memory_spaces import _RefusingEnumType as _RefusingEnum
+from .values import canonical_dtype
 
-PARALLEL = "parallel"
-ARBITRARY = "arbitrary"
+# Re-exported for the modules that build calls.
+_REEXPORTED = (ANY, SMEM, VMEM, MemorySpace, ScratchShape, TPUMemorySpace)
+
+
+class GridDimensionSemantics(enum.Enum, metaclass=_RefusingEnum):
+    """``pltpu.GridDimensionSemantics``: how the steps along one grid axis may run.
+
+    ``PARALLEL``: in any order (TPU interpret mode, and pallas_sim with
+    ``config(shuffle_parallel=True)``, visit them in a shuffled order), so such axes must
+    lead the grid. ``ARBITRARY``: in order, one after the other (a reduction axis).
+    ``CORE_PARALLEL``: split across the TensorCores of a chip; on the one core pallas_sim
+    simulates, the steps run in order, and JAX's interpreters treat it as neither parallel
+    nor arbitrary for the prefix rule (it is not shuffled and need not lead the grid).
+    ``dimension_semantics`` also takes the plain strings "parallel", "arbitrary" and
+    "core_parallel", as JAX does.
+
+    Source: ``jax._src.pallas.mosaic.core.GridDimensionSemantics`` (JAX 0.10.x), whose
+    members compare unequal to the strings.
+    """
+
+    PARALLEL = "parallel"
+    CORE_PARALLEL = "core_parallel"
+    ARBITRARY = "arbitrary"
+
+    def __repr__(self) -> str:
+        return f"<GridDimensionSemantics.{self.name}: {self.value!r}>"
+
+
+_JAX_ONLY[GridDimensionSemantics] = (
+    "jax.experimental.pallas.tpu.GridDimensionSemantics", ("SUBCORE_PARALLEL",),
+    "subcore_parallel splits a grid across the subcores of a SparseCore; pallas_sim simulates "
+    "one TensorCore")
+
+PARALLEL = GridDimensionSemantics.PARALLEL
+CORE_PARALLEL = GridDimensionSemantics.CORE_PARALLEL
+ARBITRARY = GridDimensionSemantics.ARBITRARY
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +77,16 @@ class ShapeDtypeStruct:
         object.__setattr__(self, "shape", tuple(int(d) for d in shape))
         object.__setattr__(self, "dtype", as_dtype(dtype))
 
+    @classmethod
+    def like(cls, x: object) -> ShapeDtypeStruct:
+        """``jax.ShapeDtypeStruct.like(x)``: the shape and dtype of ``x`` (an array, a
+        kernel value, a ShapeDtypeStruct or a Python number) in JAX's 32-bit dtypes, as
+        JAX's with 64-bit types off (a float64 array gives float32, a Python int int32).
+        """
+        if isinstance(x, bool | int | float | complex):
+            return cls((), canonical_dtype(np.asarray(x).dtype))
+        return cls(x.shape, canonical_dtype(x.dtype))  # type: ignore[attr-defined]
+
     @property
     def ndim(self) -> int:
         return len(self.shape)
@@ -42,50 +94,6 @@ class ShapeDtypeStruct:
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
-
-
-class MemorySpace:
-    """A memory space (``pl.ANY``, ``pltpu.VMEM``, ``pltpu.SMEM``).
-
-    Calling a memory space with ``(shape, dtype)`` declares a scratch buffer,
-    as ``pltpu.VMEM((8, 128), jnp.float32)`` does in JAX.
-    """
-
-    __slots__ = ("_name",)
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    @property
-    def name(self) -> str:
-        """"any", "vmem" or "smem" (read-only)."""
-        return self._name
-
-    def __call__(self, shape: Sequence[int], dtype: object) -> ScratchShape:
-        return ScratchShape(tuple(int(d) for d in shape), as_dtype(dtype), self.name)
-
-    def __repr__(self) -> str:
-        return f"MemorySpace.{self.name.upper()}"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, MemorySpace) and other.name == self.name
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-
-ANY = MemorySpace("any")
-VMEM = MemorySpace("vmem")
-SMEM = MemorySpace("smem")
-
-
-@dataclasses.dataclass(frozen=True)
-class ScratchShape:
-    """A scratch buffer: allocated once per pallas_call, persists across grid steps."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    memory_space: str = "vmem"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,26 +116,34 @@ class BlockSpec:
     """How one operand is cut into blocks (JAX ``pl.BlockSpec``).
 
     Args:
-      block_shape: one entry per array dimension, in elements; ``None`` means
-        a block of size 1 squeezed out of the kernel's ref.  ``None`` for the
-        whole tuple means the whole array is one block.
-      index_map: ``(*grid_indices, *scalar_prefetch_refs) -> block indices``
-        (block units, not element offsets), one per dimension.  ``None`` maps
-        every step to block 0.
+      block_shape: one entry per array dimension (:mod:`pallas_sim.block_dims`): an int
+        or ``pl.Blocked(n)`` (blocks of n elements, indexed by block number), ``None``
+        or ``pl.Squeezed()`` (one element, squeezed out of the kernel's ref),
+        ``pl.Element(n, padding)`` (a window of n elements indexed by element offset).
+        ``None`` for the whole tuple means the whole array is one block.
+      index_map: ``(*grid_indices, *scalar_prefetch_refs) -> indices``, one per
+        dimension: block indices, element offsets for ``pl.Element`` dimensions.
+        ``None`` maps every step to block 0.
       pipeline_mode: ``pl.Buffered(n)`` to choose the number of buffers.
-      memory_space: ``pl.ANY`` for a raw HBM ref (no automatic copies),
-        ``pltpu.SMEM`` for a block in SMEM; default VMEM.
+      memory_space: ``pl.ANY`` or ``pltpu.HBM`` for a raw HBM ref (no automatic copies;
+        DMA only), ``pltpu.SMEM`` for a block in SMEM; default (None or ``pltpu.VMEM``)
+        VMEM.
+
+    Raises:
+      ValueError: a ``block_shape`` entry of another type (JAX's message).
     """
 
-    block_shape: tuple[int | None, ...] | None = None
+    block_shape: tuple[int | block_dims.BlockDim | None, ...] | None = None
     index_map: Callable[..., object] | None = None
     pipeline_mode: Buffered | None = None
-    memory_space: MemorySpace | None = dataclasses.field(default=None, kw_only=True)
+    memory_space: object = dataclasses.field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.block_shape is not None:
             object.__setattr__(self, "block_shape", tuple(
-                None if d is None else int(d) for d in self.block_shape))
+                d if d is None or isinstance(d, block_dims.Element | block_dims.Squeezed |
+                                              block_dims.Blocked | block_dims.BoundedSlice)
+                else block_dims.canonical(d).block_size for d in self.block_shape))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,17 +151,19 @@ class CompilerParams:
     """``pltpu.CompilerParams``: per-axis semantics and the scoped VMEM limit.
 
     Args:
-      dimension_semantics: one of "parallel"/"arbitrary" per grid axis.
+      dimension_semantics: per grid axis, a :class:`GridDimensionSemantics` member
+        (``pltpu.PARALLEL``, ``pltpu.ARBITRARY``, ``pltpu.CORE_PARALLEL``) or its string
+        ("parallel", "arbitrary", "core_parallel"); kept as given, as in JAX, and checked
+        when the call runs.
       vmem_limit_bytes: scoped VMEM limit in bytes (default 32 MiB).
     """
 
-    dimension_semantics: tuple[str, ...] | None = None
+    dimension_semantics: tuple[object, ...] | None = None
     vmem_limit_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.dimension_semantics is not None:
-            object.__setattr__(self, "dimension_semantics",
-                               tuple(str(s) for s in self.dimension_semantics))
+            object.__setattr__(self, "dimension_semantics", tuple(self.dimension_semantics))
 
 
 TPUCompilerParams = CompilerParams
@@ -153,13 +171,25 @@ TPUCompilerParams = CompilerParams
 
 @dataclasses.dataclass(frozen=True)
 class GridSpec:
-    """``pl.GridSpec``: the grid, the operands' BlockSpecs and the scratch shapes."""
+    """``pl.GridSpec``: the grid, the operands' BlockSpecs and the scratch shapes.
+
+    ``in_specs``/``out_specs`` default to ``pl.no_block_spec`` (whole arrays); given,
+    they are pytrees matching the arguments / ``out_shape`` (:mod:`pallas_sim.call_args`).
+
+    Raises:
+      ValueError: ``in_specs`` given as something other than a tuple or list (JAX's
+        message).
+    """
 
     grid: tuple[int, ...] | int = ()
-    in_specs: Sequence[BlockSpec | None] | BlockSpec | None = None
-    out_specs: Sequence[BlockSpec | None] | BlockSpec | None = None
-    scratch_shapes: Sequence[ScratchShape] = ()
+    in_specs: object = no_block_spec
+    out_specs: object = no_block_spec
+    scratch_shapes: object = ()
     num_scalar_prefetch: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "in_specs", check_in_specs(self.in_specs))
+        object.__setattr__(self, "out_specs", top_level_tuple(self.out_specs))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,8 +198,45 @@ class PrefetchScalarGridSpec(GridSpec):
     arguments are integer arrays placed in SMEM and passed to every index map
     (after the grid indices) and to the kernel (first)."""
 
-    def __init__(self, num_scalar_prefetch: int, grid=(), in_specs=None, out_specs=None,
-                 scratch_shapes=()) -> None:
+    def __init__(self, num_scalar_prefetch: int, grid=(), in_specs=no_block_spec,
+                 out_specs=no_block_spec, scratch_shapes=()) -> None:
         super().__init__(grid=grid, in_specs=in_specs, out_specs=out_specs,
                          scratch_shapes=tuple(scratch_shapes),
                          num_scalar_prefetch=int(num_scalar_prefetch))
+
+
+@dataclasses.dataclass(frozen=True)
+class CostEstimate:
+    """``pl.CostEstimate(flops, transcendentals, bytes_accessed, remote_bytes_transferred=0)``:
+    what the kernel costs, for XLA's scheduler. ``pallas_call(cost_estimate=...)`` and
+    ``pl.kernel(cost_estimate=...)`` record it on the call's trace
+    (``CallTrace.cost_estimate``); nothing else reads it yet.
+
+    Args:
+      flops: floating-point operations of the whole call.
+      transcendentals: transcendental operations (exp, log, ...).
+      bytes_accessed: bytes read from and written to HBM.
+      remote_bytes_transferred: bytes sent to other devices (0 on one core).
+
+    Raises:
+      ValueError: a field that is not a Python int (JAX's message: "All fields in
+        CostEstimate must be ints. flops is not an int: <class 'float'>(1.0)").
+    """
+
+    flops: int
+    transcendentals: int
+    bytes_accessed: int
+    remote_bytes_transferred: int = 0
+
+    def __post_init__(self) -> None:
+        for k, v in dataclasses.asdict(self).items():
+            if not isinstance(v, int):
+                raise ValueError("All fields in CostEstimate must be ints. "
+                                 f"{k} is not an int: {type(v)}({v})")
+
+    def to_json(self) -> bytes:
+        """The estimate as JSON bytes, as JAX serializes it into the custom call."""
+        return (f'{{"flops": {self.flops}, "transcendentals": {self.transcendentals},'
+                f' "bytes_accessed": {self.bytes_accessed},'
+                f' "remote_bytes_transferred": {self.remote_bytes_transferred}}}'
+                ).encode("ascii")

@@ -43,7 +43,7 @@ HINTS: dict[str, str] = {
          "jax.NamedSharding", "jax.P", "jax.Shard", "jax.distributed", "jax.device_get",
          "jax.lax.psum", "jax.lax.pmean", "jax.lax.pmax", "jax.lax.pmin", "jax.lax.all_gather",
          "jax.lax.all_to_all", "jax.lax.ppermute", "jax.lax.pshuffle", "jax.lax.psum_scatter",
-         "jax.lax.axis_index", "jax.lax.axis_size", "jax.lax.pbroadcast"], _ONE_CORE),
+         "jax.lax.pbroadcast"], _ONE_CORE),
     **dict.fromkeys(["jax.make_jaxpr", "jax.eval_shape", "jax.core", "jax.interpreters",
                      "jax.export", "jax.stages"], _NO_TRACING),
     **dict.fromkeys(["jax.tree_util.register_pytree_node",
@@ -60,6 +60,12 @@ HINTS: dict[str, str] = {
     "jax.numpy.rsqrt": "JAX has it as jax.lax.rsqrt(x)",
     "jax.experimental.pallas.tpu.ANY": "JAX has it as pl.ANY (BlockSpec(memory_space=pl.ANY))",
     "jax.experimental.pallas.tpu.TPUCompilerParams": "JAX 0.10.2 calls it pltpu.CompilerParams",
+    "jax.experimental.pallas.tpu.TensorCoreMesh": (
+        "JAX 0.10.2 makes the mesh with pltpu.create_tensorcore_mesh('core') (newer JAX "
+        "spells it pltpu.TensorCoreMesh(axis_name='core'))"),
+    "jax.experimental.pallas.tpu.get_tpu_info": (
+        "pallas_sim simulates one TensorCore (num_cores 1); write sizes out, or use "
+        "jax.lax.axis_size('core') inside a pl.kernel body"),
     "jax.numpy": ("pallas_sim's jax.numpy has the functions kernels and their wrappers commonly "
                   "use (docs/fidelity.md, 'The JAX surface'); write it with those"),
     "jax.lax": ("write it with the jax.lax and jax.numpy functions pallas_sim has "

@@ -40,6 +40,9 @@ class OperandTrace:
         step; empty [0] for other roles.  A step whose work was skipped (e.g. a
         fully masked causal block behind ``pl.when``, lecture §5.3) reads
         nothing, so skipped work is visible per step.
+      element_dims: the dimensions whose ``block_shape`` entry is a ``pl.Element``: their
+        ``block_indices`` column holds element offsets (into the dimension padded by the
+        Element's padding), not block indices.
     """
 
     role: str
@@ -54,6 +57,7 @@ class OperandTrace:
     block_indices: np.ndarray
     kernel_reads: np.ndarray = dataclasses.field(
         default_factory=lambda: np.zeros(0, np.int32))
+    element_dims: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         # A trace is evidence: its arrays are private read-only copies, so code that holds
@@ -62,6 +66,7 @@ class OperandTrace:
             array = np.array(getattr(self, field), dtype=np.int32)
             array.setflags(write=False)
             object.__setattr__(self, field, array)
+        object.__setattr__(self, "element_dims", tuple(int(d) for d in self.element_dims))
 
     @property
     def vmem_bytes(self) -> int:
@@ -85,6 +90,7 @@ class OperandTrace:
         d["block_shape"] = list(self.block_shape)
         d["block_indices"] = np.asarray(self.block_indices, dtype=np.int32)
         d["kernel_reads"] = np.asarray(self.kernel_reads, dtype=np.int32).reshape(-1)
+        d["element_dims"] = list(self.element_dims)
         return d
 
     @classmethod
@@ -104,7 +110,8 @@ class OperandTrace:
             memory_space=str(d["memory_space"]), buffers=int(d["buffers"]),
             dma_count=int(d["dma_count"]), hbm_bytes=int(d["hbm_bytes"]),
             block_indices=bi,
-            kernel_reads=np.asarray(d.get("kernel_reads", ()), dtype=np.int32).reshape(-1))
+            kernel_reads=np.asarray(d.get("kernel_reads", ()), dtype=np.int32).reshape(-1),
+            element_dims=tuple(int(x) for x in d.get("element_dims", ())))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, OperandTrace):
@@ -130,8 +137,18 @@ class CallTrace:
       vmem_limit_bytes: the scoped limit in force.
       operands: per operand, in kernel order (prefetch, in, out, scratch).
       when_bodies_run: how many ``pl.when`` bodies executed over all steps.
-      manual_dma_count: copies started with ``pltpu.make_async_copy(...).start()``
-        over the whole call (pallas-sim.md item 7).
+      manual_dma_count: copies the kernel started itself over the whole call
+        (``pltpu.make_async_copy(...).start()``, ``pltpu.async_copy``,
+        ``pltpu.sync_copy``, and the copies of ``pltpu.emit_pipeline``; pallas-sim.md
+        item 7).
+      manual_dma_bytes: bytes those copies moved (counted when a copy lands).
+      scoped_vmem_bytes, scoped_smem_bytes: the most ``pl.run_scoped`` bytes (and
+        ``pltpu.emit_pipeline`` buffers) live at once; ``vmem_bytes``/``smem_bytes``
+        include them.
+      kind: "pallas_call", or "kernel" for ``pl.kernel`` (a mesh kernel: no grid, every
+        operand in HBM).
+      cost_estimate: the ``pl.CostEstimate`` given to the call, as a dict (``flops``,
+        ``transcendentals``, ``bytes_accessed``, ``remote_bytes_transferred``), or None.
       input_output_aliases: the call's ``input_output_aliases`` as sorted
         ``(input index, output index)`` pairs (input indices count the
         scalar-prefetch arguments, as in JAX); () without aliasing.
@@ -147,6 +164,11 @@ class CallTrace:
     operands: tuple[OperandTrace, ...]
     when_bodies_run: int = 0
     manual_dma_count: int = 0
+    manual_dma_bytes: int = 0
+    scoped_vmem_bytes: int = 0
+    scoped_smem_bytes: int = 0
+    kind: str = "pallas_call"
+    cost_estimate: dict[str, int] | None = None
     input_output_aliases: tuple[tuple[int, int], ...] = ()
 
     def operand(self, name: str) -> OperandTrace:
@@ -205,6 +227,11 @@ class CallTrace:
             "smem_bytes": self.smem_bytes, "vmem_limit_bytes": self.vmem_limit_bytes,
             "when_bodies_run": self.when_bodies_run,
             "manual_dma_count": self.manual_dma_count,
+            "manual_dma_bytes": self.manual_dma_bytes,
+            "scoped_vmem_bytes": self.scoped_vmem_bytes,
+            "scoped_smem_bytes": self.scoped_smem_bytes,
+            "kind": self.kind,
+            "cost_estimate": None if self.cost_estimate is None else dict(self.cost_estimate),
             "input_output_aliases": [list(p) for p in self.input_output_aliases],
             "operands": [op.to_dict() for op in self.operands],
         }
@@ -223,6 +250,11 @@ class CallTrace:
             smem_bytes=int(d["smem_bytes"]), vmem_limit_bytes=int(d["vmem_limit_bytes"]),
             when_bodies_run=int(d.get("when_bodies_run", 0)),
             manual_dma_count=int(d.get("manual_dma_count", 0)),
+            manual_dma_bytes=int(d.get("manual_dma_bytes", 0)),
+            scoped_vmem_bytes=int(d.get("scoped_vmem_bytes", 0)),
+            scoped_smem_bytes=int(d.get("scoped_smem_bytes", 0)),
+            kind=str(d.get("kind", "pallas_call")),
+            cost_estimate=_cost(d.get("cost_estimate")),
             input_output_aliases=tuple((int(i), int(o))
                                        for i, o in d.get("input_output_aliases", ())),
             operands=tuple(OperandTrace.from_dict(o) for o in d["operands"]))
@@ -237,11 +269,14 @@ class CallTrace:
     __hash__ = None  # type: ignore[assignment]
 
     def __str__(self) -> str:
-        head = (f"pallas_call {self.name}: grid {self.grid} "
+        entry = "pallas_call" if self.kind == "pallas_call" else "pl.kernel"
+        head = (f"{entry} {self.name}: grid {self.grid} "
                 f"({', '.join(self.dimension_semantics) or 'no axes'}), {self.num_steps} steps, "
                 f"VMEM {_mib(self.vmem_bytes)} of {_mib(self.vmem_limit_bytes)}, "
                 f"SMEM {self.smem_bytes} B, DMAs {self.dma_count}, "
-                f"HBM read {_mib(self.hbm_bytes_read)} written {_mib(self.hbm_bytes_written)}")
+                f"HBM read {_mib(self.hbm_bytes_read)} written {_mib(self.hbm_bytes_written)}"
+                + (f", manual DMAs {self.manual_dma_count} ({_mib(self.manual_dma_bytes)})"
+                   if self.manual_dma_count else ""))
         rows = [("role", "name", "array", "block", "space", "bufs", "DMAs", "HBM bytes")]
         for op in self.operands:
             rows.append((op.role, op.name, f"{op.dtype}{list(op.shape)}",
@@ -251,6 +286,22 @@ class CallTrace:
         lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
                  for r in rows]
         return "\n".join([head, *lines])
+
+
+_COST_FIELDS = ("flops", "transcendentals", "bytes_accessed", "remote_bytes_transferred")
+
+
+def _cost(d: object) -> dict[str, int] | None:
+    """A recorded cost estimate (a dict of the four ints), or None.
+
+    Raises:
+      TypeError, ValueError: not such a dict.
+    """
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise TypeError(f"cost_estimate record must be a dict, got {type(d).__name__}")
+    return {k: int(d[k]) for k in _COST_FIELDS}
 
 
 def _dtype(name: str) -> object:

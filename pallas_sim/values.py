@@ -82,9 +82,13 @@ def captured(a: np.ndarray) -> CapturedConstantError:
     words ("captures constants [f32[8,1]]") with what to do instead."""
     dt = canonical_dtype(a.dtype)
     aval = f"{_SHORT.get(dt.name, dt.name)}[{','.join(map(str, a.shape))}]"
+    mesh = bool(KERNELS) and getattr(KERNELS[-1], "kind", "") == "mpmd_map"
+    head = (f"The kernel function in the mpmd_map captures non-Ref constants [{aval}]. You "
+            "should pass them as inputs." if mesh else
+            f"The kernel function in the pallas_call captures constants [{aval}]. You should "
+            "pass them as inputs.")
     return CapturedConstantError(
-        f"The kernel function in the pallas_call captures constants [{aval}]. You should pass "
-        "them as inputs. (A NumPy array used inside a kernel - np.arange, np.zeros, np.ones, "
+        f"{head} (A NumPy array used inside a kernel - np.arange, np.zeros, np.ones, "
         "np.array, or an array from outside the kernel - is a constant JAX cannot capture: "
         "build it with jnp inside the kernel (jnp.arange, jnp.zeros, ...) or pass it to "
         "pallas_call as an input. Scalars such as np.float32(2) or -np.inf are fine.)")

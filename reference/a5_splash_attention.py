@@ -203,9 +203,9 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
     # Python; student kernels cannot, as on JAX.
     g = int(_concrete(_pl.program_id(1)))
     if _concrete(bounds_start_ref[g]):
-        m_scratch_ref[...] = -_np.inf
-        l_scratch_ref[...] = 0.0
-        acc_scratch_ref[...] = 0.0
+        m_scratch_ref[...] = _jnp.full_like(m_scratch_ref, -_np.inf)
+        l_scratch_ref[...] = _jnp.zeros_like(l_scratch_ref)
+        acc_scratch_ref[...] = _jnp.zeros_like(acc_scratch_ref)
     s = (_concrete(q_ref[...]).astype(_np.float64) @ _concrete(k_ref[...]).astype(_np.float64).T
          ) * float(sm_scale)
     keep = (_np.ones(s.shape, bool) if _concrete(block_mask_ref[g]) == 2
@@ -219,8 +219,9 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
     l_new = shrink * _concrete(l_scratch_ref[:, 0]) + w.sum(axis=1)
     acc = (shrink[:, None] * _concrete(acc_scratch_ref[...])
            + w @ _concrete(v_ref[...]).astype(_np.float64))
-    m_scratch_ref[...] = _traced(m_new[:, None].astype(_np.float32))
-    l_scratch_ref[...] = _traced(l_new[:, None].astype(_np.float32))
+    lanes = m_scratch_ref.shape  # (block_q, 128): the value repeated along the lanes
+    m_scratch_ref[...] = _traced(_np.broadcast_to(m_new[:, None], lanes).astype(_np.float32))
+    l_scratch_ref[...] = _traced(_np.broadcast_to(l_new[:, None], lanes).astype(_np.float32))
     acc_scratch_ref[...] = _traced(acc.astype(_np.float32))
     if _concrete(bounds_end_ref[g]):
         o_ref[...] = acc_scratch_ref[...] / l_scratch_ref[:, :1]

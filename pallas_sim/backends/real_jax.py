@@ -2,8 +2,8 @@
 
 ``from pallas_sim.backends.real_jax import jax, jnp, pl, pltpu`` gives the
 real ``jax``, ``jax.numpy``, ``jax.experimental.pallas`` and
-``jax.experimental.pallas.tpu``, except that ``pl.pallas_call`` always runs in
-one of JAX's two CPU interpreters, whatever ``interpret=`` the code passes:
+``jax.experimental.pallas.tpu``, except that ``pl.pallas_call`` and ``pl.kernel`` always run
+in one of JAX's two CPU interpreters, whatever ``interpret=`` the code passes:
 
 * ``"hlo"``: ``interpret=True``, the HLO interpreter (JAX's
   ``pallas_call`` discharged to plain XLA ops);
@@ -14,6 +14,12 @@ one of JAX's two CPU interpreters, whatever ``interpret=`` the code passes:
 Choose with :func:`set_mode` or the :func:`mode` context manager (default
 "tpu", the one closer to the hardware).  Needs the ``pallas-lab[jax]`` extra;
 importing this module without JAX raises ``ModuleNotFoundError``.
+
+``pltpu.emit_pipeline`` asks ``pltpu.get_tpu_info()`` for the chip's tiling, which
+fails on a CPU ("Unsupported TPU device kind: cpu"). Importing this module registers the
+CPU device kind in JAX's own registry of chips (``tpu_info.registry``) as a single-core
+TPU v5e, the chip pallas_sim's one core stands for, so pipelines run in both
+interpreters; nothing else changes.
 """
 
 from __future__ import annotations
@@ -27,6 +33,14 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as _pallas
 from jax.experimental.pallas import tpu as pltpu
+
+try:  # JAX 0.10.x keeps its chip table here; see the module docstring
+    from jax._src.pallas.mosaic import tpu_info as _tpu_info
+
+    _tpu_info.registry.setdefault(
+        "cpu", lambda: _tpu_info.get_tpu_info_for_chip(_tpu_info.ChipVersion.TPU_V5E, 1))
+except (ImportError, AttributeError):  # another JAX: pipelines fail as JAX says
+    pass
 
 Mode = Literal["hlo", "tpu"]
 MODES: tuple[Mode, ...] = ("hlo", "tpu")
@@ -87,18 +101,31 @@ def pallas_call(kernel: Callable[..., None], out_shape: object, **kwargs: Any
     return _pallas.pallas_call(kernel, out_shape, **kwargs)
 
 
+_NO_BODY: Any = object()
+
+
+def kernel(body: Any = _NO_BODY, out_type: object = (), **kwargs: Any) -> Any:
+    """``jax.experimental.pallas.kernel`` with ``interpret`` forced, as :func:`pallas_call`
+    (the interpreter in force when the kernel is made is the one it runs in)."""
+    kwargs["interpret"] = interpret_value()
+    if body is _NO_BODY:
+        return _pallas.kernel(out_type=out_type, **kwargs)
+    return _pallas.kernel(body, out_type, **kwargs)
+
+
 class _PallasNamespace(types.ModuleType):
-    """``jax.experimental.pallas`` with ``pallas_call`` replaced."""
+    """``jax.experimental.pallas`` with ``pallas_call`` and ``kernel`` replaced."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(_pallas, name)
 
     def __dir__(self) -> list[str]:
-        return sorted(set(dir(_pallas)) | {"pallas_call"})
+        return sorted(set(dir(_pallas)) | {"pallas_call", "kernel"})
 
 
 pl = _PallasNamespace("pl", _pallas.__doc__)
 pl.pallas_call = pallas_call  # type: ignore[attr-defined]
+pl.kernel = kernel  # type: ignore[attr-defined]
 
 
 def reset() -> None:
@@ -112,5 +139,5 @@ def reset() -> None:
         reset_fn()
 
 
-__all__ = ["MODES", "Mode", "current_mode", "interpret_value", "jax", "jnp", "mode", "pl",
-           "pallas_call", "pltpu", "reset", "set_mode"]
+__all__ = ["MODES", "Mode", "current_mode", "interpret_value", "jax", "jnp", "kernel", "mode",
+           "pl", "pallas_call", "pltpu", "reset", "set_mode"]

@@ -66,7 +66,8 @@ MUTANTS: list[Mutant] = [
             ("        input_output_aliases={0: 0},\n    )(acc, x)\n",
              "        input_output_aliases={0: 0},\n    )(acc, x)\n    return acc\n")),
            "returns acc, counting on an in-place update; JAX arrays are immutable, so acc "
-           "still holds its old values", says=("the result",)),
+           "still holds its old values", says=("returned its argument 0 itself",
+                                                "JAX arrays are immutable")),
     Mutant("vmem-unblocked-buffers", A1, "1.5",
            (("return sum(elements(s) * itemsize(d) for s, d",
              "return sum(buffer_count * elements(s) * itemsize(d) for s, d"),),

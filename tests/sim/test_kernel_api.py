@@ -4,6 +4,8 @@ operands, aliasing, dimension semantics and ref bounds."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -111,6 +113,27 @@ def test_ds_selects_a_dynamic_slice_of_a_ref():
         assert np.array_equal(out[16 * k + 8:16 * k + 16], x[0:8]), "pl.dslice(0, 8): rows 0..7"
 
 
+def test_ds_takes_jaxs_other_forms_none_a_length_and_a_stride():
+    """As jax.experimental.pallas.ds: ds(None) is ``:``, ds(j) is ``:j``, ds(i, j, s) is
+    j elements from i, s apart (the reference flash-attention kernel reads its bias with
+    ``pl.dslice(None)``)."""
+    def kernel(x_ref, o_ref):
+        o_ref[0:1, :] = x_ref[pl.ds(None)][0:1, :]
+        o_ref[1:2, :] = x_ref[pl.ds(1), :] * 2
+        o_ref[pl.ds(2, 3, 2), :] = x_ref[pl.dslice(0, 3, 3), :]  # rows 2, 4, 6 <- 0, 3, 6
+        o_ref[pl.ds(3, 3, 2), :] = jnp.zeros((3, 128), jnp.float32)  # rows 3, 5, 7
+
+    x = np.arange(8 * 128, dtype=np.float32).reshape(8, 128)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    np.testing.assert_array_equal(out[0], x[0], err_msg="pl.ds(None) reads the whole ref")
+    np.testing.assert_array_equal(out[1], 2 * x[0], err_msg="pl.ds(1) is the slice :1")
+    np.testing.assert_array_equal(out[[2, 4, 6]], x[[0, 3, 6]],
+                                  err_msg="pl.ds(0, 3, 3) is rows 0, 3, 6; ds(2, 3, 2) 2, 4, 6")
+    assert not out[[3, 5, 7]].any()
+    with pytest.raises(ValueError, match="stride"):
+        pl.ds(0, 4, -1)
+
+
 @given(a=st.integers(0, 10**6), b=st.integers(1, 10**4))
 @SIM_SETTINGS
 def test_cdiv_is_ceiling_division(a, b):
@@ -165,6 +188,22 @@ def test_shape_dtype_struct_holds_shape_and_dtype():
     assert out.shape == (8, 128) and out.dtype == np.dtype(jnp.bfloat16), (
         "the output array takes out_shape's shape and dtype"
     )
+
+
+def test_shape_dtype_struct_like_takes_an_arrays_shape_in_jaxs_32_bit_dtypes():
+    """jax.ShapeDtypeStruct.like(x) (the Pallas quickstart's ``out_shape``): x's shape,
+    and its dtype as JAX would hold it with 64-bit types off."""
+    like = jax.ShapeDtypeStruct.like
+    assert like(np.zeros((8, 128), jnp.bfloat16)) == jax.ShapeDtypeStruct((8, 128), jnp.bfloat16)
+    assert like(np.zeros((2, 3))) == jax.ShapeDtypeStruct((2, 3), np.float32), "float64 -> f32"
+    assert like(np.arange(4)) == jax.ShapeDtypeStruct((4,), np.int32), "int64 -> int32"
+    assert like(jax.ShapeDtypeStruct((5,), jnp.int8)) == jax.ShapeDtypeStruct((5,), jnp.int8)
+    assert (like(3), like(2.5), like(True)) == (jax.ShapeDtypeStruct((), np.int32),
+                                                jax.ShapeDtypeStruct((), np.float32),
+                                                jax.ShapeDtypeStruct((), np.bool_))
+    x = np.ones((16, 128), np.float32)
+    out = pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct.like(x))(x, x)
+    assert out.shape == x.shape and out.dtype == x.dtype and (out == 2).all()
 
 
 def test_tuple_out_shape_returns_a_tuple_of_outputs():
@@ -409,6 +448,43 @@ def test_indexing_a_ref_outside_its_shape_is_an_index_error_naming_the_ref(read,
         f"the (8, 128) block ref {ref_name} was indexed out of bounds; the IndexError must "
         f"name it: {info.value}"
     )
+
+
+@pytest.mark.parametrize(("store", "target", "value"), [
+    (lambda x_ref, o_ref: o_ref.__setitem__(Ellipsis, 0.0), (8, 128), ()),
+    (lambda x_ref, o_ref: o_ref.__setitem__((slice(None), slice(None)), -np.inf), (8, 128), ()),
+    (lambda x_ref, o_ref: o_ref.__setitem__(Ellipsis, x_ref[0:1, :]), (8, 128), (1, 128)),
+    (lambda x_ref, o_ref: o_ref.__setitem__(Ellipsis, jnp.max(x_ref[...], axis=1)[:, None]),
+     (8, 128), (8, 1)),
+    (lambda x_ref, o_ref: o_ref.__setitem__(0, jnp.float32(1)), (128,), ()),
+], ids=["python float into a block", "-inf into [:, :]", "a row into a block",
+        "a (8, 1) column into a block", "a scalar into a row"])
+def test_a_store_must_have_the_targets_shape_as_in_jax(store, target, value):
+    """JAX 0.10.x never broadcasts a stored value ("Invalid shape for `swap`"), not even a
+    scalar; NumPy would, so a kernel that relies on it ran here and failed on JAX."""
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+        store(x_ref, o_ref)
+
+    x = np.zeros((8, 128), np.float32)
+    with pytest.raises(ValueError, match=re.escape(
+            f"Invalid shape for `swap`. Ref shape: (8, 128). Expected shape: {target}. "
+            f"Value shape: {value}.")):
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+
+def test_stores_of_the_targets_shape_are_fine_a_scalar_into_one_element_too():
+    def kernel(x_ref, o_ref):
+        o_ref[...] = jnp.zeros_like(o_ref)
+        o_ref[...] += 1
+        o_ref[0, 0] = 5.0  # a 0-d target takes a Python scalar
+        o_ref[1, :] = jnp.full((128,), 2.0, jnp.float32)
+        o_ref[pl.ds(2, 2), :] = jnp.broadcast_to(x_ref[0:1, :], (2, 128))
+
+    x = np.full((8, 128), 7.0, np.float32)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    assert out[0, 0] == 5 and (out[1] == 2).all() and (out[2:4] == 7).all()
+    assert (out[4:] == 1).all() and (out[0, 1:] == 1).all()
 
 
 def test_kernel_returning_a_value_is_an_error():

@@ -214,8 +214,8 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
             m_scratch_ref[:, :] = jnp.full(m_scratch_ref.shape, -jnp.inf, jnp.float32)
         else:
             m_scratch_ref[:, :] = jnp.full(m_scratch_ref.shape, max_logit_const, jnp.float32)
-        l_scratch_ref[:, :] = 0.0
-        acc_scratch_ref[:, :] = 0.0
+        l_scratch_ref[:, :] = jnp.zeros_like(l_scratch_ref)
+        acc_scratch_ref[:, :] = jnp.zeros_like(acc_scratch_ref)
 
     # skip the tiles above the diagonal: their first key is after the block's last query
     first_key = kj * block_kv

@@ -345,9 +345,9 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
 
     @pl.when(bounds_start_ref[g] == 1)
     def init():
-        m_scratch_ref[:, :] = -np.inf
-        l_scratch_ref[:, :] = 0.0
-        acc_scratch_ref[:, :] = 0.0
+        m_scratch_ref[:, :] = jnp.full_like(m_scratch_ref, -jnp.inf)
+        l_scratch_ref[:, :] = jnp.zeros_like(l_scratch_ref)
+        acc_scratch_ref[:, :] = jnp.zeros_like(acc_scratch_ref)
 
     q = q_ref[:, :].astype(jnp.float32)
     k = k_ref[:, :].astype(jnp.float32)
