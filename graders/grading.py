@@ -11,16 +11,25 @@ tasks (``graders.assignments``).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pallas_sim
 from graders.assignments import Assignment, assignment_for_stem, get_assignment
-from graders.checks.framework import Check, CheckFailure, PropertyAbort, Session, load_checks
+from graders.checks.framework import (
+    Check,
+    CheckFailure,
+    PropertyAbort,
+    Session,
+    load_checks,
+    raised_hint,
+    raised_text,
+)
 from graders.feedback import cap_text, failure_text, passed_text
 from graders.notebook_submissions import notebook_module, notebook_static_result
 from graders.student.notebook import ConvertedNotebook
@@ -103,6 +112,10 @@ class SubmissionResult:
     load_error: str | None = None
     seconds: float = 0.0
     sandbox: str = ""
+    #: The task ids this result covers (``grade_file(..., tasks=...)``); None: every task.
+    only_tasks: tuple[str, ...] | None = None
+    #: The SHA-256 of the file's bytes when it was graded ("" when it could not be read).
+    sha256: str = ""
 
     @property
     def info(self) -> Assignment:
@@ -116,8 +129,11 @@ class SubmissionResult:
 
     @property
     def max_score(self) -> float:
-        """Points available on graded tasks (from the assignments table)."""
-        return self.info.max_score
+        """Points available on graded tasks (from the assignments table; with
+        ``only_tasks``, on those tasks only)."""
+        if self.only_tasks is None:
+            return self.info.max_score
+        return sum(t.points for t in self.info.graded_tasks if t.id in self.only_tasks)
 
     @property
     def internal_errors(self) -> list[CheckResult]:
@@ -128,6 +144,8 @@ class SubmissionResult:
         """Per-task rollup in the assignment's task order (tasks without checks included)."""
         rollup = []
         for task in self.info.tasks:
+            if self.only_tasks is not None and task.id not in self.only_tasks:
+                continue
             checks = [c for c in self.checks if c.task == task.id]
             if not checks and not task.graded:
                 continue
@@ -167,16 +185,17 @@ def _load_failure(load: LoadResult, file_name: str) -> CheckFailure:
     error = load.error
     if error is None:  # pragma: no cover - a failed LoadResult always has an error
         return CheckFailure(f"{file_name} could not be loaded", status="error")
+    hint = "code at the top level of the file runs on import: keep it to definitions"
     if error.kind in ("exception", "not_implemented"):
-        message = f": {error.message}" if error.message else ""
-        what = f"importing {file_name} raised {error.type}{message}"
+        what = raised_text(f"importing {file_name}", error.type, error.message)
+        hint = raised_hint(error.type, error.message) or hint
     elif error.kind == "timeout":
         what = f"importing {file_name} {error.message}"
     else:
         what = f"{file_name} could not be loaded: {error.message}"
     return CheckFailure(
         what, status="error", traceback=error.traceback or None, output=error.output or None,
-        hint="code at the top level of the file runs on import: keep it to definitions",
+        hint=hint,
     )
 
 
@@ -191,6 +210,31 @@ def _link_failure(path: Path) -> CheckFailure | None:
                 status="error", hint="submit the file itself, not a link to it",
             )
     return None
+
+
+def file_digest(path: str | Path) -> tuple[str, CheckFailure | None]:
+    """The SHA-256 (hex) of a submission file's bytes, or ``("", failure)`` saying in words
+    why it cannot be graded: it cannot be read (permissions, a folder, a vanished file) or
+    it is empty. A symbolic link is not followed (``""``, no failure: ``open_session``
+    refuses it with its own reason). Never raises."""
+    path = Path(path)
+    if _link_failure(path) is not None:
+        return "", None
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        return "", CheckFailure(
+            f"{path.name} could not be read ({why}), so nothing in it was run",
+            status="error",
+            hint="ask the student to resubmit, or give the grader read access to the file",
+        )
+    if not data.strip():
+        return hashlib.sha256(data).hexdigest(), CheckFailure(
+            f"{path.name} is empty, so there was nothing to run", status="error",
+            hint="submit the handout with your code in it",
+        )
+    return hashlib.sha256(data).hexdigest(), None
 
 
 @contextmanager
@@ -213,7 +257,7 @@ def open_session(
         yield Session(stem=assignment.stem, assignment=assignment.id, worker=None,
                       load_failure=link, file_name=file_name)
         return
-    if path.suffix == ".ipynb":
+    if path.suffix.casefold() == ".ipynb":
         with notebook_module(path, assignment.stem) as (module, failure):
             if failure is not None:
                 yield Session(stem=assignment.stem, assignment=assignment.id, worker=None,
@@ -326,9 +370,11 @@ def run_check(session: Session, check: Check, assignment: Assignment) -> CheckRe
 
 
 def _missing_results(
-    assignment: Assignment, checks: list[Check], results: list[CheckResult], reason: str
+    assignment: Assignment, checks: list[Check], results: list[CheckResult], reason: str,
+    only_tasks: tuple[str, ...] | None = None,
 ) -> list[CheckResult]:
-    """Results for every check that produced none, and for graded tasks without checks."""
+    """Results for every check that produced none, and for graded tasks without checks
+    (of ``only_tasks`` when given)."""
     done = {(r.task, r.check) for r in results}
     extra = []
     for check in checks:
@@ -336,6 +382,8 @@ def _missing_results(
             failure = CheckFailure(reason, status="error")
             extra.append(_result_for_failure(check, assignment, failure, 0.0))
     for task in assignment.graded_tasks:
+        if only_tasks is not None and task.id not in only_tasks:
+            continue
         if not any(c.task == task.id for c in checks):
             stub = Check(assignment.id, task.id, NO_CHECKS, task.points, lambda s: None)
             failure = CheckFailure(
@@ -380,6 +428,7 @@ def grade_file(
     timeout: float = 10.0,
     student: str | None = None,
     budget: float | None = None,
+    tasks: Collection[str] | None = None,
 ) -> SubmissionResult:
     """Grade one submission file against every registered check of its assignment.
 
@@ -388,7 +437,9 @@ def grade_file(
     seconds the whole file may take (default: ``CHECK_BUDGET_TIMEOUTS`` x
     ``timeout`` per check), after which the running check and every later one
     are recorded as ``timeout``; ``student`` defaults to the
-    name of the file's folder. Returns a ``SubmissionResult`` with one
+    name of the file's folder; ``tasks`` (task ids) runs only those tasks' checks
+    (``SubmissionResult.only_tasks``). A file that cannot be read or is empty
+    earns nothing, every check saying why (``file_digest``). Returns a ``SubmissionResult`` with one
     ``CheckResult`` per check in registration order (plus one per graded task
     that has no checks). Raises ``KeyError``/``ValueError`` when the
     assignment cannot be determined and lets the checks module's
@@ -398,11 +449,17 @@ def grade_file(
     path = Path(path)
     info = resolve_assignment(path, assignment)
     checks = load_checks(info.id)
+    only = None if tasks is None else tuple(t for t in (x.id for x in info.tasks) if t in tasks)
+    if only is not None:
+        checks = [c for c in checks if c.task in only]
+    digest, unreadable = file_digest(path)
     result = SubmissionResult(
         student=student or path.resolve().parent.name,
         stem=info.stem,
         assignment=info.id,
         file=str(path),
+        only_tasks=only,
+        sha256=digest,
     )
     started = time.monotonic()
     if budget is None:
@@ -414,7 +471,7 @@ def grade_file(
     missing_reason = "this check produced no result"
     try:
         with pallas_sim.config(**GRADING_SIM_OPTIONS), \
-                open_session(path, info, timeout=timeout) as session:
+                _session_for(path, info, timeout, unreadable) as session:
             result.sandbox = session.isolation or isolation_label()
             session.set_budget(started + budget, budget, rule)
             if session.load_failure is not None:
@@ -429,10 +486,23 @@ def grade_file(
         result.load_error = f"the submission could not be graded: {exc}"
         missing_reason = result.load_error
     finally:
-        result.checks.extend(_missing_results(info, checks, result.checks, missing_reason))
+        result.checks.extend(_missing_results(info, checks, result.checks, missing_reason,
+                                              only))
         result.checks[:] = _note_dependencies(info, result.checks)
         result.seconds = time.monotonic() - started
     return result
+
+
+@contextmanager
+def _session_for(path: Path, info: Assignment, timeout: float,
+                 unreadable: CheckFailure | None) -> Iterator[Session]:
+    """``open_session``, or a session whose every call fails with ``unreadable``."""
+    if unreadable is not None:
+        yield Session(stem=info.stem, assignment=info.id, worker=None,
+                      load_failure=unreadable, file_name=path.name)
+        return
+    with open_session(path, info, timeout=timeout) as session:
+        yield session
 
 
 def _note_dependencies(assignment: Assignment, checks: list[CheckResult]) -> list[CheckResult]:

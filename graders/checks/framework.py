@@ -455,6 +455,31 @@ def _to_call_traces(records: tuple[dict[str, Any], ...]) -> list[Any]:
     return calls
 
 
+#: What the worker's output file may hold (``graders.worker.sandbox.LIMITS``,
+#: RLIMIT_FSIZE): a bigger print fails with ``OSError: [Errno 27] File too large``.
+OUTPUT_LIMIT_TEXT = "16 MiB"
+
+
+def _output_too_large(error_type: str, message: str) -> bool:
+    return error_type == "OSError" and "File too large" in (message or "")
+
+
+def raised_text(what: str, error_type: str, message: str) -> str:
+    """``"f raised KeyError: 'b'"``; an ``OSError: File too large`` (the worker's output
+    limit, hit by printing too much) is said in words instead."""
+    if _output_too_large(error_type, message):
+        return (f"{what} printed more than the {OUTPUT_LIMIT_TEXT} of output a submission may "
+                "write, so the print failed (OSError: File too large)")
+    return f"{what} raised {error_type}{f': {message}' if message else ''}"
+
+
+def raised_hint(error_type: str, message: str) -> str | None:
+    """A hint for ``raised_text``'s output-limit case (None otherwise)."""
+    if _output_too_large(error_type, message):
+        return "remove the large print, or print a summary (a shape, a few values) instead"
+    return None
+
+
 class Session:
     """One submission file, given to every check (``check.run(session)``).
 
@@ -675,10 +700,10 @@ class Session:
             )
             self._remember(func, failure, with_input=True)
         elif kind == "exception":
-            message = f": {error.message}" if error.message else ""
             why = self._unbound_name_note(error.type, error.message)
             failure = CheckFailure(
-                f"{func} raised {error.type}{message}{why}", traceback=trace, output=output
+                raised_text(func, error.type, error.message) + why, traceback=trace,
+                output=output, hint=raised_hint(error.type, error.message),
             )
         elif kind == "missing":
             self._raise(self._missing(func), with_input=False)
