@@ -31,6 +31,11 @@ if TYPE_CHECKING:
 
 STATUSES = ("failed", "not started", "timeout", "error")
 
+#: Seconds a call gets once the same function has run out of a full call timeout in this
+#: submission (a loop that never ends then costs the full timeout once and this on every
+#: later check that calls it; an honest call takes milliseconds).
+RETRY_TIMEOUT = 2.0
+
 
 class CheckFailure(Exception):
     """A failed check, with everything the student's feedback needs (style.md).
@@ -488,7 +493,9 @@ class Session:
     a student function in the worker and return a ``Reply``, or raise
     ``CheckFailure`` (never anything else). Within one check (between
     ``begin_check`` calls) a function that was not started, timed out or
-    crashed fails again at once without a worker round trip. ``why_unbound``
+    crashed fails again at once without a worker round trip; once a function has run
+    out of a full call timeout, its calls in later checks get ``RETRY_TIMEOUT`` seconds.
+    ``why_unbound``
     (a notebook's ``ConvertedNotebook.why_unbound``) explains a missing function
     or a ``NameError`` whose name was bound only by code set aside (a
     disallowed import and what depends on it).
@@ -514,6 +521,7 @@ class Session:
         self._worker = worker
         self._load_failure = load_failure
         self._memo: dict[str, PropertyAbort] = {}
+        self._timed_out: set[str] = set()  # functions that ran out of a full call timeout
         self.current_check: Check | None = None
         self._deadline: float | None = None
         self._budget = (0.0, "")
@@ -606,11 +614,14 @@ class Session:
         from graders.worker.protocol import ProtocolError
 
         call_timeout, cut = timeout, False
+        limit = timeout if timeout is not None else float(self._worker.timeout)
+        shortened = func in self._timed_out and limit > RETRY_TIMEOUT
+        if shortened:
+            call_timeout = limit = RETRY_TIMEOUT
         if self._deadline is not None:
             remaining = self._deadline - time.monotonic()
             if remaining <= 0:
                 self._remember(func, self.budget_failure(ran=True), with_input=False)
-            limit = timeout if timeout is not None else float(self._worker.timeout)
             if remaining < limit:
                 call_timeout, cut = remaining, True
         self.round_trips += 1
@@ -635,7 +646,10 @@ class Session:
             assert result.error is not None
             if cut and result.error.kind == "timeout":
                 self._remember(func, self.budget_failure(ran=True), with_input=False)
-            self._fail_call(func, result.error, timeout)
+            if result.error.kind == "timeout" and not shortened:
+                self._timed_out.add(func)
+            self._fail_call(func, result.error, call_timeout if shortened else timeout,
+                            earlier=shortened)
         return self._reply(func, result)
 
     def _reply(self, func: str, result: CallResult) -> Reply:
@@ -665,7 +679,8 @@ class Session:
             sources=tuple(result.sources),
         )
 
-    def _fail_call(self, func: str, error: WorkerFailure, timeout: float | None) -> None:
+    def _fail_call(self, func: str, error: WorkerFailure, timeout: float | None, *,
+                   earlier: bool = False) -> None:
         output = error.output or None
         trace = error.traceback or None
         kind = error.kind
@@ -679,6 +694,9 @@ class Session:
         elif kind == "timeout":
             seconds = timeout if timeout is not None else getattr(self._worker, "timeout", None)
             limit = f" within {seconds:g} s" if seconds is not None else ""
+            if earlier:
+                limit += (" (it already ran out of the full timeout on an earlier check, so "
+                          f"its later calls get {RETRY_TIMEOUT:g} s)")
             failure = CheckFailure(
                 f"{func} did not finish{limit}",
                 status="timeout", output=output,

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from graders.assignments import get_assignment
 from graders.checks.framework import (
     GRADING_SETTINGS,
+    RETRY_TIMEOUT,
     CheckFailure,
     Session,
     describe_value,
@@ -134,6 +135,25 @@ def test_a_timeout_is_memoized_so_the_check_fails_fast(a1_file: Path) -> None:
         assert s.call("blocked_add", 1, 2).value == 3  # other functions still run
         s.begin_check(None)
         assert s.call("spin", 1).value == 1  # and the next check starts afresh
+
+
+def test_after_a_full_timeout_later_checks_give_the_function_the_retry_timeout(
+        a1_file: Path) -> None:
+    """A loop that never ends costs the full call timeout once; in later checks the same
+    function gets RETRY_TIMEOUT, says so, and still returns on inputs where it ends."""
+    with _session(a1_file, timeout=RETRY_TIMEOUT + 0.5) as s:
+        s.begin_check(None)
+        with pytest.raises(CheckFailure) as first:
+            s.call("spin", 10)
+        assert first.value.what == f"spin did not finish within {RETRY_TIMEOUT + 0.5:g} s"
+        s.begin_check(None)
+        assert s.call("spin", 1).value == 1
+        with pytest.raises(CheckFailure) as later:
+            s.call("spin", 10)
+        assert later.value.status == "timeout"
+        assert later.value.what == (
+            f"spin did not finish within {RETRY_TIMEOUT:g} s (it already ran out of the full "
+            f"timeout on an earlier check, so its later calls get {RETRY_TIMEOUT:g} s)")
 
 
 def test_a_rejected_file_fails_every_call_with_the_static_message(
