@@ -22,13 +22,13 @@ import numpy as np
 
 from . import jnp as numpy
 from . import lax, nn, random, tree, tree_util
-from . import surface as _surface
-from .arrays import Array, is_array
-from .errors import UnsupportedJaxUsageError
-from .pytrees import flatten as _flatten
+from ._src import surface as _surface
+from ._src.arrays import Array, is_array
+from ._src.errors import UnsupportedJaxUsageError
+from ._src.pytrees import flatten as _flatten
+from ._src.refs import Ref
+from ._src.specs import ShapeDtypeStruct
 from .random import KeyArray
-from .refs import Ref
-from .specs import ShapeDtypeStruct
 
 T = TypeVar("T")
 _NOT_GIVEN: Any = object()

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from . import lax as _lax
-from . import surface as _surface
-from .dtypes import as_dtype, is_floating
-from .values import lift as _lift
+from ._src import surface as _surface
+from ._src.dtypes import as_dtype, is_floating
+from ._src.values import lift as _lift
 
 _F32 = np.dtype(np.float32)
 

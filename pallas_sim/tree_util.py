@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import surface as _surface
-from .pytrees import PyTreeDef
-from .pytrees import all as tree_all
-from .pytrees import flatten as tree_flatten
-from .pytrees import leaves as tree_leaves
-from .pytrees import map as tree_map
-from .pytrees import reduce as tree_reduce
-from .pytrees import structure as tree_structure
-from .pytrees import unflatten as tree_unflatten
+from ._src import surface as _surface
+from ._src.pytrees import PyTreeDef
+from ._src.pytrees import all as tree_all
+from ._src.pytrees import flatten as tree_flatten
+from ._src.pytrees import leaves as tree_leaves
+from ._src.pytrees import map as tree_map
+from ._src.pytrees import reduce as tree_reduce
+from ._src.pytrees import structure as tree_structure
+from ._src.pytrees import unflatten as tree_unflatten
 
 
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:

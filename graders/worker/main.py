@@ -77,8 +77,8 @@ else:
     # pallas_sim.config raises in the submission, and applied again before every call.
     import dataclasses as _dataclasses  # noqa: E402
 
-    from pallas_sim.config import Options as _Options  # noqa: E402
-    from pallas_sim.config import _lock as _lock_sim_options  # noqa: E402
+    from pallas_sim._src.config import Options as _Options  # noqa: E402
+    from pallas_sim._src.config import _lock as _lock_sim_options  # noqa: E402
 
     GRADING_OPTIONS = {**_dataclasses.asdict(_Options()), "shuffle_parallel": True,
                        "shuffle_seed": 0}

@@ -63,7 +63,7 @@ def render() -> str:
 
 def main() -> None:
     """Write the file next to :mod:`pallas_sim.surface`."""
-    target = Path(__file__).resolve().parents[1] / "jax_names.py"
+    target = Path(__file__).resolve().parents[1] / "_src" / "jax_names.py"
     target.write_text(render(), encoding="utf-8")
     sys.stdout.write(f"wrote {target}\n")
 

@@ -64,7 +64,7 @@ def cdiv(a: Any, b: Any) -> Any:
     """
     if isinstance(a, int | np.integer) and isinstance(b, int | np.integer):
         return (int(a) + int(b) - 1) // int(b)
-    from . import lax
+    from .. import lax
 
     return lax.div(a + (b - 1), b)
 

@@ -397,7 +397,7 @@ def _operand(x: Any) -> Any:
 
 
 def _matmul(a: Any, b: Any) -> Any:
-    from . import jnp  # jnp's product rule: MXU-style f32 accumulation
+    from .. import jnp  # jnp's product rule: MXU-style f32 accumulation
 
     return jnp.matmul(a, b)
 
