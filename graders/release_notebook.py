@@ -28,7 +28,7 @@ import jupytext
 import nbformat
 
 from graders.assignments import Assignment
-from graders.release import (
+from graders.handout import (
     JUPYTEXT_FORMAT,
     STUB_TEMPLATE,
     ReleaseError,
