@@ -1,7 +1,8 @@
 """``pallas-lab check --backend jax FILE``: run your own file on real JAX Pallas.
 
 Registered in ``graders.student.cli.CHECK_BACKENDS``.  For each file it starts
-``python -m graders.fidelity.run`` (student code runs in that subprocess only),
+``python -m graders.fidelity.run`` (:data:`RUNNER`; student code runs in that
+subprocess only, and this module never imports ``graders.fidelity``),
 which calls the file's kernels and wrappers on pallas_sim and on JAX's two
 CPU interpreters (``interpret=True`` and TPU interpret mode) and compares the
 outputs on drawn inputs.  Per task the report says: passed (runs on real
@@ -25,6 +26,10 @@ from rich.console import Console
 from graders.assignments import Assignment
 from graders.student.selfcheck import FileReport, TaskOutcome, module_source
 
+#: The program each file runs in (``python -m RUNNER FILE``): JSON lines out. It is a
+#: program, not an import, so the student commands and ``graders.fidelity`` import
+#: nothing of each other; the bundle ships it (``graders.bundle.PROGRAMS``).
+RUNNER = "graders.fidelity.run"
 MODES = {"hlo": "interpret=True", "tpu": "TPU interpret mode"}
 
 
@@ -75,7 +80,7 @@ def check_on_jax(path: Path, assignment: Assignment, timeout: float) -> FileRepo
             return _file_report(path, assignment, [], f"cannot read {path.name}: {exc}")
         module = Path(folder) / f"{assignment.stem}.py"  # a notebook becomes its module text
         module.write_text(source, encoding="utf-8")
-        cmd = [sys.executable, "-m", "graders.fidelity.run", str(module)]
+        cmd = [sys.executable, "-m", RUNNER, str(module)]
         try:
             # The package root as the working folder, so ``-m graders...`` resolves in a
             # source checkout as in an installed bundle; the file's path is absolute.
