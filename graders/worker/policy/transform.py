@@ -32,7 +32,6 @@ get_type_hints`` is reported with its line before anything runs.
 from __future__ import annotations
 
 import ast
-import functools
 import importlib
 import io
 import tokenize
@@ -128,15 +127,6 @@ def _submodule(module: str, name: str) -> str | None:
 
 
 _ALLOWED_TEXT = ", ".join(rules.ALLOWED_TOP_LEVEL)
-
-
-@functools.cache
-def _pallas_sim_internal_modules() -> frozenset[str]:
-    """The names of the modules in pallas_sim's internals (``pallas_sim/_src``)."""
-    import pkgutil
-
-    import pallas_sim._src
-    return frozenset(info.name for info in pkgutil.iter_modules(pallas_sim._src.__path__))
 
 
 def _is_guard_name(name: str) -> bool:
@@ -330,7 +320,7 @@ class SubmissionTransformer(RestrictingNodeTransformer):
         if _submodule(module, attr) is not None:
             return
         if module.startswith("pallas_sim") and (hasattr(importlib.import_module(module), attr)
-                                                or attr in _pallas_sim_internal_modules()):
+                                                or attr in rules.PALLAS_SIM_INTERNAL_NAMES):
             self.refuse(node, f"access to '.{attr}'",
                         "it is pallas_sim's internals, not its public API")
 
