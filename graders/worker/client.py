@@ -149,15 +149,14 @@ def build_libdir(libdir: Path, *, mount_points: bool = False) -> list[tuple[str,
     (``pallas_lab_worker.py``), the protocol (``pallas_lab_protocol.py``) and
     ``graders/harnesses/`` (as the package ``pallas_lab_harnesses``; an empty
     package when it does not exist yet) are copied. Raises ``RuntimeError``
-    when numpy or ml_dtypes cannot be found.
+    when numpy, ml_dtypes, RestrictedPython or pallas_sim cannot be found
+    (a worker without the simulator would run a submission untraced).
     """
     libdir.mkdir(parents=True, exist_ok=True)
     binds: list[tuple[str, str]] = []
     for name in ("numpy", "ml_dtypes", "RestrictedPython", "pallas_sim"):
         package = _package_dir(name)
         if package is None:
-            if name == "pallas_sim":
-                continue
             raise RuntimeError(f"cannot find the {name} package to give to the worker")
         libs = package.parent / f"{name}.libs"
         for source, entry in ((package, libdir / name), (libs, libdir / libs.name)):
@@ -361,7 +360,6 @@ class Worker:
         self._limits = sandbox.limits_for(self.tree_level)
         self._oom_kills = 0
         self.restarts = 0
-        self.pallas_sim_available = False
         self.load_result: LoadResult | None = None
         self._conversation: _Conversation | None = None
         self._spawned = 0
@@ -517,7 +515,6 @@ class Worker:
             return self._fail("malformed", f"the worker's first message is malformed: {exc}")
         if not (isinstance(ready, dict) and ready.get("ok") is True and ready.get("ready") is True):
             return self._fail("malformed", "the worker's first message is not 'ready'")
-        self.pallas_sim_available = ready.get("pallas_sim") is True
         return None
 
     def _fail(self, kind: str, message: str) -> WorkerFailure:
