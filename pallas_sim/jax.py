@@ -345,6 +345,11 @@ class custom_vjp:  # noqa: N801 - JAX's name
         self.symbolic_zeros, self.optimize_remat = symbolic_zeros, optimize_remat
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function itself, as JAX does outside differentiation (no ``fwd``/``bwd``).
+
+        Raises:
+          AttributeError: ``defvjp`` was never called (JAX's message).
+        """
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function "
                                  f"{getattr(self.fun, '__name__', self.fun)} using defvjp.")
@@ -376,6 +381,11 @@ class custom_jvp:  # noqa: N801 - JAX's name
         self.jvp = lambda primals, tangents: (self.fun(*primals), jvps)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function itself, as JAX does outside differentiation (no JVP rule runs).
+
+        Raises:
+          AttributeError: ``defjvp``/``defjvps`` was never called (JAX's message).
+        """
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function "
                                  f"{getattr(self.fun, '__name__', self.fun)} using defjvp.")

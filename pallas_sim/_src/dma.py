@@ -325,6 +325,7 @@ def check_drained(sem_refs: Iterable[SemaphoreRef], call_name: str,
 
     Raises:
       UnwaitedDMAError: with ``config(unwaited_dma="raise")`` (the default).
+
     Warns:
       RuntimeWarning: with ``config(unwaited_dma="warn")``.
     """
