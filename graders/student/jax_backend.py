@@ -39,12 +39,12 @@ def _file_report(path: Path, assignment: Assignment, rows: list[dict], problem: 
     for task in assignment.tasks:
         mine = [r for r in rows if task.id in r.get("tasks", ())]
         if problem is not None:
-            tasks.append(TaskOutcome(task.id, task.title, "error", "load the file on real JAX",
-                                     [problem]))
+            tasks.append(TaskOutcome(task=task.id, title=task.title, status="error",
+                                     check="load the file on real JAX", detail=[problem]))
             continue
         if not mine:
-            tasks.append(TaskOutcome(task.id, task.title, "no self-check",
-                                     "nothing of this task runs on Pallas"))
+            tasks.append(TaskOutcome(task=task.id, title=task.title, status="no self-check",
+                                     check="nothing of this task runs on Pallas"))
             continue
         funcs = sorted({r["func"] for r in mine})
         check = (f"{', '.join(funcs)} on real JAX Pallas ({' and '.join(MODES.values())}) "
@@ -54,13 +54,15 @@ def _file_report(path: Path, assignment: Assignment, rows: list[dict], problem: 
             status = "error" if all(r["status"] == "error" for r in bad) else "failing"
             detail = [f"{r['func']} on {MODES.get(r['mode'], r['mode'])}: {r['detail']}"
                       for r in bad]
-            tasks.append(TaskOutcome(task.id, task.title, status, check, detail))
+            tasks.append(TaskOutcome(task=task.id, title=task.title, status=status,
+                                     check=check, detail=detail))
         elif any(r["status"] == "not started" for r in mine):
-            tasks.append(TaskOutcome(task.id, task.title, "not started", check))
+            tasks.append(TaskOutcome(task=task.id, title=task.title, status="not started",
+                                     check=check))
         else:
             n = sum(r["compared"] for r in mine)
-            tasks.append(TaskOutcome(task.id, task.title, "passed", check,
-                                     [f"{n} comparisons"]))
+            tasks.append(TaskOutcome(task=task.id, title=task.title, status="passed",
+                                     check=check, detail=[f"{n} comparisons"]))
     return FileReport(assignment, path, tasks)
 
 
