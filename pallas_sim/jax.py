@@ -7,7 +7,7 @@ is nothing to compile here, so the transformations run the function eagerly,
 but they refuse what JAX refuses when it traces: ``jit`` a non-array argument
 that is not marked static, or an unhashable static one; ``vmap`` axes of
 different sizes. Any other ``jax.X`` raises
-:class:`~pallas_sim.errors.UnsupportedJaxAPIError` with what to use instead.
+:class:`~pallas_sim.UnsupportedJaxAPIError` with what to use instead.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def jit(fun: Callable[..., T] = _NOT_GIVEN, /, *, in_shardings: object = None,
     the other as JAX does) must be hashable; every other argument must be a tree of
     arrays and Python numbers, as JAX traces it, and so must the result. The
     jitted function's ``lower``/``trace``/``eval_shape`` raise
-    :class:`~pallas_sim.errors.UnsupportedJaxUsageError` (nothing is compiled).
+    :class:`~pallas_sim.UnsupportedJaxUsageError` (nothing is compiled).
 
     Raises:
       TypeError: ``fun`` is not callable; at call time, a non-static argument or a

@@ -12,7 +12,7 @@ differences that matter inside kernels are handled here:
 
 Only the names listed here exist, so code that runs here also finds its
 functions in real ``jax.numpy``; any other name raises
-:class:`~pallas_sim.errors.UnsupportedJaxAPIError` saying whether JAX has it
+:class:`~pallas_sim.UnsupportedJaxAPIError` saying whether JAX has it
 (``jnp.rsqrt`` does not: it is ``jax.lax.rsqrt``).
 """
 

@@ -1435,7 +1435,7 @@ __all__ = sorted(
 #: Functions that call user code (their bodies see kernel values as they are).
 _CONTROL_FLOW = {"cond", "switch", "fori_loop", "while_loop", "scan", "map", "axis_index",
                  "axis_size"}
-# The array functions take kernel values as JAX's take tracers (pallas_sim.values.lift).
+# The array functions take kernel values as JAX's take tracers (pallas_sim._src.values.lift).
 for _name in __all__:
     _fn = globals()[_name]
     if _name not in _CONTROL_FLOW and not isinstance(_fn, type):

@@ -309,7 +309,7 @@ __all__ = ["celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swis
            "hard_tanh", "identity", "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp",
            "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign",
            "softmax", "softplus", "sparse_plus", "squareplus", "standardize", "swish", "tanh"]
-# Every function takes kernel values as JAX's take tracers (pallas_sim.values.lift).
+# Every function takes kernel values as JAX's take tracers (pallas_sim._src.values.lift).
 for _name in __all__:
     globals()[_name] = _lift(globals()[_name])
 del _name

@@ -1,5 +1,5 @@
 """``jax.tree``: ``map``, ``leaves``, ``structure``, ``flatten``, ``unflatten``, ``all`` and
-``reduce`` over tuples, lists, dicts, NamedTuples and None (:mod:`pallas_sim.pytrees`)."""
+``reduce`` over tuples, lists, dicts, NamedTuples and None (:mod:`pallas_sim._src.pytrees`)."""
 
 from __future__ import annotations
 

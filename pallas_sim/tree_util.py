@@ -1,7 +1,7 @@
 """``jax.tree_util``: the ``tree_*`` spellings of :mod:`pallas_sim.tree`, and ``PyTreeDef``.
 
 Registering node types (``register_pytree_node`` and friends) is refused with a
-message: pallas_sim keeps no registry (:mod:`pallas_sim.pytrees`).
+message: pallas_sim keeps no registry (:mod:`pallas_sim._src.pytrees`).
 """
 
 from __future__ import annotations
