@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 import pallas_sim
@@ -43,7 +44,20 @@ from graders.worker.static_check import StaticCheckResult, check_file
 #: deterministic and gives the reference and the submission the same order.
 GRADING_SIM_OPTIONS = {"shuffle_parallel": True, "shuffle_seed": 0}
 
-RESULT_STATUSES = ("passed", "failed", "not started", "timeout", "error")
+
+
+class Status(StrEnum):
+    """The outcome of a check or task. Members are the strings themselves
+    (``Status.NOT_STARTED == "not started"``), so JSON, CSV and reports are unchanged."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_STARTED = "not started"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+
+
+RESULT_STATUSES: tuple[Status, ...] = tuple(Status)
 #: A submission file's default wall-clock budget, in per-call timeouts per check: a file
 #: whose calls all take just under the timeout stops after (checks x 3 x timeout) seconds
 #: (docs/security.md, "Limits"). Honest files use a small fraction of it.
@@ -51,11 +65,12 @@ CHECK_BUDGET_TIMEOUTS = 3
 NO_CHECKS = "(no checks registered)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CheckResult:
-    """The outcome of one check for one submission.
+    """The outcome of one check for one submission (built by keyword only).
 
-    ``points`` earned of ``max_points``; ``status`` one of ``RESULT_STATUSES``;
+    ``points`` earned of ``max_points``; ``status`` a :class:`Status` (a string given
+    becomes its member; ``ValueError`` for one outside ``RESULT_STATUSES``);
     ``feedback`` the student-facing text (style.md); ``reason`` its one-line
     summary ("" when passed); ``graded`` whether the task counts; ``internal``
     True when the grader itself failed (``internal_detail`` then holds our
@@ -67,7 +82,7 @@ class CheckResult:
     check: str
     points: float
     max_points: float
-    status: str
+    status: Status
     feedback: str
     seconds: float = 0.0
     graded: bool = True
@@ -75,8 +90,11 @@ class CheckResult:
     internal: bool = False
     internal_detail: str = ""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class TaskResult:
     """A task's rollup over its checks: points, the worst status and the first reason."""
 
@@ -84,9 +102,12 @@ class TaskResult:
     title: str
     points: float
     max_points: float
-    status: str
+    status: Status
     reason: str
     graded: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
 
     @property
     def shown_status(self) -> str:
@@ -151,20 +172,20 @@ class SubmissionResult:
                 continue
             earned = sum(c.points for c in checks)
             statuses = [c.status for c in checks]
-            if statuses and all(s == "passed" for s in statuses):
-                status = "passed"
-            elif statuses and all(s == "not started" for s in statuses):
-                status = "not started"
+            if statuses and all(s == Status.PASSED for s in statuses):
+                status = Status.PASSED
+            elif statuses and all(s == Status.NOT_STARTED for s in statuses):
+                status = Status.NOT_STARTED
             else:
-                failing = [s for s in statuses if s != "passed"]
-                status = next(
-                    (s for s in ("error", "timeout", "failed", "not started") if s in failing),
-                    "failed",
-                )
-            reason = next((c.reason for c in checks if c.status != "passed" and c.reason), "")
+                failing = [s for s in statuses if s != Status.PASSED]
+                worst_first = (Status.ERROR, Status.TIMEOUT, Status.FAILED, Status.NOT_STARTED)
+                status = next((s for s in worst_first if s in failing), Status.FAILED)
+            reason = next((c.reason for c in checks
+                           if c.status != Status.PASSED and c.reason), "")
             rollup.append(
-                TaskResult(task.id, task.title, round(earned, 6), task.points, status, reason,
-                           task.graded)
+                TaskResult(task=task.id, title=task.title, points=round(earned, 6),
+                           max_points=task.points, status=status, reason=reason,
+                           graded=task.graded)
             )
         return rollup
 
@@ -308,22 +329,32 @@ def _result_for_failure(
 ) -> CheckResult:
     task = _task_of(check, assignment)
     feedback = failure_text(
-        failure, task_id=check.task, task_title=task[0], check_name=check.name,
+        failure, task_id=check.task, task_title=task.title, check_name=check.name,
         points=check.points, lecture=assignment.lecture,
     )
     reason = cap_text(failure.what.splitlines()[0]) if failure.what else failure.status
     return CheckResult(
-        assignment.id, check.task, check.name, 0.0, check.points, failure.status, feedback,
-        seconds, task[1], reason, failure.internal or bool(detail), detail,
+        assignment=assignment.id, task=check.task, check=check.name, points=0.0,
+        max_points=check.points, status=failure.status, feedback=feedback, seconds=seconds,
+        graded=task.graded, reason=reason, internal=failure.internal or bool(detail),
+        internal_detail=detail,
     )
 
 
-def _task_of(check: Check, assignment: Assignment) -> tuple[str, bool]:
+@dataclass(frozen=True, kw_only=True)
+class _CheckTask:
+    """The title of a check's task and whether it counts toward the grade."""
+
+    title: str
+    graded: bool
+
+
+def _task_of(check: Check, assignment: Assignment) -> _CheckTask:
     try:
         task = assignment.task(check.task)
     except KeyError:
-        return "(unknown task)", False
-    return task.title, task.graded
+        return _CheckTask(title="(unknown task)", graded=False)
+    return _CheckTask(title=task.title, graded=task.graded)
 
 
 def _internal_failure(exc: BaseException) -> tuple[CheckFailure, str]:
@@ -359,13 +390,14 @@ def run_check(session: Session, check: Check, assignment: Assignment) -> CheckRe
     seconds = time.monotonic() - started
     if outcome is not None:
         return _result_for_failure(check, assignment, outcome, seconds, detail)
-    title, graded = _task_of(check, assignment)
+    task = _task_of(check, assignment)
     feedback = passed_text(
-        task_id=check.task, task_title=title, check_name=check.name, points=check.points
+        task_id=check.task, task_title=task.title, check_name=check.name, points=check.points
     )
     return CheckResult(
-        assignment.id, check.task, check.name, check.points, check.points, "passed", feedback,
-        seconds, graded,
+        assignment=assignment.id, task=check.task, check=check.name, points=check.points,
+        max_points=check.points, status=Status.PASSED, feedback=feedback, seconds=seconds,
+        graded=task.graded,
     )
 
 

@@ -30,14 +30,14 @@ import jupytext
 import nbformat
 
 from graders.assignments import Assignment
-from graders.nbgrader_tests import tests_cell_source
-from graders.release import (
+from graders.handout import (
     JUPYTEXT_FORMAT,
     STUB_TEMPLATE,
     ReleaseError,
     SolutionRegion,
     find_solution_regions,
 )
+from graders.nbgrader_tests import tests_cell_source
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 NBGRADER_SCHEMA = 3

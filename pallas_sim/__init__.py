@@ -15,8 +15,8 @@ course specification; lecture §2.  A JAX name pallas_sim does not offer raises
 """
 
 from . import jax, jnp, pl, pltpu
-from .config import config
-from .errors import (
+from ._src.config import config
+from ._src.errors import (
     BlockIndexError,
     CapturedConstantError,
     GridSemanticsError,
@@ -33,7 +33,7 @@ from .errors import (
     UnwaitedDMAError,
     VmemOOMError,
 )
-from .tracing import CallTrace, OperandTrace, Trace, trace
+from ._src.tracing import CallTrace, OperandTrace, Trace, trace
 
 __all__ = ["BlockIndexError", "CallTrace", "CapturedConstantError", "GridSemanticsError",
            "HBMAccessError", "KernelSignatureError", "NoGridError", "OperandTrace",

@@ -12,7 +12,7 @@ differences that matter inside kernels are handled here:
 
 Only the names listed here exist, so code that runs here also finds its
 functions in real ``jax.numpy``; any other name raises
-:class:`~pallas_sim.errors.UnsupportedJaxAPIError` saying whether JAX has it
+:class:`~pallas_sim.UnsupportedJaxAPIError` saying whether JAX has it
 (``jnp.rsqrt`` does not: it is ``jax.lax.rsqrt``).
 """
 
@@ -24,11 +24,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from . import surface as _surface
-from .arrays import Array as ndarray  # noqa: F401  (jnp.ndarray is jax.Array)
-from .dtypes import is_floating
-from .refs import Ref
-from .values import (
+from ._src import surface as _surface
+from ._src.arrays import Array as ndarray  # noqa: F401  (jnp.ndarray is jax.Array)
+from ._src.dtypes import is_floating
+from ._src.refs import Ref
+from ._src.values import (
     KERNELS,
     KernelValue,
     _wrap,

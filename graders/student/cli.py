@@ -22,6 +22,7 @@ options) and :data:`CHECK_BACKENDS` (name -> runner).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -63,10 +64,22 @@ CHECK_BACKENDS: dict[str, Callable[[argparse.Namespace, Console], list[FileRepor
 }
 
 
+class BackendUnavailable(RuntimeError):
+    """A check backend cannot run on this installation; the message says what to install."""
+
+
 def _run_jax(args: argparse.Namespace, con: Console) -> list[FileReport]:
     """``--backend jax``: the file's kernels on real JAX Pallas vs pallas_sim
-    (``graders.fidelity.student_backend``; needs the ``pallas-lab[jax]`` extra)."""
-    from graders.fidelity.student_backend import run_jax_backend
+    (``graders.student.jax_backend``; needs the ``pallas-lab[jax]`` extra).
+
+    Raises:
+      BackendUnavailable: JAX is not installed (the command prints one line and exits 2).
+    """
+    if importlib.util.find_spec("jax") is None:
+        raise BackendUnavailable(
+            "--backend jax needs JAX, which is not installed here; install the jax extra "
+            "(pip install '.[jax]' in the bundle's or repository's folder)")
+    from graders.student.jax_backend import run_jax_backend
 
     return run_jax_backend(args, con)
 
@@ -160,7 +173,11 @@ def run_check(args: argparse.Namespace, con: Console, err: Console) -> int:
     if targets is None:
         return EXIT_USAGE
     args.targets = targets
-    reports = CHECK_BACKENDS[args.backend](args, con)
+    try:
+        reports = CHECK_BACKENDS[args.backend](args, con)
+    except BackendUnavailable as exc:
+        err.print(f"pallas-lab check: {exc}", markup=False, soft_wrap=True)
+        return EXIT_USAGE
     for report in reports:
         print_report(report, con)
     statuses = {t.status for r in reports for t in r.tasks} - {"no self-check"}

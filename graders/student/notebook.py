@@ -165,8 +165,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _refuse_surrogates(file_name: str, number: int, source: str) -> None:
-    """Raise ``NotebookError`` when a code cell holds a lone surrogate: JSON can spell
-    one (``"\\ud800"``) but it is not a character, so no Python source holds it."""
+    r"""Raise ``NotebookError`` when a code cell holds a lone surrogate: JSON can spell
+    one (``"\ud800"``) but it is not a character, so no Python source holds it."""
     found = _SURROGATE.search(source)
     if found is None:
         return

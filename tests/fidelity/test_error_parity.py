@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pallas_sim
+from pallas_sim._src.values import concrete
 from pallas_sim.backends import real_jax
-from pallas_sim.values import concrete
 
 SIM = types.SimpleNamespace(pl=pallas_sim.pl, pltpu=pallas_sim.pltpu, jax=pallas_sim.jax,
                             jnp=pallas_sim.jnp)

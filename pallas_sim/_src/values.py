@@ -9,7 +9,7 @@ and a kernel must use ``pl.when``, ``jnp.where``, ``lax.cond`` or
 without help such code would simply run here and fail on JAX.
 :class:`KernelValue` closes that gap: it wraps the NumPy array of a real run,
 refuses ``bool()``, ``int()``, ``float()``, ``operator.index()`` and
-``np.asarray()`` with a :class:`~pallas_sim.errors.TracerConversionError`
+``np.asarray()`` with a :class:`~pallas_sim.TracerConversionError`
 that points to the right construct, and supports everything JAX allows on a
 traced array: arithmetic and comparisons (also with NumPy arrays and scalars on
 the left, which defer to it as they defer to a JAX tracer), ``jnp`` functions,
@@ -397,7 +397,7 @@ def _operand(x: Any) -> Any:
 
 
 def _matmul(a: Any, b: Any) -> Any:
-    from . import jnp  # jnp's product rule: MXU-style f32 accumulation
+    from .. import jnp  # jnp's product rule: MXU-style f32 accumulation
 
     return jnp.matmul(a, b)
 
@@ -430,7 +430,7 @@ for _name in ("reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten",
 
 
 class _IndexUpdates:
-    """``value.at``: JAX's functional indexed updates (:mod:`pallas_sim.indexing`) on the
+    """``value.at``: JAX's functional indexed updates (:mod:`pallas_sim._src.indexing`) on the
     array behind a kernel value, with kernel values back."""
 
     __slots__ = ("_value",)

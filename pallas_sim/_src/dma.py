@@ -20,7 +20,7 @@ the destination before the wait sees the old contents (poison in a fresh
 buffer).  A copy never waited by the end of the pallas_call never lands; TPU
 interpret mode then prints "Semaphore ... has non-zero count ... at kernel
 exit" and returns the poisoned result, pallas_sim raises
-:class:`~pallas_sim.errors.UnwaitedDMAError` (or warns, with
+:class:`~pallas_sim.UnwaitedDMAError` (or warns, with
 ``pallas_sim.config(unwaited_dma="warn")``).  Waiting on a semaphore with no
 copy in flight would hang a TPU; pallas_sim raises instead.
 """
@@ -325,6 +325,7 @@ def check_drained(sem_refs: Iterable[SemaphoreRef], call_name: str,
 
     Raises:
       UnwaitedDMAError: with ``config(unwaited_dma="raise")`` (the default).
+
     Warns:
       RuntimeWarning: with ``config(unwaited_dma="warn")``.
     """

@@ -11,10 +11,10 @@ As in JAX 0.10.x TPU interpret mode: every entry allocates fresh buffers, poison
 (NaN for floats, as scratch); the function's return value is ``run_scoped``'s; HBM
 buffers are refused ("Cannot allocate HBM in `run_scoped`."). The buffers count in the
 call's VMEM (or SMEM) on top of its operands and scratch while they live: an entry that
-takes the total over the limit raises :class:`~pallas_sim.errors.VmemOOMError`, and the
+takes the total over the limit raises :class:`~pallas_sim.VmemOOMError`, and the
 trace records the most scoped bytes live at once (``CallTrace.scoped_vmem_bytes``). A
 copy started on a scoped semaphore must be waited before the function returns
-(:class:`~pallas_sim.errors.UnwaitedDMAError`, as at the end of a call).
+(:class:`~pallas_sim.UnwaitedDMAError`, as at the end of a call).
 
 Source: ``jax._src.pallas.primitives.run_scoped`` and TPU interpret mode's allocation of
 ``run_scoped`` buffers (JAX 0.10.x).

@@ -14,12 +14,12 @@ Semantics (pallas-sim.md, "Execution"; lecture §2.2):
    out-of-range ones raise :class:`BlockIndexError`.
 
 Arguments, specs, ``out_shape`` and scratch shapes are pytrees as in JAX
-(:mod:`pallas_sim.call_args`). The same machinery runs ``pl.kernel``
-(:mod:`pallas_sim.mesh`): one invocation, no grid, every operand in HBM.
+(:mod:`pallas_sim._src.call_args`). The same machinery runs ``pl.kernel``
+(:mod:`pallas_sim._src.mesh`): one invocation, no grid, every operand in HBM.
 
 Everything that does not depend on the kernel (index-map results, which steps
 copy what, the VMEM total) is computed before the first step, so the per-step
-loop only copies blocks and calls the kernel (:mod:`pallas_sim.operands`).
+loop only copies blocks and calls the kernel (:mod:`pallas_sim._src.operands`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from .call_args import (
 from .config import OPTIONS
 from .dtypes import fill_value
 from .errors import GridSemanticsError, KernelSignatureError, UnsupportedJaxUsageError
-from .memory_spaces import HBM_SPACES, ScratchShape
+from .memory_spaces import HBM_SPACES, ScratchShape, SpaceName
 from .operands import Operand, allocate_buffers, dtype_name, vectorized_grid
 from .pytrees import flatten
 from .refs import make_ref
@@ -64,7 +64,7 @@ def cdiv(a: Any, b: Any) -> Any:
     """
     if isinstance(a, int | np.integer) and isinstance(b, int | np.integer):
         return (int(a) + int(b) - 1) // int(b)
-    from . import lax
+    from .. import lax
 
     return lax.div(a + (b - 1), b)
 
@@ -478,14 +478,18 @@ class _Call:
                 ctx: context.KernelContext, vmem: int, smem: int, num_steps: int,
                 results: tuple[np.ndarray, ...]) -> None:
         operand_traces = [
-            tracing.OperandTrace("prefetch", nm, p.shape, dtype_name(p.dtype), p.shape, "smem",
-                                 1, 0, 0, np.zeros((0, 0), np.int32))
+            tracing.OperandTrace(role=tracing.Role.PREFETCH, name=nm, shape=p.shape,
+                                 dtype=dtype_name(p.dtype), block_shape=p.shape,
+                                 memory_space=SpaceName.SMEM, buffers=1, dma_count=0,
+                                 hbm_bytes=0, block_indices=np.zeros((0, 0), np.int32))
             for nm, p in zip(pre_names, prefetch, strict=True)]
         operand_traces += [_operand_trace(op, reads[j]) for j, op in enumerate(ins)]
         operand_traces += [_operand_trace(op) for op in outs]
         operand_traces += [
-            tracing.OperandTrace("scratch", nm, s.shape, dtype_name(s.dtype), s.shape,
-                                 s.memory_space, 1, 0, 0, np.zeros((0, 0), np.int32))
+            tracing.OperandTrace(role=tracing.Role.SCRATCH, name=nm, shape=s.shape,
+                                 dtype=dtype_name(s.dtype), block_shape=s.shape,
+                                 memory_space=s.memory_space, buffers=1, dma_count=0,
+                                 hbm_bytes=0, block_indices=np.zeros((0, 0), np.int32))
             for nm, s in zip(scratch_names, self.scratch, strict=True)]
         tracing.record(tracing.CallTrace(
             name=self.name, grid=self.grid, dimension_semantics=self.semantics,

@@ -1,17 +1,17 @@
 """One operand of a blocked loop: its blocks, its index map's results, its DMA plan.
 
-Shared by ``pl.pallas_call`` (the grid loop, :mod:`pallas_sim.pallas_call`) and
-``pltpu.emit_pipeline`` (an inner loop over HBM refs, :mod:`pallas_sim.pipeline`).
+Shared by ``pl.pallas_call`` (the grid loop, :mod:`pallas_sim._src.pallas_call`) and
+``pltpu.emit_pipeline`` (an inner loop over HBM refs, :mod:`pallas_sim._src.pipeline`).
 The rules are those of pallas-sim.md, "Execution":
 
-* an index map returns one entry per block dimension (:mod:`pallas_sim.block_dims`):
+* an index map returns one entry per block dimension (:mod:`pallas_sim._src.block_dims`):
   a block index for int/``pl.Blocked``/``None``/``pl.Squeezed`` dimensions, an element
   offset for ``pl.Element`` ones; out-of-range results raise
-  :class:`~pallas_sim.errors.BlockIndexError`;
+  :class:`~pallas_sim.BlockIndexError`;
 * an input block is copied HBM→VMEM at the first step and whenever its index changes;
 * an output block is poisoned when its index changes, and written back when the next
   step's index differs and after the last step; coming back to a block already written
-  back raises :class:`~pallas_sim.errors.RevisitedOutputBlockError` (pallas_call only).
+  back raises :class:`~pallas_sim.RevisitedOutputBlockError` (pallas_call only).
 
 Everything here runs once per call, before the first step, so the step loop only copies
 blocks (:meth:`Operand.plan` builds the per-step copy lists).
@@ -65,7 +65,7 @@ class Operand:
 
     Attributes:
       role: "in" or "out". name: the kernel parameter's name.
-      dims: the canonical block dimensions (:func:`pallas_sim.block_dims.canonical`).
+      dims: the canonical block dimensions (:func:`pallas_sim._src.block_dims.canonical`).
       space: "vmem", "smem", "any" or "hbm". buffers: VMEM buffers (0 in HBM).
       idx: int64 [steps, ndim], the index map's result at each step.
       hbm: the (padded) array the blocks come from and go to; buf: the block buffer;
