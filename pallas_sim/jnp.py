@@ -24,6 +24,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from . import op_accounting as _ops
 from . import surface as _surface
 from .arrays import Array as ndarray  # noqa: F401  (jnp.ndarray is jax.Array)
 from .dtypes import is_floating
@@ -186,10 +187,14 @@ def _lift(fn: Any) -> Any:
                 traced = True
                 kwargs = {k: concrete(v) for k, v in kwargs.items()}
         if traced:
-            return _wrap(fn(*concrete(args), **kwargs))
-        if in_kernel:  # made inside a kernel from Python values: traced in JAX too
-            return _wrap(fn(*args, **kwargs))
-        return _canonical(fn(*args, **kwargs))
+            out = _wrap(fn(*concrete(args), **kwargs))
+        elif in_kernel:  # made inside a kernel from Python values: traced in JAX too
+            out = _wrap(fn(*args, **kwargs))
+        else:
+            return _canonical(fn(*args, **kwargs))
+        if _ops._STACK:
+            _ops.dispatch(name, args, kwargs, out)
+        return out
 
     lifted.__name__ = lifted.__qualname__ = name
     lifted.__module__ = __name__
@@ -324,6 +329,10 @@ def _product(fn: Any, operands: tuple[object, ...], preferred: object, *args: ob
     c = _compute_dtype(*xs)
     out = fn(*args, *(x.astype(c, copy=False) for x in xs)).astype(
         _result_dtype(xs, preferred), copy=False)
+    if _ops._STACK and len(xs) >= 2:
+        contracted = (_ops.einsum_contracted(args[0], xs) if args else
+                      xs[0].shape[-1] if xs[0].ndim else 1)
+        _ops.product(xs[0], xs[1], out.size, contracted)
     return KernelValue(out) if traced else out
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import context, dma, grid_order, memory, tracing
+from . import context, dma, grid_order, memory, op_accounting, tracing
 from .call_args import (
     check_in_specs,
     kernel_out_args,
@@ -395,10 +395,12 @@ class _Call:
             static_allocations=allocations)
         in_refs = [op.ref for op in ins]
         reads = np.zeros((len(ins), num_steps), np.int32)
+        counter = op_accounting.begin(num_steps)
         context._STACK.append(ctx)
         try:
             for s in range(num_steps):
                 ctx.program_ids = steps[s]
+                counter.step(s)
                 for buf, view, key in plan_in[s]:
                     np.copyto(buf, view[key])
                 for buf, value in plan_fresh[s]:
@@ -414,6 +416,7 @@ class _Call:
                     view[key] = buf
         finally:
             context._STACK.pop()
+            ops = op_accounting.end(counter)
         if sem_refs:
             dma.check_drained(sem_refs, self.name)
 
@@ -423,7 +426,7 @@ class _Call:
             results.append(np.ascontiguousarray(logical) if op.needs_padding else logical)
 
         self._record(pre_names, prefetch, ins, outs, reads, scratch_names, ctx, vmem, smem,
-                     num_steps, tuple(results))
+                     num_steps, tuple(results), ops)
         return self.out_def.unflatten(results)
 
     def _fill_hbm(self, ins: list[Operand], outs: list[Operand], arrays: list[np.ndarray],
@@ -476,7 +479,8 @@ class _Call:
     def _record(self, pre_names: list[str], prefetch: list[np.ndarray], ins: list[Operand],
                 outs: list[Operand], reads: np.ndarray, scratch_names: list[str],
                 ctx: context.KernelContext, vmem: int, smem: int, num_steps: int,
-                results: tuple[np.ndarray, ...]) -> None:
+                results: tuple[np.ndarray, ...],
+                ops: op_accounting.OpCounts | None = None) -> None:
         operand_traces = [
             tracing.OperandTrace("prefetch", nm, p.shape, dtype_name(p.dtype), p.shape, "smem",
                                  1, 0, 0, np.zeros((0, 0), np.int32))
@@ -496,7 +500,7 @@ class _Call:
             scoped_vmem_bytes=ctx.peak_scoped_vmem, scoped_smem_bytes=ctx.peak_scoped_smem,
             kind="pallas_call" if self.mesh_axes is None else "kernel",
             cost_estimate=self.cost,
-            input_output_aliases=tuple(sorted(self.aliases.items()))),
+            input_output_aliases=tuple(sorted(self.aliases.items())), ops=ops),
             results, self.kernel)
 
     def _check_aliases(self, ins: list[Operand], outs: list[Operand]) -> dict[int, int]:

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from . import op_accounting
 from .errors import CapturedConstantError, TracerConversionError
 
 _CANONICAL = {
@@ -213,9 +214,12 @@ def lift(fn: Callable[..., Any]) -> Callable[..., Any]:
         kwargs = {k: _unwrap_deep(v) for k, v in kwargs.items()}
         _LIFTED[0] += 1
         try:
-            return _wrap(fn(*args, **kwargs))
+            result = _wrap(fn(*args, **kwargs))
         finally:
             _LIFTED[0] -= 1
+        if op_accounting._STACK:
+            op_accounting.dispatch(lifted.__name__, args, kwargs, result)
+        return result
 
     lifted.__name__ = lifted.__qualname__ = getattr(fn, "__name__", "lifted")
     lifted.__module__ = getattr(fn, "__module__", __name__)
@@ -336,7 +340,10 @@ class KernelValue:
 
     def astype(self, dtype: object, copy: bool = True) -> KernelValue:
         """The value in another dtype (a 64-bit request is truncated, with JAX's warning)."""
-        return KernelValue(self._a.astype(requested_dtype(dtype, "astype")))
+        out = KernelValue(self._a.astype(requested_dtype(dtype, "astype")))
+        if op_accounting._STACK:
+            op_accounting.cast(self._a, out)
+        return out
 
     def __repr__(self) -> str:
         body = np.array2string(self._a, threshold=16, edgeitems=2)
@@ -355,8 +362,11 @@ class KernelValue:
 
 def _method(name: str) -> Callable[..., Any]:
     def method(self: KernelValue, *args: Any, **kwargs: Any) -> Any:
-        return _wrap(getattr(self._a, name)(*_unwrap(args),
-                                            **{k: _unwrap(v) for k, v in kwargs.items()}))
+        out = _wrap(getattr(self._a, name)(*_unwrap(args),
+                                           **{k: _unwrap(v) for k, v in kwargs.items()}))
+        if op_accounting._STACK:
+            op_accounting.dispatch(name, (self._a, *args), kwargs, out)
+        return out
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"``ndarray.{name}`` on the traced value (a kernel value back)."
@@ -364,18 +374,30 @@ def _method(name: str) -> Callable[..., Any]:
 
 
 def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:
+    name = ufunc.__name__
     if reflected:
         def method(self: KernelValue, other: Any) -> Any:
-            return _wrap(ufunc(_operand(other), self._a))
+            out = _wrap(ufunc(_operand(other), self._a))
+            if op_accounting._STACK:
+                op_accounting.elementwise(name, out)
+            return out
     else:
         def method(self: KernelValue, other: Any) -> Any:
-            return _wrap(ufunc(self._a, _operand(other)))
+            out = _wrap(ufunc(self._a, _operand(other)))
+            if op_accounting._STACK:
+                op_accounting.elementwise(name, out)
+            return out
     return method
 
 
 def _unary(ufunc: np.ufunc) -> Callable[..., Any]:
+    name = ufunc.__name__
+
     def method(self: KernelValue) -> Any:
-        return _wrap(ufunc(self._a))
+        out = _wrap(ufunc(self._a))
+        if op_accounting._STACK:
+            op_accounting.elementwise(name, out)
+        return out
     return method
 
 
