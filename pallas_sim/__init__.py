@@ -15,6 +15,9 @@ course specification; lecture §2.  A JAX name pallas_sim does not offer raises
 """
 
 from . import jax, jnp, pl, pltpu
+from .abstract import AbstractValueError
+from .abstract_run import Estimate, estimate
+from .chips import UnknownChipError
 from .config import config
 from .errors import (
     BlockIndexError,
@@ -35,7 +38,8 @@ from .errors import (
 )
 from .tracing import CallTrace, OperandTrace, Trace, trace
 
-__all__ = ["BlockIndexError", "CallTrace", "CapturedConstantError", "GridSemanticsError",
+__all__ = ["AbstractValueError", "BlockIndexError", "CallTrace", "CapturedConstantError",
+           "Estimate", "GridSemanticsError", "UnknownChipError", "estimate",
            "HBMAccessError", "KernelSignatureError", "NoGridError", "OperandTrace",
            "OutsideKernelError", "PallasSimError", "RevisitedOutputBlockError", "Trace",
            "TracerConversionError", "UnboundAxisError", "UnsupportedJaxAPIError",

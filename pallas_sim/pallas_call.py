@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from . import context, dma, grid_order, memory, op_accounting, tracing
+from . import abstract, context, dma, grid_order, memory, op_accounting, tracing
+from .abstract import AbstractArray
 from .call_args import (
     check_in_specs,
     kernel_out_args,
@@ -375,7 +376,9 @@ class _Call:
         mode = OPTIONS.uninitialized
         scratch_refs = [dma.SemaphoreRef.allocate(s.shape, nm)
                         if s.memory_space == dma.SEMAPHORE_SPACE else
-                        make_ref(np.full(s.shape, fill_value(s.dtype, mode), s.dtype), nm,
+                        make_ref(AbstractArray(s.shape, s.dtype)
+                                 if abstract.ACTIVE[0] and s.memory_space != "smem" else
+                                 np.full(s.shape, fill_value(s.dtype, mode), s.dtype), nm,
                                  s.memory_space)
                         for s, nm in zip(self.scratch, scratch_names, strict=True)]
         sem_refs = [r for r in scratch_refs if isinstance(r, dma.SemaphoreRef)]
@@ -423,7 +426,8 @@ class _Call:
         results = []
         for op in outs:
             logical = op.hbm[op.logical] if op.needs_padding else op.hbm
-            results.append(np.ascontiguousarray(logical) if op.needs_padding else logical)
+            results.append(np.ascontiguousarray(logical) if op.needs_padding and not
+                           isinstance(logical, AbstractArray) else logical)
 
         self._record(pre_names, prefetch, ins, outs, reads, scratch_names, ctx, vmem, smem,
                      num_steps, tuple(results), ops)
@@ -440,8 +444,11 @@ class _Call:
         """
         mode = OPTIONS.uninitialized
         aliased_inputs = set(aliases.values())
+        shapes_only = abstract.ACTIVE[0]
         for i, (op, array) in enumerate(zip(ins, arrays, strict=True)):
-            if op.needs_padding:
+            if shapes_only and (op.needs_padding or isinstance(array, AbstractArray)):
+                op.hbm = AbstractArray(op.padded_shape, op.dtype)
+            elif op.needs_padding:
                 hbm = np.full(op.padded_shape, fill_value(op.dtype, mode), op.dtype)
                 hbm[op.logical] = array
                 op.hbm = hbm
@@ -463,6 +470,8 @@ class _Call:
                         "(Padding with aliasing not supported.). Alias operands with the "
                         "same block shape and no Element padding")
                 op.hbm = source.hbm
+            elif shapes_only:
+                op.hbm = AbstractArray(op.padded_shape, op.dtype)
             else:
                 op.hbm = np.full(op.padded_shape, fill_value(op.dtype, mode), op.dtype)
 
@@ -534,6 +543,9 @@ def _on_device(a: object, copy: bool = False) -> np.ndarray:
     """An argument as JAX would hold it on the device: a NumPy array in JAX's 32-bit dtype
     (float64 → float32, int64 → int32, ...; JAX converts NumPy arguments silently with
     64-bit types off, its default)."""
+    if isinstance(a, AbstractArray):  # an abstract run's shape-only argument
+        dt = canonical_dtype(a.dtype)
+        return a if dt == a.dtype else a.astype(dt)
     array = a if isinstance(a, np.ndarray) else np.asarray(concrete(a))
     dtype = canonical_dtype(array.dtype)
     if dtype != array.dtype:

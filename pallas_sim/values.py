@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from . import op_accounting
+from .abstract import AbstractArray
 from .errors import CapturedConstantError, TracerConversionError
 
 _CANONICAL = {
@@ -141,6 +142,9 @@ def _wrap(a: Any) -> Any:
     if isinstance(a, np.generic):
         dt = _CANONICAL.get(a.dtype)
         return KernelValue(np.asarray(a if dt is None else a.astype(dt)))
+    if type(a) is AbstractArray:  # an abstract run's shape-only value
+        dt = _CANONICAL.get(a.dtype)
+        return KernelValue(a if dt is None else a.astype(dt))
     if isinstance(a, tuple):
         return tuple(_wrap(x) for x in a)
     if isinstance(a, list):
