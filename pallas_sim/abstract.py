@@ -88,6 +88,42 @@ def needs_value(x: AbstractArray, what: str) -> AbstractValueError:
         "as arrays, or compute both sides and choose with jnp.where")
 
 
+def _new(shape: tuple[int, ...], dtype: np.dtype) -> AbstractArray:
+    """An :class:`AbstractArray` from a tuple of ints and a NumPy dtype (no checks)."""
+    a = object.__new__(AbstractArray)
+    a.shape = shape
+    a.dtype = dtype
+    return a
+
+
+#: Result dtypes of ufunc calls by (ufunc, method, operand kinds, keyword arguments).
+_DTYPES: dict[tuple, Any] = {}
+#: Result shapes of indexing by (shape, index key).
+_INDEXED: dict[tuple, tuple[int, ...]] = {}
+
+
+def _kind(x: object) -> object:
+    if isinstance(x, AbstractArray | np.ndarray | np.generic):
+        return x.dtype
+    return type(x)
+
+
+def _index_key(idx: object) -> object:
+    entries = idx if isinstance(idx, tuple) else (idx,)
+    key = []
+    for e in entries:
+        t = type(e)
+        if t is slice:
+            key.append(("s", e.start, e.stop, e.step))  # type: ignore[union-attr]
+        elif t is int or e is None or e is Ellipsis:
+            key.append(e)
+        elif isinstance(e, np.integer):
+            key.append(int(e))
+        else:
+            return None  # arrays: not cached
+    return (isinstance(idx, tuple), tuple(key))
+
+
 def _shape_of(x: object) -> tuple[int, ...]:
     return x.shape if isinstance(x, AbstractArray | np.ndarray | np.generic) else np.shape(x)
 
@@ -260,9 +296,18 @@ class AbstractArray(NDArrayOperatorsMixin):
 
     # -- shape-only methods -----------------------------------------------------------------
     def __getitem__(self, idx: object) -> AbstractArray:
+        key = _index_key(idx)
+        if key is not None:
+            cached = _INDEXED.get((self.shape, key))
+            if cached is not None:
+                return _new(cached, self.dtype)
         _check_index(idx)
-        r = standin(self)[idx]  # type: ignore[index]
-        return AbstractArray(np.shape(r), self.dtype)
+        shape = np.shape(standin(self)[idx])  # type: ignore[index]
+        if key is not None:
+            if len(_INDEXED) > 65536:
+                _INDEXED.clear()
+            _INDEXED[(self.shape, key)] = shape
+        return _new(shape, self.dtype)
 
     def __setitem__(self, idx: object, value: object) -> None:
         _check_index(idx)
@@ -322,13 +367,28 @@ class AbstractArray(NDArrayOperatorsMixin):
             if ufunc.signature:  # matmul
                 shape = _matmul_shape(_shape_of(inputs[0]), _shape_of(inputs[1]))
             else:
-                shape = np.broadcast_shapes(*(_shape_of(x) for x in inputs))
-            with np.errstate(all="ignore"):
-                probe = ufunc(*(_probe(x) for x in inputs), **kwargs)
-            if isinstance(probe, tuple):
-                result: Any = tuple(AbstractArray(shape, p.dtype) for p in probe)
+                shape = ()
+                for x in inputs:
+                    sx = _shape_of(x)
+                    if sx != shape:
+                        shape = sx if not shape else np.broadcast_shapes(shape, sx)
+            key = (ufunc, tuple(_kind(x) for x in inputs),
+                   tuple(sorted(kwargs.items())) if kwargs else ())
+            try:
+                dtypes = _DTYPES.get(key)
+            except TypeError:  # an unhashable keyword argument
+                key, dtypes = None, None
+            if dtypes is None:
+                with np.errstate(all="ignore"):
+                    probe = ufunc(*(_probe(x) for x in inputs), **kwargs)
+                dtypes = (tuple(np.result_type(p) for p in probe) if isinstance(probe, tuple)
+                          else np.result_type(probe))
+                if key is not None:
+                    _DTYPES[key] = dtypes
+            if isinstance(dtypes, tuple):
+                result: Any = tuple(_new(shape, d) for d in dtypes)
             else:
-                result = AbstractArray(shape, np.result_type(probe))
+                result = _new(shape, dtypes)
         elif method in ("reduce", "accumulate"):
             a = inputs[0]
             axis = kwargs.pop("axis", 0)

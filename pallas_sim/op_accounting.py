@@ -29,7 +29,7 @@ Counted keys (all per step, int64):
 - ``manual_dma_bytes``: bytes moved by the kernel's own DMAs whose ``wait()`` ran in the
   step; ``manual_dma_exposed_bytes``: the part of those whose copy had no compute counted
   between its ``start()`` and its ``wait()`` (``copy.start(); copy.wait()``: nothing to
-  overlap with, lecture §3.2).
+  overlap with, lecture §3.2), and ``manual_dma_exposed_count`` how many such copies.
 """
 
 from __future__ import annotations
@@ -326,3 +326,4 @@ def dma_waited(copy: object, nbytes: int) -> None:
     cur["manual_dma_bytes"] = cur.get("manual_dma_bytes", 0) + nbytes
     if began is None or began == c.work:
         cur["manual_dma_exposed_bytes"] = cur.get("manual_dma_exposed_bytes", 0) + nbytes
+        cur["manual_dma_exposed_count"] = cur.get("manual_dma_exposed_count", 0) + 1

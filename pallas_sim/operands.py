@@ -460,6 +460,7 @@ def allocate_buffers(op: Operand, ref_name: str | None = None) -> None:
     if op.space in HBM_SPACES:
         op.buf = op.hbm
     else:
-        op.buf = (AbstractArray(op.kernel_shape, op.dtype) if abstract.ACTIVE[0] else
+        op.buf = (AbstractArray(op.kernel_shape, op.dtype) if abstract.ACTIVE[0] and (
+                      op.space != "smem" or isinstance(op.hbm, AbstractArray)) else
                   np.full(op.kernel_shape, fill_value(op.dtype, OPTIONS.uninitialized), op.dtype))
     op.ref = make_ref(op.buf, ref_name or op.name, op.space)

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import abstract, context, dma, grid_order, memory, op_accounting, tracing
+from . import abstract, abstract_loop, context, dma, grid_order, memory, op_accounting, tracing
 from .abstract import AbstractArray
 from .call_args import (
     check_in_specs,
@@ -400,8 +400,16 @@ class _Call:
         reads = np.zeros((len(ins), num_steps), np.int32)
         counter = op_accounting.begin(num_steps)
         context._STACK.append(ctx)
+        smem_blocks = any(op.space == "smem" for op in ins + outs)
         try:
-            for s in range(num_steps):
+            if abstract.ACTIVE[0] and not smem_blocks:  # shape-only: no data to move
+                abstract_loop.run_steps(
+                    kernel, refs, steps, self.grid if self.mesh_axes is None else None, ctx,
+                    counter, in_refs, reads, sem_refs, returned_error=self._returned_error,
+                    replicable=self.mesh_axes is None and not OPTIONS.shuffle_parallel and
+                    not any(s.memory_space == "smem" for s in self.scratch))
+            for s in range(0 if not abstract.ACTIVE[0] or smem_blocks else num_steps,
+                           num_steps):
                 ctx.program_ids = steps[s]
                 counter.step(s)
                 for buf, view, key in plan_in[s]:

@@ -224,3 +224,50 @@ def test_unknown_chip_lists_the_known_ones():
                             _sds(np.zeros((8, 128), np.float32)), chip="v9")
     for name in ("v5e", "v6e", "v7"):
         assert name in str(err.value)
+
+
+def _leading_axis_kernel_call(x):
+    def kernel(x_ref, o_ref):
+        @pl.when(pl.program_id(0) == 1)  # slab 1 differs from slab 0
+        def _():
+            o_ref[...] = jnp.exp(x_ref[...])
+
+        @pl.when(pl.program_id(0) != 1)
+        def _():
+            o_ref[...] = x_ref[...] * 2.0
+
+    return pl.pallas_call(
+        kernel, grid=(3, 2), in_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+        out_specs=pl.BlockSpec((8, 128), lambda i, j: (i, j)),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+
+def _smem_counter_call(x):
+    def kernel(x_ref, o_ref, count_ref):
+        @pl.when((pl.program_id(0) == 0) & (pl.program_id(1) == 0))
+        def _():
+            count_ref[0] = 0
+
+        count_ref[0] = count_ref[0] + 1
+
+        @pl.when(count_ref[0] > 3)  # depends on steps before, not on the grid index
+        def _():
+            o_ref[...] = jnp.tanh(x_ref[...])
+
+        @pl.when(count_ref[0] <= 3)
+        def _():
+            o_ref[...] = x_ref[...]
+
+    return pl.pallas_call(
+        kernel, grid=(3, 2), in_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+        out_specs=pl.BlockSpec((8, 128), lambda i, j: (i, j)),
+        scratch_shapes=[pltpu.SMEM((1,), jnp.int32)],
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+
+@pytest.mark.parametrize("call", [_leading_axis_kernel_call, _smem_counter_call])
+def test_steps_that_differ_between_leading_slabs_are_not_copied(call):
+    x = _normal((24, 256))
+    _same_as_real(call, (x,), (_sds(x),))
+    est = pallas_sim.estimate(call, _sds(x))
+    assert len(set(est.last.ops["eup_ops"].tolist())) == 2, "some steps use the EUP, some not"
