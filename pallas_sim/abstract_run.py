@@ -106,4 +106,8 @@ def estimate(fn: Callable[..., Any], *args: Any, chip: str | Chip | None = "v7",
     a_kwargs = _to_abstract(kwargs)
     with abstract_mode(), tracing.trace() as t:
         out = fn(*a_args, **a_kwargs)
-    return Estimate(calls=list(t.calls), outputs=_to_structs(out), chip=the_chip)
+    result = Estimate(calls=list(t.calls), outputs=_to_structs(out), chip=the_chip)
+    from . import timeline
+
+    result.timelines = [timeline.predict(c, the_chip, cores=cores) for c in result.calls]
+    return result

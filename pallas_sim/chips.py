@@ -18,7 +18,8 @@ Every number carries its source. Units: FLOP/s (or int ops/s), bytes/s, bytes.
   1 MiB, HBM 206 GB per chip, MXU 256 wide: JAX's ``pltpu.get_tpu_info()`` table.
 
 Model assumptions (not from a datasheet, stated in docs/performance-model.md): float32
-matmuls run at a third of the bf16 rate (three bf16 passes); the VPU/EUP rates and the
+matmuls run at the bf16 rate, as JAX's default matmul precision on TPU does
+(``jax.lax.Precision.DEFAULT``: one bf16 pass); the VPU/EUP rates and the
 DMA constants are fitted to the lecture's measurements (:data:`CALIBRATION`) on v7 and
 scaled to other chips by their bf16 peak (VPU/EUP) and HBM bandwidth (DMA).
 """
@@ -71,13 +72,8 @@ class Chip:
 
     def flops_rate(self, dtype: str) -> float:
         """MXU FLOP/s for inputs of ``dtype`` ("bf16", "f32", "int8", "fp8", ...); dtypes
-        the chip has no rate for run at the bf16 rate (f32 at a third of it)."""
-        rate = self.peak_flops.get(dtype)
-        if rate:
-            return rate
-        if dtype in ("f32", "int32"):
-            return self.peak_bf16 / 3
-        return self.peak_bf16
+        the chip has no rate for run at the bf16 rate (f32: JAX's default precision)."""
+        return self.peak_flops.get(dtype) or self.peak_bf16
 
 
 _CLOUD_V5E = "Google Cloud TPU docs, TPU v5e: docs.cloud.google.com/tpu/docs/v5e"
@@ -87,11 +83,11 @@ _JAX_INFO = "JAX 0.10.2 pltpu.get_tpu_info() (jax/_src/pallas/mosaic/tpu_info.py
 _LECTURE = "lecture 13 §4.2 (slides 38-39): 1028.75 TFLOP/s, 3685.5 GB/s per TensorCore"
 
 CHIPS: dict[str, Chip] = {
-    "v5e": Chip("v5e", {"bf16": 197e12, "int8": 393e12, "f32": 197e12 / 3}, 819e9,
+    "v5e": Chip("v5e", {"bf16": 197e12, "int8": 393e12}, 819e9,
                 128 * MiB, 1 * MiB, 16 << 30, 128, 4, 1, (_CLOUD_V5E, _JAX_INFO)),
-    "v6e": Chip("v6e", {"bf16": 918e12, "int8": 1836e12, "fp8": 918e12, "f32": 918e12 / 3},
+    "v6e": Chip("v6e", {"bf16": 918e12, "int8": 1836e12, "fp8": 918e12},
                 1638e9, 128 * MiB, 1 * MiB, 32 * 10 ** 9, 256, 2, 1, (_CLOUD_V6E, _JAX_INFO)),
-    "v7": Chip("v7", {"bf16": 1028.75e12, "fp8": 2 * 1028.75e12, "f32": 1028.75e12 / 3},
+    "v7": Chip("v7", {"bf16": 1028.75e12, "fp8": 2 * 1028.75e12},
                3685.5e9, 64 * MiB, 1 * MiB, 206 * 10 ** 9 // 2, 256, 2, 2,
                (_LECTURE, _CLOUD_V7, _JAX_INFO)),
 }
