@@ -125,6 +125,7 @@ class Row:
 
     @property
     def loo_error(self) -> float:
+        """Leave-one-out prediction / measured - 1."""
         return self.loo_s / self.config.measured_s - 1
 
 

@@ -231,18 +231,22 @@ class AbstractArray(NDArrayOperatorsMixin):
     # -- attributes -----------------------------------------------------------------------
     @property
     def ndim(self) -> int:
+        """Number of dimensions."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """Number of elements."""
         return math.prod(self.shape)
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element."""
         return self.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the whole array."""
         return self.size * self.dtype.itemsize
 
     @property
@@ -252,11 +256,17 @@ class AbstractArray(NDArrayOperatorsMixin):
 
     @property
     def T(self) -> AbstractArray:  # noqa: N802 - NumPy's name
+        """Axes reversed."""
         return AbstractArray(self.shape[::-1], self.dtype)
 
     @property
     def mT(self) -> AbstractArray:  # noqa: N802 - NumPy's name
+        """The last two axes swapped."""
         return AbstractArray((*self.shape[:-2], self.shape[-1], self.shape[-2]), self.dtype)
+
+    def __jax_array__(self) -> AbstractArray:
+        """JAX's array-like protocol: ``jax.jit``/``vmap`` accept it as a value."""
+        return self
 
     def __len__(self) -> int:
         if not self.shape:
@@ -379,8 +389,11 @@ class AbstractArray(NDArrayOperatorsMixin):
             except TypeError:  # an unhashable keyword argument
                 key, dtypes = None, None
             if dtypes is None:
+                probes = [_probe(x) for x in inputs]
+                if ufunc.signature:  # matmul's core dims need matrices
+                    probes = [np.ones((1, 1), np.result_type(p)) for p in probes]
                 with np.errstate(all="ignore"):
-                    probe = ufunc(*(_probe(x) for x in inputs), **kwargs)
+                    probe = ufunc(*probes, **kwargs)
                 dtypes = (tuple(np.result_type(p) for p in probe) if isinstance(probe, tuple)
                           else np.result_type(probe))
                 if key is not None:

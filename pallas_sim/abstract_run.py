@@ -104,8 +104,13 @@ def estimate(fn: Callable[..., Any], *args: Any, chip: str | Chip | None = "v7",
                          f"TensorCore(s) per chip")
     a_args = _to_abstract(args)
     a_kwargs = _to_abstract(kwargs)
-    with abstract_mode(), tracing.trace() as t:
-        out = fn(*a_args, **a_kwargs)
+    outer = tracing._ACTIVE[:]  # an abstract run is not a real call: outer traces skip it
+    tracing._ACTIVE.clear()
+    try:
+        with abstract_mode(), tracing.trace() as t:
+            out = fn(*a_args, **a_kwargs)
+    finally:
+        tracing._ACTIVE[:] = outer
     result = Estimate(calls=list(t.calls), outputs=_to_structs(out), chip=the_chip)
     from . import timeline
 

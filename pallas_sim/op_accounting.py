@@ -100,7 +100,7 @@ class OpCounter:
         """The counts as :class:`OpCounts` (one int64 array per key)."""
         keys = sorted({k for row in self.steps for k in row})
         return OpCounts({k: np.array([row.get(k, 0) for row in self.steps], np.int64)
-                         for k in keys})
+                         for k in keys}, len(self.steps))
 
 
 class OpCounts:
@@ -110,17 +110,18 @@ class OpCounts:
     never counted reads as zeros. Keys: see :mod:`pallas_sim.op_accounting`.
     """
 
-    __slots__ = ("counts",)
+    __slots__ = ("counts", "num_steps")
 
-    def __init__(self, counts: dict[str, np.ndarray]) -> None:
+    def __init__(self, counts: dict[str, np.ndarray], num_steps: int | None = None) -> None:
         self.counts = counts
+        self.num_steps = (num_steps if num_steps is not None else
+                          len(next(iter(counts.values()))) if counts else 0)
 
     def __getitem__(self, key: str) -> np.ndarray:
         got = self.counts.get(key)
         if got is not None:
             return got
-        n = len(next(iter(self.counts.values()))) if self.counts else 0
-        return np.zeros(n, np.int64)
+        return np.zeros(self.num_steps, np.int64)
 
     def keys(self) -> list[str]:
         """The keys counted at least once."""
@@ -136,16 +137,21 @@ class OpCounts:
         for k, v in self.counts.items():
             if k.startswith("mxu_flops_"):
                 out = v.copy() if out is None else out + v
-        return out if out is not None else self["vpu_ops"] * 0
+        return out if out is not None else np.zeros(self.num_steps, np.int64)
 
-    def to_dict(self) -> dict[str, list[int]]:
-        """Plain JSON: key -> list of per-step ints."""
-        return {k: [int(x) for x in v] for k, v in sorted(self.counts.items())}
+    def to_dict(self) -> dict[str, list[int] | int]:
+        """Plain JSON: key -> list of per-step ints, and ``"num_steps"``."""
+        out: dict[str, list[int] | int] = {k: [int(x) for x in v]
+                                           for k, v in sorted(self.counts.items())}
+        out["num_steps"] = self.num_steps
+        return out
 
     @classmethod
-    def from_dict(cls, d: dict[str, list[int]]) -> OpCounts:
+    def from_dict(cls, d: dict[str, list[int] | int]) -> OpCounts:
         """Inverse of :meth:`to_dict`."""
-        return cls({str(k): np.asarray(v, np.int64) for k, v in d.items()})
+        n = d.get("num_steps")
+        return cls({str(k): np.asarray(v, np.int64) for k, v in d.items()
+                    if k != "num_steps"}, None if n is None else int(n))  # type: ignore
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, OpCounts):
@@ -199,14 +205,18 @@ def elementwise(name: str, result: object) -> None:
     that produced ``result``."""
     if not _STACK or name in FREE:
         return
-    if isinstance(result, tuple):
-        for r in result:
-            elementwise(name, r)
+    a = getattr(result, "_a", result)  # a kernel value's array
+    shape = getattr(a, "shape", None)
+    if shape is None:
+        if isinstance(result, tuple):
+            for r in result:
+                elementwise(name, r)
         return
-    if _ndim(result) == 0:
-        _STACK[-1].add("scalar_ops", 1)
+    c = _STACK[-1]
+    if not shape:
+        c.add("scalar_ops", 1)
     else:
-        _STACK[-1].add("eup_ops" if name in EUP else "vpu_ops", _size(result))
+        c.add("eup_ops" if name in EUP else "vpu_ops", a.size)
 
 
 def reduction(operand: object, axis: object) -> None:

@@ -271,3 +271,12 @@ def test_steps_that_differ_between_leading_slabs_are_not_copied(call):
     _same_as_real(call, (x,), (_sds(x),))
     est = pallas_sim.estimate(call, _sds(x))
     assert len(set(est.last.ops["eup_ops"].tolist())) == 2, "some steps use the EUP, some not"
+
+
+def test_an_estimate_inside_a_trace_does_not_record_into_it():
+    x = _normal((16, 128))
+    with pallas_sim.trace() as outer:
+        A1.blocked_add(x, x, block_shape=(8, 128))
+        est = pallas_sim.estimate(A1.blocked_add, _sds(x), _sds(x), block_shape=(8, 128))
+    assert len(outer.calls) == 1 and len(est.calls) == 1
+    assert outer.calls[0] == est.calls[0]
