@@ -164,6 +164,7 @@ def _lift(fn: Any) -> Any:
     (and returns one when any argument is one), computes 64-bit results in 32 bits as
     JAX does with x64 off, and truncates an explicit 64-bit dtype with JAX's warning."""
     name = fn.__name__
+    kind = _ops.category(name)
 
     def lifted(*args: Any, **kwargs: Any) -> Any:
         in_kernel = _builtins.bool(KERNELS)
@@ -193,7 +194,7 @@ def _lift(fn: Any) -> Any:
         else:
             return _canonical(fn(*args, **kwargs))
         if _ops._STACK:
-            _ops.dispatch(name, args, kwargs, out)
+            _ops.count(kind, args, kwargs, out)
         return out
 
     lifted.__name__ = lifted.__qualname__ = name

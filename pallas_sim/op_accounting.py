@@ -224,44 +224,68 @@ def reduction(operand: object, axis: object) -> None:
     negative allowed)."""
     if not _STACK:
         return
-    nd = _ndim(operand)
-    if nd == 0:
-        _STACK[-1].add("scalar_ops", 1)
-        return
-    n = _size(operand)
+    a = getattr(operand, "_a", operand)
+    shape = getattr(a, "shape", ())
+    nd = len(shape)
     c = _STACK[-1]
+    if nd == 0:
+        c.add("scalar_ops", 1)
+        return
+    n = a.size
     c.add("vpu_ops", n)
     if axis is None:
         lane = True
+    elif type(axis) is int:
+        lane = axis % nd == nd - 1
     else:
-        axes = axis if isinstance(axis, tuple | list) else (axis,)
-        lane = any(int(a) % nd == nd - 1 for a in axes)
+        lane = any(int(x) % nd == nd - 1 for x in axis)  # type: ignore[union-attr]
     if lane:
         c.add("xlane_elements", n)
+
+
+def category(name: str) -> str:
+    """How an op named ``name`` is counted: "free", "cast", "reduce", "eup" or "vpu"."""
+    if name in FREE:
+        return "free"
+    if name in CASTS:
+        return "cast"
+    if name in REDUCE:
+        return "reduce"
+    return "eup" if name in EUP else "vpu"
+
+
+def count(kind: str, args: tuple, kwargs: dict, result: object) -> None:
+    """Count one call of a ``jnp``/``lax`` function of category ``kind`` (see
+    :func:`category`) with ``args``/``kwargs`` that gave ``result``."""
+    if kind == "free" or not _STACK:
+        return
+    if kind == "vpu" or kind == "eup":
+        a = getattr(result, "_a", result)
+        shape = getattr(a, "shape", None)
+        if shape is None:
+            if type(result) is tuple:
+                for r in result:
+                    count(kind, args, kwargs, r)
+            return
+        if shape:
+            _STACK[-1].add("eup_ops" if kind == "eup" else "vpu_ops", a.size)
+        else:
+            _STACK[-1].add("scalar_ops", 1)
+    elif kind == "cast":
+        if args:
+            cast(args[0], result)
+    elif args:  # a reduction
+        axis = kwargs.get("axis", kwargs.get("axes"))
+        if axis is None and len(args) > 1 and type(args[1]) in (int, tuple, list):
+            axis = args[1]
+        reduction(args[0], axis)
 
 
 def dispatch(name: str, args: tuple, kwargs: dict, result: object) -> None:
     """Count a ``jnp``/``lax`` function call by its name (products are counted by
     :func:`product` instead)."""
-    if not _STACK or name in FREE:
-        return
-    if name in CASTS:
-        if args:
-            cast(args[0], result)
-        return
-    if name in REDUCE:
-        if not args:
-            return
-        axis = kwargs.get("axis", kwargs.get("axes"))
-        if axis is None and len(args) > 1 and name.startswith("reduce_"):
-            axis = args[1]
-        elif axis is None and len(args) > 1 and isinstance(args[1], int | tuple | list):
-            axis = args[1]
-        if name.startswith("cum"):
-            axis = -1 if axis is None else axis
-        reduction(args[0], axis)
-        return
-    elementwise(name, result)
+    if _STACK:
+        count(category(name), args, kwargs, result)
 
 
 def cast(source: object, result: object) -> None:

@@ -206,6 +206,8 @@ def lift(fn: Callable[..., Any]) -> Callable[..., Any]:
     Raises:
       CapturedConstantError: a non-scalar NumPy array argument inside a running kernel.
     """
+    kind = op_accounting.category(getattr(fn, "__name__", ""))
+
     def lifted(*args: Any, **kwargs: Any) -> Any:
         in_kernel = bool(KERNELS)
         if _LIFTED[0] or not in_kernel and not _has_traced(args, False) and not (
@@ -222,7 +224,7 @@ def lift(fn: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             _LIFTED[0] -= 1
         if op_accounting._STACK:
-            op_accounting.dispatch(lifted.__name__, args, kwargs, result)
+            op_accounting.count(kind, args, kwargs, result)
         return result
 
     lifted.__name__ = lifted.__qualname__ = getattr(fn, "__name__", "lifted")
@@ -365,11 +367,14 @@ class KernelValue:
 
 
 def _method(name: str) -> Callable[..., Any]:
+    kind = op_accounting.category(name)
+    counters = op_accounting._STACK
+
     def method(self: KernelValue, *args: Any, **kwargs: Any) -> Any:
         out = _wrap(getattr(self._a, name)(*_unwrap(args),
                                            **{k: _unwrap(v) for k, v in kwargs.items()}))
-        if op_accounting._STACK:
-            op_accounting.dispatch(name, (self._a, *args), kwargs, out)
+        if counters and kind != "free":
+            op_accounting.count(kind, (self._a, *args), kwargs, out)
         return out
 
     method.__name__ = method.__qualname__ = name
@@ -378,29 +383,33 @@ def _method(name: str) -> Callable[..., Any]:
 
 
 def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:
-    name = ufunc.__name__
+    key = "eup_ops" if ufunc.__name__ in op_accounting.EUP else "vpu_ops"
+    counters = op_accounting._STACK
     if reflected:
         def method(self: KernelValue, other: Any) -> Any:
             out = _wrap(ufunc(_operand(other), self._a))
-            if op_accounting._STACK:
-                op_accounting.elementwise(name, out)
+            if counters and type(out) is KernelValue:
+                a = out._a
+                counters[-1].add(key if a.ndim else "scalar_ops", a.size if a.ndim else 1)
             return out
     else:
         def method(self: KernelValue, other: Any) -> Any:
             out = _wrap(ufunc(self._a, _operand(other)))
-            if op_accounting._STACK:
-                op_accounting.elementwise(name, out)
+            if counters and type(out) is KernelValue:
+                a = out._a
+                counters[-1].add(key if a.ndim else "scalar_ops", a.size if a.ndim else 1)
             return out
     return method
 
 
 def _unary(ufunc: np.ufunc) -> Callable[..., Any]:
-    name = ufunc.__name__
+    counters = op_accounting._STACK
 
     def method(self: KernelValue) -> Any:
         out = _wrap(ufunc(self._a))
-        if op_accounting._STACK:
-            op_accounting.elementwise(name, out)
+        if counters and type(out) is KernelValue:
+            a = out._a
+            counters[-1].add("vpu_ops" if a.ndim else "scalar_ops", a.size if a.ndim else 1)
         return out
     return method
 
