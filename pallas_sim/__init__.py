@@ -12,6 +12,10 @@ kernels that read garbage fail loudly.  Semantics: ``pallas-sim.md`` in the
 course specification; lecture §2.  A JAX name pallas_sim does not offer raises
 :class:`UnsupportedJaxAPIError` with what to use instead (docs/fidelity.md,
 "The JAX surface").
+
+:func:`estimate` runs a function's pallas_calls on ``jax.ShapeDtypeStruct`` shapes
+only (the same trace as a real run, with per-step op counts) and predicts their time,
+MFU and bounds on a TPU (docs/performance-model.md).
 """
 
 from . import jax, jnp, pl, pltpu

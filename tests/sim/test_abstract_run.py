@@ -280,3 +280,19 @@ def test_an_estimate_inside_a_trace_does_not_record_into_it():
         est = pallas_sim.estimate(A1.blocked_add, _sds(x), _sds(x), block_shape=(8, 128))
     assert len(outer.calls) == 1 and len(est.calls) == 1
     assert outer.calls[0] == est.calls[0]
+
+
+def test_run_scoped_buffers_are_shape_only_too():
+    def kernel(x_ref, o_ref):
+        def body(buf, count):
+            buf[...] = x_ref[...] * 2
+            count[0] = 3  # SMEM stays concrete
+            o_ref[...] = buf[...] + 1
+
+        pl.run_scoped(body, pltpu.VMEM((8, 128), jnp.float32), pltpu.SMEM((1,), jnp.int32))
+
+    def call(x):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    x = _normal((8, 128))
+    _same_as_real(call, (x,), (_sds(x),))
