@@ -87,3 +87,10 @@ def test_png_pictures_are_written(tmp_path, capsys):
     assert any(n.endswith("_roofline.png") for n in pngs)
     for p in tmp_path.glob("*.png"):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_unfinished_handout_reports_its_error(capsys):
+    handout = ROOT / "assignments" / "a3_matmul.py"
+    assert kernel_profile.main([str(handout)]) == 1
+    out = capsys.readouterr().out
+    assert "NotImplementedError: Need to implement for Task 3.2" in out
