@@ -9,7 +9,7 @@
     pallas-lab status [FOLDER]                                   # graders.student.cli
     pallas-lab release [...] [--bundle DIR]     # graders.release.main
     pallas-lab nbgrader DIR [...]               # graders.nbgrader_course.main
-    pallas-lab gradescope --out autograder.zip  # graders.autograder.main
+    pallas-lab gradescope --assignment aN       # graders.autograder.main
 
 ``check`` and ``status`` run the public checks in this process (the student's
 tools); ``grade`` runs the hidden checks with the code in the worker. With

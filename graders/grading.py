@@ -253,6 +253,7 @@ def _module_session(
             session = Session(
                 stem=assignment.stem, assignment=assignment.id, worker=worker,
                 names=load.names, file_name=file_name,
+                why_unbound=notebook.why_unbound if notebook is not None else None,
             )
         yield session
 

@@ -169,30 +169,39 @@ def _lift(fn: Any) -> Any:
     def lifted(*args: Any, **kwargs: Any) -> Any:
         in_kernel = _builtins.bool(KERNELS)
         traced = False
+        plain = []  # the arguments as NumPy takes them, built in the one pass
         for a in args:
             t = type(a)
             if t is KernelValue:
                 traced = True
+                a = a._a
             elif t is list or t is tuple:
-                traced = _scan(a, in_kernel) or traced
+                if _scan(a, in_kernel):
+                    traced = True
+                    a = concrete(a)
             elif t is type or t is np.dtype:
                 if _is_dtype(a):
-                    args = tuple(_dtype_arg(x, name) if (type(x) is type or type(x) is np.dtype)
-                                 and _is_dtype(x) else x for x in args)
+                    a = _dtype_arg(a, name)
             elif in_kernel and t is np.ndarray and a.ndim:
                 raise captured(a)
+            plain.append(a)
         if kwargs:
             if kwargs.get("dtype") is not None:
                 kwargs["dtype"] = _dtype_arg(kwargs["dtype"], name)
-            if _scan(tuple(kwargs.values()), in_kernel):
-                traced = True
-                kwargs = {k: concrete(v) for k, v in kwargs.items()}
-        if traced:
-            out = _wrap(fn(*concrete(args), **kwargs))
-        elif in_kernel:  # made inside a kernel from Python values: traced in JAX too
-            out = _wrap(fn(*args, **kwargs))
-        else:
-            return _canonical(fn(*args, **kwargs))
+            for key, v in list(kwargs.items()):
+                t = type(v)
+                if t is KernelValue:
+                    traced = True
+                    kwargs[key] = v._a
+                elif t is list or t is tuple:
+                    if _scan(v, in_kernel):
+                        traced = True
+                        kwargs[key] = concrete(v)
+                elif in_kernel and isinstance(v, np.ndarray) and v.ndim:
+                    raise captured(v)
+        if not (traced or in_kernel):
+            return _canonical(fn(*plain, **kwargs))
+        out = _wrap(fn(*plain, **kwargs))  # in a kernel, even from Python values: traced
         if _ops._STACK:
             _ops.count(kind, args, kwargs, out)
         return out

@@ -11,16 +11,19 @@ submission graded twice gives the same scores and feedback).
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import importlib
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, configuration, given, settings
 from hypothesis import strategies as st
 
 if TYPE_CHECKING:
@@ -156,6 +159,13 @@ def load_checks(assignment: str) -> list[Check]:
 
 
 # -- hypothesis profiles -----------------------------------------------------------------------
+
+# hypothesis keeps files (the constants it collects from source files) in ./.hypothesis/
+# of whatever folder the TA grades from; grading uses no example database, so they go to
+# a folder of this process's own, removed when it exits.
+_HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="pallas-lab-hypothesis-")
+configuration.set_hypothesis_home_dir(_HYPOTHESIS_HOME)
+atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
 
 #: Deterministic grading profile: every setting pinned (design.md, "Grading architecture").
 GRADING_SETTINGS = settings(
@@ -453,7 +463,10 @@ class Session:
     a student function in the worker and return a ``Reply``, or raise
     ``CheckFailure`` (never anything else). Within one check (between
     ``begin_check`` calls) a function that was not started, timed out or
-    crashed fails again at once without a worker round trip.
+    crashed fails again at once without a worker round trip. ``why_unbound``
+    (a notebook's ``ConvertedNotebook.why_unbound``) explains a missing function
+    or a ``NameError`` whose name was bound only by code set aside (a
+    disallowed import and what depends on it).
     """
 
     def __init__(
@@ -465,8 +478,10 @@ class Session:
         load_failure: CheckFailure | None = None,
         names: frozenset[str] = frozenset(),
         file_name: str | None = None,
+        why_unbound: Callable[[str], str | None] | None = None,
     ) -> None:
         self.stem = stem
+        self._why_unbound = why_unbound
         self.assignment = assignment
         self.file_name = file_name or f"{stem}.py"
         self.names = names
@@ -561,11 +576,7 @@ class Session:
         if memo is not None:
             self._raise(memo.failure.copy(input=None), with_input=memo.with_input)
         if func not in self.names:
-            failure = CheckFailure(
-                f"function '{func}' is not defined in {self.file_name}",
-                hint="keep the function names and signatures of the handout",
-            )
-            self._raise(failure, with_input=False)
+            self._raise(self._missing(func), with_input=False)
         assert self._worker is not None
         from graders.worker.protocol import ProtocolError
 
@@ -665,12 +676,12 @@ class Session:
             self._remember(func, failure, with_input=True)
         elif kind == "exception":
             message = f": {error.message}" if error.message else ""
+            why = self._unbound_name_note(error.type, error.message)
             failure = CheckFailure(
-                f"{func} raised {error.type}{message}", traceback=trace, output=output
+                f"{func} raised {error.type}{message}{why}", traceback=trace, output=output
             )
         elif kind == "missing":
-            failure = CheckFailure(f"function '{func}' is not defined in {self.file_name}")
-            self._raise(failure, with_input=False)
+            self._raise(self._missing(func), with_input=False)
         elif kind == "unencodable":
             failure = CheckFailure(error.message, output=output)
         elif kind == "not_loaded":
@@ -683,6 +694,25 @@ class Session:
             )
             self._raise(failure, with_input=True)
         self._raise(failure, with_input=True)
+
+    def _missing(self, func: str) -> CheckFailure:
+        why = self._why_unbound(func) if self._why_unbound is not None else None
+        if why is not None:
+            return CheckFailure(
+                f"function '{func}' was set aside: {why}",
+                status="error",
+                hint="import only numpy, math, functools, itertools, dataclasses, typing, "
+                     "warnings and pallas_sim (from pallas_sim import jax, jnp, pl, pltpu)")
+        return CheckFailure(f"function '{func}' is not defined in {self.file_name}",
+                            hint="keep the function names and signatures of the handout")
+
+    def _unbound_name_note(self, kind: str, message: str) -> str:
+        """For ``NameError: name 'x' is not defined`` where x was set aside: why."""
+        found = re.fullmatch(r"name '(\w+)' is not defined", message or "")
+        if kind != "NameError" or found is None or self._why_unbound is None:
+            return ""
+        why = self._why_unbound(found.group(1))
+        return f" (set aside: {why})" if why else ""
 
     def _remember(self, func: str, failure: CheckFailure, *, with_input: bool) -> None:
         self._memo[func] = PropertyAbort(failure, with_input)
