@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_commands(commands)
     for name, what in (("release", "regenerate assignments/ from solutions/ (instructors)"),
                        ("nbgrader", "write an nbgrader course (instructors)"),
-                       ("gradescope", "build a Gradescope autograder zip (instructors)")):
+                       ("gradescope", "build a Gradescope autograder zip (instructors)"),
+                       ("profile", "predicted TPU time of a file's kernels (pallas_sim.estimate)")):
         commands.add_parser(name, help=what, add_help=False)
     return parser
 
@@ -475,6 +476,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from graders import autograder
 
         return int(autograder.main(argv[1:]) or 0)
+    if argv and argv[0] == "profile":
+        from graders import kernel_profile
+
+        return int(kernel_profile.main(argv[1:]) or 0)
     args = build_parser().parse_args(argv)
     con = Console()
     err = Console(stderr=True)

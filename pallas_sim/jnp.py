@@ -24,6 +24,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from ._src import op_accounting as _ops
 from ._src import surface as _surface
 from ._src.arrays import Array as ndarray  # noqa: F401  (jnp.ndarray is jax.Array)
 from ._src.dtypes import is_floating
@@ -163,6 +164,7 @@ def _lift(fn: Any) -> Any:
     (and returns one when any argument is one), computes 64-bit results in 32 bits as
     JAX does with x64 off, and truncates an explicit 64-bit dtype with JAX's warning."""
     name = fn.__name__
+    kind = _ops.category(name)
 
     def lifted(*args: Any, **kwargs: Any) -> Any:
         in_kernel = _builtins.bool(KERNELS)
@@ -197,9 +199,12 @@ def _lift(fn: Any) -> Any:
                         kwargs[key] = concrete(v)
                 elif in_kernel and isinstance(v, np.ndarray) and v.ndim:
                     raise captured(v)
-        if traced or in_kernel:  # made inside a kernel from Python values: traced in JAX too
-            return _wrap(fn(*plain, **kwargs))
-        return _canonical(fn(*plain, **kwargs))
+        if not (traced or in_kernel):
+            return _canonical(fn(*plain, **kwargs))
+        out = _wrap(fn(*plain, **kwargs))  # in a kernel, even from Python values: traced
+        if _ops._STACK:
+            _ops.count(kind, args, kwargs, out)
+        return out
 
     lifted.__name__ = lifted.__qualname__ = name
     lifted.__module__ = __name__
@@ -334,6 +339,10 @@ def _product(fn: Any, operands: tuple[object, ...], preferred: object, *args: ob
     c = _compute_dtype(*xs)
     out = fn(*args, *(x.astype(c, copy=False) for x in xs)).astype(
         _result_dtype(xs, preferred), copy=False)
+    if _ops._STACK and len(xs) >= 2:
+        contracted = (_ops.einsum_contracted(args[0], xs) if args else
+                      xs[0].shape[-1] if xs[0].ndim else 1)
+        _ops.product(xs[0], xs[1], out.size, contracted)
     return KernelValue(out) if traced else out
 
 

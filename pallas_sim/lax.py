@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ._src import op_accounting
 from ._src import surface as _surface
 from ._src.arrays import is_array
 from ._src.dtypes import as_dtype, is_floating
@@ -587,6 +588,10 @@ def dot_general(lhs: object, rhs: object, dimension_numbers: Any, precision: obj
                             f"{lsizes} and {rsizes}.")
     out_dtype = (canonical_dtype(preferred_element_type) if preferred_element_type is not None
                  else canonical_dtype(np.result_type(dl, dr)))
+    if op_accounting._STACK:
+        op_accounting.product(lhs, rhs, math.prod(sl) * math.prod(sr) // max(
+            math.prod(sl[d] for d in lc) ** 2 * math.prod(sl[d] for d in lb), 1),
+            math.prod(sl[d] for d in lc))
     acc = _accumulation_dtype((dl, dr))
     a, b = _value(lhs, dl).astype(acc), _value(rhs, dr).astype(acc)
     if not lb and lc == (len(sl) - 1,) and rc == (0,) and len(sr) <= 2:

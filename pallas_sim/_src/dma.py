@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from . import context
+from . import context, op_accounting
 from .config import OPTIONS
 from .errors import PallasSimError, UnsupportedJaxUsageError, UnwaitedDMAError
 from .memory_spaces import ScratchShape
@@ -222,6 +222,7 @@ class AsyncCopy:
         ctx = context.running()
         if ctx is not None:
             ctx.manual_dmas += 1
+        op_accounting.dma_started(self)
 
     def wait(self) -> None:
         """Execute the oldest copy queued on this descriptor's semaphore.
@@ -240,6 +241,7 @@ class AsyncCopy:
         ctx = context.running()
         if ctx is not None:
             ctx.manual_dma_bytes += copy._dst.nbytes
+        op_accounting.dma_waited(copy, copy._dst.nbytes)
 
     def __repr__(self) -> str:
         return f"AsyncCopy({self._src_name} -> {self._dst_name} on {self._sem.name})"

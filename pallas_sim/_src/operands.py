@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from . import block_dims, memory
+from . import abstract, block_dims, memory
+from .abstract import AbstractArray
 from .block_dims import BlockDim, Blocked, BoundedSlice, Element, Squeezed
 from .config import OPTIONS
 from .dtypes import fill_value
@@ -459,5 +460,7 @@ def allocate_buffers(op: Operand, ref_name: str | None = None) -> None:
     if op.space in HBM_SPACES:
         op.buf = op.hbm
     else:
-        op.buf = np.full(op.kernel_shape, fill_value(op.dtype, OPTIONS.uninitialized), op.dtype)
+        op.buf = (AbstractArray(op.kernel_shape, op.dtype) if abstract.ACTIVE[0] and (
+                      op.space != "smem" or isinstance(op.hbm, AbstractArray)) else
+                  np.full(op.kernel_shape, fill_value(op.dtype, OPTIONS.uninitialized), op.dtype))
     op.ref = make_ref(op.buf, ref_name or op.name, op.space)

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from . import context, dma, memory
+from . import abstract, context, dma, memory
+from .abstract import AbstractArray
 from .config import OPTIONS
 from .dtypes import fill_value
 from .errors import OutsideKernelError
@@ -98,8 +99,9 @@ def run_scoped(f: Callable[..., Any], *types: Any,
         if t.memory_space == dma.SEMAPHORE_SPACE:
             refs.append(dma.SemaphoreRef.allocate(t.shape, name))
             continue
-        refs.append(make_ref(np.full(t.shape, fill_value(t.dtype, mode), t.dtype), name,
-                             t.memory_space))
+        buf = (AbstractArray(t.shape, t.dtype) if abstract.ACTIVE[0] and t.memory_space != "smem"
+               else np.full(t.shape, fill_value(t.dtype, mode), t.dtype))
+        refs.append(make_ref(buf, name, t.memory_space))
         allocations.append(memory.Allocation(
             name, "scoped", t.memory_space, t.nbytes, 1,
             f"{t.dtype.name}{list(t.shape)} run_scoped"))

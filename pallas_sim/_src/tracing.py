@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from .memory_spaces import SpaceName
+from .op_accounting import OpCounts
 
 MiB = 1 << 20
 
@@ -173,6 +174,9 @@ class CallTrace:
       input_output_aliases: the call's ``input_output_aliases`` as sorted
         ``(input index, output index)`` pairs (input indices count the
         scalar-prefetch arguments, as in JAX); () without aliasing.
+      ops: per-step op counts (:class:`~pallas_sim._src.op_accounting.OpCounts`: MXU flops
+        by input dtype, VPU and EUP ops, cross-lane reduction and cast elements, manual
+        DMA bytes), or None for a record made elsewhere.
     """
 
     name: str
@@ -191,6 +195,7 @@ class CallTrace:
     kind: str = "pallas_call"
     cost_estimate: dict[str, int] | None = None
     input_output_aliases: tuple[tuple[int, int], ...] = ()
+    ops: OpCounts | None = None
 
     def operand(self, name: str) -> OperandTrace:
         """The operand with this kernel parameter name.
@@ -255,6 +260,7 @@ class CallTrace:
             "cost_estimate": None if self.cost_estimate is None else dict(self.cost_estimate),
             "input_output_aliases": [list(p) for p in self.input_output_aliases],
             "operands": [op.to_dict() for op in self.operands],
+            "ops": None if self.ops is None else self.ops.to_dict(),
         }
 
     @classmethod
@@ -278,13 +284,15 @@ class CallTrace:
             cost_estimate=_cost(d.get("cost_estimate")),
             input_output_aliases=tuple((int(i), int(o))
                                        for i, o in d.get("input_output_aliases", ())),
-            operands=tuple(OperandTrace.from_dict(o) for o in d["operands"]))
+            operands=tuple(OperandTrace.from_dict(o) for o in d["operands"]),
+            ops=None if d.get("ops") is None else OpCounts.from_dict(d["ops"]))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CallTrace):
             return NotImplemented
         a, b = self.to_dict(), other.to_dict()
         oa, ob = a.pop("operands"), b.pop("operands")
+        a.pop("ops"), b.pop("ops")  # what the kernel computes is compared apart (call.ops)
         return a == b and self.operands == other.operands and len(oa) == len(ob)
 
     __hash__ = None  # type: ignore[assignment]
