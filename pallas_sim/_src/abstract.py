@@ -36,7 +36,7 @@ from .errors import PallasSimError
 #: shape-only buffers).
 ACTIVE = [False]
 
-_PKG = os.path.dirname(os.path.abspath(__file__))
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # pallas_sim/, _src included
 _NUMPY = os.path.dirname(os.path.abspath(np.__file__))
 
 

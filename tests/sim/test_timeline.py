@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import pallas_sim
-from pallas_sim import jax, jnp, pl, pltpu, timeline
+from pallas_sim import jax, jnp, pl, pltpu
+from pallas_sim._src import timeline
 from pallas_sim._src.chips import CHIPS, get_chip
 
 _A3 = Path(__file__).resolve().parents[2] / "solutions" / "a3_matmul.py"
