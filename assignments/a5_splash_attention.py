@@ -351,3 +351,24 @@ if __name__ == "__main__":
     print("Task 5.5 L 16384 causal:", mask_stats(_big, 1024, 1024))
     print("Task 5.5 L 16384 causal & window 2048:",
           mask_stats(_big & local_mask(16384, (2048, None)), 1024, 1024))
+
+# %% [markdown]
+# ## Your kernel at a long sequence (not graded)
+#
+# `pallas_sim.estimate` runs your `splash_attention` on shapes only (q, k, v
+# as shapes; the MaskInfo as the real small tables it is) and predicts its time
+# on one Ironwood TensorCore (docs/performance-model.md). `pallas-lab profile
+# a5_splash_attention.py` does this for a causal mask at L 8192 and draws the
+# block map. Try block sizes 512, 1024 and 2048 for causal, local-window and
+# document masks (§6.5): where does skipping more tiles stop paying for the
+# fixed cost of each extra step?
+
+# %%
+if __name__ == "__main__":
+    import pallas_sim  # only for the estimate below
+
+    _info = build_mask_info(causal_mask(8192), 1024, 1024)
+    _q = jax.ShapeDtypeStruct((16, 8192, 128), jnp.bfloat16)
+    _t = pallas_sim.estimate(splash_attention, _q, _q, _q, _info).timelines[0]
+    print(f"predicted causal L 8192, block 1024, 16 heads: {_t.time_s * 1e3:.3f} ms, "
+          f"{_t.num_steps} steps, MFU {_t.mfu * 100:.1f} %")

@@ -4,8 +4,11 @@ Run from the repository root::
 
     python bench/bench_sim.py [--repeats 5]
 
-Each case times whole ``pallas_call`` invocations with ``time.perf_counter``,
-takes the best of ``--repeats`` runs, and divides by the number of grid steps.
+Each case times whole ``pallas_call`` invocations with ``time.process_time`` (the
+CPU time of this process: the simulator runs on one thread, so on an idle machine it
+equals the wall-clock time, and on a loaded one it is not inflated by other
+processes), takes the best of ``--repeats`` runs, and divides by the number of grid
+steps.
 The figure is the TOTAL cost per step: the simulator's own work (block copies,
 poisoning, bookkeeping) plus the kernel body (one NumPy add on a small block).
 The kernel body's cost is not subtracted.  Setup done once per call (index
@@ -99,13 +102,13 @@ def bench_case(kernel_name, shape, block, repeats: int, traced: bool) -> dict:
     for _ in range(repeats):
         if traced:
             with pallas_sim.trace():
-                t0 = time.perf_counter()
+                t0 = time.process_time()
                 call(x, y)
-                elapsed = time.perf_counter() - t0
+                elapsed = time.process_time() - t0
         else:
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             call(x, y)
-            elapsed = time.perf_counter() - t0
+            elapsed = time.process_time() - t0
         best = min(best, elapsed)
     return {
         "case": f"f32{list(shape)} {kernel_name}, block {block}",

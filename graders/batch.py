@@ -3,18 +3,26 @@
 ``pallas-lab grade CLASS_DIR --jobs N --out DIR`` grades students N at a
 time. Each student is graded by a fresh trusted grader process (a
 ``ProcessPoolExecutor`` child used for one student only) which starts its own
-untrusted worker per submission, as ``grade_file`` always does. Results land
-in ``DIR/<student>/<stem>/results.json`` (Gradescope's schema) and the
-gradebook ``DIR/gradebook.csv`` is rebuilt from those files after every
-student; every file is replaced atomically. ``<student>`` is the student's
-name, percent-encoded where it could collide with the gradebook, a temp file
-or another student (``graders.reports.files.student_folder_name``).
+untrusted worker per submission, as ``grade_file`` always does; the child
+sends back only the student's name, scores and an error text, and everything
+else is read back from the files it wrote. Results land in
+``DIR/<student>/<stem>/results.json`` (Gradescope's schema; ``extra_data``
+also holds the file's SHA-256 and each check's status and reason, so the
+report can be rebuilt from the file) beside ``feedback.md`` and
+``feedback.html`` (the text ``--feedback`` prints), and the gradebook is
+rebuilt from those files after every student; every file is replaced
+atomically. ``<student>`` is the student's name, percent-encoded where it
+could collide with the gradebook, a temp file or another student
+(``graders.reports.files.student_folder_name``).
 
-Resuming: a student whose every submission already has its results.json is
-not graded again (temporary files left by a killed write are removed), so a
-batch killed half-way and started again grades only the students without a
-result and ends with the same gradebook. Delete a
-student's folder under DIR to grade them again.
+Resuming: a student whose every submission already has a results.json made
+from a file with the same content (SHA-256) is not graded again (temporary
+files left by a killed write are removed), so a batch killed half-way and
+started again grades only the students without a current result and ends
+with the same gradebook; a student who resubmitted is graded again.
+``force`` grades everyone again; ``tasks`` re-runs only those tasks' checks
+and merges them into a current result (a student without one is graded in
+full).
 """
 
 from __future__ import annotations
@@ -22,22 +30,30 @@ from __future__ import annotations
 import csv
 import json
 import multiprocessing
+import signal
 import traceback
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from graders.assignments import ASSIGNMENTS
+from graders.assignments import ASSIGNMENTS, assignment_for_stem
 from graders.discovery import Submission
 from graders.feedback import format_points
+from graders.grading import CheckResult, SubmissionResult, file_digest
 from graders.reports.files import atomic_write_text, student_folder_name, student_of_folder_name
+from graders.reports.progress import GradingProgress
 from graders.safe_text import terminal_text
 
 GRADEBOOK = "gradebook.csv"
+#: The key of pallas-lab's own record in results.json's ``extra_data``.
+RECORD = "pallas_lab"
+#: What a pool child reports for a student whose grading Ctrl-C stopped.
+INTERRUPTED = "interrupted"
 
 
 def result_path(out: Path, student: str, stem: str) -> Path:
@@ -46,49 +62,180 @@ def result_path(out: Path, student: str, stem: str) -> Path:
     return out / student_folder_name(student) / stem / "results.json"
 
 
+def result_document(result: SubmissionResult) -> dict[str, Any]:
+    """results.json for ``result`` (``graders.reports.gradescope.results_json``) with
+    pallas-lab's record in ``extra_data[RECORD]``: the file's name and SHA-256, the load
+    error, and per check its status and one-line reason (what the table shows)."""
+    from graders.reports.gradescope import results_json
+
+    document = results_json(result)
+    document["extra_data"][RECORD] = {
+        "file": terminal_text(Path(result.file).name),
+        "sha256": result.sha256,
+        "load_error": (terminal_text(result.load_error, multiline=True)
+                       if result.load_error else None),
+        "checks": [{"status": c.status, "reason": terminal_text(c.reason)}
+                   for c in result.checks],
+    }
+    return document
+
+
+def write_result(result: SubmissionResult, path: Path) -> Path:
+    """Write ``result_document(result)`` to ``path`` atomically; returns the path."""
+    text = json.dumps(result_document(result), indent=2, ensure_ascii=False) + "\n"
+    return atomic_write_text(path, text)
+
+
+def read_result(path: Path) -> SubmissionResult | None:
+    """The ``SubmissionResult`` a results.json under a batch folder holds (student and stem
+    from its folders), or None when it is not one pallas-lab wrote with its record
+    (``result_document``) or cannot be read."""
+    info = assignment_for_stem(path.parent.name)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        record = data["extra_data"][RECORD]
+        tests = data["tests"]
+        statuses = record["checks"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if info is None or len(statuses) != len(tests):
+        return None
+    result = SubmissionResult(
+        student=student_of_folder_name(path.parent.parent.name), stem=info.stem,
+        assignment=info.id, file=str(path.parent / record.get("file", info.file_name)),
+        load_error=record.get("load_error"), sandbox=data["extra_data"].get("sandbox", ""),
+        sha256=record.get("sha256", ""), seconds=float(data.get("execution_time", 0)),
+    )
+    for test, state in zip(tests, statuses, strict=True):
+        graded = "not graded" not in test.get("tags", [])
+        result.checks.append(CheckResult(
+            info.id, str(test["number"]), str(test["name"]), float(test["score"]),
+            float(test["max_score"]), str(state["status"]), str(test.get("output", "")), 0.0,
+            graded, str(state.get("reason", ""))))
+    return result
+
+
+def read_results(out: Path) -> list[SubmissionResult]:
+    """Every result under the batch folder ``out``, by student then assignment."""
+    order = {a: i for i, a in enumerate(ASSIGNMENTS)}
+    found = [r for r in map(read_result, sorted(out.glob("*/*/results.json"))) if r]
+    return sorted(found, key=lambda r: (r.student, order.get(r.assignment, 99)))
+
+
+def _merge(previous: SubmissionResult, fresh: SubmissionResult) -> SubmissionResult:
+    """``previous`` with the checks of ``fresh.only_tasks`` replaced by ``fresh``'s."""
+    from graders.checks.framework import load_checks
+
+    tasks = set(fresh.only_tasks or ())
+    kept = [c for c in previous.checks if c.task not in tasks]
+    rank = {(c.task, c.name): i for i, c in enumerate(load_checks(previous.assignment))}
+    checks = sorted([*kept, *fresh.checks], key=lambda c: rank.get((c.task, c.check), 999))
+    return SubmissionResult(
+        student=fresh.student, stem=fresh.stem, assignment=fresh.assignment, file=fresh.file,
+        checks=checks, load_error=fresh.load_error or previous.load_error,
+        seconds=fresh.seconds, sandbox=fresh.sandbox, sha256=fresh.sha256)
+
+
 def _grade_student(student: str, items: list[tuple[str, str, str]], out: str,
-                   timeout: float, budget: float | None = None
+                   timeout: float, budget: float | None = None,
+                   tasks: tuple[str, ...] | None = None,
                    ) -> tuple[str, list[tuple[str, float]], str | None]:
     """Grade one student's submissions (runs in a pool child); never raises.
 
-    ``items``: (stem, file, assignment id). Returns (student, [(stem, score)],
-    the internal error text or None).
+    ``items``: (stem, file, assignment id). Writes results.json and the feedback
+    files of each. Returns (student, [(stem, score)], the internal error text or None).
     """
-    from graders.grading import grade_file
-    from graders.reports.gradescope import write_results_json
+    import warnings
 
+    from graders.grading import grade_file
+    from graders.reports.feedback_files import write_feedback_files
+
+    # Third-party warnings (nbformat on an old notebook, ...) are not the TA's business:
+    # what matters reaches them as feedback. This process grades one student, then ends.
+    warnings.simplefilter("ignore")
+    # Ctrl-C (the pool ignores it while idle, _ignore_interrupts) stops this student: the
+    # worker is closed on the way out and the submission keeps no result, so a rerun
+    # grades it.
+    if _STOP is not None and _STOP.is_set():
+        return student, [], INTERRUPTED  # Ctrl-C came before this student's turn
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     scores = []
     try:
         for stem, file, assignment in items:
+            path = result_path(Path(out), student, stem)
+            previous = read_result(path) if tasks else None
+            current = previous is not None and previous.sha256 == file_digest(file)[0] != ""
             result = grade_file(file, assignment=assignment, timeout=timeout, student=student,
-                                budget=budget)
-            write_results_json(result, result_path(Path(out), student, stem))
+                                budget=budget, tasks=tasks if current else None)
+            if current and previous is not None:
+                result = _merge(previous, result)
+            write_result(result, path)
+            write_feedback_files(result, path.parent)
             scores.append((stem, result.score))
             if result.internal_errors:
                 first = result.internal_errors[0]
                 return student, scores, (f"internal error in check {first.assignment} "
                                          f"{first.task} {first.check!r}: {first.reason}")
+    except KeyboardInterrupt:
+        return student, scores, INTERRUPTED
     except Exception:  # noqa: BLE001 - the grader's bug: report it, keep the batch going
         return student, scores, traceback.format_exc()
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     return student, scores, None
 
 
-def pending_students(submissions: Sequence[Submission], out: Path
+#: Set in each pool child by ``_ignore_interrupts``: the batch's "stop" event.
+_STOP: Any = None
+
+
+def _ignore_interrupts(stop: Any) -> None:
+    """Pool initializer: an idle grader process ignores Ctrl-C; ``stop`` (an Event the
+    batch sets on Ctrl-C) makes the students not yet started return at once."""
+    global _STOP
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _STOP = stop
+
+
+class BatchInterrupted(Exception):  # noqa: N818 - it is what happened, not a failure
+    """Ctrl-C stopped a batch: ``graded`` students were finished (their results kept, the
+    gradebook rewritten), ``pending`` were not; a rerun grades those."""
+
+    def __init__(self, graded: int, pending: int) -> None:
+        super().__init__(f"interrupted after {graded} of {graded + pending} student(s)")
+        self.graded, self.pending = graded, pending
+
+
+def _is_current(out: Path, sub: Submission) -> bool:
+    """Whether ``sub`` has a results.json made from a file with its present content."""
+    previous = read_result(result_path(out, sub.student, sub.stem))
+    return previous is not None and previous.sha256 != "" and (
+        previous.sha256 == file_digest(sub.file)[0])
+
+
+def pending_students(submissions: Sequence[Submission], out: Path, *, force: bool = False
                      ) -> dict[str, list[Submission]]:
-    """Students (with their submissions) that still lack a results.json, in order."""
+    """Students (with their submissions) to grade, in order: with ``force`` all of them,
+    otherwise those with a submission that lacks a current results.json (none yet, one
+    of another content, or one without pallas-lab's record)."""
     by_student: dict[str, list[Submission]] = {}
     for sub in submissions:
         by_student.setdefault(sub.student, []).append(sub)
+    if force:
+        return by_student
     return {student: subs for student, subs in by_student.items()
-            if not all(result_path(out, student, s.stem).is_file() for s in subs)}
+            if not all(_is_current(out, s) for s in subs)}
 
 
-def gradebook_from_results(out: Path) -> str:
+def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None = None
+                           ) -> str:
     """The CSV gradebook text of every ``<student>/<stem>/results.json`` under ``out``.
 
     Columns as ``graders.reports.gradebook_csv``: ``student``, graded task ids,
     assignment totals, ``total``; one row per student, sorted; cells written as that
-    module writes them (names escaped, formulas neutralised).
+    module writes them (names escaped, formulas neutralised). ``notes`` (student ->
+    lines such as "missing: a1", "misnamed: a1.txt") adds a ``notes`` column, and a row
+    for every student it names, with or without results.
     """
     from graders.reports.gradebook_csv import gradebook_columns, gradebook_text, student_cell_value
 
@@ -113,6 +260,12 @@ def gradebook_from_results(out: Path) -> str:
     columns = gradebook_columns(sorted(ids))
     for row in rows.values():
         row["total"] = format_points(round(sum(float(row[a]) for a in ids if a in row), 6))
+    if notes and any(notes.values()):
+        columns.append("notes")
+        for student, lines in notes.items():
+            row = rows.setdefault(student, {"student": student_cell_value(student)})
+            if lines:
+                row["notes"] = terminal_text("; ".join(lines))
     return gradebook_text(columns, sorted(rows.values(), key=lambda row: row["student"]))
 
 
@@ -129,48 +282,88 @@ def task_scores_from_results(out: Path) -> dict[tuple[str, str], dict[str, float
     return scores
 
 
-def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeout: float,
-              err: Console, budget: float | None = None) -> tuple[int, int, list[str]]:
-    """Grade the pending students of ``submissions`` with ``jobs`` processes (``timeout``
-    per call, ``budget`` per file as in ``grade_file``).
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What ``run_batch`` did: ``graded`` students graded now, ``skipped`` students whose
+    results were current, ``errors`` internal error texts ("student: text")."""
 
-    Returns (students graded now, students already done, internal error texts).
-    The gradebook is rewritten after each student and once at the end.
+    graded: int
+    skipped: int
+    errors: list[str]
+
+
+def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeout: float,
+              err: Console, budget: float | None = None, force: bool = False,
+              tasks: Collection[str] | None = None, gradebook: Path | None = None,
+              notes: Mapping[str, Sequence[str]] | None = None) -> BatchOutcome:
+    """Grade the pending students of ``submissions`` (``pending_students``; with ``tasks``
+    every student, those tasks only) with ``jobs`` processes (``timeout`` per call,
+    ``budget`` per file as in ``grade_file``), showing N/M, the student just done and
+    the time left on ``err``.
+
+    The gradebook (``gradebook``, default ``out/gradebook.csv``; ``notes`` as in
+    ``gradebook_from_results``) is rewritten after each student and once at the end.
+    Raises ``ValueError`` when ``jobs`` < 1, and ``BatchInterrupted`` after Ctrl-C (the
+    students finished keep their results and the gradebook is rewritten first).
     """
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
     out.mkdir(parents=True, exist_ok=True)
+    gradebook = gradebook if gradebook is not None else out / GRADEBOOK
     # Half-written by a batch that was killed: the temp files of atomic_write_text.
-    for stale in [*out.glob(f".{GRADEBOOK}.*.tmp"), *out.glob("*/*/.results.json.*.tmp")]:
+    for stale in [*gradebook.parent.glob(f".{gradebook.name}.*.tmp"),
+                  *out.glob("*/*/.*.tmp")]:
         if stale.is_file():
             stale.unlink(missing_ok=True)
-    pending = pending_students(submissions, out)
+    only = tuple(tasks) if tasks else None
+    pending = pending_students(submissions, out, force=force or only is not None)
     students = {s.student for s in submissions}
     done_before = len(students) - len(pending)
     errors: list[str] = []
-    gradebook = out / GRADEBOOK
     if pending:
         # forkserver: each student's grader is a fresh process forked from a server that
         # has already imported the grader, so a student costs no interpreter start-up.
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["graders.grading", "graders.reports.gradescope"])
-        # The last student's name is shown escaped and never read as markup.
-        columns = [TextColumn("grading"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[last]}", markup=False), TimeElapsedColumn()]
-        with Progress(*columns, console=err, transient=False) as progress, \
-                ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context,
-                                    max_tasks_per_child=1) as pool:
-            bar = progress.add_task("batch", total=len(pending), last="")
+        context.set_forkserver_preload(["graders.grading", "graders.reports.gradescope",
+                                        "graders.reports.feedback_files"])
+        finished = 0
+        interrupted = False
+        stop = context.Event()
+        with GradingProgress(err, len(pending)) as progress, \
+                ProcessPoolExecutor(max_workers=jobs, mp_context=context,
+                                    max_tasks_per_child=1, initializer=_ignore_interrupts,
+                                    initargs=(stop,)) as pool:
             futures = [pool.submit(_grade_student, student,
                                    [(s.stem, str(s.file), s.assignment) for s in subs],
-                                   str(out), timeout, budget)
+                                   str(out), timeout, budget, only)
                        for student, subs in pending.items()]
-            for future in as_completed(futures):
-                student, _scores, error = future.result()
-                if error:
-                    errors.append(f"{student}: {error}")
-                atomic_write_text(gradebook, gradebook_from_results(out))
-                progress.update(bar, advance=1, last=terminal_text(student))
-    atomic_write_text(gradebook, gradebook_from_results(out))
-    return len(pending), done_before, errors
+            try:
+                for future in as_completed(futures):
+                    try:
+                        student, _scores, error = future.result()
+                    except BrokenProcessPool:
+                        if not interrupted:
+                            raise
+                        continue  # a child Ctrl-C reached before it could ignore it
+                    if error == INTERRUPTED:
+                        interrupted = True
+                        continue
+                    finished += 1
+                    if error:
+                        errors.append(f"{student}: {error}")
+                    atomic_write_text(gradebook, gradebook_from_results(out, notes))
+                    progress.advance(f"graded {student}")
+            except KeyboardInterrupt:
+                # The running students stop on their own Ctrl-C; the others return at once.
+                # (Futures are not cancelled: Python 3.11's pool can then fail in a thread.)
+                interrupted = True
+                stop.set()
+                progress.stop()
+                wait(futures)
+    atomic_write_text(gradebook, gradebook_from_results(out, notes))
+    if pending and interrupted:
+        raise BatchInterrupted(finished, len(pending) - finished)
+    return BatchOutcome(len(pending), done_before, errors)
 
 
 def summary_rows(out: Path) -> list[dict[str, Any]]:

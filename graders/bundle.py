@@ -2,52 +2,177 @@
 
 ``pallas-lab release --bundle DIR`` writes an installable project to DIR:
 
-* ``pallas_sim/`` (the simulator), ``assignments/`` (the handouts, ``.py``
-  and ``.ipynb``);
-* ``graders/student/`` (self-check, notebook conversion) with the few
-  modules it needs: ``graders/assignments.py`` and ``graders/records.py``
-  (the discovered assignments), ``graders/labs/`` without the hidden
-  ``checks.py`` (records, public checks, harnesses), ``graders/harnesses/``
-  (what the harnesses share) and
-  ``graders/worker/static_check.py`` with ``graders/worker/policy/`` (the
-  submission policy's compile-time check), and ``graders/fidelity/`` (for
-  ``pallas-lab check --backend jax``: the student's own file on real JAX);
+* ``assignments/`` (the handouts, ``.py`` and ``.ipynb``);
+* the code, chosen by a rule on paths (:func:`shipped_files`), not a list: the
+  roots ``pallas_sim/`` (the simulator), ``graders/labs/`` (records, public checks,
+  harnesses, worked answers; not a lab's hidden ``checks.py``) and ``graders/student/`` (
+  self-check, notebook conversion, the ``check``/``status`` commands), the
+  program ``python -m graders.fidelity.run`` that ``check --backend jax``
+  starts, and every repository module those import, transitively, read from
+  their ASTs (today: ``graders/assignments.py``, ``graders/harnesses/``,
+  ``graders/worker/static_check.py`` with ``graders/worker/policy/``, and
+  ``graders/fidelity/``), with each package's ``__init__.py``;
 * a ``pyproject.toml`` whose ``pallas-lab`` command has ``check`` and
   ``status`` only, and a student ``README.md``.
 
-Left out on purpose: ``reference/``, ``solutions/``, the hidden checks
-(``graders/checks/``, ``graders/labs/<stem>/checks.py``), grading and the
-worker (``graders/grading.py``, ``graders/worker/client.py``, ...), tests and
-sample submissions.
+Left out on purpose, and refused should the rule ever reach them (:data:`HIDDEN`):
+``reference/``, ``solutions/``, the hidden checks (``graders/checks/``,
+``graders/labs/<stem>/checks.py``), grading
+and the worker (``graders/grading.py``, ``graders/worker/client.py``, ...), tests
+and sample submissions.
 """
 
 from __future__ import annotations
 
+import ast
 import shutil
 from pathlib import Path
 
 from graders.assignments import ASSIGNMENTS
+from graders.student.jax_backend import RUNNER as JAX_RUNNER
 
-#: Files and folders copied from the repository, relative to its root.
-SHIPPED = (
-    "pallas_sim",
-    "graders/__init__.py",
-    "graders/assignments.py",
-    "graders/records.py",
-    "graders/values.py",
-    "graders/status.py",
-    "graders/labs",
-    "graders/student",
-    "graders/harnesses",
-    "graders/worker/static_check.py",
-    "graders/worker/policy",
-    "graders/fidelity",
-)
-#: Files of a lab package (``graders/labs/<stem>/``) that never ship: the hidden checks.
-LAB_HIDDEN = ("checks.py",)
-#: What must never be in a bundle (checked after writing it).
+#: The bundle's roots, relative to the repository: the simulator, the student's
+#: commands and the assignments' packages, each a whole folder (every file in it ships,
+#: but a lab's hidden checks, :data:`LAB_HIDDEN`).
+ROOTS = ("pallas_sim", "graders/student", "graders/labs")
+#: Modules the shipped commands run as programs (``python -m``) instead of importing:
+#: the ``--backend jax`` subprocess.
+PROGRAMS = (JAX_RUNNER,)
+#: What must never be in a bundle (checked after the rule has chosen): the grade
+#: depends on keeping these hidden.
 HIDDEN = ("reference", "solutions", "graders/checks", "graders/grading.py",
           "graders/worker/client.py", "graders/worker/main.py", "examples", "tests")
+#: The assignments' packages, and the file of each that never ships: its hidden checks.
+LABS = Path("graders/labs")
+LAB_HIDDEN = ("checks.py",)
+#: The repository's own top-level packages: an import of one of them is followed.
+FIRST_PARTY = ("pallas_sim", "graders", "reference", "solutions")
+
+
+def _module_file(root: Path, module: str) -> Path | None:
+    """The file of the dotted ``module`` in the repository (a package's ``__init__.py``),
+    or None when it is not the repository's."""
+    base = root.joinpath(*module.split("."))
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    return None
+
+
+def _module_name(root: Path, path: Path) -> str:
+    """The dotted module name of a repository file (``graders/student/cli.py`` ->
+    ``graders.student.cli``; a package's ``__init__.py`` -> the package)."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(path: Path, module: str) -> set[str]:
+    """The dotted modules a Python file imports, read from its AST (nothing is run).
+
+    ``module`` is the file's own dotted name (for relative imports). Counted: ``import
+    a.b``, ``from a import b`` (both ``a`` and ``a.b``, whichever is a module), relative
+    imports, and ``importlib.import_module("a.b")`` / ``import_module(f"a.b.{x}")``
+    (the latter as ``a.b.*``: every module of package ``a.b``). Imports inside functions
+    count too. Raises ``SyntaxError`` for a file that does not parse.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                stem = ".".join([*base, node.module] if node.module else base)
+            else:
+                stem = node.module or ""
+            found.add(stem)
+            found.update(f"{stem}.{alias.name}" for alias in node.names if alias.name != "*")
+        elif (isinstance(node, ast.Call) and node.args
+              and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"):
+            target = node.args[0]
+            if isinstance(target, ast.Constant) and isinstance(target.value, str):
+                found.add(target.value)
+            elif (isinstance(target, ast.JoinedStr) and target.values
+                  and isinstance(target.values[0], ast.Constant)
+                  and str(target.values[0].value).endswith(".")):
+                found.add(str(target.values[0].value) + "*")
+    return found
+
+
+def shipped_files(root: Path) -> list[Path]:
+    """The repository files the bundle ships, by the rule: every file under a root
+    (:data:`ROOTS`), the program modules (:data:`PROGRAMS`), and, transitively,
+    every repository module a shipped ``.py`` file imports, with the ``__init__.py``
+    of each package on the way. Sorted repository-relative paths.
+
+    Raises ``ValueError`` when a root or program is missing, a shipped file imports a
+    repository module that does not exist, or the rule reaches a hidden part
+    (:data:`HIDDEN`).
+    """
+    root = Path(root)
+    files: set[Path] = set()
+    queue: list[Path] = []
+
+    def add(path: Path) -> None:
+        if path in files:
+            return
+        files.add(path)
+        for parent in path.relative_to(root).parents:
+            init = root / parent / "__init__.py"
+            if parent.parts and init.is_file() and init not in files:
+                add(init)
+        if path.suffix == ".py":
+            queue.append(path)
+
+    for part in ROOTS:
+        folder = root / part
+        if not folder.is_dir():
+            raise ValueError(f"missing from {root}: {part}")
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" \
+                    and not (path.relative_to(root).is_relative_to(LABS)
+                             and path.name in LAB_HIDDEN):
+                add(path)
+    for program in PROGRAMS:
+        path = _module_file(root, program)
+        if path is None:
+            raise ValueError(f"missing from {root}: {program}")
+        add(path)
+    while queue:
+        path = queue.pop()
+        name = _module_name(root, path)
+        if path.name == "harness.py" and path.relative_to(root).is_relative_to(LABS):
+            # a lab's harness runs in the worker beside graders/harnesses/ (client.py
+            # copies it there), so its relative imports are that package's
+            name = f"graders.harnesses.{path.parent.name}"
+        for module in sorted(imported_modules(path, name)):
+            if module.partition(".")[0] not in FIRST_PARTY:
+                continue
+            if module.endswith(".*"):
+                folder = root.joinpath(*module[:-2].split("."))
+                for each in sorted(folder.glob("*.py")):
+                    add(each)
+                continue
+            target = _module_file(root, module)
+            if target is not None:
+                add(target)
+            elif _module_file(root, module.rpartition(".")[0]) is None:
+                raise ValueError(f"{path.relative_to(root)} imports {module}, which is not "
+                                 f"in {root}")
+    relative = sorted(path.relative_to(root) for path in files)
+    leaked = sorted({part for part in HIDDEN for path in relative
+                     if path == Path(part) or path.is_relative_to(part)}
+                    | {str(path) for path in relative if path.is_relative_to(LABS)
+                       and path.name in LAB_HIDDEN})
+    if leaked:
+        raise ValueError(f"the bundle would contain hidden parts: {', '.join(leaked)}")
+    return relative
+
 
 PYPROJECT = """[build-system]
 requires = ["setuptools>=68", "wheel"]
@@ -144,16 +269,12 @@ def write_bundle(dest: str | Path, *, root: str | Path | None = None,
     if dest == root.resolve() or any(dest.is_relative_to(root.resolve() / part)
                                      for part in ("pallas_sim", "graders", "assignments")):
         raise ValueError(f"{dest} would overwrite the repository's own files")
-    missing = [part for part in SHIPPED if not (root / part).exists()]
-    if missing:
-        raise ValueError(f"missing from {root}: {', '.join(missing)}")
+    shipped = shipped_files(root)
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    for part in SHIPPED:
+    for part in shipped:
         _copy(root / part, dest / part)
-    (dest / "graders" / "worker" / "__init__.py").write_text(
-        '"""Only the static check ships in the student bundle."""\n', encoding="utf-8")
     handouts = sorted(p for p in (root / "assignments").iterdir()
                       if p.suffix in (".py", ".ipynb") and not p.name.startswith((".", "_")))
     for path in handouts:
@@ -167,8 +288,6 @@ def write_bundle(dest: str | Path, *, root: str | Path | None = None,
                                                           jax_dependencies=jax_deps),
                                          encoding="utf-8")
     leaked = [part for part in HIDDEN if (dest / part).exists()]
-    leaked += [str(p.relative_to(dest)) for name in LAB_HIDDEN
-               for p in (dest / "graders" / "labs").glob(f"*/{name}")]
-    if leaked:  # pragma: no cover - SHIPPED and HIDDEN are disjoint
+    if leaked:  # pragma: no cover - shipped_files refuses them first
         raise ValueError(f"the bundle would contain hidden parts: {', '.join(leaked)}")
     return dest

@@ -31,6 +31,7 @@ student, then assignment, so reports come out in a stable order.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,9 @@ class Submission:
     file: Path
     assignment: str
     folder: Path | None = field(default=None, compare=False)
+    #: Set when the file's name is not the assignment's but maps to it
+    #: (``match_file_name``): e.g. "renamed: a1.py".
+    note: str = field(default="", compare=False)
 
 
 @dataclass
@@ -70,6 +74,48 @@ class Discovery:
     submissions: list[Submission] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     ambiguities: list[str] = field(default_factory=list)
+    #: Per student, what the gradebook's ``notes`` column says: files graded under
+    #: another name ("renamed: a1.py") and files that were not ("misnamed: hw.py").
+    #: A student with only misnamed files is here and nowhere else: never dropped.
+    notes: dict[str, list[str]] = field(default_factory=dict)
+
+    def note(self, student: str, text: str) -> None:
+        """Add ``text`` to ``student``'s notes (once)."""
+        lines = self.notes.setdefault(student, [])
+        if text not in lines:
+            lines.append(text)
+
+
+#: An LMS prefix on a downloaded file name. Canvas: ``<name>_[LATE_]<user id>_<submission
+#: id>_<original name>``; the name is the student's, lower case, without spaces.
+LMS_PREFIX = re.compile(r"^(?P<student>[^_]+)_(?:late_)?\d+_\d+_(?P<rest>.+)$", re.IGNORECASE)
+#: What browsers and LMSs append to a copy's name: ``name (1)``, ``name-1`` (Canvas
+#: resubmissions), ``name copy``.
+COPY_SUFFIX = re.compile(r"(?:\s*\(\d+\)|-\d+|\s+copy)$", re.IGNORECASE)
+
+
+def match_file_name(name: str) -> tuple[Assignment | None, str | None]:
+    """(the assignment a misnamed file's name maps to, the LMS student prefix or None).
+
+    The rule, applied to a ``.py``/``.ipynb`` name (suffix in any case) whose stem is
+    not an assignment's: drop an LMS prefix (``LMS_PREFIX``), then copy suffixes
+    (``COPY_SUFFIX``, repeatedly), fold the case and read spaces and hyphens as
+    underscores; what is left must be an assignment's stem (``a2_pipelining``) or id
+    (``a1``). So ``A2_Pipelining.py``, ``a1.py``, ``a4_flash_attention (1).py`` and
+    ``smithjane_123_456_a1_pallas_basics.py`` map; ``a1_final.py`` and ``hw.py`` do not.
+    """
+    path = Path(name)
+    if path.suffix.casefold() not in SUFFIXES:
+        return None, None
+    stem, student = path.stem, None
+    prefixed = LMS_PREFIX.match(stem)
+    if prefixed is not None:
+        stem, student = prefixed.group("rest"), prefixed.group("student")
+    previous = None
+    while previous != stem:
+        previous, stem = stem, COPY_SUFFIX.sub("", stem)
+    key = re.sub(r"[\s-]+", "_", stem.strip()).casefold()
+    return (ASSIGNMENTS.get(key) or assignment_for_stem(key)), student
 
 
 def _visible(path: Path) -> bool:
@@ -89,7 +135,7 @@ def _entries(folder: Path) -> list[Path]:
 
 def _python_files(folder: Path) -> list[Path]:
     return [p for p in _entries(folder)
-            if p.is_file() and p.suffix in SUFFIXES and _visible(p)]
+            if p.is_file() and p.suffix.casefold() in SUFFIXES and _visible(p)]
 
 
 def _assignment_named(name: str) -> Assignment | None:
@@ -130,20 +176,26 @@ def _expected_names() -> str:
 
 def _from_file(path: Path, student: str, folder: Path, assignment: str | None,
                out: Discovery, *, explicit: bool) -> None:
+    note = ""
     if assignment is not None:
         info = get_assignment(assignment)
         if not explicit and path.stem != info.stem:
             return  # a folder's other assignments are not asked for
     else:
-        found = assignment_for_stem(path.stem)
+        found = assignment_for_stem(path.stem) if path.suffix in SUFFIXES else None
+        if found is None and not explicit:
+            found, _ = match_file_name(path.name)
+            note = f"renamed: {path.name}" if found is not None else ""
         if found is None:
             out.problems.append(
                 f"{student}/{path.name}: not an assignment file (expected one of "
                 f"{_expected_names()}; or pass --assignment aN)"
             )
+            if not explicit:
+                out.note(student, f"misnamed: {path.name}")
             return
         info = found
-    out.submissions.append(Submission(student, info.stem, path, info.id, folder))
+    out.submissions.append(Submission(student, info.stem, path, info.id, folder, note))
 
 
 def student_folder_of(path: str | Path) -> Path:
@@ -169,9 +221,33 @@ def _from_student_folder(folder: Path, assignment: str | None, out: Discovery) -
         _from_file(path, folder.name, folder, assignment, out, explicit=False)
     if len(out.submissions) == before and not files:
         out.problems.append(f"{folder.name}/: no submission files found")
+        if not any(out.notes.get(folder.name, [])):
+            odd = [p.name for p in _entries(folder) if _visible(p)]
+            out.note(folder.name, f"no submission ({', '.join(odd[:3])} not graded)" if odd
+                     else "no submission (empty folder)")
     elif len(out.submissions) == before and assignment is not None:
         stem = get_assignment(assignment).stem
         out.problems.append(f"{folder.name}/: no {stem}.py found")
+
+
+def _from_lms_folder(folder: Path, assignment: str | None, out: Discovery) -> None:
+    """A flat LMS download: each file's student is its LMS prefix (``match_file_name``);
+    a file without one is listed as skipped."""
+    for path in _python_files(folder):
+        info, student = match_file_name(path.name)
+        if student is None:
+            out.problems.append(f"{folder.name}/{path.name}: no LMS student prefix "
+                                "(<name>_<id>_<id>_<file>) in a folder of LMS downloads")
+            continue
+        if info is None:
+            out.problems.append(f"{student}/{path.name}: not an assignment file (expected "
+                                f"one of {_expected_names()})")
+            out.note(student, f"misnamed: {path.name}")
+            continue
+        if assignment is not None and info.id != assignment:
+            continue
+        out.submissions.append(Submission(student, info.stem, path, info.id, folder,
+                                          f"renamed: {path.name}"))
 
 
 def _all_subfolders(folder: Path) -> list[Path]:
@@ -210,6 +286,8 @@ def _classify(folder: Path) -> tuple[str, str]:
             f"one at a time (pallas-lab grade {folder}/*/ for the students)")
     if loose or (nbgrader and not others):
         return "student", ""
+    if not students and any(match_file_name(p.name)[1] for p in _python_files(folder)):
+        return "lms", ""  # a flat LMS download: <student>_<ids>_<file name>
     if not subs and _python_files(folder):
         return "student", ""  # loose .py files of other names: --assignment grades them
     return "class", ""
@@ -242,6 +320,8 @@ def discover(
                 out.ambiguities.append(why)
             elif kind == "student":
                 _from_student_folder(root, assignment, out)
+            elif kind == "lms":
+                _from_lms_folder(root, assignment, out)
             else:
                 folders = _student_folders(root)
                 if not folders:
@@ -258,17 +338,25 @@ def discover(
     graded: dict[tuple[str, Path, str], Submission] = {}
     unique = []
     for sub in sorted(out.submissions, key=lambda s: (s.student, order.get(s.assignment, 99),
-                                                       s.file.suffix != ".py", str(s.file))):
+                                                       bool(s.note), s.file.suffix != ".py",
+                                                       str(s.file))):
         key = sub.file.resolve()
         if key in seen:
             continue
         seen.add(key)
         twin = graded.get((sub.student, sub.file.parent.resolve(), sub.stem))
-        if twin is not None and twin.file.stem == sub.file.stem:
+        if twin is None and sub.note:  # a renamed file in an assignment folder's twin
+            twin = next((g for (st, _, stem), g in graded.items()
+                         if st == sub.student and stem == sub.stem), None)
+        if twin is not None and (twin.file.stem == sub.file.stem or sub.note):
             out.problems.append(f"{sub.student}/{sub.file.name}: {twin.file.name} is graded "
                                 "instead (one file per assignment)")
+            if sub.note:
+                out.note(sub.student, f"not graded: {sub.file.name} ({twin.file.name} was)")
             continue
         graded[(sub.student, sub.file.parent.resolve(), sub.stem)] = sub
+        if sub.note:
+            out.note(sub.student, sub.note)
         unique.append(sub)
     out.submissions = unique
     out.ambiguities.extend(_name_clashes(unique))

@@ -11,19 +11,28 @@ tasks (``graders.assignments``).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pallas_sim
 from graders.assignments import Assignment, assignment_for_stem, get_assignment
-from graders.checks.framework import Check, CheckFailure, PropertyAbort, Session, load_checks
+from graders.checks.framework import (
+    Check,
+    CheckFailure,
+    PropertyAbort,
+    Session,
+    load_checks,
+    raised_hint,
+    raised_text,
+)
 from graders.feedback import cap_text, failure_text, passed_text
 from graders.notebook_submissions import notebook_module, notebook_static_result
-from graders.status import TASK_FAILURE_ORDER, Status
+from graders.status import RESULT_STATUSES, TASK_FAILURE_ORDER, Status
 from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker
 from graders.worker.static_check import StaticCheckResult, check_file
@@ -42,11 +51,12 @@ CHECK_BUDGET_TIMEOUTS = 3
 NO_CHECKS = "(no checks registered)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CheckResult:
-    """The outcome of one check for one submission.
+    """The outcome of one check for one submission (built by keyword only).
 
-    ``points`` earned of ``max_points``; ``status`` one of ``graders.status.RESULT_STATUSES``;
+    ``points`` earned of ``max_points``; ``status`` a :class:`Status` (a string given
+    becomes its member; ``ValueError`` for one outside ``RESULT_STATUSES``);
     ``feedback`` the student-facing text (style.md); ``reason`` its one-line
     summary ("" when passed); ``graded`` whether the task counts; ``internal``
     True when the grader itself failed (``internal_detail`` then holds our
@@ -58,7 +68,7 @@ class CheckResult:
     check: str
     points: float
     max_points: float
-    status: str
+    status: Status
     feedback: str
     seconds: float = 0.0
     graded: bool = True
@@ -66,8 +76,15 @@ class CheckResult:
     internal: bool = False
     internal_detail: str = ""
 
+    def __post_init__(self) -> None:
+        status = Status(self.status)
+        if status not in RESULT_STATUSES:
+            raise ValueError(f"a check result's status is one of {list(RESULT_STATUSES)}, "
+                             f"not {status.value!r}")
+        object.__setattr__(self, "status", status)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class TaskResult:
     """A task's rollup over its checks: points, the worst status and the first reason."""
 
@@ -75,9 +92,12 @@ class TaskResult:
     title: str
     points: float
     max_points: float
-    status: str
+    status: Status
     reason: str
     graded: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
 
     @property
     def shown_status(self) -> str:
@@ -105,6 +125,10 @@ class SubmissionResult:
     load_error: str | None = None
     seconds: float = 0.0
     sandbox: str = ""
+    #: The task ids this result covers (``grade_file(..., tasks=...)``); None: every task.
+    only_tasks: tuple[str, ...] | None = None
+    #: The SHA-256 of the file's bytes when it was graded ("" when it could not be read).
+    sha256: str = ""
 
     @property
     def info(self) -> Assignment:
@@ -118,8 +142,11 @@ class SubmissionResult:
 
     @property
     def max_score(self) -> float:
-        """Points available on graded tasks (from the assignments table)."""
-        return self.info.max_score
+        """Points available on graded tasks (from the assignments table; with
+        ``only_tasks``, on those tasks only)."""
+        if self.only_tasks is None:
+            return self.info.max_score
+        return sum(t.points for t in self.info.graded_tasks if t.id in self.only_tasks)
 
     @property
     def internal_errors(self) -> list[CheckResult]:
@@ -130,6 +157,8 @@ class SubmissionResult:
         """Per-task rollup in the assignment's task order (tasks without checks included)."""
         rollup = []
         for task in self.info.tasks:
+            if self.only_tasks is not None and task.id not in self.only_tasks:
+                continue
             checks = [c for c in self.checks if c.task == task.id]
             if not checks and not task.graded:
                 continue
@@ -144,8 +173,9 @@ class SubmissionResult:
                 status = next((s for s in TASK_FAILURE_ORDER if s in failing), Status.FAILED)
             reason = next((c.reason for c in checks if c.status != Status.PASSED and c.reason), "")
             rollup.append(
-                TaskResult(task.id, task.title, round(earned, 6), task.points, status, reason,
-                           task.graded)
+                TaskResult(task=task.id, title=task.title, points=round(earned, 6),
+                           max_points=task.points, status=status, reason=reason,
+                           graded=task.graded)
             )
         return rollup
 
@@ -166,16 +196,17 @@ def _load_failure(load: LoadResult, file_name: str) -> CheckFailure:
     error = load.error
     if error is None:  # pragma: no cover - a failed LoadResult always has an error
         return CheckFailure(f"{file_name} could not be loaded", status=Status.ERROR)
+    hint = "code at the top level of the file runs on import: keep it to definitions"
     if error.kind in ("exception", "not_implemented"):
-        message = f": {error.message}" if error.message else ""
-        what = f"importing {file_name} raised {error.type}{message}"
+        what = raised_text(f"importing {file_name}", error.type, error.message)
+        hint = raised_hint(error.type, error.message) or hint
     elif error.kind == "timeout":
         what = f"importing {file_name} {error.message}"
     else:
         what = f"{file_name} could not be loaded: {error.message}"
     return CheckFailure(
         what, status=Status.ERROR, traceback=error.traceback or None, output=error.output or None,
-        hint="code at the top level of the file runs on import: keep it to definitions",
+        hint=hint,
     )
 
 
@@ -190,6 +221,31 @@ def _link_failure(path: Path) -> CheckFailure | None:
                 status=Status.ERROR, hint="submit the file itself, not a link to it",
             )
     return None
+
+
+def file_digest(path: str | Path) -> tuple[str, CheckFailure | None]:
+    """The SHA-256 (hex) of a submission file's bytes, or ``("", failure)`` saying in words
+    why it cannot be graded: it cannot be read (permissions, a folder, a vanished file) or
+    it is empty. A symbolic link is not followed (``""``, no failure: ``open_session``
+    refuses it with its own reason). Never raises."""
+    path = Path(path)
+    if _link_failure(path) is not None:
+        return "", None
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        return "", CheckFailure(
+            f"{path.name} could not be read ({why}), so nothing in it was run",
+            status="error",
+            hint="ask the student to resubmit, or give the grader read access to the file",
+        )
+    if not data.strip():
+        return hashlib.sha256(data).hexdigest(), CheckFailure(
+            f"{path.name} is empty, so there was nothing to run", status="error",
+            hint="submit the handout with your code in it",
+        )
+    return hashlib.sha256(data).hexdigest(), None
 
 
 @contextmanager
@@ -212,7 +268,7 @@ def open_session(
         yield Session(stem=assignment.stem, assignment=assignment.id, worker=None,
                       load_failure=link, file_name=file_name)
         return
-    if path.suffix == ".ipynb":
+    if path.suffix.casefold() == ".ipynb":
         with notebook_module(path, assignment.stem) as (module, failure):
             if failure is not None:
                 yield Session(stem=assignment.stem, assignment=assignment.id, worker=None,
@@ -252,6 +308,7 @@ def _module_session(
             session = Session(
                 stem=assignment.stem, assignment=assignment.id, worker=worker,
                 names=load.names, file_name=file_name,
+                why_unbound=notebook.why_unbound if notebook is not None else None,
             )
         yield session
 
@@ -262,22 +319,32 @@ def _result_for_failure(
 ) -> CheckResult:
     task = _task_of(check, assignment)
     feedback = failure_text(
-        failure, task_id=check.task, task_title=task[0], check_name=check.name,
+        failure, task_id=check.task, task_title=task.title, check_name=check.name,
         points=check.points, lecture=assignment.lecture,
     )
     reason = cap_text(failure.what.splitlines()[0]) if failure.what else failure.status
     return CheckResult(
-        assignment.id, check.task, check.name, 0.0, check.points, failure.status, feedback,
-        seconds, task[1], reason, failure.internal or bool(detail), detail,
+        assignment=assignment.id, task=check.task, check=check.name, points=0.0,
+        max_points=check.points, status=failure.status, feedback=feedback, seconds=seconds,
+        graded=task.graded, reason=reason, internal=failure.internal or bool(detail),
+        internal_detail=detail,
     )
 
 
-def _task_of(check: Check, assignment: Assignment) -> tuple[str, bool]:
+@dataclass(frozen=True, kw_only=True)
+class _CheckTask:
+    """The title of a check's task and whether it counts toward the grade."""
+
+    title: str
+    graded: bool
+
+
+def _task_of(check: Check, assignment: Assignment) -> _CheckTask:
     try:
         task = assignment.task(check.task)
     except KeyError:
-        return "(unknown task)", False
-    return task.title, task.graded
+        return _CheckTask(title="(unknown task)", graded=False)
+    return _CheckTask(title=task.title, graded=task.graded)
 
 
 def _internal_failure(exc: BaseException) -> tuple[CheckFailure, str]:
@@ -313,20 +380,23 @@ def run_check(session: Session, check: Check, assignment: Assignment) -> CheckRe
     seconds = time.monotonic() - started
     if outcome is not None:
         return _result_for_failure(check, assignment, outcome, seconds, detail)
-    title, graded = _task_of(check, assignment)
+    task = _task_of(check, assignment)
     feedback = passed_text(
-        task_id=check.task, task_title=title, check_name=check.name, points=check.points
+        task_id=check.task, task_title=task.title, check_name=check.name, points=check.points
     )
     return CheckResult(
-        assignment.id, check.task, check.name, check.points, check.points, Status.PASSED, feedback,
-        seconds, graded,
+        assignment=assignment.id, task=check.task, check=check.name, points=check.points,
+        max_points=check.points, status=Status.PASSED, feedback=feedback, seconds=seconds,
+        graded=task.graded,
     )
 
 
 def _missing_results(
-    assignment: Assignment, checks: list[Check], results: list[CheckResult], reason: str
+    assignment: Assignment, checks: list[Check], results: list[CheckResult], reason: str,
+    only_tasks: tuple[str, ...] | None = None,
 ) -> list[CheckResult]:
-    """Results for every check that produced none, and for graded tasks without checks."""
+    """Results for every check that produced none, and for graded tasks without checks
+    (of ``only_tasks`` when given)."""
     done = {(r.task, r.check) for r in results}
     extra = []
     for check in checks:
@@ -334,6 +404,8 @@ def _missing_results(
             failure = CheckFailure(reason, status=Status.ERROR)
             extra.append(_result_for_failure(check, assignment, failure, 0.0))
     for task in assignment.graded_tasks:
+        if only_tasks is not None and task.id not in only_tasks:
+            continue
         if not any(c.task == task.id for c in checks):
             stub = Check(assignment.id, task.id, NO_CHECKS, task.points, lambda s: None)
             failure = CheckFailure(
@@ -378,6 +450,7 @@ def grade_file(
     timeout: float = 10.0,
     student: str | None = None,
     budget: float | None = None,
+    tasks: Collection[str] | None = None,
 ) -> SubmissionResult:
     """Grade one submission file against every registered check of its assignment.
 
@@ -386,7 +459,9 @@ def grade_file(
     seconds the whole file may take (default: ``CHECK_BUDGET_TIMEOUTS`` x
     ``timeout`` per check), after which the running check and every later one
     are recorded as ``timeout``; ``student`` defaults to the
-    name of the file's folder. Returns a ``SubmissionResult`` with one
+    name of the file's folder; ``tasks`` (task ids) runs only those tasks' checks
+    (``SubmissionResult.only_tasks``). A file that cannot be read or is empty
+    earns nothing, every check saying why (``file_digest``). Returns a ``SubmissionResult`` with one
     ``CheckResult`` per check in registration order (plus one per graded task
     that has no checks). Raises ``KeyError``/``ValueError`` when the
     assignment cannot be determined and lets the checks module's
@@ -396,11 +471,17 @@ def grade_file(
     path = Path(path)
     info = resolve_assignment(path, assignment)
     checks = load_checks(info.id)
+    only = None if tasks is None else tuple(t for t in (x.id for x in info.tasks) if t in tasks)
+    if only is not None:
+        checks = [c for c in checks if c.task in only]
+    digest, unreadable = file_digest(path)
     result = SubmissionResult(
         student=student or path.resolve().parent.name,
         stem=info.stem,
         assignment=info.id,
         file=str(path),
+        only_tasks=only,
+        sha256=digest,
     )
     started = time.monotonic()
     if budget is None:
@@ -412,7 +493,7 @@ def grade_file(
     missing_reason = "this check produced no result"
     try:
         with pallas_sim.config(**GRADING_SIM_OPTIONS), \
-                open_session(path, info, timeout=timeout) as session:
+                _session_for(path, info, timeout, unreadable) as session:
             result.sandbox = session.isolation or isolation_label()
             session.set_budget(started + budget, budget, rule)
             if session.load_failure is not None:
@@ -427,10 +508,23 @@ def grade_file(
         result.load_error = f"the submission could not be graded: {exc}"
         missing_reason = result.load_error
     finally:
-        result.checks.extend(_missing_results(info, checks, result.checks, missing_reason))
+        result.checks.extend(_missing_results(info, checks, result.checks, missing_reason,
+                                              only))
         result.checks[:] = _note_dependencies(info, result.checks)
         result.seconds = time.monotonic() - started
     return result
+
+
+@contextmanager
+def _session_for(path: Path, info: Assignment, timeout: float,
+                 unreadable: CheckFailure | None) -> Iterator[Session]:
+    """``open_session``, or a session whose every call fails with ``unreadable``."""
+    if unreadable is not None:
+        yield Session(stem=info.stem, assignment=info.id, worker=None,
+                      load_failure=unreadable, file_name=path.name)
+        return
+    with open_session(path, info, timeout=timeout) as session:
+        yield session
 
 
 def _note_dependencies(assignment: Assignment, checks: list[CheckResult]) -> list[CheckResult]:

@@ -8,8 +8,10 @@ From the same percent-format source as the ``.py`` handout (``solutions/<stem>.p
   ``task_N_M``); every other cell is *read-only* given code or text
   (``given_NN``). With ``grade_cells=True`` (the nbgrader course source) each
   graded task also gets a locked *autograder tests* cell after its last
-  solution cell, worth the task's points, which is where pallas-lab writes the
-  task's score in the gradebook (``pallas_lab_task_N_M``).
+  solution cell, worth the task's points (``pallas_lab_task_N_M``): its hidden
+  part calls pallas-lab's sandboxed grader for that task
+  (``graders.nbgrader_tests``), and ``pallas-lab grade --to-gradebook`` writes the
+  task's score there too.
 * :func:`handout_notebook` turns the source into the student's notebook with
   nbgrader's own preprocessors: ``ClearSolutions`` (each region becomes the
   task's ``raise NotImplementedError("Need to implement for Task N.M")``),
@@ -28,13 +30,14 @@ import jupytext
 import nbformat
 
 from graders.assignments import Assignment
-from graders.release import (
+from graders.handout import (
     JUPYTEXT_FORMAT,
     STUB_TEMPLATE,
     ReleaseError,
     SolutionRegion,
     find_solution_regions,
 )
+from graders.nbgrader_tests import tests_cell_source
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 NBGRADER_SCHEMA = 3
@@ -126,8 +129,7 @@ def _add_grade_cells(notebook: nbformat.NotebookNode, assignment: Assignment,
         if task.id not in last_cell_of:
             raise ReleaseError(f"{assignment.stem}: graded Task {task.id} has no solution cell")
         grade_id = _unique(grade_cell_id(task.id), used)
-        text = (f"# Task {task.id} ({task.title}): {task.points:g} points, graded by pallas-lab\n"
-                f"# in a separate process. Check your work with: pallas-lab check --task {task.id}")
+        text = tests_cell_source(assignment, task.id)
         cell = nbformat.v4.new_code_cell(text, id=grade_id.replace("_", "-"))
         cell.metadata = {"nbgrader": _metadata(grade_id, solution=False, grade=True, locked=True,
                                                points=float(task.points))}

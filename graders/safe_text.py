@@ -1,4 +1,4 @@
-"""Student-controlled text made safe to show in a terminal and to write into reports.
+r"""Student-controlled text made safe to show in a terminal and to write into reports.
 
 Student names are folder names, file names come from the file system, and
 reasons and feedback quote what a submission raised or printed: an attacker
@@ -6,13 +6,13 @@ chooses all of it (docs/security.md, "Class folders"). Everything the grader
 shows or writes goes through this module first:
 
 * ``terminal_text``: every control character becomes a visible escape,
-  spelled as Python's ``repr`` spells it (``\\x1b``, ``\\r``, ``\\x9b``,
-  ``\\u202e``): C0 controls (the newline and tab survive in multi-line text),
+  spelled as Python's ``repr`` spells it (``\x1b``, ``\r``, ``\x9b``,
+  ``\u202e``): C0 controls (the newline and tab survive in multi-line text),
   DEL, C1 controls (U+009B is a one-character CSI on some terminals), the
   bidirectional overrides and isolates ("Trojan source") and the line and
   paragraph separators. Lone surrogates, which cannot be encoded at all,
-  become ``\\xNN`` when they stand for an undecodable byte of a file name (what
-  ``os.fsdecode`` makes of it) and ``\\udNNN`` otherwise. The result is valid
+  become ``\xNN`` when they stand for an undecodable byte of a file name (what
+  ``os.fsdecode`` makes of it) and ``\udNNN`` otherwise. The result is valid
   Unicode. It is then printed as rich ``Text`` (``show``), never as markup,
   so ``[bold]`` or ``:smile:`` in a name stays those characters. rich's own
   ``strip_control_codes`` removes only BEL, BS, VT, FF and CR, and leaves ESC.

@@ -12,11 +12,18 @@ kernels that read garbage fail loudly.  Semantics: ``pallas-sim.md`` in the
 course specification; lecture §2.  A JAX name pallas_sim does not offer raises
 :class:`UnsupportedJaxAPIError` with what to use instead (docs/fidelity.md,
 "The JAX surface").
+
+:func:`estimate` runs a function's pallas_calls on ``jax.ShapeDtypeStruct`` shapes
+only (the same trace as a real run, with per-step op counts) and predicts their time,
+MFU and bounds on a TPU (docs/performance-model.md).
 """
 
 from . import jax, jnp, pl, pltpu
-from .config import config
-from .errors import (
+from ._src.abstract import AbstractValueError
+from ._src.abstract_run import Estimate, estimate
+from ._src.chips import UnknownChipError
+from ._src.config import config
+from ._src.errors import (
     BlockIndexError,
     CapturedConstantError,
     GridSemanticsError,
@@ -33,9 +40,10 @@ from .errors import (
     UnwaitedDMAError,
     VmemOOMError,
 )
-from .tracing import CallTrace, OperandTrace, Trace, trace
+from ._src.tracing import CallTrace, OperandTrace, Trace, trace
 
-__all__ = ["BlockIndexError", "CallTrace", "CapturedConstantError", "GridSemanticsError",
+__all__ = ["AbstractValueError", "BlockIndexError", "CallTrace", "CapturedConstantError",
+           "Estimate", "GridSemanticsError", "UnknownChipError", "estimate",
            "HBMAccessError", "KernelSignatureError", "NoGridError", "OperandTrace",
            "OutsideKernelError", "PallasSimError", "RevisitedOutputBlockError", "Trace",
            "TracerConversionError", "UnboundAxisError", "UnsupportedJaxAPIError",

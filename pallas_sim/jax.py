@@ -7,7 +7,7 @@ is nothing to compile here, so the transformations run the function eagerly,
 but they refuse what JAX refuses when it traces: ``jit`` a non-array argument
 that is not marked static, or an unhashable static one; ``vmap`` axes of
 different sizes. Any other ``jax.X`` raises
-:class:`~pallas_sim.errors.UnsupportedJaxAPIError` with what to use instead.
+:class:`~pallas_sim.UnsupportedJaxAPIError` with what to use instead.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ import numpy as np
 
 from . import jnp as numpy
 from . import lax, nn, random, tree, tree_util
-from . import surface as _surface
-from .arrays import Array, is_array
-from .errors import UnsupportedJaxUsageError
-from .pytrees import flatten as _flatten
+from ._src import surface as _surface
+from ._src.arrays import Array, is_array
+from ._src.errors import UnsupportedJaxUsageError
+from ._src.pytrees import flatten as _flatten
+from ._src.refs import Ref
+from ._src.specs import ShapeDtypeStruct
 from .random import KeyArray
-from .refs import Ref
-from .specs import ShapeDtypeStruct
 
 T = TypeVar("T")
 _NOT_GIVEN: Any = object()
@@ -127,7 +127,7 @@ def jit(fun: Callable[..., T] = _NOT_GIVEN, /, *, in_shardings: object = None,
     the other as JAX does) must be hashable; every other argument must be a tree of
     arrays and Python numbers, as JAX traces it, and so must the result. The
     jitted function's ``lower``/``trace``/``eval_shape`` raise
-    :class:`~pallas_sim.errors.UnsupportedJaxUsageError` (nothing is compiled).
+    :class:`~pallas_sim.UnsupportedJaxUsageError` (nothing is compiled).
 
     Raises:
       TypeError: ``fun`` is not callable; at call time, a non-static argument or a
@@ -345,6 +345,11 @@ class custom_vjp:  # noqa: N801 - JAX's name
         self.symbolic_zeros, self.optimize_remat = symbolic_zeros, optimize_remat
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function itself, as JAX does outside differentiation (no ``fwd``/``bwd``).
+
+        Raises:
+          AttributeError: ``defvjp`` was never called (JAX's message).
+        """
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function "
                                  f"{getattr(self.fun, '__name__', self.fun)} using defvjp.")
@@ -376,6 +381,11 @@ class custom_jvp:  # noqa: N801 - JAX's name
         self.jvp = lambda primals, tangents: (self.fun(*primals), jvps)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function itself, as JAX does outside differentiation (no JVP rule runs).
+
+        Raises:
+          AttributeError: ``defjvp``/``defjvps`` was never called (JAX's message).
+        """
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function "
                                  f"{getattr(self.fun, '__name__', self.fun)} using defjvp.")

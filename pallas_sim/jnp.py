@@ -12,7 +12,7 @@ differences that matter inside kernels are handled here:
 
 Only the names listed here exist, so code that runs here also finds its
 functions in real ``jax.numpy``; any other name raises
-:class:`~pallas_sim.errors.UnsupportedJaxAPIError` saying whether JAX has it
+:class:`~pallas_sim.UnsupportedJaxAPIError` saying whether JAX has it
 (``jnp.rsqrt`` does not: it is ``jax.lax.rsqrt``).
 """
 
@@ -24,11 +24,12 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from . import surface as _surface
-from .arrays import Array as ndarray  # noqa: F401  (jnp.ndarray is jax.Array)
-from .dtypes import is_floating
-from .refs import Ref
-from .values import (
+from ._src import op_accounting as _ops
+from ._src import surface as _surface
+from ._src.arrays import Array as ndarray  # noqa: F401  (jnp.ndarray is jax.Array)
+from ._src.dtypes import is_floating
+from ._src.refs import Ref
+from ._src.values import (
     KERNELS,
     KernelValue,
     _wrap,
@@ -163,33 +164,47 @@ def _lift(fn: Any) -> Any:
     (and returns one when any argument is one), computes 64-bit results in 32 bits as
     JAX does with x64 off, and truncates an explicit 64-bit dtype with JAX's warning."""
     name = fn.__name__
+    kind = _ops.category(name)
 
     def lifted(*args: Any, **kwargs: Any) -> Any:
         in_kernel = _builtins.bool(KERNELS)
         traced = False
+        plain = []  # the arguments as NumPy takes them, built in the one pass
         for a in args:
             t = type(a)
             if t is KernelValue:
                 traced = True
+                a = a._a
             elif t is list or t is tuple:
-                traced = _scan(a, in_kernel) or traced
+                if _scan(a, in_kernel):
+                    traced = True
+                    a = concrete(a)
             elif t is type or t is np.dtype:
                 if _is_dtype(a):
-                    args = tuple(_dtype_arg(x, name) if (type(x) is type or type(x) is np.dtype)
-                                 and _is_dtype(x) else x for x in args)
+                    a = _dtype_arg(a, name)
             elif in_kernel and t is np.ndarray and a.ndim:
                 raise captured(a)
+            plain.append(a)
         if kwargs:
             if kwargs.get("dtype") is not None:
                 kwargs["dtype"] = _dtype_arg(kwargs["dtype"], name)
-            if _scan(tuple(kwargs.values()), in_kernel):
-                traced = True
-                kwargs = {k: concrete(v) for k, v in kwargs.items()}
-        if traced:
-            return _wrap(fn(*concrete(args), **kwargs))
-        if in_kernel:  # made inside a kernel from Python values: traced in JAX too
-            return _wrap(fn(*args, **kwargs))
-        return _canonical(fn(*args, **kwargs))
+            for key, v in list(kwargs.items()):
+                t = type(v)
+                if t is KernelValue:
+                    traced = True
+                    kwargs[key] = v._a
+                elif t is list or t is tuple:
+                    if _scan(v, in_kernel):
+                        traced = True
+                        kwargs[key] = concrete(v)
+                elif in_kernel and isinstance(v, np.ndarray) and v.ndim:
+                    raise captured(v)
+        if not (traced or in_kernel):
+            return _canonical(fn(*plain, **kwargs))
+        out = _wrap(fn(*plain, **kwargs))  # in a kernel, even from Python values: traced
+        if _ops._STACK:
+            _ops.count(kind, args, kwargs, out)
+        return out
 
     lifted.__name__ = lifted.__qualname__ = name
     lifted.__module__ = __name__
@@ -324,6 +339,10 @@ def _product(fn: Any, operands: tuple[object, ...], preferred: object, *args: ob
     c = _compute_dtype(*xs)
     out = fn(*args, *(x.astype(c, copy=False) for x in xs)).astype(
         _result_dtype(xs, preferred), copy=False)
+    if _ops._STACK and len(xs) >= 2:
+        contracted = (_ops.einsum_contracted(args[0], xs) if args else
+                      xs[0].shape[-1] if xs[0].ndim else 1)
+        _ops.product(xs[0], xs[1], out.size, contracted)
     return KernelValue(out) if traced else out
 
 

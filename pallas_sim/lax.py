@@ -28,16 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from . import surface as _surface
-from .arrays import is_array
-from .dtypes import as_dtype, is_floating
-from .pytrees import flatten as _flatten
-from .refs import Ref
-from .values import KERNELS as _KERNELS
-from .values import KernelValue as _KernelValue
-from .values import _wrap as _traced_result
-from .values import concrete as _concrete
-from .values import lift as _lift
+from ._src import op_accounting
+from ._src import surface as _surface
+from ._src.arrays import is_array
+from ._src.dtypes import as_dtype, is_floating
+from ._src.pytrees import flatten as _flatten
+from ._src.refs import Ref
+from ._src.values import KERNELS as _KERNELS
+from ._src.values import KernelValue as _KernelValue
+from ._src.values import _wrap as _traced_result
+from ._src.values import concrete as _concrete
+from ._src.values import lift as _lift
 
 # -- dtypes as JAX sees them (x64 off) --------------------------------------------------------
 
@@ -587,6 +588,10 @@ def dot_general(lhs: object, rhs: object, dimension_numbers: Any, precision: obj
                             f"{lsizes} and {rsizes}.")
     out_dtype = (canonical_dtype(preferred_element_type) if preferred_element_type is not None
                  else canonical_dtype(np.result_type(dl, dr)))
+    if op_accounting._STACK:
+        op_accounting.product(lhs, rhs, math.prod(sl) * math.prod(sr) // max(
+            math.prod(sl[d] for d in lc) ** 2 * math.prod(sl[d] for d in lb), 1),
+            math.prod(sl[d] for d in lc))
     acc = _accumulation_dtype((dl, dr))
     a, b = _value(lhs, dl).astype(acc), _value(rhs, dr).astype(acc)
     if not lb and lc == (len(sl) - 1,) and rc == (0,) and len(sr) <= 2:
@@ -1340,7 +1345,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
       UnsupportedJaxUsageError: a scan of length 0 (JAX traces ``f`` for the shapes of
         ``ys``; pallas_sim would have to run it).
     """
-    from .errors import UnsupportedJaxUsageError
+    from ._src.errors import UnsupportedJaxUsageError
 
     x_leaves, x_def = _flatten(xs)
     lengths = {np.shape(leaf)[0] for leaf in x_leaves}
@@ -1386,8 +1391,8 @@ def _mesh_axes(axis_name: Any, what: str) -> list[tuple[int, int]]:
     Raises:
       UnboundAxisError: a name no running kernel's mesh defines (JAX's message).
     """
-    from .context import running
-    from .errors import UnboundAxisError
+    from ._src.context import running
+    from ._src.errors import UnboundAxisError
 
     names = axis_name if isinstance(axis_name, tuple) else (axis_name,)
     ctx = running()
@@ -1435,7 +1440,7 @@ __all__ = sorted(
 #: Functions that call user code (their bodies see kernel values as they are).
 _CONTROL_FLOW = {"cond", "switch", "fori_loop", "while_loop", "scan", "map", "axis_index",
                  "axis_size"}
-# The array functions take kernel values as JAX's take tracers (pallas_sim.values.lift).
+# The array functions take kernel values as JAX's take tracers (pallas_sim._src.values.lift).
 for _name in __all__:
     _fn = globals()[_name]
     if _name not in _CONTROL_FLOW and not isinstance(_fn, type):

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from . import lax as _lax
-from . import surface as _surface
-from .dtypes import as_dtype, is_floating
-from .values import lift as _lift
+from ._src import surface as _surface
+from ._src.dtypes import as_dtype, is_floating
+from ._src.values import lift as _lift
 
 _F32 = np.dtype(np.float32)
 
@@ -309,7 +309,7 @@ __all__ = ["celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swis
            "hard_tanh", "identity", "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp",
            "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign",
            "softmax", "softplus", "sparse_plus", "squareplus", "standardize", "swish", "tanh"]
-# Every function takes kernel values as JAX's take tracers (pallas_sim.values.lift).
+# Every function takes kernel values as JAX's take tracers (pallas_sim._src.values.lift).
 for _name in __all__:
     globals()[_name] = _lift(globals()[_name])
 del _name

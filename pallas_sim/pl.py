@@ -6,17 +6,17 @@ pallas as pl`` to run the same kernel on real Pallas.
 
 from __future__ import annotations
 
-from . import surface as _surface
-from .block_dims import Blocked, BoundedSlice, Element, Squeezed, squeezed
-from .call_args import no_block_spec
-from .context import num_programs, program_id, when
-from .loop import loop
-from .memory_spaces import ANY, MemorySpace
-from .mesh import kernel
-from .pallas_call import cdiv, pallas_call
-from .scoped import run_scoped
-from .specs import BlockSpec, Buffered, CostEstimate, GridSpec
-from .values import concrete
+from ._src import surface as _surface
+from ._src.block_dims import Blocked, BoundedSlice, Element, Squeezed, squeezed
+from ._src.call_args import no_block_spec
+from ._src.context import num_programs, program_id, when
+from ._src.loop import loop
+from ._src.memory_spaces import ANY, MemorySpace
+from ._src.mesh import kernel
+from ._src.pallas_call import cdiv, pallas_call
+from ._src.scoped import run_scoped
+from ._src.specs import BlockSpec, Buffered, CostEstimate, GridSpec
+from ._src.values import concrete
 
 
 def ds(start: int | None, size: int | None = None, stride: int | None = None) -> slice:

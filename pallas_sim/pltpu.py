@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from . import surface as _surface
-from .dma import SemaphoreType, async_copy, make_async_copy, sync_copy
-from .memory_spaces import HBM, SEMAPHORE, SMEM, VMEM
-from .memory_spaces import TPUMemorySpace as MemorySpace
-from .mesh import create_tensorcore_mesh
-from .pipeline import emit_pipeline
-from .specs import (
+from ._src import surface as _surface
+from ._src.dma import SemaphoreType, async_copy, make_async_copy, sync_copy
+from ._src.memory_spaces import HBM, SEMAPHORE, SMEM, VMEM
+from ._src.memory_spaces import TPUMemorySpace as MemorySpace
+from ._src.mesh import create_tensorcore_mesh
+from ._src.pipeline import emit_pipeline
+from ._src.specs import (
     ARBITRARY,
     CORE_PARALLEL,
     PARALLEL,

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from . import lax as _lax
-from . import surface as _surface
-from .arrays import Array
-from .dtypes import as_dtype, is_floating
-from .errors import UnsupportedJaxUsageError
+from ._src import surface as _surface
+from ._src.arrays import Array
+from ._src.dtypes import as_dtype, is_floating
+from ._src.errors import UnsupportedJaxUsageError
 
 _U32 = np.dtype(np.uint32)
 #: Philox counter words that keep the streams of one key apart.

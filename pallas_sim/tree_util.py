@@ -1,22 +1,22 @@
 """``jax.tree_util``: the ``tree_*`` spellings of :mod:`pallas_sim.tree`, and ``PyTreeDef``.
 
 Registering node types (``register_pytree_node`` and friends) is refused with a
-message: pallas_sim keeps no registry (:mod:`pallas_sim.pytrees`).
+message: pallas_sim keeps no registry (:mod:`pallas_sim._src.pytrees`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import surface as _surface
-from .pytrees import PyTreeDef
-from .pytrees import all as tree_all
-from .pytrees import flatten as tree_flatten
-from .pytrees import leaves as tree_leaves
-from .pytrees import map as tree_map
-from .pytrees import reduce as tree_reduce
-from .pytrees import structure as tree_structure
-from .pytrees import unflatten as tree_unflatten
+from ._src import surface as _surface
+from ._src.pytrees import PyTreeDef
+from ._src.pytrees import all as tree_all
+from ._src.pytrees import flatten as tree_flatten
+from ._src.pytrees import leaves as tree_leaves
+from ._src.pytrees import map as tree_map
+from ._src.pytrees import reduce as tree_reduce
+from ._src.pytrees import structure as tree_structure
+from ._src.pytrees import unflatten as tree_unflatten
 
 
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:

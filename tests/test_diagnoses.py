@@ -136,7 +136,7 @@ def test_all_nan_is_a_missing_init_only_with_poisoned_buffers() -> None:
 
 def _revisit_failure(out_map, grid, semantics) -> CheckFailure:
     """The CheckFailure a student's matmul raising RevisitedOutputBlockError produces."""
-    from pallas_sim.errors import RevisitedOutputBlockError
+    from pallas_sim._src.errors import RevisitedOutputBlockError
 
     case = _matmul_case((2, 2, 2))
     x, y = case.args

@@ -11,15 +11,18 @@ submission graded twice gives the same scores and feedback).
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import importlib
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, configuration, given, settings
 from hypothesis import strategies as st
 
 from graders.status import FAILURE_STATUSES
@@ -29,6 +32,11 @@ if TYPE_CHECKING:
     from graders.worker.client import CallResult, Worker, WorkerFailure
 
 STATUSES = FAILURE_STATUSES
+
+#: Seconds a call gets once the same function has run out of a full call timeout in this
+#: submission (a loop that never ends then costs the full timeout once and this on every
+#: later check that calls it; an honest call takes milliseconds).
+RETRY_TIMEOUT = 2.0
 
 
 class CheckFailure(Exception):
@@ -158,6 +166,13 @@ def load_checks(assignment: str) -> list[Check]:
 
 
 # -- hypothesis profiles -----------------------------------------------------------------------
+
+# hypothesis keeps files (the constants it collects from source files) in ./.hypothesis/
+# of whatever folder the TA grades from; grading uses no example database, so they go to
+# a folder of this process's own, removed when it exits.
+_HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="pallas-lab-hypothesis-")
+configuration.set_hypothesis_home_dir(_HYPOTHESIS_HOME)
+atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
 
 #: Deterministic grading profile: every setting pinned (design.md, "Grading architecture").
 GRADING_SETTINGS = settings(
@@ -352,7 +367,7 @@ def _to_call_traces(records: tuple[dict[str, Any], ...]) -> list[Any]:
     block indices of a step without guarding): raises ``ValueError`` (or the
     ``from_dict`` errors) for a record the simulator cannot have produced."""
     try:
-        from pallas_sim.tracing import CallTrace
+        from pallas_sim._src.tracing import CallTrace
     except ImportError:  # the simulator is not there yet: keep the plain records
         return list(records)
     calls = [CallTrace.from_dict(record) for record in records]
@@ -378,6 +393,31 @@ def _to_call_traces(records: tuple[dict[str, Any], ...]) -> list[Any]:
     return calls
 
 
+#: What the worker's output file may hold (``graders.worker.sandbox.LIMITS``,
+#: RLIMIT_FSIZE): a bigger print fails with ``OSError: [Errno 27] File too large``.
+OUTPUT_LIMIT_TEXT = "16 MiB"
+
+
+def _output_too_large(error_type: str, message: str) -> bool:
+    return error_type == "OSError" and "File too large" in (message or "")
+
+
+def raised_text(what: str, error_type: str, message: str) -> str:
+    """``"f raised KeyError: 'b'"``; an ``OSError: File too large`` (the worker's output
+    limit, hit by printing too much) is said in words instead."""
+    if _output_too_large(error_type, message):
+        return (f"{what} printed more than the {OUTPUT_LIMIT_TEXT} of output a submission may "
+                "write, so the print failed (OSError: File too large)")
+    return f"{what} raised {error_type}{f': {message}' if message else ''}"
+
+
+def raised_hint(error_type: str, message: str) -> str | None:
+    """A hint for ``raised_text``'s output-limit case (None otherwise)."""
+    if _output_too_large(error_type, message):
+        return "remove the large print, or print a summary (a shape, a few values) instead"
+    return None
+
+
 class Session:
     """One submission file, given to every check (``check.run(session)``).
 
@@ -386,7 +426,12 @@ class Session:
     a student function in the worker and return a ``Reply``, or raise
     ``CheckFailure`` (never anything else). Within one check (between
     ``begin_check`` calls) a function that was not started, timed out or
-    crashed fails again at once without a worker round trip.
+    crashed fails again at once without a worker round trip; once a function has run
+    out of a full call timeout, its calls in later checks get ``RETRY_TIMEOUT`` seconds.
+    ``why_unbound``
+    (a notebook's ``ConvertedNotebook.why_unbound``) explains a missing function
+    or a ``NameError`` whose name was bound only by code set aside (a
+    disallowed import and what depends on it).
     """
 
     def __init__(
@@ -398,8 +443,10 @@ class Session:
         load_failure: CheckFailure | None = None,
         names: frozenset[str] = frozenset(),
         file_name: str | None = None,
+        why_unbound: Callable[[str], str | None] | None = None,
     ) -> None:
         self.stem = stem
+        self._why_unbound = why_unbound
         self.assignment = assignment
         self.file_name = file_name or f"{stem}.py"
         self.names = names
@@ -407,6 +454,7 @@ class Session:
         self._worker = worker
         self._load_failure = load_failure
         self._memo: dict[str, PropertyAbort] = {}
+        self._timed_out: set[str] = set()  # functions that ran out of a full call timeout
         self.current_check: Check | None = None
         self._deadline: float | None = None
         self._budget = (0.0, "")
@@ -494,20 +542,19 @@ class Session:
         if memo is not None:
             self._raise(memo.failure.copy(input=None), with_input=memo.with_input)
         if func not in self.names:
-            failure = CheckFailure(
-                f"function '{func}' is not defined in {self.file_name}",
-                hint="keep the function names and signatures of the handout",
-            )
-            self._raise(failure, with_input=False)
+            self._raise(self._missing(func), with_input=False)
         assert self._worker is not None
         from graders.worker.protocol import ProtocolError
 
         call_timeout, cut = timeout, False
+        limit = timeout if timeout is not None else float(self._worker.timeout)
+        shortened = func in self._timed_out and limit > RETRY_TIMEOUT
+        if shortened:
+            call_timeout = limit = RETRY_TIMEOUT
         if self._deadline is not None:
             remaining = self._deadline - time.monotonic()
             if remaining <= 0:
                 self._remember(func, self.budget_failure(ran=True), with_input=False)
-            limit = timeout if timeout is not None else float(self._worker.timeout)
             if remaining < limit:
                 call_timeout, cut = remaining, True
         self.round_trips += 1
@@ -532,7 +579,10 @@ class Session:
             assert result.error is not None
             if cut and result.error.kind == "timeout":
                 self._remember(func, self.budget_failure(ran=True), with_input=False)
-            self._fail_call(func, result.error, timeout)
+            if result.error.kind == "timeout" and not shortened:
+                self._timed_out.add(func)
+            self._fail_call(func, result.error, call_timeout if shortened else timeout,
+                            earlier=shortened)
         return self._reply(func, result)
 
     def _reply(self, func: str, result: CallResult) -> Reply:
@@ -562,7 +612,8 @@ class Session:
             sources=tuple(result.sources),
         )
 
-    def _fail_call(self, func: str, error: WorkerFailure, timeout: float | None) -> None:
+    def _fail_call(self, func: str, error: WorkerFailure, timeout: float | None, *,
+                   earlier: bool = False) -> None:
         output = error.output or None
         trace = error.traceback or None
         kind = error.kind
@@ -576,6 +627,9 @@ class Session:
         elif kind == "timeout":
             seconds = timeout if timeout is not None else getattr(self._worker, "timeout", None)
             limit = f" within {seconds:g} s" if seconds is not None else ""
+            if earlier:
+                limit += (" (it already ran out of the full timeout on an earlier check, so "
+                          f"its later calls get {RETRY_TIMEOUT:g} s)")
             failure = CheckFailure(
                 f"{func} did not finish{limit}",
                 status="timeout", output=output,
@@ -597,13 +651,13 @@ class Session:
             )
             self._remember(func, failure, with_input=True)
         elif kind == "exception":
-            message = f": {error.message}" if error.message else ""
+            why = self._unbound_name_note(error.type, error.message)
             failure = CheckFailure(
-                f"{func} raised {error.type}{message}", traceback=trace, output=output
+                raised_text(func, error.type, error.message) + why, traceback=trace,
+                output=output, hint=raised_hint(error.type, error.message),
             )
         elif kind == "missing":
-            failure = CheckFailure(f"function '{func}' is not defined in {self.file_name}")
-            self._raise(failure, with_input=False)
+            self._raise(self._missing(func), with_input=False)
         elif kind == "unencodable":
             failure = CheckFailure(error.message, output=output)
         elif kind == "not_loaded":
@@ -616,6 +670,25 @@ class Session:
             )
             self._raise(failure, with_input=True)
         self._raise(failure, with_input=True)
+
+    def _missing(self, func: str) -> CheckFailure:
+        why = self._why_unbound(func) if self._why_unbound is not None else None
+        if why is not None:
+            return CheckFailure(
+                f"function '{func}' was set aside: {why}",
+                status="error",
+                hint="import only numpy, math, functools, itertools, dataclasses, typing, "
+                     "warnings and pallas_sim (from pallas_sim import jax, jnp, pl, pltpu)")
+        return CheckFailure(f"function '{func}' is not defined in {self.file_name}",
+                            hint="keep the function names and signatures of the handout")
+
+    def _unbound_name_note(self, kind: str, message: str) -> str:
+        """For ``NameError: name 'x' is not defined`` where x was set aside: why."""
+        found = re.fullmatch(r"name '(\w+)' is not defined", message or "")
+        if kind != "NameError" or found is None or self._why_unbound is None:
+            return ""
+        why = self._why_unbound(found.group(1))
+        return f" (set aside: {why})" if why else ""
 
     def _remember(self, func: str, failure: CheckFailure, *, with_input: bool) -> None:
         self._memo[func] = PropertyAbort(failure, with_input)

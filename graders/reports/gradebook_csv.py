@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from graders.assignments import ASSIGNMENTS
@@ -81,16 +81,24 @@ def gradebook_rows(results: Sequence[SubmissionResult]) -> dict[str, dict[str, s
 
 
 def write_gradebook(
-    results: Sequence[SubmissionResult], path: str | Path, *, keep_existing: bool = True
+    results: Sequence[SubmissionResult], path: str | Path, *, keep_existing: bool = True,
+    notes: Mapping[str, Sequence[str]] | None = None,
 ) -> Path:
     """Write the gradebook to ``path`` atomically; returns the path.
 
     With ``keep_existing`` the rows of students graded earlier (present in an
     existing file, absent from ``results``) are kept, and their columns merged;
-    a student's total then sums the assignment columns of their row.
+    a student's total then sums the assignment columns of their row. ``notes``
+    (student -> lines: "misnamed: a1.txt", "missing: no submission") adds a
+    ``notes`` column and a row for each student it names.
     """
     path = Path(path)
     fresh = gradebook_rows(results)
+    for student, lines in (notes or {}).items():
+        if lines:
+            row = fresh.setdefault(student_cell_value(student),
+                                   {"student": student_cell_value(student)})
+            row["notes"] = terminal_text("; ".join(lines))
     existing = _read_existing(path) if keep_existing else []
     merged: dict[str, dict[str, str]] = {}
     for row in existing:
@@ -103,5 +111,7 @@ def write_gradebook(
             round(sum(float(row[a]) for a in ASSIGNMENTS if row.get(a)), 6)
         )
     columns = gradebook_columns(sorted(ids))
+    if any(row.get("notes") for row in merged.values()):
+        columns.append("notes")
     text = gradebook_text(columns, (merged[student] for student in sorted(merged)))
     return atomic_write_text(path, text)

@@ -31,19 +31,43 @@ STATUS_STYLE = {
 MAX_REASON_CHARS = 90
 
 
-def _short(text: str) -> str:
+def short_reason(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """The first line of ``text``, escaped, at most ``limit`` characters: cut at the last
+    space that fits (never inside a word, unless one word is longer than the limit),
+    marked with "…"."""
     line = terminal_text(text.split("\n", 1)[0])
-    return line if len(line) <= MAX_REASON_CHARS else line[: MAX_REASON_CHARS - 1] + "…"
+    if len(line) <= limit:
+        return line
+    head = line[: limit - 1]
+    space = head.rfind(" ")
+    if space > limit // 2:
+        head = head[:space]
+    return head.rstrip(" ,;:(") + "…"
+
+
+def load_reason(result: SubmissionResult) -> str:
+    """The table's reason for every task of a file that did not load: not run (refused by
+    the static check, unreadable, empty, a link) or run and failed on import."""
+    error = result.load_error or ""
+    name = Path(result.file).name
+    if error.startswith(f"importing {name}"):
+        return "the file failed when it was imported (see below)"
+    if error.startswith(f"{name} could not be loaded"):
+        return "the file could not be loaded (see below)"
+    if error.startswith("the submission could not be graded"):
+        return "the file could not be graded (see below)"
+    return "the file was not run (see below)"
 
 
 def submission_table(result: SubmissionResult) -> Table:
-    """A rich Table for one submission: Task, Title, Points, Status, Reason; total in the footer."""
+    """A rich Table for one submission: Task, Function(s) (what the task implements),
+    Points, Status, Reason; the total in the footer."""
     info = result.info
     title = Text(terminal_text(
         f"{result.student} — {info.id} {info.title} ({Path(result.file).name})"))
     table = Table(title=title, box=box.SIMPLE_HEAVY, show_footer=True, title_justify="left")
     table.add_column("Task", footer="total")
-    table.add_column("Title")
+    table.add_column("Function(s)")
     table.add_column(
         "Points", justify="right",
         footer=f"{format_points(result.score)}/{format_points(result.max_score)}",
@@ -58,11 +82,11 @@ def submission_table(result: SubmissionResult) -> Table:
         if task.status == "passed":
             reason = ""
         elif result.load_error:
-            reason = "the file was not run (see below)"
+            reason = load_reason(result)
         elif task.status == "not started":
             reason = "still the handout's stub (NotImplementedError)"
         else:
-            reason = _short(task.reason)
+            reason = short_reason(task.reason)
         # Every dynamic string goes in as escaped Text: a student's "[/]" is text, not markup.
         table.add_row(
             Text(task.task), Text(task.title), Text(points),

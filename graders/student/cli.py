@@ -11,7 +11,7 @@
 ``--task 4.1`` runs one task (finding its file the same way when no FILE is
 given). ``status`` prints the progress table over all assignments. Exit
 status of ``check``: 0 when every task checked passed, 1 otherwise, 2 for
-usage errors; ``status`` exits 0.
+usage errors; ``status`` exits 0, or 2 when it finds no handout at all.
 
 The main CLI (``graders.cli``) mounts these subcommands with
 :func:`add_commands`; the student bundle's ``pallas-lab`` is :func:`main`.
@@ -22,6 +22,7 @@ options) and :data:`CHECK_BACKENDS` (name -> runner).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -64,10 +65,22 @@ CHECK_BACKENDS: dict[str, Callable[[argparse.Namespace, Console], list[FileRepor
 }
 
 
+class BackendUnavailable(RuntimeError):
+    """A check backend cannot run on this installation; the message says what to install."""
+
+
 def _run_jax(args: argparse.Namespace, con: Console) -> list[FileReport]:
     """``--backend jax``: the file's kernels on real JAX Pallas vs pallas_sim
-    (``graders.fidelity.student_backend``; needs the ``pallas-lab[jax]`` extra)."""
-    from graders.fidelity.student_backend import run_jax_backend
+    (``graders.student.jax_backend``; needs the ``pallas-lab[jax]`` extra).
+
+    Raises:
+      BackendUnavailable: JAX is not installed (the command prints one line and exits 2).
+    """
+    if importlib.util.find_spec("jax") is None:
+        raise BackendUnavailable(
+            "--backend jax needs JAX, which is not installed here; install the jax extra "
+            "(pip install '.[jax]' in the bundle's or repository's folder)")
+    from graders.student.jax_backend import run_jax_backend
 
     return run_jax_backend(args, con)
 
@@ -161,7 +174,11 @@ def run_check(args: argparse.Namespace, con: Console, err: Console) -> int:
     if targets is None:
         return EXIT_USAGE
     args.targets = targets
-    reports = CHECK_BACKENDS[args.backend](args, con)
+    try:
+        reports = CHECK_BACKENDS[args.backend](args, con)
+    except BackendUnavailable as exc:
+        err.print(f"pallas-lab check: {exc}", markup=False, soft_wrap=True)
+        return EXIT_USAGE
     for report in reports:
         print_report(report, con)
     statuses = {t.status for r in reports for t in r.tasks} - {Status.NO_SELF_CHECK}
@@ -190,12 +207,26 @@ def status_table(reports: Sequence[FileReport]) -> Table:
     return table
 
 
-def run_status(args: argparse.Namespace, con: Console) -> int:
-    """``pallas-lab status``; returns 0."""
+def run_status(args: argparse.Namespace, con: Console, err: Console | None = None) -> int:
+    """``pallas-lab status``: the progress table over every assignment whose file is found.
+
+    Returns 0; when no assignment's file is found at all (run outside the handouts'
+    folder) says so in one line on ``err`` (stderr by default) and returns 2.
+    """
     folders = [args.folder] if args.folder is not None else []
+    found = {a.id: find_file(a, folders) for a in ASSIGNMENTS.values()}
+    if not any(found.values()):
+        where = " or ".join(str(f) for f in folders) or (
+            f"{Path.cwd()} or its assignments/ folder")
+        names = ", ".join(f"{a.stem}.py" for a in ASSIGNMENTS.values())
+        (err or Console(stderr=True)).print(
+            f"pallas-lab status: no handout found in {where} (looked for {names} and their "
+            ".ipynb); run it in the folder that holds your handouts, or name that folder",
+            markup=False, highlight=False, soft_wrap=True)
+        return EXIT_USAGE
     reports = []
     for assignment in ASSIGNMENTS.values():
-        path = find_file(assignment, folders)
+        path = found[assignment.id]
         reports.append(check_file(path, assignment) if path else no_file_report(assignment))
     con.print(status_table(reports))
     return EXIT_OK
@@ -210,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     con, err = Console(), Console(stderr=True)
     if args.command == "check":
         return run_check(args, con, err)
-    return run_status(args, con)
+    return run_status(args, con, err)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,12 +58,16 @@ class NotebookError(ValueError):
 @dataclass(frozen=True)
 class SetAside:
     """One piece of a code cell left out of the module: 1-based ``cell`` and ``line``
-    within the cell, the first line of its ``text``, and the ``reason``."""
+    within the cell, the first line of its ``text``, and the ``reason``; ``names``: the
+    module names it would have bound; ``uses``: the name it read that was itself set
+    aside (None when it was set aside for another reason)."""
 
     cell: int
     line: int
     text: str
     reason: str
+    names: tuple[str, ...] = ()
+    uses: str | None = None
 
 
 @dataclass
@@ -77,6 +82,39 @@ class ConvertedNotebook:
     source: str
     cell_lines: list[tuple[int, int, int]] = field(default_factory=list)
     set_aside: list[SetAside] = field(default_factory=list)
+
+    def why_unbound(self, name: str) -> str | None:
+        """Why module name ``name`` is missing when code that binds it was set aside, first
+        cause first (e.g. an import a submission may not use); None otherwise.
+
+        E.g. "import of 'jax', which a submission may not use (cell 5, line 1:
+        `import jax`); cell 5, line 3 (`@jax.jit`) uses 'jax'".
+        """
+        if name in self._kept_names():
+            return None
+        chain: list[SetAside] = []
+        while name not in {n for note in chain for n in note.names}:
+            note = next((n for n in reversed(self.set_aside) if name in n.names), None)
+            if note is None:
+                break
+            chain.append(note)
+            if note.uses is None:
+                break
+            name = note.uses
+        if not chain:
+            return None
+        root = chain[-1]
+        parts = [f"{root.reason} (cell {root.cell}, line {root.line}: `{root.text}`)"]
+        parts += [f"cell {n.cell}, line {n.line} (`{n.text}`) uses '{n.uses}'"
+                  for n in reversed(chain[:-1])]
+        return "; ".join(parts)
+
+    def _kept_names(self) -> set[str]:
+        try:
+            tree = ast.parse(self.source)
+        except SyntaxError:
+            return set()
+        return {name for stmt in tree.body for name in _bound_names(stmt)}
 
     def location(self, line: int) -> tuple[int, int] | None:
         """(cell number, line within the cell) of a 1-based module line, or None for a
@@ -96,6 +134,7 @@ def read_notebook_cells(path: str | Path) -> list[tuple[int, str, str]]:
     cell, line and column).
     """
     import nbformat
+    from nbformat.warnings import DuplicateCellId, MissingIDFieldWarning
 
     path = Path(path)
     try:
@@ -107,7 +146,10 @@ def read_notebook_cells(path: str | Path) -> list[tuple[int, str, str]]:
     except OSError as exc:
         raise NotebookError(f"cannot read {path.name}: {exc}") from None
     try:
-        notebook = nbformat.reads(text, as_version=4)
+        with warnings.catch_warnings():  # cell ids do not matter here; no noise for the TA
+            warnings.simplefilter("ignore", MissingIDFieldWarning)
+            warnings.simplefilter("ignore", DuplicateCellId)
+            notebook = nbformat.reads(text, as_version=4)
         cells = [(number, str(cell.cell_type), _text(cell.source))
                  for number, cell in enumerate(notebook.cells, start=1)]
     except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds for bad input
@@ -123,8 +165,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _refuse_surrogates(file_name: str, number: int, source: str) -> None:
-    """Raise ``NotebookError`` when a code cell holds a lone surrogate: JSON can spell
-    one (``"\\ud800"``) but it is not a character, so no Python source holds it."""
+    r"""Raise ``NotebookError`` when a code cell holds a lone surrogate: JSON can spell
+    one (``"\ud800"``) but it is not a character, so no Python source holds it."""
     found = _SURROGATE.search(source)
     if found is None:
         return
@@ -206,8 +248,8 @@ def _convert_cell(number: int, source: str, dropped: set[str], prompting: set[st
                      for i in magic)
     commented: set[int] = set()
     for group in _line_groups(tree.body):
-        reason = next((r for r in (_why_set_aside(stmt, dropped, prompting) for stmt in group)
-                       if r), None)
+        reason, uses = next(((r, u) for r, u in (_why_set_aside_using(stmt, dropped, prompting)
+                                                 for stmt in group) if r), (None, None))
         if reason is None:
             for stmt in group:
                 dropped.difference_update(_bound_names(stmt))
@@ -215,12 +257,16 @@ def _convert_cell(number: int, source: str, dropped: set[str], prompting: set[st
                         stmt.body, prompting):
                     prompting.add(stmt.name)
             continue
+        names: list[str] = []
         for stmt in group:
-            dropped.update(_bound_names(stmt))
-            start, end = stmt.lineno, stmt.end_lineno or stmt.lineno
+            bound = _bound_names(stmt)
+            dropped.update(bound)
+            names.extend(sorted(bound))
+            start, end = _first_line(stmt), stmt.end_lineno or stmt.lineno
             commented.update(range(start, end + 1))
-        head = group[0]
-        notes.append(SetAside(number, head.lineno, lines[head.lineno - 1].strip(), reason))
+        head = _first_line(group[0])
+        notes.append(SetAside(number, head, lines[head - 1].strip(), reason, tuple(names),
+                              uses))
     return [_comment(line) if i + 1 in commented else line
             for i, line in enumerate(lines)], notes
 
@@ -230,13 +276,28 @@ def _line_groups(body: list[ast.stmt]) -> list[list[ast.stmt]]:
     groups: list[list[ast.stmt]] = []
     last_line = 0
     for stmt in body:
-        start = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+        start = _first_line(stmt)
         if groups and start <= last_line:
             groups[-1].append(stmt)
         else:
             groups.append([stmt])
         last_line = max(last_line, stmt.end_lineno or stmt.lineno)
     return groups
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    """The first line of a top-level statement: its first decorator's, if it has any."""
+    return min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+
+
+def _why_set_aside_using(stmt: ast.stmt, dropped: set[str], prompting: set[str]
+                         ) -> tuple[str | None, str | None]:
+    """``_why_set_aside`` and, when the reason is a set-aside name it reads, that name."""
+    reason = _why_set_aside(stmt, dropped, prompting)
+    used = sorted(_names_read_on_definition(stmt) & dropped)
+    if reason is None or not used or reason != _uses_reason(used[0]):
+        return reason, None
+    return reason, used[0]
 
 
 def _is_main_guard(stmt: ast.stmt) -> bool:
@@ -269,8 +330,12 @@ def _why_set_aside(stmt: ast.stmt, dropped: set[str], prompting: set[str] = froz
                 "it while grading")
     used = _names_read_on_definition(stmt) & dropped
     if used:
-        return f"uses '{sorted(used)[0]}', which is not part of the graded module"
+        return _uses_reason(sorted(used)[0])
     return None
+
+
+def _uses_reason(name: str) -> str:
+    return f"uses '{name}', which is not part of the graded module"
 
 
 #: Builtins that wait for keyboard input (statements calling them are set aside).

@@ -91,10 +91,11 @@ class StudentError(Exception):
         self.what, self.trace, self.input = what, trace, None
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class TaskOutcome:
-    """A task's self-check outcome: ``status`` (one of ``STATUSES``) and, when failing,
-    the ``check`` that failed with its ``detail`` lines (input, expected, got)."""
+    """A task's self-check outcome (built by keyword only): ``status`` (one of
+    ``STATUSES``) and, when failing, the ``check`` that failed with its ``detail`` lines
+    (input, expected, got)."""
 
     task: str
     title: str
@@ -266,7 +267,8 @@ def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
         module, _ = load_module(path, assignment.stem)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the file does not load
         detail = [f"{type(exc).__name__}: {exc}"]
-        report.tasks = [TaskOutcome(t.id, t.title, Status.ERROR, "the file loads", detail)
+        report.tasks = [TaskOutcome(task=t.id, title=t.title, status=Status.ERROR,
+                                    check="the file loads", detail=detail)
                         for t in chosen]
         return report
     api = InProcessApi(module, path, profile)
@@ -276,7 +278,7 @@ def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
         mine = [c for c in checks if c.task == task.id]
         if not mine:
             status = Status.NOT_STARTED if task.id in stubs else Status.NO_SELF_CHECK
-            report.tasks.append(TaskOutcome(task.id, task.title, status))
+            report.tasks.append(TaskOutcome(task=task.id, title=task.title, status=status))
             continue
         report.tasks.append(_run_task(task.id, task.title, mine, api, timeout))
     return report
@@ -289,24 +291,26 @@ def _run_task(task: str, title: str, checks: list, api: InProcessApi,
             with _time_limit(timeout):
                 check.run(api)
         except NotStarted:
-            return TaskOutcome(task, title, Status.NOT_STARTED, check.name)
+            return TaskOutcome(task=task, title=title, status=Status.NOT_STARTED, check=check.name)
         except CheckTimeout:
-            return TaskOutcome(task, title, Status.FAILING, check.name,
-                               [f"did not finish within {timeout:g} s"])
+            return TaskOutcome(task=task, title=title, status=Status.FAILING, check=check.name,
+                               detail=[f"did not finish within {timeout:g} s"])
         except Mismatch as failure:
             detail = [failure.what]
             detail += [f"{label}: {value}" for label, value in (
                 ("smallest failing input", failure.input), ("expected", failure.expected),
                 ("got", failure.got)) if value]
-            return TaskOutcome(task, title, Status.FAILING, check.name, detail)
+            return TaskOutcome(task=task, title=title, status=Status.FAILING, check=check.name,
+                               detail=detail)
         except StudentError as error:
             detail = [f"raised {error.what}"]
             if error.input:
                 detail.append(f"smallest failing input: {error.input}")
             if error.trace:
                 detail.append(error.trace)
-            return TaskOutcome(task, title, Status.FAILING, check.name, detail)
-    return TaskOutcome(task, title, Status.PASSED)
+            return TaskOutcome(task=task, title=title, status=Status.FAILING, check=check.name,
+                               detail=detail)
+    return TaskOutcome(task=task, title=title, status=Status.PASSED)
 
 
 # -- finding files ------------------------------------------------------------------------------
@@ -346,4 +350,5 @@ def assignment_of_task(task: str) -> Assignment:
 def no_file_report(assignment: Assignment) -> FileReport:
     """The report of an assignment whose file was not found."""
     return FileReport(assignment, None,
-                      [TaskOutcome(t.id, t.title, Status.NO_FILE) for t in assignment.tasks])
+                      [TaskOutcome(task=t.id, title=t.title, status=Status.NO_FILE)
+                       for t in assignment.tasks])

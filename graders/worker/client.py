@@ -33,6 +33,7 @@ import tempfile
 import time
 import weakref
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,36 @@ _RESERVED_MODULE_NAMES = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class WorkerFailure:
-    """Why a load or call did not produce a value.
+class FailureKind(StrEnum):
+    """Why a load or call failed (``WorkerFailure.kind``); members are the strings
+    themselves (``FailureKind.TIMEOUT == "timeout"``). The worker's error replies carry
+    the first six (``WORKER_KINDS``); the client adds the rest."""
 
-    ``kind``: ``"exception"`` (the student's code raised), ``"not_implemented"``
+    EXCEPTION = "exception"
+    NOT_IMPLEMENTED = "not_implemented"
+    MISSING = "missing"
+    UNENCODABLE = "unencodable"
+    HARNESS = "harness"
+    REQUEST = "request"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    MALFORMED = "malformed"
+    OVERSIZE = "oversize"
+    NOT_LOADED = "not_loaded"
+
+
+#: The kinds a worker's error reply may name; any other is a malformed reply.
+WORKER_KINDS = frozenset({FailureKind.EXCEPTION, FailureKind.NOT_IMPLEMENTED,
+                          FailureKind.MISSING, FailureKind.UNENCODABLE, FailureKind.HARNESS,
+                          FailureKind.REQUEST})
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerFailure:
+    """Why a load or call did not produce a value (built by keyword only).
+
+    ``kind`` (a :class:`FailureKind`; a string given becomes its member):
+    ``"exception"`` (the student's code raised), ``"not_implemented"``
     (it raised NotImplementedError), ``"missing"`` (no such function),
     ``"unencodable"`` (the result cannot be sent), ``"timeout"``, ``"crash"``
     (the process died), ``"malformed"`` (a reply broke the protocol),
@@ -76,11 +102,14 @@ class WorkerFailure:
     what the worker printed meanwhile.
     """
 
-    kind: str
+    kind: FailureKind
     type: str
     message: str
     traceback: str = ""
     output: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", FailureKind(self.kind))
 
 
 @dataclass(frozen=True)
@@ -150,15 +179,14 @@ def build_libdir(libdir: Path, *, mount_points: bool = False) -> list[tuple[str,
     ``graders/harnesses/`` (as the package ``pallas_lab_harnesses``; an empty
     package when it does not exist yet) are copied, with each lab's ``harness.py``
     as ``pallas_lab_harnesses/<assignment id>.py``. Raises ``RuntimeError``
-    when numpy or ml_dtypes cannot be found.
+    when numpy, ml_dtypes, RestrictedPython or pallas_sim cannot be found
+    (a worker without the simulator would run a submission untraced).
     """
     libdir.mkdir(parents=True, exist_ok=True)
     binds: list[tuple[str, str]] = []
     for name in ("numpy", "ml_dtypes", "RestrictedPython", "pallas_sim"):
         package = _package_dir(name)
         if package is None:
-            if name == "pallas_sim":
-                continue
             raise RuntimeError(f"cannot find the {name} package to give to the worker")
         libs = package.parent / f"{name}.libs"
         for source, entry in ((package, libdir / name), (libs, libdir / libs.name)):
@@ -366,7 +394,6 @@ class Worker:
         self._limits = sandbox.limits_for(self.tree_level)
         self._oom_kills = 0
         self.restarts = 0
-        self.pallas_sim_available = False
         self.load_result: LoadResult | None = None
         self._conversation: _Conversation | None = None
         self._spawned = 0
@@ -495,7 +522,8 @@ class Worker:
                     else functools.partial(_apply_limits, None, self._limits),
                 )
         except OSError as exc:
-            return WorkerFailure("crash", "", f"the worker could not be started: {exc}")
+            return WorkerFailure(kind=FailureKind.CRASH, type="",
+                                 message=f"the worker could not be started: {exc}")
         self._live["process"] = process
         if not in_launcher:
             # Before the hello: the worker program runs no student code until it has it.
@@ -522,7 +550,6 @@ class Worker:
             return self._fail("malformed", f"the worker's first message is malformed: {exc}")
         if not (isinstance(ready, dict) and ready.get("ok") is True and ready.get("ready") is True):
             return self._fail("malformed", "the worker's first message is not 'ready'")
-        self.pallas_sim_available = ready.get("pallas_sim") is True
         return None
 
     def _fail(self, kind: str, message: str) -> WorkerFailure:
@@ -546,7 +573,7 @@ class Worker:
                 self._cgroup.kill_all()  # children that left the process group, too
             self._live["process"] = None
             output = self._read_output(conversation.output_path, self._mark)
-        return WorkerFailure(kind, "", message, "", output)
+        return WorkerFailure(kind=kind, type="", message=message, output=output)
 
     def start(self) -> LoadResult:
         """Start the worker (if needed) and import the submission; returns the load outcome.
@@ -629,7 +656,8 @@ class Worker:
             assert load.error is not None
             error = load.error
             if error.kind not in ("timeout", "crash", "malformed"):
-                error = WorkerFailure("not_loaded", error.type, error.message, error.traceback)
+                error = WorkerFailure(kind=FailureKind.NOT_LOADED, type=error.type,
+                                      message=error.message, traceback=error.traceback)
             return CallResult(False, error=error, seconds=time.monotonic() - began)
         start = self._output_size()
         try:
@@ -663,8 +691,8 @@ class Worker:
         if self._spawned:
             if self.restarts >= MAX_RESTARTS:
                 failure = WorkerFailure(
-                    "crash", "", f"the worker was restarted {MAX_RESTARTS} times; giving up"
-                )
+                    kind=FailureKind.CRASH, type="",
+                    message=f"the worker was restarted {MAX_RESTARTS} times; giving up")
                 return LoadResult(False, error=failure)
             self.restarts += 1
         self.load_result = None
@@ -677,7 +705,8 @@ class Worker:
         """Send one request and wait for its reply, refused unread beyond ``budget``
         (``what`` names it in that message); raises ``_Failed`` (process then killed)."""
         if self._conversation is None:
-            raise _Failed(WorkerFailure("crash", "", "the worker is not running"))
+            raise _Failed(WorkerFailure(kind=FailureKind.CRASH, type="",
+                                        message="the worker is not running"))
         data = request if isinstance(request, bytes) else protocol.pack_message(request)
         self._mark = self._output_size()
         deadline = time.monotonic() + timeout
@@ -811,12 +840,10 @@ class Worker:
         if not all(isinstance(value, str) for value in fields):
             return self._fail("malformed", "an error reply with a malformed error record")
         kind, type_name, message, traceback_text = fields
-        known = {"exception", "not_implemented", "missing", "unencodable", "harness", "request"}
-        if kind not in known:
+        if kind not in WORKER_KINDS:
             return self._fail("malformed", f"an error reply of unknown kind {kind!r}")
-        return WorkerFailure(
-            kind, type_name, self.scrub(message), self.scrub(traceback_text), output
-        )
+        return WorkerFailure(kind=kind, type=type_name, message=self.scrub(message),
+                             traceback=self.scrub(traceback_text), output=output)
 
 
 class _Failed(Exception):

@@ -14,7 +14,7 @@ Conversation (every message is a ``pallas_lab_protocol`` value tree):
 * the grader's first message is ``{"op": "hello", "key": hex}``: the key that
   signs every reply (``pallas_lab_protocol.reply_tag``), received before the
   submission is imported;
-* on start the worker sends ``{"ok": True, "ready": True, "pallas_sim": bool}``;
+* on start the worker sends ``{"ok": True, "ready": True}``;
 * ``{"op": "load", "module": stem}`` imports ``<stem>.py`` from the working
   directory; reply ``{"ok": True, "names": [public names]}`` or an error;
 * ``{"op": "call", "func", "args": tuple, "kwargs": dict, "harness": str | None,
@@ -55,6 +55,7 @@ def _restrict_sys_path() -> None:
 
 _restrict_sys_path()
 
+import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import importlib  # noqa: E402
 import importlib.util  # noqa: E402
@@ -66,23 +67,17 @@ from typing import Any, BinaryIO  # noqa: E402
 import numpy as np  # noqa: E402
 import pallas_lab_protocol as protocol  # noqa: E402
 
-try:
-    import pallas_sim  # noqa: E402
-except ImportError:  # the simulator is optional until it exists; calls then run untraced
-    pallas_sim = None
-else:
-    # The grading profile: the simulator's defaults (poisoned memory, the 32 MiB scoped
-    # limit, ...) plus the sanitizers of graders.grading.GRADING_SIM_OPTIONS (parallel
-    # grid axes in a seeded random order, as TPU interpret mode visits them). Locked, so
-    # pallas_sim.config raises in the submission, and applied again before every call.
-    import dataclasses as _dataclasses  # noqa: E402
+import pallas_sim  # noqa: E402 - no simulator, no worker: the client cannot start one
+from pallas_sim._src.config import Options as _Options  # noqa: E402
+from pallas_sim._src.config import _lock as _lock_sim_options  # noqa: E402
 
-    from pallas_sim.config import Options as _Options  # noqa: E402
-    from pallas_sim.config import _lock as _lock_sim_options  # noqa: E402
-
-    GRADING_OPTIONS = {**_dataclasses.asdict(_Options()), "shuffle_parallel": True,
-                       "shuffle_seed": 0}
-    _lock_sim_options(**GRADING_OPTIONS)
+# The grading profile: the simulator's defaults (poisoned memory, the 32 MiB scoped
+# limit, ...) plus the sanitizers of graders.grading.GRADING_SIM_OPTIONS (parallel
+# grid axes in a seeded random order, as TPU interpret mode visits them). Locked, so
+# pallas_sim.config raises in the submission, and applied again before every call.
+GRADING_OPTIONS = {**dataclasses.asdict(_Options()), "shuffle_parallel": True,
+                   "shuffle_seed": 0}
+_lock_sim_options(**GRADING_OPTIONS)
 
 import pallas_lab_policy.audit as policy_audit  # noqa: E402
 import pallas_lab_policy.guards as policy_guards  # noqa: E402
@@ -284,15 +279,12 @@ class Worker:
         calls: list[Any] = []
         results: list[Any] = []
         try:
-            if pallas_sim is None:
+            _lock_sim_options(**GRADING_OPTIONS)
+            with pallas_sim.trace() as recorded:
+                recorded._keep_results = True
                 value = target(*args, **kwargs)
-            else:
-                _lock_sim_options(**GRADING_OPTIONS)
-                with pallas_sim.trace() as recorded:
-                    recorded._keep_results = True
-                    value = target(*args, **kwargs)
-                calls = list(recorded.calls)
-                results = list(recorded._results)
+            calls = list(recorded.calls)
+            results = list(recorded._results)
         except BaseException as exc:  # noqa: BLE001 - anything the student's code raises
             return self._exception_reply(exc)
         try:
@@ -338,7 +330,7 @@ class Worker:
 
     def serve(self) -> int:
         """Answer requests until the grader closes the channel."""
-        self.send({"ok": True, "ready": True, "pallas_sim": pallas_sim is not None})
+        self.send({"ok": True, "ready": True})
         while True:
             try:
                 request = protocol.read_message(self.channel_in)

@@ -176,9 +176,11 @@ class ReplyBudget:
     @classmethod
     def for_request(cls, request: bytes, arrays: int, *, expected_array_bytes: int = 0
                     ) -> ReplyBudget:
-        """The documented default budget of the reply to ``request`` (a packed message
-        holding ``arrays`` arrays), plus ``expected_array_bytes`` that the check expects
-        a correct reply to hold beyond it (e.g. an output larger than the inputs):
+        """The documented default budget of the reply to ``request``.
+
+        ``request`` is a packed message holding ``arrays`` arrays; ``expected_array_bytes``
+        is what the check expects a correct reply to hold beyond it (e.g. an output larger
+        than the inputs):
 
         * JSON header: 1 MiB + 4 x the request's JSON header;
         * arrays: 4 MiB + 4 x the request's array blob + ``expected_array_bytes``,

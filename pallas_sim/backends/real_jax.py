@@ -74,7 +74,11 @@ def current_mode() -> Mode:
 
 @contextlib.contextmanager
 def mode(name: Mode, **interpret_params: Any) -> Iterator[None]:
-    """``with mode("hlo"): ...`` — :func:`set_mode` for the block only."""
+    """Set the interpreter mode for one block: :func:`set_mode`, then restore.
+
+    Used as ``with mode("hlo"): ...``; ``name`` and ``interpret_params`` as
+    :func:`set_mode`.
+    """
     previous = (_state["mode"], _state["params"])
     set_mode(name, **interpret_params)
     try:

@@ -3,7 +3,7 @@
 ``python -m pallas_sim.backends.surface_names`` (needs the ``jax`` extra)
 lists, for each namespace, every public name the installed JAX has, so that
 pallas_sim can tell "JAX has this, pallas_sim does not" from "JAX has no such
-name" without importing JAX (:mod:`pallas_sim.surface`). Run it after
+name" without importing JAX (:mod:`pallas_sim._src.surface`). Run it after
 upgrading JAX; ``tests/fidelity/test_surface.py`` fails until the stored
 lists match the installed JAX.
 """
@@ -62,8 +62,8 @@ def render() -> str:
 
 
 def main() -> None:
-    """Write the file next to :mod:`pallas_sim.surface`."""
-    target = Path(__file__).resolve().parents[1] / "jax_names.py"
+    """Write the file next to :mod:`pallas_sim._src.surface`."""
+    target = Path(__file__).resolve().parents[1] / "_src" / "jax_names.py"
     target.write_text(render(), encoding="utf-8")
     sys.stdout.write(f"wrote {target}\n")
 

@@ -1,14 +1,22 @@
-"""The student bundle installs in a fresh virtual environment, checks, and hides the graders."""
+"""The student bundle installs in a fresh virtual environment, checks, and hides the graders.
+
+What ships is chosen by a rule (``graders.bundle.shipped_files``); these tests hold the
+written bundle to it from outside: every shipped ``.py`` file imports only shipped files
+(its AST, walked here independently of the rule) or declared dependencies, and the
+installed commands run from a fresh virtual environment with relative paths.
+"""
 
 from __future__ import annotations
 
+import ast
 import subprocess
+import sys
 import venv
 from pathlib import Path
 
 import pytest
 
-from graders.bundle import write_bundle
+from graders.bundle import DEPENDENCIES, HIDDEN, JAX_DEPENDENCIES, write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,3 +52,93 @@ def test_bundle_installs_and_checks_without_hidden_parts(tmp_path: Path) -> None
     handout = subprocess.run([str(env_dir / "bin" / "pallas-lab"), "status"],
                              cwd=bundle, capture_output=True, text=True, timeout=300, env=env)
     assert handout.returncode == 0 and "a5 Splash Attention" in handout.stdout
+
+
+#: Import names of the bundle's declared dependencies (``DEPENDENCIES``, the jax extra).
+DECLARED = {"numpy", "ml_dtypes", "hypothesis", "rich", "nbformat", "RestrictedPython",
+            "jax", "jaxlib"}
+
+
+def _resolves(bundle: Path, module: str) -> bool:
+    base = bundle.joinpath(*module.split("."))
+    return (base / "__init__.py").is_file() or base.with_suffix(".py").is_file()
+
+
+def _imports(path: Path, bundle: Path) -> list[tuple[int, str, str | None]]:
+    """(line, module, name) for every import in the file, relative ones made absolute;
+    ``importlib.import_module(f"pkg.{x}")`` gives (line, "pkg", "*")."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    parts = list(path.relative_to(bundle).with_suffix("").parts)
+    package = parts[:-1]
+    found: list[tuple[int, str, str | None]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            found += [(node.lineno, module, alias.name) for alias in node.names]
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module"
+              and node.args and isinstance(node.args[0], ast.JoinedStr)):
+            head = node.args[0].values[0]
+            if isinstance(head, ast.Constant) and str(head.value).endswith("."):
+                found.append((node.lineno, str(head.value)[:-1], "*"))
+    return found
+
+
+def test_every_shipped_file_imports_only_shipped_files_or_declared_dependencies(
+        tmp_path: Path) -> None:
+    bundle = write_bundle(tmp_path / "bundle")
+    sources = sorted(p for p in bundle.rglob("*.py") if "assignments" not in p.parts)
+    assert len(sources) > 40, sources
+    declared = {d.split(">")[0].split("<")[0].split("=")[0]
+                for d in (*DEPENDENCIES, *JAX_DEPENDENCIES)}
+    assert {d.lower() for d in declared} == {d.lower() for d in DECLARED}
+    problems = []
+    for path in sources:
+        where = path.relative_to(bundle)
+        for line, module, name in _imports(path, bundle):
+            top = module.partition(".")[0]
+            if top in ("pallas_sim", "graders"):
+                whole = f"{module}.{name}" if name not in (None, "*") else module
+                if not (_resolves(bundle, whole) or _resolves(bundle, module)):
+                    problems.append(f"{where}:{line} imports {whole}, which is not shipped")
+            elif top in ("reference", "solutions", "tests", "examples"):
+                problems.append(f"{where}:{line} imports {module}, which never ships")
+            elif top not in sys.stdlib_module_names and top not in DECLARED and top:
+                problems.append(f"{where}:{line} imports {module}, not a declared dependency")
+    assert not problems, "\n".join(problems)
+    for hidden in HIDDEN:
+        assert not (bundle / hidden).exists(), f"the bundle ships {hidden}"
+
+
+@pytest.mark.slow
+def test_the_installed_commands_run_with_relative_paths_and_without_the_jax_extra(
+        tmp_path: Path) -> None:
+    """``pallas-lab check FILE``, ``status`` and ``check --backend jax`` from a fresh venv
+    without the jax extra (one line, exit 2); with the extra it is
+    tests/fidelity/test_check_backend.py's bundle test."""
+    bundle = write_bundle(tmp_path / "bundle")
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    install = subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install",
+                              "--quiet", "."], cwd=bundle, capture_output=True, text=True,
+                             timeout=600)
+    assert install.returncode == 0, install.stderr
+    env = {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "COLUMNS": "200",
+           "HOME": str(tmp_path)}
+    lab = str(env_dir / "bin" / "pallas-lab")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([lab, *args], cwd=bundle, capture_output=True, text=True,
+                              timeout=300, env=env)
+
+    check = run("check", "assignments/a2_pipelining.py", "--task", "2.1")
+    assert check.returncode == 1 and "Task 2.1" in check.stdout, check.stdout + check.stderr
+    assert "not started" in check.stdout, check.stdout
+    status = run("status", "assignments")
+    assert status.returncode == 0 and "a4 Flash Attention" in status.stdout, status.stdout
+    jax = run("check", "--backend", "jax", "assignments/a1_pallas_basics.py")
+    assert jax.returncode == 2, jax.stdout + jax.stderr
+    assert jax.stdout == "" and jax.stderr.count("\n") == 1, jax.stderr
+    assert "--backend jax needs JAX" in jax.stderr and "Traceback" not in jax.stderr

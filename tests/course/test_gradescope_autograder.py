@@ -1,4 +1,7 @@
-"""The Gradescope autograder zip, run in a temporary /autograder-like tree."""
+"""The Gradescope autograder zip, built from a normal (non-editable) install of pallas-lab, and
+run as Gradescope runs it: its own setup.sh, then run_autograder, in a temporary folder laid
+out like /autograder, with a bare environment (PATH=/usr/bin:/bin: the system's Python, which
+here, like Ubuntu 24.04's, refuses system-wide pip)."""
 
 from __future__ import annotations
 
@@ -13,11 +16,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from graders.autograder import build_zip
+from graders.autograder import main as gradescope_main
 from tests.samples import expected_score
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "examples" / "submissions"
+STEM = "a1_pallas_basics"
 
 # Gradescope's documented results.json format (autograder specifications).
 TEST = {
@@ -43,46 +47,82 @@ SCHEMA = {
         "tests": {"type": "array", "items": TEST},
     },
 }
+BARE = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("autograder")
-    archive = build_zip(root / "autograder.zip")
-    with zipfile.ZipFile(archive) as z:
-        names = z.namelist()
-        assert {"setup.sh", "run_autograder", "requirements.txt"} <= set(names)
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The a1 autograder built by `pallas-lab gradescope` from pallas-lab installed as a
+    wheel (no pyproject.toml, no source tree: what crashed before)."""
+    work = tmp_path_factory.mktemp("install")
+    source = work / "src"
+    for part in ("pallas_sim", "reference", "graders"):
+        shutil.copytree(ROOT / part, source / part, ignore=shutil.ignore_patterns("__pycache__"))
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copyfile(ROOT / part, source / part)
+    site = work / "site"
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                                "--target", str(site), str(source)],
+                               capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr
+    assert not (site / "pyproject.toml").exists() and (site / "graders").is_dir()
+    out = work / "autograder-a1.zip"
+    run = subprocess.run(
+        [sys.executable, "-c", "import graders, sys; from graders.autograder import main; "
+         "print(graders.__file__); sys.exit(main(sys.argv[1:]))",
+         "--assignment", "a1", "--out", str(out)],
+        cwd=work, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(site)})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(str(site)), f"graded from the wheel install: {run.stdout}"
+    with zipfile.ZipFile(out) as z:
+        names = set(z.namelist())
+        assert {"setup.sh", "run_autograder", "requirements.txt"} <= names
+        assert "pallas-lab/reference/__init__.py" in names and (
+            "pallas-lab/graders/labs/a1_pallas_basics/checks.py" in names)
         assert not any(n.startswith(("pallas-lab/solutions", "pallas-lab/tests")) for n in names)
         assert "numpy==" in z.read("requirements.txt").decode()
-        z.extractall(root / "source")
-    for script in ("setup.sh", "run_autograder"):
-        os.chmod(root / "source" / script, 0o755)
+        assert "--assignment a1" in z.read("run_autograder").decode()
+    return out
+
+
+@pytest.fixture(scope="module")
+def tree(archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An /autograder-like folder where the zip's setup.sh has run (the first dry run)."""
+    root = tmp_path_factory.mktemp("autograder")
+    empty = tmp_path_factory.mktemp("nothing") / "notes.txt"
+    empty.write_text("hello", encoding="utf-8")
+    data, log = dry_run(archive, root, empty)
+    assert "pallas-lab autograder ready" in log, log
+    assert (root / "pallas-lab-venv" / "bin" / "python").exists()
+    assert data["score"] == 0 and "no .py or .ipynb file was submitted" in data["output"]
     return root
 
 
-def run_autograder(tree: Path, files: dict[str, Path | str]) -> dict:
-    shutil.rmtree(tree / "submission", ignore_errors=True)
-    shutil.rmtree(tree / "results", ignore_errors=True)
-    (tree / "submission").mkdir()
-    for name, content in files.items():
-        target = tree / "submission" / name
-        if isinstance(content, Path):
-            shutil.copyfile(content, target)
-        else:
-            target.write_text(content, encoding="utf-8")
-    env = {"AUTOGRADER_ROOT": str(tree), "PALLAS_LAB_PYTHON": sys.executable,
-           "PYTHONPATH": str(tree / "source" / "pallas-lab"), "PATH": "/usr/bin:/bin"}
-    run = subprocess.run([str(tree / "source" / "run_autograder")], env=env, cwd=tree,
-                         capture_output=True, text=True, timeout=300)
+def dry_run(archive: Path, root: Path, submission: Path) -> tuple[dict, str]:
+    """`pallas-lab gradescope dry-run ZIP SUBMISSION --root ROOT` in a bare environment."""
+    run = subprocess.run([sys.executable, "-m", "graders.autograder", "dry-run", str(archive),
+                          str(submission), "--root", str(root)],
+                         capture_output=True, text=True, timeout=600,
+                         env=BARE)
     assert run.returncode == 0, run.stderr
-    data = json.loads((tree / "results" / "results.json").read_text(encoding="utf-8"))
+    data = json.loads(run.stdout)
     jsonschema.validate(data, SCHEMA)
-    return data
+    assert data == json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    return data, run.stderr
 
 
-def test_a_correct_submission_scores_full_with_public_tests_visible(tree: Path) -> None:
-    data = run_autograder(tree, {"a1_pallas_basics.py": SAMPLES / "ada_correct" /
-                                 "a1_pallas_basics.py"})
+def folder(tmp_path: Path, files: dict[str, Path]) -> Path:
+    for name, source in files.items():
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        shutil.copyfile(source, tmp_path / "sub" / name)
+    return tmp_path / "sub"
+
+
+@pytest.mark.slow
+def test_a_correct_submission_scores_full_with_public_tests_visible(
+        archive: Path, tree: Path) -> None:
+    data, _ = dry_run(archive, tree, SAMPLES / "ada_correct" / f"{STEM}.py")
     assert data["score"] == 100
     public = [t for t in data["tests"] if "public" in t.get("tags", [])]
     hidden = [t for t in data["tests"] if "public" not in t.get("tags", [])]
@@ -91,14 +131,55 @@ def test_a_correct_submission_scores_full_with_public_tests_visible(tree: Path) 
     assert {t["visibility"] for t in hidden} == {"after_published"}
     assert {t["status"] for t in data["tests"]} == {"passed"}
     assert sum(t["score"] for t in public) == 0, "public tests carry no points"
+    assert not data["output"].startswith("Graded"), "one file: nothing to say about a choice"
 
 
-def test_mistakes_broken_and_missing_submissions_still_write_results(tree: Path) -> None:
-    ben = run_autograder(tree, {"a1_pallas_basics.py": SAMPLES / "ben_typical_mistakes" /
-                                "a1_pallas_basics.py"})
-    assert ben["score"] == expected_score("ben_typical_mistakes", "a1_pallas_basics")
-    broken = run_autograder(tree, {"a1_pallas_basics.py": SAMPLES / "dev_broken" /
-                                   "a1_pallas_basics.py"})
+@pytest.mark.slow
+def test_with_both_a_py_and_a_notebook_the_py_is_graded_and_the_output_says_so(
+        archive: Path, tree: Path, tmp_path: Path) -> None:
+    """The .py (ben's) is graded, not the notebook beside it (the solution, which would
+    score 100): the rule, not the better score, picks the file, and the student is told."""
+    import jupytext
+
+    notebook = tmp_path / f"{STEM}.ipynb"
+    jupytext.write(jupytext.read(ROOT / "solutions" / f"{STEM}.py"), notebook)
+    data, log = dry_run(archive, tree, folder(tmp_path, {
+        f"{STEM}.py": SAMPLES / "ben_typical_mistakes" / f"{STEM}.py",
+        f"{STEM}.ipynb": notebook}))
+    assert data["score"] == expected_score("ben_typical_mistakes", STEM)
+    note = (f"Graded {STEM}.py; not graded: {STEM}.ipynb (one file is graded: {STEM}.py "
+            f"before {STEM}.ipynb).")
+    assert data["output"].startswith(note), data["output"]
+    assert note in log
+
+
+@pytest.mark.slow
+def test_only_the_assignment_it_was_built_for_is_graded(
+        archive: Path, tree: Path, tmp_path: Path) -> None:
+    """An a1 autograder given a4's file scores 0 and says why (it used to grade it as a4);
+    a single file under another name is graded as a1 and says so; a broken file scores 0."""
+    wrong, _ = dry_run(archive, tree, SAMPLES / "ada_correct" / "a4_flash_attention.py")
+    assert wrong["score"] == 0 and wrong["tests"] == []
+    assert wrong["output"] == ("this autograder grades a1 (Pallas basics): expected "
+                               f"{STEM}.py or {STEM}.ipynb (a4_flash_attention.py is a4's "
+                               "file)"), wrong["output"]
+    renamed, _ = dry_run(archive, tree, folder(tmp_path, {
+        "homework.py": SAMPLES / "ada_correct" / f"{STEM}.py"}))
+    assert renamed["score"] == 100
+    assert renamed["output"].startswith(f"Graded homework.py as {STEM}.py.")
+    broken, _ = dry_run(archive, tree, SAMPLES / "dev_broken" / f"{STEM}.py")
     assert broken["score"] == 0 and "SyntaxError" in broken["tests"][-1]["output"]
-    nothing = run_autograder(tree, {"notes.txt": "hello"})
-    assert nothing["score"] == 0 and "no assignment file was submitted" in nothing["output"]
+
+
+def test_building_needs_the_assignment_and_all_builds_one_zip_each(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        gradescope_main(["--out", str(tmp_path / "autograder.zip")])
+    assert stopped.value.code == 2
+    assert "the following arguments are required: --assignment" in capsys.readouterr().err
+    assert not (tmp_path / "autograder.zip").exists()
+    assert gradescope_main(["--assignment", "all", "--out", str(tmp_path / "zips")]) == 0
+    built = sorted(p.name for p in (tmp_path / "zips").iterdir())
+    assert built == [f"autograder-a{n}.zip" for n in range(1, 6)]
+    with zipfile.ZipFile(tmp_path / "zips" / "autograder-a3.zip") as z:
+        assert "--assignment a3;" in z.read("run_autograder").decode()

@@ -144,3 +144,58 @@ def test_a_broken_notebook_costs_only_its_own_checks_with_a_clear_message(
     assert result.score == 0
     assert "cell 3, line 2: import of 'os' is not allowed" in (result.load_error or ""), (
         result.load_error)
+
+
+def test_a_function_set_aside_for_a_disallowed_import_is_reported_as_that_import(
+        tmp_path: Path) -> None:
+    """A notebook that decorates its kernel with real JAX (`import jax`, `@jax.jit`): the
+    import and the kernel are set aside, the decorator line with them (it was left behind,
+    a SyntaxError), and every check of the kernel says which import cost it, not "function
+    not defined"; the tasks that do not use it keep their points."""
+    solution = jupytext.reads((ROOT / "solutions" / "a1_pallas_basics.py").read_text(
+        encoding="utf-8"), fmt="py:percent")
+    cells = [(c.cell_type, c.source) for c in solution.cells]
+    index = next(i for i, (_, source) in enumerate(cells) if "def add_kernel" in source)
+    kernel = cells[index][1]
+    cells[index] = ("code", "import jax\n\n@jax.jit\n" + kernel[kernel.index("def add_kernel"):])
+    path = _notebook_file(tmp_path / "quinn" / "a1_pallas_basics.ipynb", cells)
+    result = grade_file(path)
+    assert result.load_error is None, result.load_error
+    kernel_checks = [c for c in result.checks if c.task == "1.1"]
+    assert kernel_checks and all(c.status == "error" for c in kernel_checks)
+    for check in kernel_checks:
+        assert check.reason.startswith(
+            "function 'add_kernel' was set aside: import of 'jax', which a submission may "
+            "not use"), check.reason
+        assert f"(cell {index + 1}, line 1: `import jax`); cell {index + 1}, line 3 " \
+               "(`@jax.jit`) uses 'jax'" in check.feedback, check.feedback
+        assert "is not defined" not in check.feedback
+    wrapper = [c for c in result.checks if c.task == "1.2" and c.status != "passed"]
+    assert wrapper and all("set aside: import of 'jax'" in c.feedback for c in wrapper)
+    assert {t.task: t.points for t in result.tasks()}["1.3"] == 25, (
+        "bias_add does not use add_kernel: it keeps its 25 points")
+
+
+def test_a_notebook_without_cell_ids_is_graded_without_nbformat_warnings(
+        tmp_path: Path) -> None:
+    """nbformat 4.5 notebooks should carry cell ids; one saved without them (or with
+    duplicates) is graded all the same, and nbformat's MissingIDFieldWarning does not reach
+    the TA's output."""
+    import json
+    import warnings
+
+    data = json.loads((ROOT / "assignments" / "a1_pallas_basics.ipynb").read_text(
+        encoding="utf-8"))
+    data["nbformat_minor"] = 5
+    for cell in data["cells"]:
+        cell.pop("id", None)
+    path = tmp_path / "zed" / "a1_pallas_basics.ipynb"
+    path.parent.mkdir()
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = grade_file(path)
+    assert result.load_error is None and result.score == 0
+    assert {c.status for c in result.checks} == {"not started"}
+    noisy = [str(w.message) for w in seen if "nbformat" in (w.filename or "")]
+    assert not noisy, noisy

@@ -110,3 +110,17 @@ def test_check_and_status_write_nothing_into_the_folder(tmp_path: Path) -> None:
     assert "5.4 ✓" in done.stdout, "a correct 5.4 shows ✓ in the status table, not ?"
     after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     assert after == before, f"pallas-lab check wrote {sorted(set(after) - set(before))}"
+
+
+def test_grading_writes_nothing_into_the_folder_it_runs_from(tmp_path: Path) -> None:
+    """A TA grades from any folder: grading leaves no ``.hypothesis/`` behind there."""
+    (tmp_path / "a1_pallas_basics.py").write_text(
+        (ROOT / "solutions" / "a1_pallas_basics.py").read_text(encoding="utf-8"),
+        encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    env.pop("HYPOTHESIS_STORAGE_DIRECTORY", None)
+    done = subprocess.run([sys.executable, "-m", "graders.cli", "grade", "a1_pallas_basics.py"],
+                          cwd=tmp_path, text=True, capture_output=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "100/100" in done.stdout, done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a1_pallas_basics.py"]

@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pallas_sim
+from pallas_sim._src.values import concrete
 from pallas_sim.backends import real_jax
-from pallas_sim.values import concrete
 
 SIM = types.SimpleNamespace(pl=pallas_sim.pl, pltpu=pallas_sim.pltpu, jax=pallas_sim.jax,
                             jnp=pallas_sim.jnp)
@@ -363,3 +363,45 @@ def test_jax_tpu_interpret_mode_cannot_lower_a_ragged_aliased_output():
     assert error is None and np.array_equal(hlo, 2 * x), error
     _, error = on_jax(build, "tpu")
     assert error is not None and "verifier" in error, error
+
+
+# -- scalar prefetch ------------------------------------------------------------------------------
+
+
+def prefetch_written_by_the_kernel(ns):
+    """Step 0 overwrites the prefetched block indices; steps 1 and 2 still read their blocks
+    through the index map. Both interpreters evaluate every index map on the values the
+    call was given, so the kernel's write changes nothing the pipeline fetches."""
+    pl, pltpu, jax, jnp = ns.pl, ns.pltpu, ns.jax, ns.jnp
+
+    def kernel(idx_ref, x_ref, o_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            idx_ref[1] = jnp.int32(0)
+            idx_ref[2] = jnp.int32(0)
+        o_ref[...] = x_ref[...] + idx_ref[pl.program_id(0)].astype(jnp.float32) * 1000
+
+    grid_spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1, grid=(3,),
+        in_specs=[pl.BlockSpec((8, 128), lambda i, idx: (idx[i], 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda i, idx: (i, 0)))
+    x = np.arange(24 * 128, dtype=np.float32).reshape(24, 128)
+    return pl.pallas_call(kernel, grid_spec=grid_spec,
+                          out_shape=jax.ShapeDtypeStruct((24, 128), jnp.float32))(
+        jnp.asarray(np.array([2, 1, 0], np.int32)), x)
+
+
+def test_a_kernel_writing_its_prefetch_ref_moves_no_block_as_in_tpu_interpret_mode():
+    got = np.asarray(concrete(prefetch_written_by_the_kernel(SIM)))
+    expected, error = on_jax(prefetch_written_by_the_kernel, "tpu")
+    assert error is None, error
+    np.testing.assert_array_equal(got, expected)
+    x = np.arange(24 * 128, dtype=np.float32).reshape(24, 128)
+    # blocks 2, 1, 0 of x, as the given indices say; the kernel's own later reads of its
+    # prefetch ref see its writes (0 at steps 1 and 2)
+    np.testing.assert_array_equal(got, np.concatenate([x[16:24] + 2000, x[8:16], x[0:8]]))
+    # interpret=True fetches the same blocks, but each step's kernel sees the prefetch
+    # values the call was given (the write does not persist across steps)
+    hlo, error = on_jax(prefetch_written_by_the_kernel, "hlo")
+    assert error is None, error
+    np.testing.assert_array_equal(hlo, np.concatenate([x[16:24] + 2000, x[8:16] + 1000, x[0:8]]))

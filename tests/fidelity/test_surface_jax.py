@@ -14,9 +14,9 @@ from surface_helpers import JAX, SIM, compare, run
 
 import pallas_sim
 from pallas_sim import UnsupportedJaxAPIError
+from pallas_sim._src.indexing import IndexUpdateHelper
+from pallas_sim._src.jax_names import JAX_VERSION, NAMES
 from pallas_sim.backends.surface_names import NAMESPACES, public_names
-from pallas_sim.indexing import IndexUpdateHelper
-from pallas_sim.jax_names import JAX_VERSION, NAMES
 
 
 class Point(typing.NamedTuple):

@@ -102,10 +102,12 @@ def test_csv_gradebook_has_a_row_per_student_and_a_column_per_graded_task(
                  "--timeout", "2"]) == 0
     with open(out, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["student", "9.1", "9.2", "t9", "total"]
+    assert list(rows[0]) == ["student", "9.1", "9.2", "t9", "total", "notes"]
     assert [(r["student"], r["9.1"], r["9.2"], r["total"]) for r in rows] == [
         ("alice", "60", "40", "100"), ("bob", "0", "0", "0"), ("carol", "60", "40", "100"),
     ]
+    assert [r["notes"] for r in rows] == ["", "", "misnamed: notes.py"], (
+        "a file the grader did not grade is listed in its student's row, never dropped")
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     # grading one student again keeps the others' rows
     write(klass / "bob", "t9_fake.py", GOOD)

@@ -14,8 +14,8 @@ import pytest
 import pallas_sim
 from graders.grading import GRADING_SIM_OPTIONS
 from graders.worker.client import Worker
-from pallas_sim.grid_order import grid_steps
-from pallas_sim.values import concrete
+from pallas_sim._src.grid_order import grid_steps
+from pallas_sim._src.values import concrete
 
 SUBMISSION = textwrap.dedent('''
     import numpy as np

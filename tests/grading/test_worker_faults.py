@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -80,9 +79,8 @@ def worker(tmp_path: Path) -> Worker:
 
 
 def test_an_infinite_loop_times_out_and_the_next_call_works(worker: Worker) -> None:
-    started = time.monotonic()
+    # How long the timeout takes is measured by bench/bench_timeouts.py, not asserted here.
     result = worker.call("loop")
-    assert time.monotonic() - started < 1.9
     assert not result.ok and result.error is not None
     assert result.error.kind == "timeout"
     assert "within 1 s" in result.error.message
@@ -91,9 +89,9 @@ def test_an_infinite_loop_times_out_and_the_next_call_works(worker: Worker) -> N
 
 
 def test_a_per_call_timeout_overrides_the_default(worker: Worker) -> None:
-    started = time.monotonic()
-    assert worker.call("loop", timeout=0.3).error.kind == "timeout"
-    assert time.monotonic() - started < 1.0
+    error = worker.call("loop", timeout=0.3).error
+    assert error.kind == "timeout"
+    assert "within 0.3 s" in error.message, "the call's own limit, not the worker's 1 s"
 
 
 @pytest.mark.parametrize(("func", "words"), [("exit_hard", "exited with status 3"),
@@ -163,13 +161,15 @@ def test_a_module_that_fails_to_import_reports_it_and_is_not_retried(tmp_path: P
 
 
 def test_a_module_that_loops_on_import_times_out_once(tmp_path: Path) -> None:
+    # The import is not run again for each call (no restart): its time is measured by
+    # bench/bench_timeouts.py, not asserted here.
     path = tmp_path / "a1_pallas_basics.py"
     path.write_text("while True:\n    pass\n", encoding="utf-8")
-    started = time.monotonic()
     with Worker(path, timeout=0.5) as w:
         assert w.load_result is not None and w.load_result.error.kind == "timeout"
         assert w.call("f").error.kind == "timeout"
-    assert time.monotonic() - started < 1.5
+        assert w.call("g").error.kind == "timeout"
+        assert w.restarts == 0, "a file that timed out on import is not imported again"
 
 
 def test_messages_do_not_depend_on_the_run(worker: Worker) -> None:

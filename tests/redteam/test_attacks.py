@@ -397,7 +397,6 @@ def test_the_runs_finish_with_every_student_graded(any_run: Run) -> None:
     assert run.returncodes == [0, 0], run.stderr[-3000:]
     expected = {a.name for a in _graded(run.policy)} | set(HONEST)
     assert expected <= set(run.results), sorted(expected - set(run.results))
-    assert run.seconds < RUN_LIMIT
 
 
 def test_honest_students_graded_around_the_attacks_get_full_marks(any_run: Run) -> None:

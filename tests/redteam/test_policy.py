@@ -21,8 +21,8 @@ from graders.worker.policy import rules
 from graders.worker.policy.guards import PolicyAttributeError, load_submission
 from graders.worker.policy.transform import compile_submission
 from pallas_sim import pl
-from pallas_sim.refs import Ref
-from pallas_sim.values import KernelValue
+from pallas_sim._src.refs import Ref
+from pallas_sim._src.values import KernelValue
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -20,7 +20,7 @@ from sim_helpers import (
 
 import pallas_sim
 from pallas_sim import jax, jnp, pl
-from pallas_sim.values import concrete  # the tests' own records of traced values
+from pallas_sim._src.values import concrete  # the tests' own records of traced values
 
 # One component of a 2-D block index as a function of the grid point (i, j),
 # reduced modulo the number of blocks n of that array dimension.

@@ -16,7 +16,7 @@ from sim_helpers import SIM_SETTINGS
 
 import pallas_sim
 from pallas_sim import jax, jnp, pl, pltpu
-from pallas_sim.tracing import CallTrace
+from pallas_sim._src.tracing import CallTrace
 
 
 def copy_heads(x, block, *, squeeze=True):

@@ -20,7 +20,7 @@ from pallas_sim import (
     pl,
     pltpu,
 )
-from pallas_sim.values import concrete  # the test's own record of traced values
+from pallas_sim._src.values import concrete  # the test's own record of traced values
 
 lax = jax.lax
 

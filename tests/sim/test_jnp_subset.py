@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sim_helpers import SIM_SETTINGS
 
 from pallas_sim import jax, jnp, pl
-from pallas_sim.values import concrete
+from pallas_sim._src.values import concrete
 
 PRODUCTS = {
     "dot": lambda a, b, t: jnp.dot(a, b, preferred_element_type=t),

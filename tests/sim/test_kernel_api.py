@@ -14,7 +14,7 @@ from sim_helpers import SIM_SETTINGS, add_kernel, grid_points, traced
 
 import pallas_sim
 from pallas_sim import jax, jnp, pl, pltpu
-from pallas_sim.values import concrete  # the tests' own records of traced values
+from pallas_sim._src.values import concrete  # the tests' own records of traced values
 
 
 def test_grid_runs_row_major_with_the_last_axis_fastest():

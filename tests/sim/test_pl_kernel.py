@@ -107,7 +107,7 @@ def test_axis_index_is_the_core_and_axis_size_the_mesh():
         pltpu.sync_copy(v, o)
 
     np.testing.assert_array_equal(k(), np.zeros((8, 128), np.float32))
-    assert pallas_sim.values.is_traced(seen["index"]) and seen["index"].dtype == np.int32, (
+    assert pallas_sim._src.values.is_traced(seen["index"]) and seen["index"].dtype == np.int32, (
         "axis_index is a traced int32 value, as in JAX")
     assert seen["size"] == 1 and type(seen["size"]) is int, "axis_size is a static int"
     with pytest.raises(pallas_sim.UnboundAxisError, match="unbound axis name: core"):

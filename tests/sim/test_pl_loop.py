@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pallas_sim import TracerConversionError, jax, jnp, pl
-from pallas_sim.values import is_traced
+from pallas_sim._src.values import is_traced
 
 X = np.arange(16 * 128, dtype=np.float32).reshape(16, 128)
 F32 = jax.ShapeDtypeStruct((16, 128), jnp.float32)

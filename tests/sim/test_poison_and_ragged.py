@@ -11,7 +11,7 @@ from sim_helpers import SIM_SETTINGS, grid_points, is_poison, poison_value
 
 import pallas_sim
 from pallas_sim import jax, jnp, pl, pltpu
-from pallas_sim.values import concrete  # the tests' own records of traced values
+from pallas_sim._src.values import concrete  # the tests' own records of traced values
 
 POISON_DTYPES = [np.float32, jnp.bfloat16, np.int32, np.int8, np.uint8, np.bool_]
 

@@ -17,7 +17,7 @@ from sim_helpers import SIM_SETTINGS, input_dma_count, output_writeback_count, t
 
 import pallas_sim
 from pallas_sim import jax, jnp, pl, pltpu
-from pallas_sim.values import concrete  # the tests' own records of traced values
+from pallas_sim._src.values import concrete  # the tests' own records of traced values
 
 ROWS = 8  # rows per block of the gathered array
 

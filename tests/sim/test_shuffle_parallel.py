@@ -18,8 +18,8 @@ from sim_helpers import SIM_SETTINGS
 
 import pallas_sim
 from pallas_sim import jax, jnp, pl, pltpu
-from pallas_sim.grid_order import grid_steps
-from pallas_sim.values import concrete  # the tests' own records of traced values
+from pallas_sim._src.grid_order import grid_steps
+from pallas_sim._src.values import concrete  # the tests' own records of traced values
 
 
 @st.composite

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pallas_sim import jax
-from pallas_sim.indexing import IndexUpdateHelper
+from pallas_sim._src.indexing import IndexUpdateHelper
 
 lax, nn = jax.lax, jax.nn
 

@@ -75,7 +75,7 @@ def test_async_copy_starts_at_once_and_lands_at_wait():
     with pallas_sim.trace() as t:
         out = hbm_call(kernel, scratch)(X)
     np.testing.assert_array_equal(out, X)
-    assert not np.any(pallas_sim.values.concrete(seen["before"])), (
+    assert not np.any(pallas_sim._src.values.concrete(seen["before"])), (
         "before the wait the buffer holds its old contents (zeros), as in TPU interpret mode")
     assert t.last.manual_dma_count == 1
 

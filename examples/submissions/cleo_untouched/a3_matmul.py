@@ -305,3 +305,29 @@ if __name__ == "__main__":
     for _block in (512, 1024):
         _t = ideal_matmul_time(4096, 18432, 7168, _block, peak_flops=_peak, hbm_bandwidth=_bw)
         print(f"Task 3.4 ideal time with {_block}-blocks: {_t * 1e3:.3f} ms")
+
+# %% [markdown]
+# ## Your kernel at the lecture's size (not graded)
+#
+# You have no TPU, but `pallas_sim` can run your `matmul` on shapes only (no
+# data, no arithmetic) at the full lecture size and predict its time on one
+# Ironwood TensorCore from what your kernel does per grid step: the DMAs its
+# BlockSpecs cause, its MXU flops and VPU work, and a fixed cost per step
+# (docs/performance-model.md says how, and how wrong it can be). From a
+# terminal, `pallas-lab profile a3_matmul.py` prints the same for 512- and
+# 1024-blocks with a timeline of the first steps (`--png DIR` draws it).
+# Compare the two block sizes with §4.2's measurements (4.63 and 1.68 ms), then
+# try other (bm, bn, bk): which ones fit the 32 MiB scoped VMEM, and why does
+# the fastest one win?
+
+# %%
+if __name__ == "__main__":
+    import pallas_sim  # only for the estimate below
+
+    _x = jax.ShapeDtypeStruct((4096, 7168), jnp.bfloat16)
+    _y = jax.ShapeDtypeStruct((7168, 18432), jnp.bfloat16)
+    for _block in (512, 1024):
+        _t = pallas_sim.estimate(matmul, _x, _y, block_shape=(_block,) * 3).timelines[0]
+        print(f"predicted with {_block}-blocks: {_t.time_s * 1e3:.3f} ms, MFU "
+              f"{_t.mfu * 100:.1f} %, mostly {_t.dominant_bound}-bound, VMEM "
+              f"{_t.vmem_bytes / 2**20:.0f} MiB")

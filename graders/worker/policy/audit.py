@@ -44,7 +44,7 @@ TRUSTED: dict[str, tuple[str, ...] | None] = {
              "/pallas_lab_policy/guards.py"),
     "compile": (*_IMPORT_SYSTEM, "/ast.py", "/dataclasses.py", "/collections/__init__.py",
                 "/typing.py"),
-    "object.__getattr__": ("/pallas_sim/pallas_call.py", "/inspect.py", "/traceback.py",
+    "object.__getattr__": ("/pallas_sim/_src/pallas_call.py", "/inspect.py", "/traceback.py",
                            "/linecache.py"),
     "object.__setattr__": ("/collections/__init__.py", "/typing.py", "/dataclasses.py",
                            "/functools.py", "/abc.py"),

@@ -396,7 +396,7 @@ class Guards:
         """``_write_item_(obj)``: item stores and deletes reach lists, dicts, bytearrays,
         numpy arrays, pallas_sim refs and the submission's own objects."""
         owns = self.owns
-        from pallas_sim.refs import Ref  # the kernel's refs: the one thing a kernel writes
+        from pallas_sim._src.refs import Ref  # the kernel's refs: the one thing a kernel writes
 
         writable = (*_ITEM_WRITABLE, Ref)
 

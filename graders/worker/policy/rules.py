@@ -7,7 +7,10 @@ the two halves cannot disagree. student-api.md fixes the modules: numpy,
 math, functools, itertools, dataclasses, typing and pallas_sim's public
 names; ``__future__`` (it only changes how the file compiles) and
 ``warnings`` (issue 12: reporting a warning must not cost a whole file) are
-allowed too.
+allowed too. pallas_sim's public modules follow a rule on paths, not a list:
+``pallas_sim`` and the module files at the top of its folder; everything
+under ``pallas_sim/_src`` is internal (JAX's convention), so a module added
+there is unreachable by a submission without anyone editing this file.
 
 The names allowed from numpy are the array-programming API: creating,
 combining and reducing arrays, elementwise math, dtypes, sorting and
@@ -20,6 +23,9 @@ foreign buffers, ``from_dlpack``), numpy's own mutable registries
 """
 
 from __future__ import annotations
+
+import importlib.util
+import os
 
 #: Top-level modules a submission may import, in the order messages list them.
 ALLOWED_TOP_LEVEL: tuple[str, ...] = (
@@ -140,10 +146,71 @@ FUTURE_NAMES = frozenset("""
     print_function unicode_literals with_statement barry_as_FLUFL
 """.split())
 
-#: pallas_sim's public modules; the names of each are its ``__all__`` (``pallas_sim_names``).
-PALLAS_SIM_MODULES = ("pallas_sim", "pallas_sim.pl", "pallas_sim.pltpu", "pallas_sim.jnp",
-                      "pallas_sim.jax", "pallas_sim.lax", "pallas_sim.nn", "pallas_sim.random",
-                      "pallas_sim.tree", "pallas_sim.tree_util")
+#: The package whose public modules a submission may import, and the folder of its
+#: internals: everything under ``pallas_sim/_src`` is internal by path (JAX's own
+#: convention), so a module added there is unreachable without any list edited here.
+PALLAS_SIM = "pallas_sim"
+PALLAS_SIM_INTERNALS = "pallas_sim._src"
+
+
+def _pallas_sim_public_modules() -> tuple[str, ...]:
+    """``pallas_sim`` and every module file at the top of its folder (``pallas_sim/pl.py``
+    -> ``pallas_sim.pl``) whose name has no leading underscore, in sorted order.
+
+    The path rule: internals live under ``pallas_sim/_src``; subpackages (``backends``,
+    the trusted tooling that needs real JAX) are not a submission's either. The folder
+    is found without importing pallas_sim (``importlib.util.find_spec``); an empty tuple
+    when pallas_sim is not installed.
+    """
+    spec = importlib.util.find_spec(PALLAS_SIM)
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    names = {PALLAS_SIM}
+    for folder in spec.submodule_search_locations:
+        for entry in os.scandir(folder):
+            stem, dot, suffix = entry.name.partition(".")
+            if (entry.is_file() and dot and suffix == "py" and stem.isidentifier()
+                    and not stem.startswith("_")):
+                names.add(f"{PALLAS_SIM}.{stem}")
+    return tuple(sorted(names))
+
+
+#: pallas_sim's public modules by the path rule; the names of each are its ``__all__``
+#: (``transform.allowed_names``). Computed when this module is imported, before the
+#: worker arms its audit hook.
+PALLAS_SIM_MODULES: tuple[str, ...] = _pallas_sim_public_modules()
+
+
+def pallas_sim_public_modules() -> tuple[str, ...]:
+    """The dotted names of the pallas_sim modules a submission may import (the path rule
+    of :data:`PALLAS_SIM_MODULES`), e.g. ``("pallas_sim", "pallas_sim.jax", ...)``."""
+    return PALLAS_SIM_MODULES
+
+
+def is_pallas_sim_internal(module: str) -> bool:
+    """True when the dotted ``module`` is pallas_sim's internals (``pallas_sim._src`` or
+    below it), whether or not such a module exists."""
+    return module == PALLAS_SIM_INTERNALS or module.startswith(PALLAS_SIM_INTERNALS + ".")
+
+
+def _pallas_sim_internal_names() -> frozenset[str]:
+    """The names of the modules and packages directly under ``pallas_sim/_src``."""
+    spec = importlib.util.find_spec(PALLAS_SIM)
+    names: set[str] = set()
+    for folder in (spec.submodule_search_locations or ()) if spec is not None else ():
+        internals = os.path.join(folder, "_src")
+        if os.path.isdir(internals):
+            for entry in os.scandir(internals):
+                stem = entry.name.removesuffix(".py")
+                if stem.isidentifier() and (entry.is_dir() or entry.name.endswith(".py")):
+                    names.add(stem)
+    return frozenset(names)
+
+
+#: Names of pallas_sim's internal modules (``tracing``, ``config``, ...): reading one as an
+#: attribute of a pallas_sim module (``pallas_sim.tracing``) is refused at compile time
+#: even where the attribute does not exist, so the message names the internals.
+PALLAS_SIM_INTERNAL_NAMES: frozenset[str] = _pallas_sim_internal_names()
 
 #: Builtins a submission may use as they are.
 BUILTIN_NAMES = frozenset("""

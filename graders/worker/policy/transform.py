@@ -159,6 +159,7 @@ class SubmissionTransformer(RestrictingNodeTransformer):
     # errors ---------------------------------------------------------------------------------
 
     def error(self, node: ast.AST, info: str) -> None:  # RestrictedPython's hook
+        """RestrictedPython's error hook: record ``info`` as a problem at ``node``'s line."""
         line = getattr(node, "lineno", 0) or 0
         column = getattr(node, "col_offset", -1) + 1
         self.problems.append(Problem(line, column, f"line {line}: {info}"))
@@ -171,6 +172,7 @@ class SubmissionTransformer(RestrictingNodeTransformer):
 
     def check_name(self, node: ast.AST, name: str | None,
                    allow_magic_methods: bool = False) -> None:
+        """Refuse a name the policy forbids (exec, dunder names, the guards' names)."""
         if name is None or name == "_":
             return
         if name in rules.FORBIDDEN_NAMES:
@@ -184,6 +186,7 @@ class SubmissionTransformer(RestrictingNodeTransformer):
                         "interpreter's")
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
+        """Refuse a forbidden name read or bound (a few dunder names may be read or set)."""
         name = node.id
         if isinstance(node.ctx, ast.Load) and name in rules.READABLE_DUNDER_NAMES:
             return node
@@ -193,11 +196,13 @@ class SubmissionTransformer(RestrictingNodeTransformer):
         return node
 
     def visit_Global(self, node: ast.Global) -> ast.AST:
+        """Check the names a ``global`` statement binds."""
         for name in node.names:
             self.check_name(node, name)
         return node
 
     def visit_Nonlocal(self, node: ast.Nonlocal) -> ast.AST:
+        """Check the names a ``nonlocal`` statement binds."""
         for name in node.names:
             self.check_name(node, name)
         return node
@@ -205,6 +210,7 @@ class SubmissionTransformer(RestrictingNodeTransformer):
     # definitions ----------------------------------------------------------------------------
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        """Check a function's name (dunder methods only in a class) and argument names."""
         in_class = self._class_depth > 0
         self.check_name(node, node.name, allow_magic_methods=in_class)
         self.check_function_argument_names(node)
@@ -215,10 +221,12 @@ class SubmissionTransformer(RestrictingNodeTransformer):
             self._class_depth = depth
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        """Check a lambda's arguments."""
         self.check_function_argument_names(node)
         return self.node_contents_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        """Check a class's name and refuse a metaclass."""
         self.check_name(node, node.name)
         if any(keyword.arg == "metaclass" for keyword in node.keywords):
             self.refuse(node, "a metaclass", "a class of the submission uses Python's own")
@@ -231,6 +239,7 @@ class SubmissionTransformer(RestrictingNodeTransformer):
     # imports --------------------------------------------------------------------------------
 
     def visit_Import(self, node: ast.Import) -> ast.AST:
+        """``import X``: only allowed modules, under names the policy allows."""
         for alias in node.names:
             if not is_allowed_module(alias.name):
                 self.error(node, f"import of '{alias.name}' is not allowed (allowed: "
@@ -240,6 +249,7 @@ class SubmissionTransformer(RestrictingNodeTransformer):
         return node
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
+        """``from X import Y``: no relative imports, only the names X offers a submission."""
         if node.level:
             dots = "." * node.level
             self.error(node, f"relative import 'from {dots}{node.module or ''}' is not allowed "
@@ -293,6 +303,7 @@ class SubmissionTransformer(RestrictingNodeTransformer):
             self._check_module_attribute(node, module)
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        """Apply the attribute rules, then rewrite a read as ``_getattr_(obj, name)``."""
         self.check_attribute(node)
         attr = node.attr
         node = self.node_contents_visit(node)
@@ -319,7 +330,8 @@ class SubmissionTransformer(RestrictingNodeTransformer):
             return
         if _submodule(module, attr) is not None:
             return
-        if module.startswith("pallas_sim") and hasattr(importlib.import_module(module), attr):
+        if module.startswith("pallas_sim") and (hasattr(importlib.import_module(module), attr)
+                                                or attr in rules.PALLAS_SIM_INTERNAL_NAMES):
             self.refuse(node, f"access to '.{attr}'",
                         "it is pallas_sim's internals, not its public API")
 
@@ -329,6 +341,7 @@ class SubmissionTransformer(RestrictingNodeTransformer):
         return call
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        """Rewrite an item read as ``_getitem_(obj, key)``, a store through ``_write_item_``."""
         node = self.node_contents_visit(node)
         if isinstance(node.ctx, ast.Load):
             new = ast.Call(func=ast.Name("_getitem_", ast.Load()),
@@ -341,9 +354,11 @@ class SubmissionTransformer(RestrictingNodeTransformer):
     # statements -----------------------------------------------------------------------------
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        """Visit an annotated assignment's parts under the same rules as any other code."""
         return self.node_contents_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST | list[ast.AST]:
+        """Rewrite ``obj.attr += v`` (and subscripts) through the read and write guards."""
         target = node.target
         if isinstance(target, ast.Name):
             return super().visit_AugAssign(node)
@@ -386,6 +401,7 @@ class SubmissionTransformer(RestrictingNodeTransformer):
         return statements
 
     def visit_Match(self, node: ast.AST) -> ast.AST:
+        """Refuse ``match``: its class patterns read attributes unguarded."""
         self.refuse(node, "the match statement", "its class patterns read attributes "
                     "without the grader's guard; use if/elif")
         return node

@@ -6,14 +6,14 @@ As in JAX 0.10.x both are enums whose members are also callables:
 VMEM, for ``scratch_shapes``, ``pl.run_scoped`` and ``pl.kernel(scratch_types=...)``.
 A member used as ``BlockSpec(memory_space=...)`` says where the kernel's ref lives.
 
-Inside the simulator a memory space is one of the strings of :data:`SPACE_NAMES`
+Inside the simulator a memory space is one of the strings of :class:`SpaceName`
 ("any", "hbm", "vmem", "smem", "semaphore"); :func:`space_name` turns a member into
 it. The trace records those strings.
 
 JAX has further members (``pl.MemorySpace.HOST``, ``pltpu.MemorySpace.VMEM_SHARED``,
 ``pltpu.MemorySpace.CMEM``, ...) for other chips and for SparseCore kernels;
 pallas_sim simulates one TensorCore, and asking for them raises
-:class:`~pallas_sim.errors.UnsupportedJaxAPIError`.
+:class:`~pallas_sim.UnsupportedJaxAPIError`.
 
 Source: ``jax._src.pallas.core.MemorySpace`` and
 ``jax._src.pallas.mosaic.core.MemorySpace`` (JAX 0.10.x).
@@ -31,10 +31,26 @@ import numpy as np
 from .dtypes import as_dtype
 from .errors import UnsupportedJaxAPIError
 
+
+class SpaceName(enum.StrEnum):
+    """The memory spaces pallas_sim simulates, by the names the trace uses.
+
+    Members are the strings themselves (``SpaceName.VMEM == "vmem"``), so JSON and the
+    trace's text are unchanged; ``pl.ANY``/``pltpu.VMEM`` are JAX's spellings of these
+    (:func:`space_name`).
+    """
+
+    ANY = "any"
+    HBM = "hbm"
+    VMEM = "vmem"
+    SMEM = "smem"
+    SEMAPHORE = "semaphore"
+
+
 #: The memory spaces pallas_sim simulates, by the names the trace uses.
-SPACE_NAMES = ("any", "hbm", "vmem", "smem", "semaphore")
+SPACE_NAMES: tuple[SpaceName, ...] = tuple(SpaceName)
 #: Memory spaces a kernel cannot load from or store to directly (DMA only).
-HBM_SPACES = frozenset({"any", "hbm"})
+HBM_SPACES = frozenset({SpaceName.ANY, SpaceName.HBM})
 
 
 @dataclasses.dataclass(frozen=True)

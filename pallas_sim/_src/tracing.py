@@ -10,26 +10,45 @@ without pickling (pallas-sim.md, "Trace").
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
 
+from .memory_spaces import SpaceName
+from .op_accounting import OpCounts
+
 MiB = 1 << 20
 
 
-@dataclasses.dataclass(frozen=True)
+class Role(enum.StrEnum):
+    """The role of an operand in a call's trace (``OperandTrace.role``); members are the
+    strings themselves (``Role.IN == "in"``), so ``to_dict`` and JSON are unchanged."""
+
+    IN = "in"
+    OUT = "out"
+    PREFETCH = "prefetch"
+    SCRATCH = "scratch"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class OperandTrace:
     """What one operand of a pallas_call did.  Shapes in elements, bytes in B.
 
+    Built by keyword only (twelve fields). A plain string for ``role`` or
+    ``memory_space`` becomes its :class:`Role` / ``SpaceName`` member (a ``ValueError``
+    for an unknown one).
+
     Attributes:
-      role: "in", "out", "prefetch" or "scratch".
+      role: "in", "out", "prefetch" or "scratch" (:class:`Role`).
       name: the kernel parameter's name.
       shape: the whole array's shape (scratch: the buffer's shape).
       dtype: dtype name, e.g. "float32", "bfloat16".
       block_shape: one entry per array dim (``None`` = squeezed), or the
         buffer shape for scratch and whole-array operands.
-      memory_space: "vmem", "smem" or "any".
+      memory_space: "vmem", "smem" or "any" (``SpaceName``; scratch may also be
+        "semaphore").
       buffers: buffers allocated (0 for "any").
       dma_count: automatic copies (inputs: HBM→VMEM; outputs: VMEM→HBM).
       hbm_bytes: bytes those copies moved (only the valid part of edge blocks).
@@ -45,12 +64,12 @@ class OperandTrace:
         Element's padding), not block indices.
     """
 
-    role: str
+    role: Role
     name: str
     shape: tuple[int, ...]
     dtype: str
     block_shape: tuple[int | None, ...]
-    memory_space: str
+    memory_space: SpaceName
     buffers: int
     dma_count: int
     hbm_bytes: int
@@ -67,6 +86,8 @@ class OperandTrace:
             array.setflags(write=False)
             object.__setattr__(self, field, array)
         object.__setattr__(self, "element_dims", tuple(int(d) for d in self.element_dims))
+        object.__setattr__(self, "role", Role(self.role))
+        object.__setattr__(self, "memory_space", SpaceName(self.memory_space))
 
     @property
     def vmem_bytes(self) -> int:
@@ -86,6 +107,7 @@ class OperandTrace:
     def to_dict(self) -> dict:
         """Plain values plus the ``block_indices`` array."""
         d = dataclasses.asdict(self)
+        d["role"], d["memory_space"] = str(self.role), str(self.memory_space)
         d["shape"] = list(self.shape)
         d["block_shape"] = list(self.block_shape)
         d["block_indices"] = np.asarray(self.block_indices, dtype=np.int32)
@@ -152,6 +174,9 @@ class CallTrace:
       input_output_aliases: the call's ``input_output_aliases`` as sorted
         ``(input index, output index)`` pairs (input indices count the
         scalar-prefetch arguments, as in JAX); () without aliasing.
+      ops: per-step op counts (:class:`~pallas_sim._src.op_accounting.OpCounts`: MXU flops
+        by input dtype, VPU and EUP ops, cross-lane reduction and cast elements, manual
+        DMA bytes), or None for a record made elsewhere.
     """
 
     name: str
@@ -170,6 +195,7 @@ class CallTrace:
     kind: str = "pallas_call"
     cost_estimate: dict[str, int] | None = None
     input_output_aliases: tuple[tuple[int, int], ...] = ()
+    ops: OpCounts | None = None
 
     def operand(self, name: str) -> OperandTrace:
         """The operand with this kernel parameter name.
@@ -234,6 +260,7 @@ class CallTrace:
             "cost_estimate": None if self.cost_estimate is None else dict(self.cost_estimate),
             "input_output_aliases": [list(p) for p in self.input_output_aliases],
             "operands": [op.to_dict() for op in self.operands],
+            "ops": None if self.ops is None else self.ops.to_dict(),
         }
 
     @classmethod
@@ -257,13 +284,15 @@ class CallTrace:
             cost_estimate=_cost(d.get("cost_estimate")),
             input_output_aliases=tuple((int(i), int(o))
                                        for i, o in d.get("input_output_aliases", ())),
-            operands=tuple(OperandTrace.from_dict(o) for o in d["operands"]))
+            operands=tuple(OperandTrace.from_dict(o) for o in d["operands"]),
+            ops=None if d.get("ops") is None else OpCounts.from_dict(d["ops"]))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CallTrace):
             return NotImplemented
         a, b = self.to_dict(), other.to_dict()
         oa, ob = a.pop("operands"), b.pop("operands")
+        a.pop("ops"), b.pop("ops")  # what the kernel computes is compared apart (call.ops)
         return a == b and self.operands == other.operands and len(oa) == len(ob)
 
     __hash__ = None  # type: ignore[assignment]

@@ -9,7 +9,7 @@ and a kernel must use ``pl.when``, ``jnp.where``, ``lax.cond`` or
 without help such code would simply run here and fail on JAX.
 :class:`KernelValue` closes that gap: it wraps the NumPy array of a real run,
 refuses ``bool()``, ``int()``, ``float()``, ``operator.index()`` and
-``np.asarray()`` with a :class:`~pallas_sim.errors.TracerConversionError`
+``np.asarray()`` with a :class:`~pallas_sim.TracerConversionError`
 that points to the right construct, and supports everything JAX allows on a
 traced array: arithmetic and comparisons (also with NumPy arrays and scalars on
 the left, which defer to it as they defer to a JAX tracer), ``jnp`` functions,
@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from . import op_accounting
+from .abstract import AbstractArray
 from .errors import CapturedConstantError, TracerConversionError
 
 _CANONICAL = {
@@ -140,6 +142,9 @@ def _wrap(a: Any) -> Any:
     if isinstance(a, np.generic):
         dt = _CANONICAL.get(a.dtype)
         return KernelValue(np.asarray(a if dt is None else a.astype(dt)))
+    if type(a) is AbstractArray:  # an abstract run's shape-only value
+        dt = _CANONICAL.get(a.dtype)
+        return KernelValue(a if dt is None else a.astype(dt))
     if isinstance(a, tuple):
         return tuple(_wrap(x) for x in a)
     if isinstance(a, list):
@@ -201,6 +206,8 @@ def lift(fn: Callable[..., Any]) -> Callable[..., Any]:
     Raises:
       CapturedConstantError: a non-scalar NumPy array argument inside a running kernel.
     """
+    kind = op_accounting.category(getattr(fn, "__name__", ""))
+
     def lifted(*args: Any, **kwargs: Any) -> Any:
         in_kernel = bool(KERNELS)
         if _LIFTED[0] or not in_kernel and not _has_traced(args, False) and not (
@@ -213,9 +220,12 @@ def lift(fn: Callable[..., Any]) -> Callable[..., Any]:
         kwargs = {k: _unwrap_deep(v) for k, v in kwargs.items()}
         _LIFTED[0] += 1
         try:
-            return _wrap(fn(*args, **kwargs))
+            result = _wrap(fn(*args, **kwargs))
         finally:
             _LIFTED[0] -= 1
+        if op_accounting._STACK:
+            op_accounting.count(kind, args, kwargs, result)
+        return result
 
     lifted.__name__ = lifted.__qualname__ = getattr(fn, "__name__", "lifted")
     lifted.__module__ = getattr(fn, "__module__", __name__)
@@ -336,7 +346,10 @@ class KernelValue:
 
     def astype(self, dtype: object, copy: bool = True) -> KernelValue:
         """The value in another dtype (a 64-bit request is truncated, with JAX's warning)."""
-        return KernelValue(self._a.astype(requested_dtype(dtype, "astype")))
+        out = KernelValue(self._a.astype(requested_dtype(dtype, "astype")))
+        if op_accounting._STACK:
+            op_accounting.cast(self._a, out)
+        return out
 
     def __repr__(self) -> str:
         body = np.array2string(self._a, threshold=16, edgeitems=2)
@@ -354,9 +367,15 @@ class KernelValue:
 
 
 def _method(name: str) -> Callable[..., Any]:
+    kind = op_accounting.category(name)
+    counters = op_accounting._STACK
+
     def method(self: KernelValue, *args: Any, **kwargs: Any) -> Any:
-        return _wrap(getattr(self._a, name)(*_unwrap(args),
-                                            **{k: _unwrap(v) for k, v in kwargs.items()}))
+        out = _wrap(getattr(self._a, name)(*_unwrap(args),
+                                           **{k: _unwrap(v) for k, v in kwargs.items()}))
+        if counters and kind != "free":
+            op_accounting.count(kind, (self._a, *args), kwargs, out)
+        return out
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"``ndarray.{name}`` on the traced value (a kernel value back)."
@@ -364,18 +383,34 @@ def _method(name: str) -> Callable[..., Any]:
 
 
 def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:
+    key = "eup_ops" if ufunc.__name__ in op_accounting.EUP else "vpu_ops"
+    counters = op_accounting._STACK
     if reflected:
         def method(self: KernelValue, other: Any) -> Any:
-            return _wrap(ufunc(_operand(other), self._a))
+            out = _wrap(ufunc(_operand(other), self._a))
+            if counters and type(out) is KernelValue:
+                a = out._a
+                counters[-1].add(key if a.ndim else "scalar_ops", a.size if a.ndim else 1)
+            return out
     else:
         def method(self: KernelValue, other: Any) -> Any:
-            return _wrap(ufunc(self._a, _operand(other)))
+            out = _wrap(ufunc(self._a, _operand(other)))
+            if counters and type(out) is KernelValue:
+                a = out._a
+                counters[-1].add(key if a.ndim else "scalar_ops", a.size if a.ndim else 1)
+            return out
     return method
 
 
 def _unary(ufunc: np.ufunc) -> Callable[..., Any]:
+    counters = op_accounting._STACK
+
     def method(self: KernelValue) -> Any:
-        return _wrap(ufunc(self._a))
+        out = _wrap(ufunc(self._a))
+        if counters and type(out) is KernelValue:
+            a = out._a
+            counters[-1].add("vpu_ops" if a.ndim else "scalar_ops", a.size if a.ndim else 1)
+        return out
     return method
 
 
@@ -397,7 +432,7 @@ def _operand(x: Any) -> Any:
 
 
 def _matmul(a: Any, b: Any) -> Any:
-    from . import jnp  # jnp's product rule: MXU-style f32 accumulation
+    from .. import jnp  # jnp's product rule: MXU-style f32 accumulation
 
     return jnp.matmul(a, b)
 
@@ -430,7 +465,7 @@ for _name in ("reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten",
 
 
 class _IndexUpdates:
-    """``value.at``: JAX's functional indexed updates (:mod:`pallas_sim.indexing`) on the
+    """``value.at``: JAX's functional indexed updates (:mod:`pallas_sim._src.indexing`) on the
     array behind a kernel value, with kernel values back."""
 
     __slots__ = ("_value",)

@@ -20,7 +20,7 @@ the destination before the wait sees the old contents (poison in a fresh
 buffer).  A copy never waited by the end of the pallas_call never lands; TPU
 interpret mode then prints "Semaphore ... has non-zero count ... at kernel
 exit" and returns the poisoned result, pallas_sim raises
-:class:`~pallas_sim.errors.UnwaitedDMAError` (or warns, with
+:class:`~pallas_sim.UnwaitedDMAError` (or warns, with
 ``pallas_sim.config(unwaited_dma="warn")``).  Waiting on a semaphore with no
 copy in flight would hang a TPU; pallas_sim raises instead.
 """
@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from . import context
+from . import context, op_accounting
 from .config import OPTIONS
 from .errors import PallasSimError, UnsupportedJaxUsageError, UnwaitedDMAError
 from .memory_spaces import ScratchShape
@@ -222,6 +222,7 @@ class AsyncCopy:
         ctx = context.running()
         if ctx is not None:
             ctx.manual_dmas += 1
+        op_accounting.dma_started(self)
 
     def wait(self) -> None:
         """Execute the oldest copy queued on this descriptor's semaphore.
@@ -240,6 +241,7 @@ class AsyncCopy:
         ctx = context.running()
         if ctx is not None:
             ctx.manual_dma_bytes += copy._dst.nbytes
+        op_accounting.dma_waited(copy, copy._dst.nbytes)
 
     def __repr__(self) -> str:
         return f"AsyncCopy({self._src_name} -> {self._dst_name} on {self._sem.name})"
@@ -325,6 +327,7 @@ def check_drained(sem_refs: Iterable[SemaphoreRef], call_name: str,
 
     Raises:
       UnwaitedDMAError: with ``config(unwaited_dma="raise")`` (the default).
+
     Warns:
       RuntimeWarning: with ``config(unwaited_dma="warn")``.
     """

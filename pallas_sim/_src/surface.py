@@ -4,8 +4,8 @@ Each namespace module (``jax``, ``jax.numpy``, ``jax.lax``, ``jax.nn``,
 ``jax.random``, ``jax.tree``, ``jax.tree_util``, ``pl``, ``pltpu``) defines
 ``__getattr__ = surface.refuse_missing("<its JAX name>", __name__)``. Python
 calls it only for a name the module lacks, so it costs nothing on the names
-that exist. It raises :class:`~pallas_sim.errors.UnsupportedJaxAPIError`
-saying whether JAX 0.10.2 has the name (the lists in :mod:`pallas_sim.jax_names`)
+that exist. It raises :class:`~pallas_sim.UnsupportedJaxAPIError`
+saying whether JAX 0.10.2 has the name (the lists in :mod:`pallas_sim._src.jax_names`)
 and what to write instead, never a bare ``AttributeError``.
 """
 

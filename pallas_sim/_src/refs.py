@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .abstract import AbstractArray
 from .errors import HBMAccessError, TracerConversionError
 from .values import KERNELS, KernelValue, canonical_dtype, captured
 
@@ -101,7 +102,8 @@ class Ref:
         if idx is Ellipsis:
             return KernelValue(self._buf.copy())
         value = self._buf[self._checked(idx)]
-        return KernelValue(value.copy() if isinstance(value, np.ndarray) else np.asarray(value))
+        return KernelValue(value.copy() if isinstance(value, np.ndarray | AbstractArray)
+                           else np.asarray(value))
 
     def __setitem__(self, idx, value) -> None:
         target = idx if idx is Ellipsis else self._checked(idx)

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from . import lax
+from .. import lax
 from .values import KERNELS, KernelValue, canonical_dtype, concrete
 
 

@@ -72,7 +72,7 @@ class BoundedSlice:
     """``pl.BoundedSlice(block_size)``: a window of at most ``block_size`` elements whose
     start and size the index map returns as ``pl.ds(start, size)``. ``pallas_call``
     refuses it, as both of JAX's interpreters do; ``pltpu.emit_pipeline`` refuses it too
-    (see :mod:`pallas_sim.pipeline`)."""
+    (see :mod:`pallas_sim._src.pipeline`)."""
 
     block_size: int
 

@@ -4,8 +4,8 @@ Spelled as in ``jax.experimental.pallas`` (``pl.BlockSpec``, ``pl.GridSpec``,
 ``pl.Buffered``, ``pl.CostEstimate``) and ``jax.experimental.pallas.tpu``
 (``pltpu.PrefetchScalarGridSpec``, ``pltpu.CompilerParams``,
 ``pltpu.GridDimensionSemantics``). Memory spaces (``pl.ANY``, ``pltpu.VMEM``, ...) are
-in :mod:`pallas_sim.memory_spaces`, block dimensions (``pl.Element``, ...) in
-:mod:`pallas_sim.block_dims`.
+in :mod:`pallas_sim._src.memory_spaces`, block dimensions (``pl.Element``, ...) in
+:mod:`pallas_sim._src.block_dims`.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class BlockSpec:
     """How one operand is cut into blocks (JAX ``pl.BlockSpec``).
 
     Args:
-      block_shape: one entry per array dimension (:mod:`pallas_sim.block_dims`): an int
+      block_shape: one entry per array dimension (:mod:`pallas_sim._src.block_dims`): an int
         or ``pl.Blocked(n)`` (blocks of n elements, indexed by block number), ``None``
         or ``pl.Squeezed()`` (one element, squeezed out of the kernel's ref),
         ``pl.Element(n, padding)`` (a window of n elements indexed by element offset).
@@ -174,7 +174,7 @@ class GridSpec:
     """``pl.GridSpec``: the grid, the operands' BlockSpecs and the scratch shapes.
 
     ``in_specs``/``out_specs`` default to ``pl.no_block_spec`` (whole arrays); given,
-    they are pytrees matching the arguments / ``out_shape`` (:mod:`pallas_sim.call_args`).
+    they are pytrees matching the arguments / ``out_shape`` (:mod:`pallas_sim._src.call_args`).
 
     Raises:
       ValueError: ``in_specs`` given as something other than a tuple or list (JAX's

@@ -11,7 +11,7 @@ The common form of JAX's pipelining guide and TPU quickstart::
             out_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
         )(x_hbm, o_hbm)
 
-It has pallas_call's semantics one level down (:mod:`pallas_sim.operands`): the grid runs
+It has pallas_call's semantics one level down (:mod:`pallas_sim._src.operands`): the grid runs
 in row-major order; an input block is copied into a VMEM buffer when its index changes;
 an output block starts poisoned when its index changes and is copied back when it
 changes again and after the last step; inside ``body``, ``pl.program_id`` and
@@ -24,7 +24,7 @@ The copies count as the kernel's manual DMAs in the trace (``manual_dma_count``,
 pipeline runs. ``core_axis_name``/``core_axis`` partition the grid across cores in JAX;
 with one core nothing is partitioned.
 
-Not modelled (refused with :class:`~pallas_sim.errors.UnsupportedJaxUsageError`): blocks
+Not modelled (refused with :class:`~pallas_sim.UnsupportedJaxUsageError`): blocks
 that do not divide the array (JAX rounds the last block to the (8, 128) tiling), Element
 padding, ``pl.BoundedSlice``, ``allocations=`` and ``body_prologue=``.
 
@@ -166,7 +166,7 @@ def _normalize(specs: Any) -> tuple[Any, ...]:
 def _check_cores(ctx: Any, core_axis: Any, core_axis_name: Any) -> None:
     """With one core there is nothing to partition; the axis must exist, as in JAX."""
     if core_axis_name is not None:
-        from .lax import axis_size
+        from ..lax import axis_size
 
         axis_size(core_axis_name)
     if core_axis is not None:

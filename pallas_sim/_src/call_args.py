@@ -1,7 +1,7 @@
 """The pytrees of a call: arguments, ``in_specs``, ``out_shape``, ``out_specs``, scratch.
 
 As in JAX 0.10.x (``pallas_call`` and ``pl.kernel``), every one of them is a pytree
-(tuples, lists, dicts, NamedTuples, None; :mod:`pallas_sim.pytrees`):
+(tuples, lists, dicts, NamedTuples, None; :mod:`pallas_sim._src.pytrees`):
 
 * the arguments after the scalar-prefetch ones are flattened; the kernel receives each
   positional argument back as the same tree of refs;

@@ -1,7 +1,8 @@
 """``pallas-lab check --backend jax FILE``: run your own file on real JAX Pallas.
 
 Registered in ``graders.student.cli.CHECK_BACKENDS``.  For each file it starts
-``python -m graders.fidelity.run`` (student code runs in that subprocess only),
+``python -m graders.fidelity.run`` (:data:`RUNNER`; student code runs in that
+subprocess only, and this module never imports ``graders.fidelity``),
 which calls the file's kernels and wrappers on pallas_sim and on JAX's two
 CPU interpreters (``interpret=True`` and TPU interpret mode) and compares the
 outputs on drawn inputs.  Per task the report says: passed (runs on real
@@ -26,6 +27,10 @@ from graders.assignments import Assignment
 from graders.status import Status
 from graders.student.selfcheck import FileReport, TaskOutcome, module_source
 
+#: The program each file runs in (``python -m RUNNER FILE``): JSON lines out. It is a
+#: program, not an import, so the student commands and ``graders.fidelity`` import
+#: nothing of each other; the bundle ships it (``graders.bundle.PROGRAMS``).
+RUNNER = "graders.fidelity.run"
 MODES = {"hlo": "interpret=True", "tpu": "TPU interpret mode"}
 
 
@@ -35,12 +40,12 @@ def _file_report(path: Path, assignment: Assignment, rows: list[dict], problem: 
     for task in assignment.tasks:
         mine = [r for r in rows if task.id in r.get("tasks", ())]
         if problem is not None:
-            tasks.append(TaskOutcome(task.id, task.title, Status.ERROR, "load the file on real JAX",
-                                     [problem]))
+            tasks.append(TaskOutcome(task=task.id, title=task.title, status=Status.ERROR,
+                                     check="load the file on real JAX", detail=[problem]))
             continue
         if not mine:
-            tasks.append(TaskOutcome(task.id, task.title, Status.NO_SELF_CHECK,
-                                     "nothing of this task runs on Pallas"))
+            tasks.append(TaskOutcome(task=task.id, title=task.title, status=Status.NO_SELF_CHECK,
+                                     check="nothing of this task runs on Pallas"))
             continue
         funcs = sorted({r["func"] for r in mine})
         check = (f"{', '.join(funcs)} on real JAX Pallas ({' and '.join(MODES.values())}) "
@@ -50,13 +55,15 @@ def _file_report(path: Path, assignment: Assignment, rows: list[dict], problem: 
             status = Status.ERROR if all(r["status"] == "error" for r in bad) else Status.FAILING
             detail = [f"{r['func']} on {MODES.get(r['mode'], r['mode'])}: {r['detail']}"
                       for r in bad]
-            tasks.append(TaskOutcome(task.id, task.title, status, check, detail))
+            tasks.append(TaskOutcome(task=task.id, title=task.title, status=status,
+                                     check=check, detail=detail))
         elif any(r["status"] == "not started" for r in mine):
-            tasks.append(TaskOutcome(task.id, task.title, Status.NOT_STARTED, check))
+            tasks.append(TaskOutcome(task=task.id, title=task.title, status=Status.NOT_STARTED,
+                                     check=check))
         else:
             n = sum(r["compared"] for r in mine)
-            tasks.append(TaskOutcome(task.id, task.title, Status.PASSED, check,
-                                     [f"{n} comparisons"]))
+            tasks.append(TaskOutcome(task=task.id, title=task.title, status=Status.PASSED,
+                                     check=check, detail=[f"{n} comparisons"]))
     return FileReport(assignment, path, tasks)
 
 
@@ -76,7 +83,7 @@ def check_on_jax(path: Path, assignment: Assignment, timeout: float) -> FileRepo
             return _file_report(path, assignment, [], f"cannot read {path.name}: {exc}")
         module = Path(folder) / f"{assignment.stem}.py"  # a notebook becomes its module text
         module.write_text(source, encoding="utf-8")
-        cmd = [sys.executable, "-m", "graders.fidelity.run", str(module)]
+        cmd = [sys.executable, "-m", RUNNER, str(module)]
         try:
             # The package root as the working folder, so ``-m graders...`` resolves in a
             # source checkout as in an installed bundle; the file's path is absolute.

@@ -140,6 +140,8 @@ class OutsideKernelError(PallasSimError, NotImplementedError):
 
 
 class UnboundAxisError(PallasSimError, NameError):
-    """``jax.lax.axis_index(name)`` / ``axis_size(name)`` for a name no enclosing mesh
-    defines. JAX 0.10.x: "Found an unbound axis name: core. To fix this, please call
-    axis_index under `jax.shard_map`." """
+    """An axis name no enclosing mesh defines.
+
+    Raised by ``jax.lax.axis_index(name)`` / ``axis_size(name)``. JAX 0.10.x: "Found an
+    unbound axis name: core. To fix this, please call axis_index under `jax.shard_map`."
+    """

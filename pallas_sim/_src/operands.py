@@ -1,17 +1,17 @@
 """One operand of a blocked loop: its blocks, its index map's results, its DMA plan.
 
-Shared by ``pl.pallas_call`` (the grid loop, :mod:`pallas_sim.pallas_call`) and
-``pltpu.emit_pipeline`` (an inner loop over HBM refs, :mod:`pallas_sim.pipeline`).
+Shared by ``pl.pallas_call`` (the grid loop, :mod:`pallas_sim._src.pallas_call`) and
+``pltpu.emit_pipeline`` (an inner loop over HBM refs, :mod:`pallas_sim._src.pipeline`).
 The rules are those of pallas-sim.md, "Execution":
 
-* an index map returns one entry per block dimension (:mod:`pallas_sim.block_dims`):
+* an index map returns one entry per block dimension (:mod:`pallas_sim._src.block_dims`):
   a block index for int/``pl.Blocked``/``None``/``pl.Squeezed`` dimensions, an element
   offset for ``pl.Element`` ones; out-of-range results raise
-  :class:`~pallas_sim.errors.BlockIndexError`;
+  :class:`~pallas_sim.BlockIndexError`;
 * an input block is copied HBM→VMEM at the first step and whenever its index changes;
 * an output block is poisoned when its index changes, and written back when the next
   step's index differs and after the last step; coming back to a block already written
-  back raises :class:`~pallas_sim.errors.RevisitedOutputBlockError` (pallas_call only).
+  back raises :class:`~pallas_sim.RevisitedOutputBlockError` (pallas_call only).
 
 Everything here runs once per call, before the first step, so the step loop only copies
 blocks (:meth:`Operand.plan` builds the per-step copy lists).
@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from . import block_dims, memory
+from . import abstract, block_dims, memory
+from .abstract import AbstractArray
 from .block_dims import BlockDim, Blocked, BoundedSlice, Element, Squeezed
 from .config import OPTIONS
 from .dtypes import fill_value
@@ -65,7 +66,7 @@ class Operand:
 
     Attributes:
       role: "in" or "out". name: the kernel parameter's name.
-      dims: the canonical block dimensions (:func:`pallas_sim.block_dims.canonical`).
+      dims: the canonical block dimensions (:func:`pallas_sim._src.block_dims.canonical`).
       space: "vmem", "smem", "any" or "hbm". buffers: VMEM buffers (0 in HBM).
       idx: int64 [steps, ndim], the index map's result at each step.
       hbm: the (padded) array the blocks come from and go to; buf: the block buffer;
@@ -459,5 +460,7 @@ def allocate_buffers(op: Operand, ref_name: str | None = None) -> None:
     if op.space in HBM_SPACES:
         op.buf = op.hbm
     else:
-        op.buf = np.full(op.kernel_shape, fill_value(op.dtype, OPTIONS.uninitialized), op.dtype)
+        op.buf = (AbstractArray(op.kernel_shape, op.dtype) if abstract.ACTIVE[0] and (
+                      op.space != "smem" or isinstance(op.hbm, AbstractArray)) else
+                  np.full(op.kernel_shape, fill_value(op.dtype, OPTIONS.uninitialized), op.dtype))
     op.ref = make_ref(op.buf, ref_name or op.name, op.space)

@@ -14,12 +14,12 @@ Semantics (pallas-sim.md, "Execution"; lecture §2.2):
    out-of-range ones raise :class:`BlockIndexError`.
 
 Arguments, specs, ``out_shape`` and scratch shapes are pytrees as in JAX
-(:mod:`pallas_sim.call_args`). The same machinery runs ``pl.kernel``
-(:mod:`pallas_sim.mesh`): one invocation, no grid, every operand in HBM.
+(:mod:`pallas_sim._src.call_args`). The same machinery runs ``pl.kernel``
+(:mod:`pallas_sim._src.mesh`): one invocation, no grid, every operand in HBM.
 
 Everything that does not depend on the kernel (index-map results, which steps
 copy what, the VMEM total) is computed before the first step, so the per-step
-loop only copies blocks and calls the kernel (:mod:`pallas_sim.operands`).
+loop only copies blocks and calls the kernel (:mod:`pallas_sim._src.operands`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from . import context, dma, grid_order, memory, tracing
+from . import abstract, abstract_loop, context, dma, grid_order, memory, op_accounting, tracing
+from .abstract import AbstractArray
 from .call_args import (
     check_in_specs,
     kernel_out_args,
@@ -43,7 +44,7 @@ from .call_args import (
 from .config import OPTIONS
 from .dtypes import fill_value
 from .errors import GridSemanticsError, KernelSignatureError, UnsupportedJaxUsageError
-from .memory_spaces import HBM_SPACES, ScratchShape
+from .memory_spaces import HBM_SPACES, ScratchShape, SpaceName
 from .operands import Operand, allocate_buffers, dtype_name, vectorized_grid
 from .pytrees import flatten
 from .refs import make_ref
@@ -64,7 +65,7 @@ def cdiv(a: Any, b: Any) -> Any:
     """
     if isinstance(a, int | np.integer) and isinstance(b, int | np.integer):
         return (int(a) + int(b) - 1) // int(b)
-    from . import lax
+    from .. import lax
 
     return lax.div(a + (b - 1), b)
 
@@ -375,7 +376,9 @@ class _Call:
         mode = OPTIONS.uninitialized
         scratch_refs = [dma.SemaphoreRef.allocate(s.shape, nm)
                         if s.memory_space == dma.SEMAPHORE_SPACE else
-                        make_ref(np.full(s.shape, fill_value(s.dtype, mode), s.dtype), nm,
+                        make_ref(AbstractArray(s.shape, s.dtype)
+                                 if abstract.ACTIVE[0] and s.memory_space != "smem" else
+                                 np.full(s.shape, fill_value(s.dtype, mode), s.dtype), nm,
                                  s.memory_space)
                         for s, nm in zip(self.scratch, scratch_names, strict=True)]
         sem_refs = [r for r in scratch_refs if isinstance(r, dma.SemaphoreRef)]
@@ -395,10 +398,20 @@ class _Call:
             static_allocations=allocations)
         in_refs = [op.ref for op in ins]
         reads = np.zeros((len(ins), num_steps), np.int32)
+        counter = op_accounting.begin(num_steps)
         context._STACK.append(ctx)
+        smem_blocks = any(op.space == "smem" for op in ins + outs)
         try:
-            for s in range(num_steps):
+            if abstract.ACTIVE[0] and not smem_blocks:  # shape-only: no data to move
+                abstract_loop.run_steps(
+                    kernel, refs, steps, self.grid if self.mesh_axes is None else None, ctx,
+                    counter, in_refs, reads, sem_refs, returned_error=self._returned_error,
+                    replicable=self.mesh_axes is None and not OPTIONS.shuffle_parallel and
+                    not any(s.memory_space == "smem" for s in self.scratch))
+            for s in range(0 if not abstract.ACTIVE[0] or smem_blocks else num_steps,
+                           num_steps):
                 ctx.program_ids = steps[s]
+                counter.step(s)
                 for buf, view, key in plan_in[s]:
                     np.copyto(buf, view[key])
                 for buf, value in plan_fresh[s]:
@@ -414,16 +427,18 @@ class _Call:
                     view[key] = buf
         finally:
             context._STACK.pop()
+            ops = op_accounting.end(counter)
         if sem_refs:
             dma.check_drained(sem_refs, self.name)
 
         results = []
         for op in outs:
             logical = op.hbm[op.logical] if op.needs_padding else op.hbm
-            results.append(np.ascontiguousarray(logical) if op.needs_padding else logical)
+            results.append(np.ascontiguousarray(logical) if op.needs_padding and not
+                           isinstance(logical, AbstractArray) else logical)
 
         self._record(pre_names, prefetch, ins, outs, reads, scratch_names, ctx, vmem, smem,
-                     num_steps, tuple(results))
+                     num_steps, tuple(results), ops)
         return self.out_def.unflatten(results)
 
     def _fill_hbm(self, ins: list[Operand], outs: list[Operand], arrays: list[np.ndarray],
@@ -437,8 +452,11 @@ class _Call:
         """
         mode = OPTIONS.uninitialized
         aliased_inputs = set(aliases.values())
+        shapes_only = abstract.ACTIVE[0]
         for i, (op, array) in enumerate(zip(ins, arrays, strict=True)):
-            if op.needs_padding:
+            if shapes_only and (op.needs_padding or isinstance(array, AbstractArray)):
+                op.hbm = AbstractArray(op.padded_shape, op.dtype)
+            elif op.needs_padding:
                 hbm = np.full(op.padded_shape, fill_value(op.dtype, mode), op.dtype)
                 hbm[op.logical] = array
                 op.hbm = hbm
@@ -460,6 +478,8 @@ class _Call:
                         "(Padding with aliasing not supported.). Alias operands with the "
                         "same block shape and no Element padding")
                 op.hbm = source.hbm
+            elif shapes_only:
+                op.hbm = AbstractArray(op.padded_shape, op.dtype)
             else:
                 op.hbm = np.full(op.padded_shape, fill_value(op.dtype, mode), op.dtype)
 
@@ -476,16 +496,21 @@ class _Call:
     def _record(self, pre_names: list[str], prefetch: list[np.ndarray], ins: list[Operand],
                 outs: list[Operand], reads: np.ndarray, scratch_names: list[str],
                 ctx: context.KernelContext, vmem: int, smem: int, num_steps: int,
-                results: tuple[np.ndarray, ...]) -> None:
+                results: tuple[np.ndarray, ...],
+                ops: op_accounting.OpCounts | None = None) -> None:
         operand_traces = [
-            tracing.OperandTrace("prefetch", nm, p.shape, dtype_name(p.dtype), p.shape, "smem",
-                                 1, 0, 0, np.zeros((0, 0), np.int32))
+            tracing.OperandTrace(role=tracing.Role.PREFETCH, name=nm, shape=p.shape,
+                                 dtype=dtype_name(p.dtype), block_shape=p.shape,
+                                 memory_space=SpaceName.SMEM, buffers=1, dma_count=0,
+                                 hbm_bytes=0, block_indices=np.zeros((0, 0), np.int32))
             for nm, p in zip(pre_names, prefetch, strict=True)]
         operand_traces += [_operand_trace(op, reads[j]) for j, op in enumerate(ins)]
         operand_traces += [_operand_trace(op) for op in outs]
         operand_traces += [
-            tracing.OperandTrace("scratch", nm, s.shape, dtype_name(s.dtype), s.shape,
-                                 s.memory_space, 1, 0, 0, np.zeros((0, 0), np.int32))
+            tracing.OperandTrace(role=tracing.Role.SCRATCH, name=nm, shape=s.shape,
+                                 dtype=dtype_name(s.dtype), block_shape=s.shape,
+                                 memory_space=s.memory_space, buffers=1, dma_count=0,
+                                 hbm_bytes=0, block_indices=np.zeros((0, 0), np.int32))
             for nm, s in zip(scratch_names, self.scratch, strict=True)]
         tracing.record(tracing.CallTrace(
             name=self.name, grid=self.grid, dimension_semantics=self.semantics,
@@ -496,7 +521,7 @@ class _Call:
             scoped_vmem_bytes=ctx.peak_scoped_vmem, scoped_smem_bytes=ctx.peak_scoped_smem,
             kind="pallas_call" if self.mesh_axes is None else "kernel",
             cost_estimate=self.cost,
-            input_output_aliases=tuple(sorted(self.aliases.items()))),
+            input_output_aliases=tuple(sorted(self.aliases.items())), ops=ops),
             results, self.kernel)
 
     def _check_aliases(self, ins: list[Operand], outs: list[Operand]) -> dict[int, int]:
@@ -530,6 +555,9 @@ def _on_device(a: object, copy: bool = False) -> np.ndarray:
     """An argument as JAX would hold it on the device: a NumPy array in JAX's 32-bit dtype
     (float64 → float32, int64 → int32, ...; JAX converts NumPy arguments silently with
     64-bit types off, its default)."""
+    if isinstance(a, AbstractArray):  # an abstract run's shape-only argument
+        dt = canonical_dtype(a.dtype)
+        return a if dt == a.dtype else a.astype(dt)
     array = a if isinstance(a, np.ndarray) else np.asarray(concrete(a))
     dtype = canonical_dtype(array.dtype)
     if dtype != array.dtype:

@@ -11,10 +11,10 @@ As in JAX 0.10.x TPU interpret mode: every entry allocates fresh buffers, poison
 (NaN for floats, as scratch); the function's return value is ``run_scoped``'s; HBM
 buffers are refused ("Cannot allocate HBM in `run_scoped`."). The buffers count in the
 call's VMEM (or SMEM) on top of its operands and scratch while they live: an entry that
-takes the total over the limit raises :class:`~pallas_sim.errors.VmemOOMError`, and the
+takes the total over the limit raises :class:`~pallas_sim.VmemOOMError`, and the
 trace records the most scoped bytes live at once (``CallTrace.scoped_vmem_bytes``). A
 copy started on a scoped semaphore must be waited before the function returns
-(:class:`~pallas_sim.errors.UnwaitedDMAError`, as at the end of a call).
+(:class:`~pallas_sim.UnwaitedDMAError`, as at the end of a call).
 
 Source: ``jax._src.pallas.primitives.run_scoped`` and TPU interpret mode's allocation of
 ``run_scoped`` buffers (JAX 0.10.x).
@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from . import context, dma, memory
+from . import abstract, context, dma, memory
+from .abstract import AbstractArray
 from .config import OPTIONS
 from .dtypes import fill_value
 from .errors import OutsideKernelError
@@ -98,8 +99,9 @@ def run_scoped(f: Callable[..., Any], *types: Any,
         if t.memory_space == dma.SEMAPHORE_SPACE:
             refs.append(dma.SemaphoreRef.allocate(t.shape, name))
             continue
-        refs.append(make_ref(np.full(t.shape, fill_value(t.dtype, mode), t.dtype), name,
-                             t.memory_space))
+        buf = (AbstractArray(t.shape, t.dtype) if abstract.ACTIVE[0] and t.memory_space != "smem"
+               else np.full(t.shape, fill_value(t.dtype, mode), t.dtype))
+        refs.append(make_ref(buf, name, t.memory_space))
         allocations.append(memory.Allocation(
             name, "scoped", t.memory_space, t.nbytes, 1,
             f"{t.dtype.name}{list(t.shape)} run_scoped"))

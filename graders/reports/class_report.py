@@ -1,0 +1,182 @@
+"""The class report of a batch: what the class scored and what it got wrong.
+
+``pallas-lab grade CLASS --jobs N --report`` writes, into the results folder:
+
+* ``class_report.txt``: per assignment and task, how many students were graded,
+  how many had no submission, the mean, median, standard deviation, minimum and
+  maximum of the task's points, how many never started it; then a task x
+  mistake table: for each "looks like" diagnosis the checks printed
+  (``graders.feedback``), how many students' submissions showed it;
+* ``class_report_<aN>.png`` (with matplotlib, the ``report`` extra): a score
+  histogram per task and the task x mistake counts as a horizontal bar chart.
+
+The numbers come only from the results, never from running anything again.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from graders.assignments import ASSIGNMENTS, Assignment
+from graders.feedback import format_points
+from graders.grading import SubmissionResult
+from graders.reports.files import atomic_write_text
+from graders.safe_text import terminal_text
+
+DIAGNOSIS = "  looks like: "
+#: Characters kept of a diagnosis in the report's tables and charts.
+MAX_MISTAKE_CHARS = 70
+
+
+@dataclass
+class TaskStats:
+    """One task over a class: ``points`` (one per graded student), ``max_points``,
+    ``missing`` (students without a submission of the assignment), ``not_started`` and
+    ``mistakes`` (diagnosis -> number of students whose feedback names it)."""
+
+    task: str
+    title: str
+    max_points: float
+    points: list[float] = field(default_factory=list)
+    missing: int = 0
+    not_started: int = 0
+    mistakes: Counter[str] = field(default_factory=Counter)
+
+    def summary(self) -> dict[str, float]:
+        """mean, median, stdev (population; 0 for one student), min and max of ``points``
+        (all 0 when nobody was graded)."""
+        if not self.points:
+            return dict.fromkeys(("mean", "median", "stdev", "min", "max"), 0.0)
+        return {"mean": statistics.fmean(self.points), "median": statistics.median(self.points),
+                "stdev": statistics.pstdev(self.points), "min": min(self.points),
+                "max": max(self.points)}
+
+
+def diagnoses(feedback: str) -> list[str]:
+    """The "looks like" lines of a check's feedback, without the lecture section."""
+    found = []
+    for line in feedback.splitlines():
+        if line.startswith(DIAGNOSIS):
+            text = line[len(DIAGNOSIS):].split(" (lecture §", 1)[0].strip()
+            if text:
+                found.append(text)
+    return found
+
+
+def class_stats(results: Sequence[SubmissionResult], students: Iterable[str] = ()
+                ) -> dict[str, list[TaskStats]]:
+    """Per assignment id (those with at least one result), its graded tasks' statistics.
+    ``missing`` counts the students of ``results`` and ``students`` (e.g. the roster's)
+    without a result for that assignment."""
+    students = {r.student for r in results} | set(students)
+    by_assignment: dict[str, list[SubmissionResult]] = defaultdict(list)
+    for result in results:
+        by_assignment[result.assignment].append(result)
+    stats: dict[str, list[TaskStats]] = {}
+    for aid in [a for a in ASSIGNMENTS if a in by_assignment]:
+        info: Assignment = ASSIGNMENTS[aid]
+        graded = by_assignment[aid]
+        missing = len(students - {r.student for r in graded})
+        rows = []
+        for task in info.graded_tasks:
+            row = TaskStats(task.id, task.title, task.points, missing=missing)
+            for result in graded:
+                rollup = next((t for t in result.tasks() if t.task == task.id), None)
+                if rollup is None:
+                    continue
+                row.points.append(rollup.points)
+                row.not_started += rollup.status == "not started"
+                seen = {d for c in result.checks if c.task == task.id and c.status != "passed"
+                        for d in diagnoses(c.feedback)}
+                row.mistakes.update(seen)
+            rows.append(row)
+        stats[aid] = rows
+    return stats
+
+
+def _short(text: str) -> str:
+    text = terminal_text(text)
+    return text if len(text) <= MAX_MISTAKE_CHARS else text[: MAX_MISTAKE_CHARS - 1] + "…"
+
+
+def report_text(stats: dict[str, list[TaskStats]]) -> str:
+    """The text rendering of ``class_stats``: a statistics table and a mistakes table per
+    assignment."""
+    lines = []
+    for aid, rows in stats.items():
+        info = ASSIGNMENTS[aid]
+        lines.append(f"{aid} {info.title}")
+        lines.append(f"  {'task':<5} {'graded':>6} {'missing':>7} {'not started':>11} "
+                     f"{'mean':>6} {'median':>6} {'stdev':>6} {'min':>5} {'max':>5}  of")
+        for row in rows:
+            s = row.summary()
+            lines.append(
+                f"  {row.task:<5} {len(row.points):>6} {row.missing:>7} {row.not_started:>11} "
+                f"{s['mean']:>6.1f} {s['median']:>6.1f} {s['stdev']:>6.1f} "
+                f"{format_points(s['min']):>5} {format_points(s['max']):>5}  "
+                f"{format_points(row.max_points)}")
+        mistakes = [(row.task, m, n) for row in rows for m, n in row.mistakes.most_common()]
+        lines.append("  mistakes seen (task, students, diagnosis):")
+        if not mistakes:
+            lines.append("    none diagnosed")
+        for task, mistake, count in mistakes:
+            lines.append(f"    {task:<5} {count:>4}  {_short(mistake)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _plot(aid: str, rows: list[TaskStats], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    mistakes = [(f"{row.task}: {_short(m)}", n) for row in rows
+                for m, n in row.mistakes.most_common()]
+    columns = len(rows)
+    figure = plt.figure(figsize=(3.2 * columns, 6.5 if mistakes else 3.2), layout="constrained")
+    grid = figure.add_gridspec(2 if mistakes else 1, columns)
+    for i, row in enumerate(rows):
+        axes = figure.add_subplot(grid[0, i])
+        axes.hist(row.points, bins=10, range=(0, row.max_points), color="tab:blue")
+        axes.set_title(f"Task {row.task}", fontsize=9)
+        axes.set_xlabel(f"points (of {format_points(row.max_points)})", fontsize=8)
+        axes.set_ylabel("students", fontsize=8)
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if mistakes:
+        axes = figure.add_subplot(grid[1, :])
+        labels, counts = zip(*reversed(mistakes), strict=True)
+        axes.barh(range(len(counts)), counts, color="tab:red")
+        axes.set_yticks(range(len(counts)), labels, fontsize=7)
+        axes.set_xlabel("students whose submission shows the mistake", fontsize=8)
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.set_title("mistakes seen (task: diagnosis)", fontsize=9)
+    figure.suptitle(f"{aid} {ASSIGNMENTS[aid].title}: {len(rows[0].points)} graded, "
+                    f"{rows[0].missing} missing", fontsize=10)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
+def write_class_report(results: Sequence[SubmissionResult], folder: Path,
+                       students: Iterable[str] = ()) -> list[Path]:
+    """Write ``class_report.txt`` and, when matplotlib is installed, one
+    ``class_report_<aN>.png`` per assignment into ``folder`` (``students``: everyone who
+    should have a result, as in ``class_stats``); returns the paths written. Raises
+    ``OSError`` when they cannot be written."""
+    stats = class_stats(results, students)
+    written = [atomic_write_text(folder / "class_report.txt", report_text(stats))]
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return written
+    for aid, rows in stats.items():
+        if rows:
+            written.append(_plot(aid, rows, folder / f"class_report_{aid}.png"))
+    return written

@@ -1,0 +1,64 @@
+"""Per-student feedback files: ``feedback.md`` and ``feedback.html`` beside results.json.
+
+Both hold the text ``pallas-lab grade FILE --feedback`` prints for the submission
+(``graders.reports.table.print_report``): the task table, then the full text of
+every failed check. The Markdown file puts that text in a fenced block, so it
+shows exactly as in the terminal; the HTML file is rich's own export of the same
+console output (``Console.export_html``), which escapes every character a
+student chose, so a name or message holding ``<script>`` stays text.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from graders.grading import SubmissionResult
+from graders.reports.files import atomic_write_text
+from graders.safe_text import terminal_text
+
+#: Width, in characters, of the text in the feedback files.
+WIDTH = 100
+#: ASCII punctuation Markdown may read as markup or inline HTML: escaped with a backslash
+#: in the heading (CommonMark: any ASCII punctuation may be backslash-escaped).
+MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!<>|~&")
+
+
+def feedback_text(result: SubmissionResult) -> tuple[str, str]:
+    """(plain text, HTML) of ``result``'s report with feedback, as ``--feedback`` prints it."""
+    from graders.reports.table import print_report
+
+    console = Console(record=True, width=WIDTH, file=io.StringIO(), color_system=None)
+    print_report([result], console, feedback=True)
+    return console.export_text(clear=False), console.export_html(inline_styles=True)
+
+
+def feedback_markdown(result: SubmissionResult) -> str:
+    """The Markdown feedback file: a heading naming the student, assignment and score, then
+    the ``--feedback`` text in a fenced block (backticks in it cannot close the fence)."""
+    text, _ = feedback_text(result)
+    fence = "`" * max(3, _longest_backtick_run(text) + 1)
+    heading = terminal_text(
+        f"{result.student}: {result.info.id} {result.info.title} "
+        f"({Path(result.file).name}): {result.score:g}/{result.max_score:g}")
+    heading = "".join(f"\\{ch}" if ch in MARKDOWN_SPECIAL else ch for ch in heading)
+    return f"# {heading}\n\n{fence}text\n{text.rstrip()}\n{fence}\n"
+
+
+def _longest_backtick_run(text: str) -> int:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
+
+
+def write_feedback_files(result: SubmissionResult, folder: Path) -> tuple[Path, Path]:
+    """Write ``feedback.md`` and ``feedback.html`` for ``result`` into ``folder`` (created
+    when missing), each atomically; returns their paths. Raises ``OSError`` when they
+    cannot be written."""
+    _, html = feedback_text(result)
+    md = atomic_write_text(folder / "feedback.md", feedback_markdown(result))
+    return md, atomic_write_text(folder / "feedback.html", html)

@@ -1,0 +1,169 @@
+"""Batches (issue 16): resume by content, --force, --student, --task, --format csv with a file
+--out, the table and feedback files, the class report and the similarity check."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from graders.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "examples" / "submissions"
+STEM = "a1_pallas_basics"
+
+
+def _student(klass: Path, name: str, sample: str) -> Path:
+    (klass / name).mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copyfile(SAMPLES / sample / f"{STEM}.py", klass / name / f"{STEM}.py"))
+
+
+def _book(path: Path) -> dict[str, dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return {row["student"]: row for row in csv.DictReader(handle)}
+
+
+@pytest.fixture
+def klass(tmp_path: Path) -> Path:
+    klass = tmp_path / "class"
+    _student(klass, "ada", "ada_correct")
+    _student(klass, "ben", "ben_typical_mistakes")
+    _student(klass, "cleo", "cleo_untouched")
+    return klass
+
+
+@pytest.mark.slow
+def test_a_csv_batch_writes_the_gradebook_file_the_table_and_feedback_files(
+        klass: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    book = tmp_path / "gb.csv"
+    assert main(["grade", str(klass), "--format", "csv", "--jobs", "2", "--out", str(book),
+                 "--feedback"]) == 0
+    out = capsys.readouterr()
+    assert book.is_file(), "--format csv --out gb.csv writes a file, not a folder"
+    assert {s: r["a1"] for s, r in _book(book).items()} == {"ada": "100", "ben": "76",
+                                                            "cleo": "0"}
+    assert "Totals" in out.out and "ben" in out.out, "batch mode prints the score table"
+    assert "looks like:" in out.out, "--feedback is honoured in batch mode"
+    assert "3/3" in out.err, "N/M progress on stderr"
+    folder = tmp_path / "gb_results" / "ben" / STEM
+    markdown = (folder / "feedback.md").read_text(encoding="utf-8")
+    html = (folder / "feedback.html").read_text(encoding="utf-8")
+    feedback = [t["output"] for t in json.loads((folder / "results.json").read_text(
+        encoding="utf-8"))["tests"] if t["status"] == "failed"]
+    first = feedback[0].splitlines()[0]
+    assert first in markdown and "looks like:" in markdown
+    assert first.split(" — ")[0] in html and "<html" in html.lower()
+
+
+@pytest.mark.slow
+def test_resume_regrades_changed_files_and_force_student_task_select(
+        klass: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "results"
+    grade = ["grade", str(klass), "--jobs", "2", "--out", str(out)]
+    assert main(grade) == 0
+    capsys.readouterr()
+    assert main(grade) == 0
+    assert "graded 0 student(s), 3 already had results" in capsys.readouterr().out
+
+    _student(klass, "cleo", "ada_correct")  # cleo resubmits: new content, same name
+    assert main(grade) == 0
+    assert "graded 1 student(s), 2 already had results" in capsys.readouterr().out
+    assert _book(out / "gradebook.csv")["cleo"]["a1"] == "100"
+
+    ada = out / "ada" / STEM / "results.json"
+    before = ada.stat().st_mtime_ns
+    assert main([*grade, "--student", "ben"]) == 0
+    assert "graded 1 student(s)" in capsys.readouterr().out
+    assert ada.stat().st_mtime_ns == before, "--student grades only that student"
+
+    assert main([*grade, "--force"]) == 0
+    assert "graded 3 student(s), 0 already had results" in capsys.readouterr().out
+
+    gradebook = (out / "gradebook.csv").read_text(encoding="utf-8")
+    ben = json.loads((out / "ben" / STEM / "results.json").read_text(encoding="utf-8"))
+    assert main([*grade, "--task", "1.3"]) == 0
+    capsys.readouterr()
+    again = json.loads((out / "ben" / STEM / "results.json").read_text(encoding="utf-8"))
+    assert [(t["number"], t["name"], t["score"]) for t in again["tests"]] == [
+        (t["number"], t["name"], t["score"]) for t in ben["tests"]], (
+        "re-running Task 1.3 merges its checks back in the same order and scores")
+    assert (out / "gradebook.csv").read_text(encoding="utf-8") == gradebook
+
+
+@pytest.mark.slow
+def test_class_report_and_similarity(klass: Path, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    copy = _student(klass, "dan", "ada_correct")
+    copy.write_text(copy.read_text(encoding="utf-8").replace("z_ref", "out_ref"),
+                    encoding="utf-8")  # a copy with a variable renamed
+    _student(klass, "eve", "cleo_untouched")  # two untouched handouts: not similar
+    out = tmp_path / "results"
+    assert main(["grade", str(klass), "--jobs", "2", "--out", str(out), "--report",
+                 "--similarity", "0.8"]) == 0
+    printed = capsys.readouterr().out
+    report = (out / "class_report.txt").read_text(encoding="utf-8")
+    row = next(line.split() for line in report.splitlines() if line.strip().startswith("1.3"))
+    assert row[1:4] == ["5", "0", "2"], "5 graded, none missing, 2 never started 1.3"
+    assert "mistakes seen" in report and "column-block axis" in report, (
+        "ben's diagnosed 1.3 mistake is counted")
+    assert (out / "class_report_a1.png").read_bytes()[:4] == b"\x89PNG"
+    pairs = (out / "similarity.txt").read_text(encoding="utf-8")
+    assert "ada <-> dan" in pairs, "a renamed copy is found"
+    assert "cleo <-> eve" not in pairs, "the handout's own text is not counted"
+    assert "ada <-> dan" in printed
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_batch_cleanly_and_a_rerun_finishes_it(tmp_path: Path) -> None:
+    klass, out = tmp_path / "class", tmp_path / "results"
+    for i in range(8):
+        _student(klass, f"s{i}", "ada_correct" if i % 2 else "ben_typical_mistakes")
+    command = [sys.executable, "-m", "graders.cli", "grade", str(klass), "--jobs", "2",
+               "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.Popen(  # Ctrl-C reaches the whole foreground process group
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 300
+    while not list(out.glob("*/*/results.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGINT)
+    _, stderr = run.communicate(timeout=300)
+    assert run.returncode == 130, stderr
+    assert "Traceback" not in stderr and "leaked" not in stderr, stderr
+    assert "run the same command again to grade the rest" in stderr
+    done = len(list(out.glob("*/*/results.json")))
+    rerun = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{done} already had results" in rerun.stdout
+    assert {s: r["a1"] for s, r in _book(out / "gradebook.csv").items()} == {
+        f"s{i}": "100" if i % 2 else "76" for i in range(8)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", [[], ["--jobs", "1"]], ids=["single", "batch"])
+def test_third_party_warnings_do_not_reach_the_ta(tmp_path: Path, batch: list[str]) -> None:
+    notebook = json.loads((ROOT / "assignments" / f"{STEM}.ipynb").read_text(encoding="utf-8"))
+    for cell in notebook["cells"]:
+        cell.pop("id", None)  # nbformat warns (MissingIDFieldWarning) when it reads this
+    (tmp_path / "class" / "amy").mkdir(parents=True)
+    (tmp_path / "class" / "amy" / f"{STEM}.ipynb").write_text(json.dumps(notebook),
+                                                             encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "graders.cli", "grade", str(tmp_path / "class"), *batch,
+         "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True,
+        timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": ""})
+    assert run.returncode == 0, run.stderr
+    assert "Warning" not in run.stderr and "warn(" not in run.stderr, run.stderr
+    assert "amy" in run.stdout and "0/100" in run.stdout

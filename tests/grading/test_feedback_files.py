@@ -1,0 +1,61 @@
+"""Feedback files and the class report, from results built here (nothing is graded)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graders.grading import CheckResult, SubmissionResult
+from graders.reports.class_report import class_stats, diagnoses, report_text
+from graders.reports.feedback_files import feedback_markdown, write_feedback_files
+
+FEEDBACK = "\n".join([
+    "Task 1.3 bias_add — 0/10",
+    "  check: bias_add's grid visits column blocks in the outer axis",
+    "  problem: ``` <script>alert(1)</script> ``` closes nothing",
+    "  looks like: the column-block axis is the inner grid axis (lecture §2.2)",
+])
+
+
+def _result(student: str, points_13: float, feedback: str = FEEDBACK) -> SubmissionResult:
+    result = SubmissionResult(student, "a1_pallas_basics", "a1", "a1_pallas_basics.py")
+    for task, points in (("1.1", 15), ("1.2", 25), ("1.4", 20), ("1.5", 15)):
+        result.checks.append(CheckResult("a1", task, f"{task} values", points, points,
+                                         "passed", f"Task {task} — passed"))
+    status = "passed" if points_13 == 25 else "failed"
+    result.checks.append(CheckResult("a1", "1.3", "grid order", points_13, 25, status,
+                                     feedback if status == "failed" else "passed",
+                                     reason="bias_add fetched the bias too often"))
+    return result
+
+
+def test_feedback_files_hold_the_feedback_text_escaped(tmp_path: Path) -> None:
+    result = _result("<b>eve</b>_*", 0)
+    md, html = write_feedback_files(result, tmp_path / "eve")
+    markdown = md.read_text(encoding="utf-8")
+    assert "looks like: the column-block axis is the inner grid axis" in markdown
+    assert "\n````text\n" in markdown and markdown.rstrip().endswith("````"), (
+        "the fence is longer than the ``` in the student's message, so it cannot close early")
+    assert markdown.startswith("# \\<b\\>eve\\</b\\>\\_\\*: a1"), (
+        "Markdown's own characters and inline HTML are escaped")
+    page = html.read_text(encoding="utf-8")
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "&lt;b&gt;eve&lt;/b&gt;" in page
+    assert feedback_markdown(result) == markdown
+
+
+def test_class_statistics_count_missing_students_and_diagnosed_mistakes() -> None:
+    results = [_result("ada", 25), _result("ben", 0), _result("cleo", 10)]
+    stats = class_stats(results, students=["ada", "ben", "cleo", "dan"])
+    row = next(r for r in stats["a1"] if r.task == "1.3")
+    assert sorted(row.points) == [0, 10, 25] and row.missing == 1
+    summary = row.summary()
+    assert summary["mean"] == 35 / 3 and summary["median"] == 10
+    assert row.mistakes == {"the column-block axis is the inner grid axis": 2}
+    text = report_text(stats)
+    assert "1.3        3       1           0   11.7   10.0" in text
+    assert "    1.3      2  the column-block axis is the inner grid axis" in text
+
+
+def test_diagnoses_are_read_only_from_looks_like_lines() -> None:
+    assert diagnoses(FEEDBACK) == ["the column-block axis is the inner grid axis"]
+    assert diagnoses("  problem: looks like: nothing") == []

@@ -1,0 +1,96 @@
+"""``pallas-lab profile`` (issue 15 item 5): the table, the text rendering, the pictures,
+and bad input (unknown chip, shapes, an OOM configuration)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import pallas_sim
+from graders import cli, kernel_profile
+from pallas_sim import jax, jnp
+
+ROOT = Path(__file__).resolve().parents[2]
+A3 = ROOT / "solutions" / "a3_matmul.py"
+A5 = ROOT / "solutions" / "a5_splash_attention.py"
+
+
+def _module(path: Path):
+    spec = importlib.util.spec_from_file_location(f"profile_test_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_shapes_and_keywords_parse():
+    s = kernel_profile.parse_shape("bf16[4096, 7168]")
+    assert s.shape == (4096, 7168) and s.dtype == jnp.bfloat16
+    assert kernel_profile.parse_shape("f32[]").shape == ()
+    with pytest.raises(ValueError, match="DTYPE"):
+        kernel_profile.parse_shape("q16[3]")
+    assert kernel_profile.parse_kwargs(["block_shape=(512, 512, 256)", "causal=True"]) == {
+        "block_shape": (512, 512, 256), "causal": True}
+    with pytest.raises(ValueError, match="NAME=VALUE"):
+        kernel_profile.parse_kwargs(["oops"])
+
+
+def test_profile_prints_the_estimates_table(capsys):
+    argv = ["profile", str(A3), "--function", "matmul", "--shapes", "bf16[2048,1024]",
+            "bf16[1024,2048]", "--kw", "block_shape=(512, 512, 512)", "--steps", "4"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    x, y = jax.ShapeDtypeStruct((2048, 1024), jnp.bfloat16), \
+        jax.ShapeDtypeStruct((1024, 2048), jnp.bfloat16)
+    est = pallas_sim.estimate(_module(A3).matmul, x, y, block_shape=(512, 512, 512))
+    t = est.timelines[0]
+    assert f"{t.time_s * 1e3:.3f} ms" in out
+    assert f"{t.mfu * 100:.1f} %" in out
+    assert f"{est.last.vmem_bytes / 2**20:.1f} / 32 MiB" in out
+    assert "first 4 steps" in out and "MXU |" in out and "DMA |" in out
+    assert f"ridge {t.ridge_point:.1f}" in out
+
+
+def test_unknown_chip_and_bad_shapes_exit_2_with_the_reason(capsys):
+    assert kernel_profile.main([str(A3), "--function", "matmul", "--chip", "v9"]) == 2
+    err = capsys.readouterr().err
+    assert "v5e" in err and "v6e" in err and "v7" in err
+    assert kernel_profile.main([str(A3), "--function", "matmul", "--shapes", "x[1]"]) == 2
+    assert "DTYPE" in capsys.readouterr().err
+    assert kernel_profile.main([str(A3), "--function", "nope"]) == 2
+    assert "no function nope" in capsys.readouterr().err
+
+
+def test_a_configuration_that_does_not_fit_vmem_reports_the_real_error(capsys):
+    argv = [str(A3), "--function", "matmul", "--shapes", "f32[4096,4096]", "f32[4096,4096]",
+            "--kw", "block_shape=(4096, 4096, 4096)"]
+    assert kernel_profile.main(argv) == 1
+    out = capsys.readouterr().out
+    assert "VmemOOMError: Scoped allocation with size" in out
+
+
+def test_splash_block_map_is_the_lectures_picture():
+    a5 = _module(A5)
+    info = a5.build_mask_info(a5.causal_mask(8), 2, 2)
+    assert kernel_profile.render_block_map(info) == "P · · ·\nF P · ·\nF F P ·\nF F F P"
+    assert kernel_profile.mask_info_of((1, info)) is info
+
+
+def test_png_pictures_are_written(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    argv = [str(A3), "--function", "matmul", "--shapes", "bf16[1024,1024]", "bf16[1024,1024]",
+            "--kw", "block_shape=(512, 512, 512)", "--png", str(tmp_path)]
+    assert kernel_profile.main(argv) == 0
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert any(n.endswith("_timeline.png") for n in pngs)
+    assert any(n.endswith("_roofline.png") for n in pngs)
+    for p in tmp_path.glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_unfinished_handout_reports_its_error(capsys):
+    handout = ROOT / "assignments" / "a3_matmul.py"
+    assert kernel_profile.main([str(handout)]) == 1
+    out = capsys.readouterr().out
+    assert "NotImplementedError: Need to implement for Task 3.2" in out

@@ -1,0 +1,180 @@
+"""Op accounting per grid step (issue 15 item 1): MXU flops by input dtype, VPU, EUP,
+cross-lane reductions, casts and manual DMA bytes, next to the DMA counts.
+
+Every expected count is computed here from the kernel's own arithmetic (2·M·N·K for a
+product, one op per produced element), never read back from the simulator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pallas_sim
+from pallas_sim import jax, jnp, lax, pl, pltpu
+
+
+def _matmul(x, y, bm, bn, bk, out_dtype=jnp.float32):
+    def kernel(x_ref, y_ref, z_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            z_ref[...] = jnp.zeros_like(z_ref)
+        z_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=out_dtype)
+
+    m, k = x.shape
+    n = y.shape[1]
+    return pl.pallas_call(
+        kernel, grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+                  pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), out_dtype))(x, y)
+
+
+@pytest.mark.parametrize("dtype,key", [(jnp.bfloat16, "mxu_flops_bf16"),
+                                       (np.float32, "mxu_flops_f32"),
+                                       (np.int8, "mxu_flops_int8")])
+def test_matmul_flops_per_step_by_input_dtype(dtype, key):
+    x = np.ones((64, 96), dtype)
+    y = np.ones((96, 32), dtype)
+    out_dtype = jnp.int32 if dtype == np.int8 else jnp.float32
+    with pallas_sim.trace() as t:
+        _matmul(x, y, 32, 16, 32, out_dtype)
+    call = t.calls[-1]
+    steps = call.num_steps
+    assert steps == 2 * 2 * 3
+    np.testing.assert_array_equal(call.ops[key], np.full(steps, 2 * 32 * 16 * 32))
+    assert call.ops.total(key) == 2 * 64 * 96 * 32, "2MNK over the whole call"
+    # the accumulate `z += dot` is one VPU add per output element per step
+    np.testing.assert_array_equal(call.ops["vpu_ops"], np.full(steps, 32 * 16))
+    assert call.ops.total("eup_ops") == 0
+    assert [k for k in call.ops.keys() if k.startswith("mxu")] == [key]
+
+
+def test_at_operator_and_dot_general_count_like_dot():
+    def kernel(a_ref, b_ref, o1, o2, o3):
+        a, b = a_ref[...], b_ref[...]
+        o1[...] = a @ b
+        o2[...] = lax.dot_general(a, b, (((1,), (0,)), ((), ())),
+                                  preferred_element_type=jnp.float32)
+        o3[...] = jnp.einsum("ik,kj->ij", a, b, preferred_element_type=jnp.float32)
+
+    a = np.ones((8, 16), np.float32)
+    b = np.ones((16, 24), np.float32)
+    out = jax.ShapeDtypeStruct((8, 24), jnp.float32)
+    with pallas_sim.trace() as t:
+        pl.pallas_call(kernel, out_shape=(out, out, out))(a, b)
+    assert t.calls[-1].ops.total("mxu_flops_f32") == 3 * 2 * 8 * 16 * 24
+
+
+def test_batched_dot_general_counts_batch():
+    def kernel(a_ref, b_ref, o_ref):
+        o_ref[...] = lax.dot_general(a_ref[...], b_ref[...], (((2,), (1,)), ((0,), (0,))),
+                                     preferred_element_type=jnp.float32)
+
+    a = np.ones((3, 8, 16), jnp.bfloat16)
+    b = np.ones((3, 16, 4), jnp.bfloat16)
+    with pallas_sim.trace() as t:
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((3, 8, 4), jnp.float32))(a, b)
+    assert t.calls[-1].ops.total("mxu_flops_bf16") == 2 * 3 * 8 * 4 * 16
+
+
+def test_softmax_step_counts_eup_vpu_crosslane_and_casts():
+    rows, cols = 16, 256
+
+    def kernel(x_ref, o_ref):
+        s = x_ref[...].astype(jnp.float32)              # cast: rows*cols
+        m = s.max(axis=-1, keepdims=True)               # cross-lane: rows*cols
+        p = jnp.exp(s - m)                              # VPU sub + EUP exp
+        l = jnp.sum(p, axis=1, keepdims=True)           # cross-lane again
+        o_ref[...] = (p / l).astype(o_ref.dtype)        # VPU divide + cast
+
+    x = np.zeros((rows, cols), jnp.bfloat16)
+    with pallas_sim.trace() as t:
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((rows, cols), jnp.bfloat16))(x)
+    ops = t.calls[-1].ops
+    n = rows * cols
+    assert ops.total("eup_ops") == n
+    assert ops.total("xlane_elements") == 2 * n
+    assert ops.total("cast_elements") == 2 * n
+    # subtract + divide (one per element each) + the two reductions' inputs
+    assert ops.total("vpu_ops") == 2 * n + 2 * n
+    assert ops.total("mxu_flops_f32") == 0
+
+
+def test_sublane_reduction_is_not_cross_lane_and_lax_transcendentals_count():
+    def kernel(x_ref, o_ref, r_ref):
+        x = x_ref[...]
+        o_ref[...] = lax.rsqrt(x) + jnp.tanh(x)
+        r_ref[...] = x.sum(axis=0, keepdims=True)
+
+    x = np.ones((8, 128), np.float32)
+    with pallas_sim.trace() as t:
+        pl.pallas_call(kernel, out_shape=(jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                                          jax.ShapeDtypeStruct((1, 128), jnp.float32)))(x)
+    ops = t.calls[-1].ops
+    assert ops.total("eup_ops") == 2 * 8 * 128
+    assert ops.total("xlane_elements") == 0
+    assert ops.total("vpu_ops") == 8 * 128 + 8 * 128  # the add and the reduction's input
+
+
+def test_grid_index_arithmetic_is_scalar_work_and_skipped_steps_count_nothing():
+    def kernel(x_ref, o_ref):
+        i = pl.program_id(0)
+
+        @pl.when(i % 2 == 0)
+        def _():
+            o_ref[...] = x_ref[...] * 2.0
+
+        @pl.when(i % 2 == 1)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+    x = np.ones((32, 128), np.float32)
+    with pallas_sim.trace() as t:
+        pl.pallas_call(kernel, grid=(4,), in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                       out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                       out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    ops = t.calls[-1].ops
+    np.testing.assert_array_equal(ops["vpu_ops"], [8 * 128, 0, 8 * 128, 0])
+    assert ops.total("scalar_ops") == 4 * 4  # two `%` and two `==` per step
+
+
+def test_manual_dma_bytes_and_serialized_copies_are_exposed():
+    def kernel(x_hbm, o_ref, buf, sem):
+        for j in range(2):
+            copy = pltpu.make_async_copy(x_hbm.at[pl.ds(j * 8, 8)], buf, sem)
+            copy.start()
+            copy.wait()  # nothing between start and wait: nothing to overlap with
+            o_ref[pl.ds(j * 8, 8), :] = buf[...] + 1.0
+
+    def overlapped(x_hbm, o_ref, buf, sem):
+        copy = pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf, sem)
+        copy.start()
+        o_ref[pl.ds(8, 8), :] = jnp.zeros((8, 128), jnp.float32) + 1.0
+        copy.wait()
+        o_ref[pl.ds(0, 8), :] = buf[...]
+
+    x = np.ones((16, 128), np.float32)
+    common = dict(in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                  out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                  scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+    with pallas_sim.trace() as t:
+        pl.pallas_call(kernel, **common)(x)
+        pl.pallas_call(overlapped, **common)(x)
+    serial, hidden = t.calls
+    assert serial.ops.total("manual_dma_bytes") == 2 * 8 * 128 * 4 == serial.manual_dma_bytes
+    assert serial.ops.total("manual_dma_exposed_bytes") == 2 * 8 * 128 * 4
+    assert hidden.ops.total("manual_dma_bytes") == 8 * 128 * 4
+    assert hidden.ops.total("manual_dma_exposed_bytes") == 0
+
+
+def test_ops_survive_the_json_round_trip_and_host_code_counts_nothing():
+    x = np.ones((64, 64), np.float32)
+    _ = jnp.exp(x) @ x  # outside any kernel: no counter runs
+    with pallas_sim.trace() as t:
+        _matmul(x, x, 32, 32, 32)
+    call = t.calls[-1]
+    again = pallas_sim.CallTrace.from_dict(call.to_dict())
+    assert again.ops == call.ops
+    assert again.ops.total("mxu_flops_f32") == 2 * 64 ** 3
