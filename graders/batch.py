@@ -106,13 +106,23 @@ def read_result(path: Path) -> SubmissionResult | None:
         load_error=record.get("load_error"), sandbox=data["extra_data"].get("sandbox", ""),
         sha256=record.get("sha256", ""), seconds=float(data.get("execution_time", 0)),
     )
-    for test, state in zip(tests, statuses, strict=True):
-        graded = "not graded" not in test.get("tags", [])
-        result.checks.append(CheckResult(
-            info.id, str(test["number"]), str(test["name"]), float(test["score"]),
-            float(test["max_score"]), str(state["status"]), str(test.get("output", "")), 0.0,
-            graded, str(state.get("reason", ""))))
+    try:
+        checks = [_check_of(info.id, test, state) for test, state in zip(tests, statuses,
+                                                                          strict=True)]
+    except (KeyError, TypeError, ValueError):  # not a results.json this batch wrote
+        return None
+    result.checks.extend(checks)
     return result
+
+
+def _check_of(assignment: str, test: dict, state: dict) -> CheckResult:
+    """One check's result from its Gradescope test entry and its recorded status."""
+    graded = "not graded" not in test.get("tags", [])
+    return CheckResult(
+        assignment=assignment, task=str(test["number"]), check=str(test["name"]),
+        points=float(test["score"]), max_points=float(test["max_score"]),
+        status=str(state["status"]), feedback=str(test.get("output", "")), seconds=0.0,
+        graded=graded, reason=str(state.get("reason", "")))
 
 
 def read_results(out: Path) -> list[SubmissionResult]:
