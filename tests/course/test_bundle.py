@@ -97,7 +97,11 @@ def test_every_shipped_file_imports_only_shipped_files_or_declared_dependencies(
     problems = []
     for path in sources:
         where = path.relative_to(bundle)
+        lab_harness = where.name == "harness.py" and where.parts[:2] == ("graders", "labs")
         for line, module, name in _imports(path, bundle):
+            if lab_harness and module.startswith(f"graders.labs.{where.parent.name}."):
+                # runs in the worker beside graders/harnesses/ (client.py copies it there)
+                module = "graders.harnesses." + module.split(".", 3)[3]
             top = module.partition(".")[0]
             if top in ("pallas_sim", "graders"):
                 whole = f"{module}.{name}" if name not in (None, "*") else module

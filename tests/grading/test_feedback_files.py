@@ -19,12 +19,14 @@ FEEDBACK = "\n".join([
 def _result(student: str, points_13: float, feedback: str = FEEDBACK) -> SubmissionResult:
     result = SubmissionResult(student, "a1_pallas_basics", "a1", "a1_pallas_basics.py")
     for task, points in (("1.1", 15), ("1.2", 25), ("1.4", 20), ("1.5", 15)):
-        result.checks.append(CheckResult("a1", task, f"{task} values", points, points,
-                                         "passed", f"Task {task} — passed"))
+        result.checks.append(CheckResult(
+            assignment="a1", task=task, check=f"{task} values", points=points,
+            max_points=points, status="passed", feedback=f"Task {task} — passed"))
     status = "passed" if points_13 == 25 else "failed"
-    result.checks.append(CheckResult("a1", "1.3", "grid order", points_13, 25, status,
-                                     feedback if status == "failed" else "passed",
-                                     reason="bias_add fetched the bias too often"))
+    result.checks.append(CheckResult(
+        assignment="a1", task="1.3", check="grid order", points=points_13, max_points=25,
+        status=status, feedback=feedback if status == "failed" else "passed",
+        reason="bias_add fetched the bias too often"))
     return result
 
 
