@@ -32,6 +32,7 @@ from ._src.refs import Ref
 from ._src.values import (
     KERNELS,
     KernelValue,
+    _has_traced,
     _wrap,
     canonical_dtype,
     captured,
@@ -176,7 +177,7 @@ def _lift(fn: Any) -> Any:
                 traced = True
                 a = a._a
             elif t is list or t is tuple:
-                if _scan(a, in_kernel):
+                if _has_traced(a, in_kernel):
                     traced = True
                     a = concrete(a)
             elif t is type or t is np.dtype:
@@ -194,7 +195,7 @@ def _lift(fn: Any) -> Any:
                     traced = True
                     kwargs[key] = v._a
                 elif t is list or t is tuple:
-                    if _scan(v, in_kernel):
+                    if _has_traced(v, in_kernel):
                         traced = True
                         kwargs[key] = concrete(v)
                 elif in_kernel and isinstance(v, np.ndarray) and v.ndim:
@@ -211,21 +212,6 @@ def _lift(fn: Any) -> Any:
     lifted.__doc__ = (f"``jax.numpy.{name}``: NumPy's ``{name}``, accepting kernel values, "
                       "in JAX's 32-bit default dtypes.")
     return lifted
-
-
-def _scan(xs: tuple[Any, ...] | list[Any], in_kernel: bool) -> bool:
-    """Whether ``xs`` holds a kernel value (nested lists and tuples too); inside a kernel a
-    non-scalar NumPy array among them is a captured constant."""
-    found = False
-    for x in xs:
-        t = type(x)
-        if t is KernelValue:
-            found = True
-        elif t is list or t is tuple:
-            found = _scan(x, in_kernel) or found
-        elif in_kernel and isinstance(x, np.ndarray) and x.ndim:
-            raise captured(x)
-    return found
 
 
 def _is_dtype(x: object) -> bool:
