@@ -188,20 +188,33 @@ def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _einsum_shape(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The result shape of ``np.einsum(subscripts, *operands)`` for operands of these
+    shapes, with NumPy's rules: ``...`` stands for broadcast leading dims, a letter of size
+    1 broadcasts, and without ``->`` the output is the ellipsis dims then the letters used
+    once, sorted."""
     spec = subscripts.replace(" ", "")
     inputs, arrow, out = spec.partition("->")
-    if "." in spec:
-        raise NotImplementedError("einsum with ... in an abstract run")
     sizes: dict[str, int] = {}
+    ellipses: list[tuple[int, ...]] = []
     for term, shape in zip(inputs.split(","), shapes, strict=True):
-        for ch, d in zip(term, shape, strict=True):
-            sizes[ch] = d
+        head, dots, tail = term.partition("...")
+        if dots:
+            ellipses.append(tuple(shape[len(head):len(shape) - len(tail)]))
+            named = [*zip(head, shape[:len(head)], strict=True),
+                     *zip(tail, shape[len(shape) - len(tail):], strict=True)]
+        else:
+            named = list(zip(term, shape, strict=True))
+        for ch, d in named:
+            sizes[ch] = max(sizes.get(ch, 1), d)
+    ellipsis = np.broadcast_shapes(*ellipses) if ellipses else ()
     if not arrow:
         counts: dict[str, int] = {}
-        for ch in inputs.replace(",", ""):
+        for ch in inputs.replace(",", "").replace(".", ""):
             counts[ch] = counts.get(ch, 0) + 1
-        out = "".join(sorted(ch for ch, n in counts.items() if n == 1))
-    return tuple(sizes[ch] for ch in out)
+        out = "..." * bool(ellipses) + "".join(sorted(ch for ch, n in counts.items() if n == 1))
+    head, dots, tail = out.partition("...")
+    return (*(sizes[ch] for ch in head), *(ellipsis if dots else ()),
+            *(sizes[ch] for ch in tail))
 
 
 _REDUCTIONS = frozenset({"sum", "max", "min", "amax", "amin", "mean", "prod", "any", "all",

@@ -296,3 +296,14 @@ def test_run_scoped_buffers_are_shape_only_too():
 
     x = _normal((8, 128))
     _same_as_real(call, (x,), (_sds(x),))
+
+
+@pytest.mark.parametrize("subscripts,shapes", [
+    ("ij,jk->ik", [(2, 3), (3, 4)]), ("...ij,...jk->...ik", [(5, 2, 3), (1, 3, 4)]),
+    ("bij,bjk", [(5, 2, 3), (5, 3, 4)]), ("...i,i", [(2, 3, 4), (4,)]), ("ij->", [(2, 3)]),
+    ("i...->...", [(2, 3, 4)]), ("ii->i", [(3, 3)]), ("ij,kj", [(1, 3), (4, 3)])])
+def test_einsum_result_shapes_follow_numpy_with_and_without_an_ellipsis(subscripts, shapes):
+    from pallas_sim._src.abstract import _einsum_shape
+
+    expected = np.einsum(subscripts, *[np.ones(s, np.float32) for s in shapes]).shape
+    assert _einsum_shape(subscripts, shapes) == expected
