@@ -269,35 +269,23 @@ class SessionApi:
         return self.session.invoke(func, args, kwargs, harness=harness).value
 
     def run_property(self, strategy: Any, body: Any, *, max_examples: int = 10) -> None:
-        """``framework.run_property`` (deterministic profile), mismatches as CheckFailures."""
-        from graders.checks.framework import run_property
+        """``graders.registry.run_property`` with the deterministic grading profile."""
+        from graders.registry import run_property
 
-        run_property(strategy, lambda example: _as_failure(body, example),
-                     max_examples=max_examples)
-
-
-def _as_failure(fn: Any, *args: Any) -> None:
-    from graders.checks.framework import CheckFailure
-    from graders.student.public import Mismatch
-
-    try:
-        fn(*args)
-    except Mismatch as failure:
-        raise CheckFailure(failure.what, input=failure.input, expected=failure.expected,
-                           got=failure.got) from None
+        run_property(strategy, body, max_examples=max_examples)
 
 
 def public_results(path: Path, info: Assignment, timeout: float) -> list[dict[str, Any]]:
     """Gradescope tests (visible, 0 points) of the public checks, run through the worker."""
-    from graders.checks.framework import Check
+    from dataclasses import replace
+
     from graders.grading import open_session, run_check
     from graders.student.public import load_public_checks
 
     tests = []
     with open_session(path, info, timeout=timeout) as session:
         for public in load_public_checks(info.id):
-            check = Check(info.id, public.task, public.name, 0.0,
-                          lambda s, p=public: _as_failure(p.run, SessionApi(s)))
+            check = replace(public, run=lambda s, p=public: p.run(SessionApi(s)))
             result = run_check(session, check, info)
             tests.append({
                 "name": f"self-check: {public.name}", "number": public.task, "score": 0,

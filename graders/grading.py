@@ -32,6 +32,7 @@ from graders.checks.framework import (
 )
 from graders.feedback import cap_text, failure_text, passed_text
 from graders.notebook_submissions import notebook_module, notebook_static_result
+from graders.registry import Visibility
 from graders.status import RESULT_STATUSES, TASK_FAILURE_ORDER, Status
 from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker
@@ -407,7 +408,8 @@ def _missing_results(
         if only_tasks is not None and task.id not in only_tasks:
             continue
         if not any(c.task == task.id for c in checks):
-            stub = Check(assignment.id, task.id, NO_CHECKS, task.points, lambda s: None)
+            stub = Check(assignment=assignment.id, task=task.id, name=NO_CHECKS,
+                         visibility=Visibility.HIDDEN, points=task.points, run=lambda s: None)
             failure = CheckFailure(
                 f"internal grader error: no checks are registered for Task {task.id}",
                 status=Status.ERROR, internal=True,

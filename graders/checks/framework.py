@@ -1,6 +1,7 @@
-"""What checks are written against: ``Check``, ``CheckFailure``, ``Session``, ``run_property``.
+"""What hidden checks are written against: ``@check``, ``Session``, and (from the one
+check framework, ``graders.registry``) ``Check``, ``CheckFailure``, ``run_property``.
 
-A check is a function registered with ``@check(assignment, task, points, name)``;
+A hidden check is a function registered with ``@check(assignment, task, points, name)``;
 it receives a ``Session`` for one submission, calls the student's functions
 through it (each call runs in the untrusted worker, see ``graders/worker/``),
 compares the replies with the reference, and raises ``CheckFailure`` to fail.
@@ -11,25 +12,38 @@ submission graded twice gives the same scores and feedback).
 
 from __future__ import annotations
 
-import atexit
-import contextvars
 import importlib
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, configuration, given, settings
-from hypothesis import strategies as st
-
+from graders.registry import (
+    EXPLORATORY_SETTINGS,
+    GRADING_SETTINGS,
+    IN_PROPERTY,
+    REGISTRY,
+    Check,
+    CheckFailure,
+    PropertyAbort,
+    StudentRaised,
+    Visibility,
+    register,
+    registered,
+    run_property,
+)
 from graders.status import FAILURE_STATUSES
 from graders.values import describe_value
 
 if TYPE_CHECKING:
     from graders.worker.client import CallResult, Worker, WorkerFailure
+
+__all__ = [
+    "EXPLORATORY_SETTINGS", "GRADING_SETTINGS", "REGISTRY", "RETRY_TIMEOUT", "Check",
+    "CheckFailure", "PropertyAbort", "Reply", "Session", "StudentRaised", "check", "describe_value",
+    "load_checks", "run_property",
+]
 
 STATUSES = FAILURE_STATUSES
 
@@ -39,240 +53,35 @@ STATUSES = FAILURE_STATUSES
 RETRY_TIMEOUT = 2.0
 
 
-class CheckFailure(Exception):
-    """A failed check, with everything the student's feedback needs (style.md).
-
-    ``what``: one line saying what went wrong (the table's reason).
-    ``input``: the (smallest) failing input; ``expected``/``got``: the values
-    compared; ``diagnosis``: the known mistake it looks like (name the lecture
-    section, e.g. ``"(lecture §5.1)"``); ``hint``: what to try.
-    ``status``: ``"failed"``, ``"not started"`` (NotImplementedError),
-    ``"timeout"`` or ``"error"`` (crash, malformed reply, unloadable file).
-    ``traceback``: the student's traceback trimmed to their file (set by
-    ``Session``); ``output``: what their code printed; ``internal``: True when
-    the grader itself is at fault (a broken harness or request).
-    Raises ``ValueError`` for an unknown status.
-    """
-
-    def __init__(
-        self,
-        what: str,
-        *,
-        input: str | None = None,  # noqa: A002 - the API's name for it
-        expected: str | None = None,
-        got: str | None = None,
-        diagnosis: str | None = None,
-        hint: str | None = None,
-        status: str = "failed",
-        traceback: str | None = None,
-        output: str | None = None,
-        internal: bool = False,
-    ) -> None:
-        if status not in STATUSES:
-            raise ValueError(f"status={status!r} is not one of {STATUSES}")
-        super().__init__(what)
-        self.what = what
-        self.input = input
-        self.expected = expected
-        self.got = got
-        self.diagnosis = diagnosis
-        self.hint = hint
-        self.status = status
-        self.traceback = traceback
-        self.output = output
-        self.internal = internal
-
-    def copy(self, **changes: Any) -> CheckFailure:
-        """A new CheckFailure with the same fields except ``changes``."""
-        fields = {
-            key: getattr(self, key)
-            for key in ("input", "expected", "got", "diagnosis", "hint", "status",
-                        "traceback", "output", "internal")
-        }
-        fields.update(changes)
-        what = fields.pop("what", self.what)
-        return CheckFailure(what, **fields)
-
-    def __str__(self) -> str:
-        return self.what
-
-
-@dataclass(frozen=True)
-class Check:
-    """One graded check: ``assignment`` ("a1"), ``task`` ("1.2"), ``name`` (one line saying
-    what is checked), ``points`` (> 0) and ``run(session)``, which returns on pass and
-    raises ``CheckFailure`` on failure."""
-
-    assignment: str
-    task: str
-    name: str
-    points: float
-    run: Callable[[Session], None]
-
-
-#: Checks by assignment id, in definition order.
-REGISTRY: dict[str, list[Check]] = {}
-
-_TASK_ID = re.compile(r"^\d+\.\d+$")
-
-
 def check(
     assignment: str, task: str, points: float, name: str
 ) -> Callable[[Callable[[Session], None]], Callable[[Session], None]]:
-    """Decorator registering ``fn(session)`` as a ``Check`` in ``REGISTRY[assignment]``.
+    """Decorator registering ``fn(session)`` as a hidden ``Check`` worth ``points``
+    (``graders.registry.register`` with ``Visibility.HIDDEN``).
 
     Checks keep their definition order. Re-registering the same function (a
     module reload) replaces the old entry; a different function with the same
     assignment, task and name raises ``ValueError``, as do a task id not of
     the form ``N.M`` and non-positive points. Returns ``fn`` unchanged.
     """
-    if not _TASK_ID.match(task):
-        raise ValueError(f"task={task!r} is not a task id of the form 'N.M'")
-    if not points > 0:
-        raise ValueError(f"points={points!r} must be positive")
-
-    def register(fn: Callable[[Session], None]) -> Callable[[Session], None]:
-        entry = Check(assignment, task, name, float(points), fn)
-        checks = REGISTRY.setdefault(assignment, [])
-        for index, existing in enumerate(checks):
-            if (existing.task, existing.name) == (task, name):
-                same = (existing.run.__module__, existing.run.__qualname__) == (
-                    fn.__module__, fn.__qualname__
-                )
-                if not same:
-                    raise ValueError(f"{assignment} Task {task} already has a check {name!r}")
-                checks[index] = entry
-                return fn
-        checks.append(entry)
-        return fn
-
-    return register
+    return register(assignment, task, name, visibility=Visibility.HIDDEN, points=points)
 
 
 def load_checks(assignment: str) -> list[Check]:
-    """Import the checks module of ``assignment`` and return its registered checks, in order.
+    """Import the hidden checks module of ``assignment`` and return its hidden checks, in
+    order.
 
-    The module comes from ``graders.assignments`` (``graders.checks.<id>`` by
-    default; an assignment without a module uses whatever is already in
-    ``REGISTRY``). Raises ``KeyError`` for an unknown assignment and lets the
-    module's ``ImportError`` through (a grader bug).
+    The module comes from the assignment's lab (``graders.labs.<stem>.checks``; an
+    assignment without a package uses whatever is already registered). Raises
+    ``KeyError`` for an unknown assignment and lets the module's ``ImportError``
+    through (a grader bug).
     """
     from graders.assignments import get_assignment
 
     module = get_assignment(assignment).checks_module
     if module is not None:
         importlib.import_module(module)
-    return list(REGISTRY.get(assignment, []))
-
-
-# -- hypothesis profiles -----------------------------------------------------------------------
-
-# hypothesis keeps files (the constants it collects from source files) in ./.hypothesis/
-# of whatever folder the TA grades from; grading uses no example database, so they go to
-# a folder of this process's own, removed when it exits.
-_HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="pallas-lab-hypothesis-")
-configuration.set_hypothesis_home_dir(_HYPOTHESIS_HOME)
-atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
-
-#: Deterministic grading profile: every setting pinned (design.md, "Grading architecture").
-GRADING_SETTINGS = settings(
-    max_examples=25,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    print_blob=False,
-    suppress_health_check=list(HealthCheck),
-    report_multiple_bugs=False,
-    verbosity=Verbosity.quiet,
-    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
-    stateful_step_count=50,
-    backend="hypothesis",
-)
-#: Random exploration for developing checks: fewer examples, a fresh seed every run.
-EXPLORATORY_SETTINGS = settings(GRADING_SETTINGS, derandomize=False, max_examples=10)
-
-settings.register_profile("grading", GRADING_SETTINGS)
-settings.register_profile("exploratory", EXPLORATORY_SETTINGS)
-
-
-class PropertyAbort(BaseException):
-    """Stops a running property at once (timeout, not started, crash): hypothesis does
-    not catch BaseException subclasses other than SystemExit/GeneratorExit, so no
-    shrinking happens. ``run_property`` turns it back into its ``failure``;
-    ``with_input`` says whether the example that caused it should be reported."""
-
-    def __init__(self, failure: CheckFailure, with_input: bool) -> None:
-        super().__init__(failure.what)
-        self.failure = failure
-        self.with_input = with_input
-
-
-_IN_PROPERTY: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "pallas_lab_in_property", default=False
-)
-
-
-def run_property(
-    strategy: st.SearchStrategy[Any],
-    body: Callable[[Any], None],
-    *,
-    max_examples: int = 25,
-    profile: settings | None = None,
-) -> None:
-    """Run ``body(example)`` on examples drawn from ``strategy``; raise the shrunk failure.
-
-    Uses ``GRADING_SETTINGS`` (or ``profile``) with ``max_examples`` overridden.
-    Returns when every example passes. Raises the ``CheckFailure`` of the
-    smallest failing example found by hypothesis' shrinker; when ``body``'s
-    CheckFailure has no ``input``, it is filled with ``describe_value(example)``.
-    A timeout, a crash or a "not started" inside the property stops hypothesis
-    at once (via ``PropertyAbort``) and is raised as its CheckFailure; timeouts
-    and crashes report the example that caused them. Anything else ``body``
-    raises (a grader bug) propagates unchanged.
-    """
-    last: dict[str, Any] = {}
-
-    def test(example: Any) -> None:
-        last["example"] = example
-        try:
-            body(example)
-        except CheckFailure as failure:
-            if failure.input is None:
-                failure.input = describe_value(example)
-            raise
-
-    chosen = settings(profile or GRADING_SETTINGS, max_examples=max_examples)
-    prop = chosen(given(strategy)(test))
-    token = _IN_PROPERTY.set(True)
-    try:
-        prop()
-    except PropertyAbort as abort:
-        failure = abort.failure
-        if abort.with_input and failure.input is None and "example" in last:
-            failure.input = describe_value(last["example"])
-        raise failure from None
-    except CheckFailure as failure:
-        raise failure.copy() from None
-    except BaseExceptionGroup as group:  # hypothesis' FlakyFailure and friends
-        inner = _first_check_failure(group)
-        if inner is None:
-            raise
-        raise inner.copy() from None
-    finally:
-        _IN_PROPERTY.reset(token)
-
-
-def _first_check_failure(group: BaseExceptionGroup) -> CheckFailure | None:
-    for exc in group.exceptions:
-        if isinstance(exc, CheckFailure):
-            return exc
-        if isinstance(exc, PropertyAbort):
-            return exc.failure
-        if isinstance(exc, BaseExceptionGroup):
-            found = _first_check_failure(exc)
-            if found is not None:
-                return found
-    return None
+    return registered(assignment, Visibility.HIDDEN)
 
 
 # -- describing inputs: graders/values.py (the one formatter) -------------------------------------
@@ -652,9 +461,10 @@ class Session:
             self._remember(func, failure, with_input=True)
         elif kind == "exception":
             why = self._unbound_name_note(error.type, error.message)
-            failure = CheckFailure(
+            failure = StudentRaised(
                 raised_text(func, error.type, error.message) + why, traceback=trace,
                 output=output, hint=raised_hint(error.type, error.message),
+                error_type=error.type or "", message=error.message or "",
             )
         elif kind == "missing":
             self._raise(self._missing(func), with_input=False)
@@ -696,6 +506,6 @@ class Session:
 
     def _raise(self, failure: CheckFailure, *, with_input: bool) -> None:
         """Raise ``failure``; inside ``run_property``, stop hypothesis for non-"failed" ones."""
-        if _IN_PROPERTY.get() and (failure.status != "failed" or not with_input):
+        if IN_PROPERTY.get() and (failure.status != "failed" or not with_input):
             raise PropertyAbort(failure, with_input)
         raise failure

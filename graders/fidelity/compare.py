@@ -21,6 +21,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 
 from graders.fidelity.cases import FidelityCase, FromModule
+from graders.registry import CheckFailure
 
 #: (rtol, atol) per dtype name; floats not listed use float32's.
 TOLERANCES: dict[str, tuple[float, float]] = {
@@ -33,10 +34,6 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 FIDELITY_SETTINGS = settings(deadline=None, derandomize=True, database=None,
                              print_blob=False, phases=(Phase.explicit, Phase.generate),
                              suppress_health_check=list(HealthCheck))
-
-
-class Mismatch(AssertionError):
-    """pallas_sim and JAX disagree; the message says where and how."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,16 +90,17 @@ def _error_kind(exc: BaseException) -> str:
 
 
 def assert_same(sim: Outcome, jax: Outcome, where: str) -> None:
-    """Raise :class:`Mismatch` unless the two outcomes agree (see module doc)."""
+    """Raise ``CheckFailure`` (the one check framework's failure) unless the two outcomes
+    agree (see module doc)."""
     if sim.error is not None or jax.error is not None:
         if sim.error is None or jax.error is None:
             raised, fine = ("pallas_sim", "JAX") if sim.error is not None else ("JAX",
                                                                                 "pallas_sim")
             exc = sim.error if sim.error is not None else jax.error
-            raise Mismatch(f"{where}: {raised} raised {type(exc).__name__}: "
+            raise CheckFailure(f"{where}: {raised} raised {type(exc).__name__}: "
                            f"{_short(exc)} but {fine} returned a result")
         if _error_kind(sim.error) != _error_kind(jax.error):
-            raise Mismatch(f"{where}: pallas_sim raised {type(sim.error).__name__}: "
+            raise CheckFailure(f"{where}: pallas_sim raised {type(sim.error).__name__}: "
                            f"{_short(sim.error)}; JAX raised {type(jax.error).__name__}: "
                            f"{_short(jax.error)}")
         return
@@ -118,45 +116,45 @@ def _same_value(a: Any, b: Any, where: str) -> None:
     if isinstance(a, dict):
         if not isinstance(b, dict) or set(a) != set(b):
             other = sorted(b) if isinstance(b, dict) else repr(b)
-            raise Mismatch(f"{where}: dict keys {sorted(a)} vs {other}")
+            raise CheckFailure(f"{where}: dict keys {sorted(a)} vs {other}")
         for k in a:
             _same_value(a[k], b[k], f"{where}[{k!r}]")
         return
     if isinstance(a, (tuple, list)):
         if not isinstance(b, (tuple, list)) or len(a) != len(b):
-            raise Mismatch(f"{where}: {type(a).__name__} of {len(a)} vs {b!r:.80}")
+            raise CheckFailure(f"{where}: {type(a).__name__} of {len(a)} vs {b!r:.80}")
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
             _same_value(x, y, f"{where}[{i}]")
         return
     if isinstance(a, str) or a is None:
         if a != b:
-            raise Mismatch(f"{where}: {a!r} vs {b!r}")
+            raise CheckFailure(f"{where}: {a!r} vs {b!r}")
         return
     x, y = np.asarray(a), np.asarray(b)
     if x.shape != y.shape:
-        raise Mismatch(f"{where}: shape {x.shape} on pallas_sim, {y.shape} on JAX")
+        raise CheckFailure(f"{where}: shape {x.shape} on pallas_sim, {y.shape} on JAX")
     kinds = {x.dtype.kind, y.dtype.kind}
     if kinds <= {"b"} or kinds <= {"i", "u"}:
         if not np.array_equal(x, y):
             bad = np.argwhere(x != y)[0]
-            raise Mismatch(f"{where}: exact values differ first at {tuple(bad)}: "
+            raise CheckFailure(f"{where}: exact values differ first at {tuple(bad)}: "
                            f"{x[tuple(bad)]} vs {y[tuple(bad)]}")
         return
     if x.dtype.kind not in "fciub" and x.dtype.name != "bfloat16":
-        raise Mismatch(f"{where}: cannot compare dtype {x.dtype}")
+        raise CheckFailure(f"{where}: cannot compare dtype {x.dtype}")
     name = x.dtype.name if x.dtype.name in TOLERANCES else "float32"
     rtol, atol = TOLERANCES[name]
     xf, yf = x.astype(np.float64), y.astype(np.float64)
     nan_x, nan_y = np.isnan(xf), np.isnan(yf)
     if not np.array_equal(nan_x, nan_y):
         where_nan = tuple(np.argwhere(nan_x != nan_y)[0])
-        raise Mismatch(f"{where}: NaN (poison) differs at {where_nan}: pallas_sim "
+        raise CheckFailure(f"{where}: NaN (poison) differs at {where_nan}: pallas_sim "
                        f"{xf[where_nan]}, JAX {yf[where_nan]}")
     close = np.isclose(xf, yf, rtol=rtol, atol=atol, equal_nan=True)
     if not close.all():
         i = tuple(np.argwhere(~close)[0])
         err = np.abs(xf - yf)[~close].max()
-        raise Mismatch(f"{where}: {int((~close).sum())} of {close.size} {x.dtype} values "
+        raise CheckFailure(f"{where}: {int((~close).sum())} of {close.size} {x.dtype} values "
                        f"differ beyond rtol={rtol}, atol={atol}; first at {i}: pallas_sim "
                        f"{xf[i]!r}, JAX {yf[i]!r} (largest difference {err:.3g})")
 
@@ -185,7 +183,7 @@ def run_case(sim_module: types.ModuleType, jax_module: types.ModuleType,
       A :class:`RunStats`.
 
     Raises:
-      Mismatch: the first disagreement (hypothesis shrinks it first).
+      CheckFailure: the first disagreement (hypothesis shrinks it first).
     """
     from pallas_sim.backends import real_jax  # noqa: PLC0415 - needs the jax extra
 

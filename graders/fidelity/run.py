@@ -38,7 +38,8 @@ def task_of(module: object, func: str) -> str | None:
 def run(path: Path, modes: list[str], max_examples: int | None) -> list[dict[str, Any]]:
     """Compare every case of ``path`` on the given JAX modes; JSON-ready rows."""
     from graders.fidelity.cases import cases_for  # noqa: PLC0415
-    from graders.fidelity.compare import Mismatch, run_case  # noqa: PLC0415
+    from graders.fidelity.compare import run_case  # noqa: PLC0415
+    from graders.registry import CheckFailure  # noqa: PLC0415
     from pallas_sim.backends.swap import load  # noqa: PLC0415
 
     stem = path.stem
@@ -55,7 +56,7 @@ def run(path: Path, modes: list[str], max_examples: int | None) -> list[dict[str
                 stats = run_case(sim, jax_module, case, mode, max_examples=max_examples)
                 row["compared"] = stats.compared
                 row["status"] = "not started" if stats.not_implemented else "agrees"
-            except Mismatch as exc:
+            except CheckFailure as exc:
                 row["status"], row["detail"] = "differs", _with_input(exc)
             except Exception as exc:  # noqa: BLE001 - reported, the next case goes on
                 row["status"] = "error"

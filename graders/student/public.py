@@ -25,16 +25,19 @@ from typing import Any, Protocol
 import numpy as np
 from hypothesis import strategies as st
 
+from graders.registry import (  # noqa: F401 - StudentRaised: for public checks
+    Check,
+    CheckFailure,
+    StudentRaised,
+    Visibility,
+    register,
+    registered,
+)
 from graders.values import describe_value
 
-
-class Mismatch(Exception):
-    """A public check failed: ``what`` went wrong, on ``input``, ``expected`` vs ``got``."""
-
-    def __init__(self, what: str, *, input: str | None = None,  # noqa: A002
-                 expected: str | None = None, got: str | None = None) -> None:
-        super().__init__(what)
-        self.what, self.input, self.expected, self.got = what, input, expected, got
+#: The failure a public check raises: the one framework's ``CheckFailure`` (``what``, and
+#: the failing ``input``, ``expected`` and ``got``), under the name public checks use.
+Mismatch = CheckFailure
 
 
 @dataclass(frozen=True)
@@ -61,39 +64,19 @@ class Api(Protocol):
 
     def run_property(self, strategy: st.SearchStrategy[Any], body: Callable[[Any], None],
                      *, max_examples: int = 10) -> None:
-        """Run ``body`` on drawn examples; raise the smallest failing one's ``Mismatch``."""
-
-
-@dataclass(frozen=True)
-class PublicCheck:
-    """One public check: ``assignment`` ("a1"), ``task`` ("1.2"), ``name``, ``run(api)``."""
-
-    assignment: str
-    task: str
-    name: str
-    run: Callable[[Api], None]
-
-
-#: Public checks by assignment id, in definition order.
-PUBLIC: dict[str, list[PublicCheck]] = {}
+        """Run ``body`` on drawn examples (``graders.registry.run_property``); raise the
+        smallest failing one's ``CheckFailure``."""
 
 
 def public_check(assignment: str, task: str, name: str
                  ) -> Callable[[Callable[[Api], None]], Callable[[Api], None]]:
-    """Decorator registering ``fn(api)`` as a public check (re-registration replaces)."""
-    def register(fn: Callable[[Api], None]) -> Callable[[Api], None]:
-        checks = PUBLIC.setdefault(assignment, [])
-        entry = PublicCheck(assignment, task, name, fn)
-        for index, existing in enumerate(checks):
-            if (existing.task, existing.name) == (task, name):
-                checks[index] = entry
-                return fn
-        checks.append(entry)
-        return fn
-    return register
+    """Decorator registering ``fn(api)`` as a public ``Check`` (``graders.registry.register``
+    with ``Visibility.PUBLIC``, 0 points; re-registering the same function replaces it).
+    Raises ``ValueError`` for a task id not of the form ``N.M``."""
+    return register(assignment, task, name, visibility=Visibility.PUBLIC)
 
 
-def load_public_checks(assignment: str) -> list[PublicCheck]:
+def load_public_checks(assignment: str) -> list[Check]:
     """The public checks of an assignment (importing its lab's ``public_checks`` module,
     ``graders.labs.<stem>.public_checks``; an assignment without one has none).
 
@@ -108,7 +91,7 @@ def load_public_checks(assignment: str) -> list[PublicCheck]:
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
-    return list(PUBLIC.get(assignment, []))
+    return registered(assignment, Visibility.PUBLIC)
 
 
 # -- helpers for writing checks ----------------------------------------------------------------

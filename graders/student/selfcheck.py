@@ -31,21 +31,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from graders.assignments import ASSIGNMENTS, Assignment, assignment_for_stem, load_harness
+from graders.registry import EXPLORATORY_SETTINGS, CheckFailure, StudentRaised, run_property
 from graders.status import SELF_CHECK_STATUSES, Status
-from graders.student.public import Mismatch, Result, describe, load_public_checks
+from graders.student.public import Result, load_public_checks
 from graders.worker.static_check import check_source
 
-#: The exploratory profile: a fresh seed each run, few examples, no database, shrinking on.
-SELF_CHECK_SETTINGS = settings(
-    max_examples=10, derandomize=False, database=None, deadline=None, print_blob=False,
-    suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
-    verbosity=Verbosity.quiet,
-    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
-)
+#: The exploratory profile of the one check framework (``graders.registry``): a fresh seed
+#: each run, few examples, no database, shrinking on.
+SELF_CHECK_SETTINGS = EXPLORATORY_SETTINGS
 STATUSES = SELF_CHECK_STATUSES
 #: pallas_sim's sanitizers while public checks run: those of grading
 #: (``graders.grading.GRADING_SIM_OPTIONS``, which the bundle does not ship): parallel
@@ -81,14 +78,6 @@ class NotStarted(BaseException):
 
 class CheckTimeout(BaseException):
     """A public check ran longer than the time limit (stops hypothesis at once)."""
-
-
-class StudentError(Exception):
-    """The student's function raised: ``what`` (type and message) and their traceback."""
-
-    def __init__(self, what: str, trace: str) -> None:
-        super().__init__(what)
-        self.what, self.trace, self.input = what, trace, None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,19 +151,21 @@ class InProcessApi:
                  profile: settings = SELF_CHECK_SETTINGS) -> None:
         self.module, self.path, self.profile = module, path, profile
 
-    def _run(self, fn: Callable[[], Any]) -> Any:
+    def _run(self, func: str, fn: Callable[[], Any]) -> Any:
         try:
             return fn()
         except NotImplementedError as exc:
             raise NotStarted(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - the student's error, reported to them
-            raise StudentError(f"{type(exc).__name__}: {exc}",
-                               _student_trace(exc, self.path)) from None
+            kind, message = type(exc).__name__, str(exc)
+            raise StudentRaised(f"{func} raised {kind}{f': {message}' if message else ''}",
+                                error_type=kind, message=message,
+                                traceback=_student_trace(exc, self.path)) from None
 
     def _function(self, func: str) -> Callable[..., Any]:
         fn = getattr(self.module, func, None)
         if not callable(fn):
-            raise Mismatch(f"function '{func}' is not defined in {self.path.name}")
+            raise CheckFailure(f"function '{func}' is not defined in {self.path.name}")
         return fn
 
     def call(self, func: str, *args: Any, **kwargs: Any) -> Result:
@@ -183,7 +174,7 @@ class InProcessApi:
 
         fn = self._function(func)
         with pallas_sim.trace() as recorded:
-            value = self._run(lambda: fn(*args, **kwargs))
+            value = self._run(func, lambda: fn(*args, **kwargs))
         returned = next((i for i, a in enumerate(args) if a is value), None)
         return Result(value, list(recorded.calls), returned)
 
@@ -191,24 +182,13 @@ class InProcessApi:
         """Run ``func`` in ``graders.harnesses.<harness>``'s standard pallas_call."""
         self._function(func)
         runner = getattr(load_harness(harness), func)
-        return self._run(lambda: runner(self.module, *args, **kwargs))
+        return self._run(func, lambda: runner(self.module, *args, **kwargs))
 
     def run_property(self, strategy: st.SearchStrategy[Any], body: Callable[[Any], None],
                      *, max_examples: int = 10) -> None:
-        """Hypothesis with the exploratory profile; the shrunk failure gets its input."""
-        last: dict[str, Any] = {}
-
-        def test(example: Any) -> None:
-            last["example"] = example
-            body(example)
-
-        prop = settings(self.profile, max_examples=max_examples)(given(strategy)(test))
-        try:
-            prop()
-        except (Mismatch, StudentError) as failure:
-            if failure.input is None and "example" in last:
-                failure.input = describe(last["example"])
-            raise failure from None
+        """``graders.registry.run_property`` with this Api's (exploratory) profile: the
+        shrunk failure gets its input."""
+        run_property(strategy, body, max_examples=max_examples, profile=self.profile)
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -295,19 +275,13 @@ def _run_task(task: str, title: str, checks: list, api: InProcessApi,
         except CheckTimeout:
             return TaskOutcome(task=task, title=title, status=Status.FAILING, check=check.name,
                                detail=[f"did not finish within {timeout:g} s"])
-        except Mismatch as failure:
+        except CheckFailure as failure:
             detail = [failure.what]
             detail += [f"{label}: {value}" for label, value in (
                 ("smallest failing input", failure.input), ("expected", failure.expected),
                 ("got", failure.got)) if value]
-            return TaskOutcome(task=task, title=title, status=Status.FAILING, check=check.name,
-                               detail=detail)
-        except StudentError as error:
-            detail = [f"raised {error.what}"]
-            if error.input:
-                detail.append(f"smallest failing input: {error.input}")
-            if error.trace:
-                detail.append(error.trace)
+            if failure.traceback:  # the student's own raise: where, in their file
+                detail.append(failure.traceback)
             return TaskOutcome(task=task, title=title, status=Status.FAILING, check=check.name,
                                detail=detail)
     return TaskOutcome(task=task, title=title, status=Status.PASSED)

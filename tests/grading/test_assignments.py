@@ -32,5 +32,37 @@ def test_check_registration_rejects_bad_tasks_points_and_duplicates() -> None:
     with pytest.raises(ValueError, match="positive"):
         check("a1", "1.1", 0, "x")
     existing = load_checks("a1")[0]
-    with pytest.raises(ValueError, match="already has a check"):
+    with pytest.raises(ValueError, match="already has a hidden check"):
         check("a1", existing.task, 1, existing.name)(lambda s: None)
+
+
+def test_hidden_and_public_checks_are_one_record_type_in_one_registry() -> None:
+    from graders.registry import REGISTRY, Check, Visibility, register
+    from graders.student.public import load_public_checks
+
+    hidden, public = load_checks("a1"), load_public_checks("a1")
+    assert hidden and public
+    assert {type(c) for c in hidden + public} == {Check}
+    assert {c.visibility for c in hidden} == {Visibility.HIDDEN}
+    assert {c.visibility for c in public} == {Visibility.PUBLIC}
+    assert all(c.points > 0 for c in hidden) and all(c.points == 0 for c in public)
+    assert all(c in REGISTRY["a1"] for c in hidden + public)
+    with pytest.raises(ValueError, match="never graded"):
+        register("a1", "1.1", "a public check worth points", visibility=Visibility.PUBLIC,
+                 points=1)
+    with pytest.raises(ValueError, match="positive"):
+        register("a1", "1.1", "a hidden check worth nothing", visibility=Visibility.HIDDEN)
+
+
+def test_a_copied_failure_keeps_its_class_and_fields() -> None:
+    from graders.registry import StudentRaised
+
+    raised = StudentRaised("f raised ValueError: bad", error_type="ValueError",
+                           message="bad", traceback="line 3")
+    copy = raised.copy(input="x = 1")
+    assert type(copy) is StudentRaised and str(copy) == "f raised ValueError: bad"
+    assert (copy.error_type, copy.message, copy.traceback, copy.input) == (
+        "ValueError", "bad", "line 3", "x = 1")
+    assert raised.input is None
+    with pytest.raises(ValueError, match="status"):
+        raised.copy(status="fine")

@@ -20,6 +20,7 @@ from graders.labs.a3_matmul import worked
 from graders.student.public import (
     Api,
     Mismatch,
+    StudentRaised,
     arrays,
     as_float_array,
     describe,
@@ -149,11 +150,11 @@ def matmul_errors(api: Api) -> None:
         x, y = arrays(x_shape, 1), arrays(y_shape, 2)
         try:
             api.call("matmul", x, y, block_shape=block)
-        except Exception as error:  # noqa: BLE001 - the StudentError of either Api
-            message = str(error)
-            if "ValueError" not in message:
+        except StudentRaised as error:
+            if error.error_type != "ValueError":
                 raise
-            if not re.search(rf"\b{dim}\b", message.partition("ValueError")[2]):
+            message = f"ValueError: {error.message}"
+            if not re.search(rf"\b{dim}\b", error.message):
                 raise Mismatch(f"the ValueError's message does not name the dimension {dim}",
                                input=f"x = f32{list(x_shape)}, y = f32{list(y_shape)}, "
                                      f"block_shape = {block}",

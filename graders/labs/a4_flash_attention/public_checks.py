@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from graders.student.public import (
     Api,
     Mismatch,
+    StudentRaised,
     arrays,
     as_float_array,
     assert_close,
@@ -492,21 +493,13 @@ def flash_attention_skips(api: Api) -> None:
 
 
 def _raised(api: Api, func: str, *args: object, **kwargs: object) -> str | None:
-    """"Type: message" of what the student's ``func`` raised, or None when it returned.
-
-    In the student's process a raise arrives as the self-check's StudentError, through the
-    grader's worker as a failed CheckFailure; anything else (a timeout, a crash) goes on.
-    """
+    """"Type: message" of what the student's ``func`` raised, or None when it returned
+    (either Api reports the student's own raise as ``StudentRaised``; anything else, a
+    timeout or a crash, goes on)."""
     try:
         api.call(func, *args, **kwargs)
-    except Mismatch:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the student's own exception, as either Api gives it
-        if getattr(exc, "status", "failed") != "failed" or not hasattr(exc, "what"):
-            raise
-        what = str(exc.what)
-        prefix = f"{func} raised "
-        return what[len(prefix):] if what.startswith(prefix) else what
+    except StudentRaised as exc:
+        return f"{exc.error_type}: {exc.message}"
     return None
 
 

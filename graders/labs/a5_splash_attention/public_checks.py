@@ -20,6 +20,7 @@ from graders.assignments import load_harness
 from graders.student.public import (
     Api,
     Mismatch,
+    StudentRaised,
     arrays,
     assert_close,
     describe,
@@ -321,10 +322,10 @@ def mask_info_errors(api: Api) -> None:
                                ((blind, 4, 4), "causal L 8 with rows 3 and 6 cleared", "3")):
         try:
             api.call("build_mask_info", *args)
-        except Exception as error:  # noqa: BLE001 - the StudentError of either Api
-            message = str(error)
-            if "ValueError" not in message:
+        except StudentRaised as error:
+            if error.error_type != "ValueError":
                 raise
+            message = f"ValueError: {error.message}"
             if not re.search(rf"(?<![\w.]){names}(?![\w.])", message):
                 raise Mismatch("the ValueError's message does not name what is wrong",
                                input=label, expected=f"a message naming {names}",
