@@ -44,7 +44,7 @@ HIDDEN = ("reference", "solutions", "graders/checks", "graders/grading.py",
           "graders/worker/client.py", "graders/worker/main.py", "examples", "tests")
 #: The assignments' packages, and the file of each that never ships: its hidden checks.
 LABS = Path("graders/labs")
-LAB_HIDDEN = ("checks.py",)
+LAB_HIDDEN = ("checks.py", "diagnose.py")
 #: The repository's own top-level packages: an import of one of them is followed.
 FIRST_PARTY = ("pallas_sim", "graders", "reference", "solutions")
 

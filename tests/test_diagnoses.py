@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import graders.labs.a1_pallas_basics.checks as a1
+import graders.labs.a1_pallas_basics.diagnose as a1
 import graders.labs.a2_pipelining.checks as a2
 import graders.labs.a3_matmul.checks as a3
+import graders.labs.a3_matmul.diagnose as a3_diagnose
 import graders.labs.a5_splash_attention.checks as a5
 import reference.a2_pipelining as ref2
 import reference.a5_splash_attention as ref5
@@ -108,11 +109,11 @@ def _matmul_case(blocks: tuple[int, int, int], activation: str | None = None) ->
 def test_an_init_on_the_wrong_axis_is_told_from_overwriting() -> None:
     case = _matmul_case((2, 2, 3))
     x, y = case.args
-    wrong_axis = a3._init_on_axis(x, y, (8, 8, 8), None, 0, "poison")
-    overwrite = a3._last_step_only(x, y, 8, None)
-    text = a3._diagnose_values(wrong_axis, case, a3.F32_ACCUMULATION, "poison")
+    wrong_axis = a3_diagnose.init_on_axis(x, y, (8, 8, 8), None, 0, "poison")
+    overwrite = a3_diagnose.last_step_only(x, y, 8, None)
+    text = a3_diagnose.diagnose_values(wrong_axis, case, a3.F32_ACCUMULATION, "poison")
     assert text is not None and "pl.program_id(0) == 0" in text and "overwritten" not in text
-    text = a3._diagnose_values(overwrite, case, a3.F32_ACCUMULATION, "poison")
+    text = a3_diagnose.diagnose_values(overwrite, case, a3.F32_ACCUMULATION, "poison")
     assert text is not None and "overwritten" in text and "program_id(0)" not in text
 
 
@@ -120,8 +121,8 @@ def test_an_init_on_the_wrong_axis_is_told_from_overwriting() -> None:
 def test_with_one_block_row_both_mistakes_are_named() -> None:
     case = _matmul_case((1, 2, 3))
     x, y = case.args
-    text = a3._diagnose_values(a3._last_step_only(x, y, 8, None), case, a3.F32_ACCUMULATION,
-                               "poison") or ""
+    overwrite = a3_diagnose.last_step_only(x, y, 8, None)
+    text = a3_diagnose.diagnose_values(overwrite, case, a3.F32_ACCUMULATION, "poison") or ""
     assert "2 known mistakes" in text and "overwritten" in text and "program_id(0)" in text
 
 
@@ -129,8 +130,8 @@ def test_with_one_block_row_both_mistakes_are_named() -> None:
 def test_all_nan_is_a_missing_init_only_with_poisoned_buffers() -> None:
     case = _matmul_case((2, 2, 2), "relu")
     nan = np.full((16, 16), np.nan)
-    assert "not zeroed" in (a3._diagnose_values(nan, case, a3.BF16_RESULT, "poison") or "")
-    assert a3._diagnose_values(nan, case, a3.BF16_RESULT, "zero") is None, (
+    assert "not zeroed" in (a3_diagnose.diagnose_values(nan, case, a3.BF16_RESULT, "poison") or "")
+    assert a3_diagnose.diagnose_values(nan, case, a3.BF16_RESULT, "zero") is None, (
         "with zero-filled buffers a missing init gives the right sum, never NaN")
 
 
@@ -166,19 +167,19 @@ def test_a_revisit_is_blamed_on_the_k_axis_only_when_a_k_first_grid_raises_it() 
     k_first = _revisit_failure(lambda k, i, j: (i, j), (2, 2, 2),
                                ("parallel", "parallel", "arbitrary"))
     assert "the K axis is not the last grid axis" in (
-        a3._revisit_diagnosis(k_first, case).diagnosis or "")
+        a3_diagnose.revisit_diagnosis(k_first, case).diagnosis or "")
     ignores_i = _revisit_failure(lambda i, j, k: (0, j), (2, 2, 2),
                                  ("arbitrary", "arbitrary", "arbitrary"))
-    assert a3._revisit_diagnosis(ignores_i, case).diagnosis is None, (
+    assert a3_diagnose.revisit_diagnosis(ignores_i, case).diagnosis is None, (
         "an output index map that ignores i revisits blocks too, with K last")
 
 
 @pytest.mark.task("3.4")
 def test_min_block_diagnoses() -> None:
     peak, bandwidth = 1028.75e12, 3685.5e9
-    assert "rounded down" in a3._diagnose_block(552, peak, bandwidth, 2, 8)
-    assert "not a multiple" in a3._diagnose_block(559, peak, bandwidth, 2, 8)
-    assert a3._diagnose_block(568, peak, bandwidth, 2, 8) is None
+    assert "rounded down" in a3_diagnose.diagnose_block(552, peak, bandwidth, 2, 8)
+    assert "not a multiple" in a3_diagnose.diagnose_block(559, peak, bandwidth, 2, 8)
+    assert a3_diagnose.diagnose_block(568, peak, bandwidth, 2, 8) is None
 
 
 # --- a1: the bias add's grid order, vmem_bytes ------------------------------------------------
@@ -209,9 +210,9 @@ def _bias_traces(column_inner: bool, semantics=("arbitrary", "arbitrary")) -> li
 @pytest.mark.task("1.3")
 def test_the_bias_diagnosis_needs_the_column_inner_call() -> None:
     calls, x, bias = _bias_traces(column_inner=True)
-    assert a1._is_column_inner(calls, x, bias, (16, 16))
+    assert a1.is_column_inner(calls, x, bias, (16, 16))
     calls, x, bias = _bias_traces(column_inner=False)
-    assert not a1._is_column_inner(calls, x, bias, (16, 16)), (
+    assert not a1.is_column_inner(calls, x, bias, (16, 16)), (
         "a square grid in the right order is not the column-inner mistake")
 
 
@@ -219,10 +220,10 @@ def test_the_bias_diagnosis_needs_the_column_inner_call() -> None:
 def test_vmem_diagnoses() -> None:
     shapes, dtypes = [(64, 64)] * 3, ["float32"] * 3
     whole = 3 * 64 * 64 * 4
-    assert "counted buffer_count times" in a1._diagnose_vmem(3 * whole, shapes, dtypes, None, 3)
-    assert "buffer_count is ignored" in a1._diagnose_vmem(3 * 2 * 8 * 8 * 4, shapes, dtypes,
+    assert "counted buffer_count times" in a1.diagnose_vmem(3 * whole, shapes, dtypes, None, 3)
+    assert "buffer_count is ignored" in a1.diagnose_vmem(3 * 2 * 8 * 8 * 4, shapes, dtypes,
                                                           (8, 8), 4)
-    assert a1._diagnose_vmem(whole + 1, shapes, dtypes, None, 2) is None
+    assert a1.diagnose_vmem(whole + 1, shapes, dtypes, None, 2) is None
 
 
 # --- a2: the schedule, utilization and bandwidth ----------------------------------------------

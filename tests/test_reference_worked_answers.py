@@ -26,11 +26,12 @@ import pallas_sim
 import reference.a1_pallas_basics as ref_a1
 import reference.a4_flash_attention as ref_a4
 from graders.labs.a1_pallas_basics import worked as a1_worked
+from graders.labs.a4_flash_attention import worked as a4_worked
 from reference.dense_attention import dense_attention
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB, GiB = 2**20, 2**30
-WORKED_RTOL = 5e-3  # worked numbers are printed to 3-4 significant digits
+WORKED_RTOL = a4_worked.WORKED_RTOL  # worked numbers are printed to 3-4 significant digits
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = np.dtype(np.float32)
@@ -142,18 +143,15 @@ def assert_trace(trace, expected):
 
 
 @A4
-def test_online_softmax_lecture_trace(impl):
-    x = np.array([1, 3, 2, 5, 0, 4], np.float32)
-    probs, trace = impl.online_softmax(x, 2)
-    assert_trace(trace, [(3, 1.1353), (5, 1.2034), (5, 1.5781)])
-    np.testing.assert_allclose(probs, np.exp(x - 5) / np.exp(x - 5).sum(), rtol=1e-6)
-
-
-@A4
-def test_exercise_7_trace_and_softmax(impl):
-    probs, trace = impl.online_softmax(np.array([2.0, 0.0, 4.0, 1.0]), 2)
-    assert_trace(trace, [(2, 1.1353), (4, 1.2034)])
-    np.testing.assert_allclose(probs, [0.1125, 0.0152, 0.8310, 0.0414], rtol=WORKED_RTOL)
+@pytest.mark.parametrize("answer", a4_worked.SOFTMAX_TRACES, ids=lambda a: f"x{list(a.x)}")
+def test_online_softmax_lecture_traces(impl, answer):
+    x = np.array(answer.x, np.float32)
+    probs, trace = impl.online_softmax(x, answer.block_size)
+    assert_trace(trace, answer.trace)
+    np.testing.assert_allclose(probs, np.exp(x - x.max()) / np.exp(x - x.max()).sum(),
+                               rtol=1e-6)
+    if answer.probs is not None:
+        np.testing.assert_allclose(probs, answer.probs, rtol=WORKED_RTOL)
 
 
 @A4
@@ -174,25 +172,24 @@ def test_merging_the_two_halves_of_exercise_7_gives_its_softmax(impl):
 
 @A4
 def test_exercise_10_safe_constants_for_scores_in_minus_30_to_40(impl):
-    low, high = impl.mle_safe_range(40.0, -30.0)
-    assert rel_close(low, -48.7) and rel_close(high, 57.3), (low, high)
-    assert rel_close(impl.mle_safe_range(0.0, 0.0)[0], -88.72)
-    assert rel_close(impl.mle_safe_range(0.0, 0.0)[1], 87.34)
+    low, high = impl.mle_safe_range(*a4_worked.MLE_ARGS)
+    assert rel_close(low, a4_worked.MLE_SAFE_RANGE[0]), (low, high)
+    assert rel_close(high, a4_worked.MLE_SAFE_RANGE[1]), (low, high)
+    assert rel_close(impl.mle_safe_range(0.0, 0.0)[0], -a4_worked.LN_F32_MAX)
+    assert rel_close(impl.mle_safe_range(0.0, 0.0)[1], -a4_worked.LN_F32_TINY)
 
 
 @A4
-def test_flash_traffic_1728_mib_at_block_1024_and_1088_mib_at_2048(impl):
-    assert impl.flash_attention_hbm_bytes(128, 4096, 192, 128, 1024) == 1728 * MiB, (
-        "Q 192 MiB + 4 x (K 192 + V 128) MiB + O 256 MiB")
-    assert impl.flash_attention_hbm_bytes(128, 4096, 192, 128, 2048) == 1088 * MiB, (
-        "Q 192 MiB + 2 x (K 192 + V 128) MiB + O 256 MiB")
+@pytest.mark.parametrize("answer", a4_worked.TRAFFIC, ids=lambda a: f"{a.func}{a.args}")
+def test_traffic_and_flops_worked_answers(impl, answer):
+    assert getattr(impl, answer.func)(*answer.args) == answer.value, answer.why
 
 
 @A4
-def test_xla_traffic_24_75_gib_and_attention_flops_1_3744e12(impl):
-    assert impl.xla_attention_hbm_bytes(128, 4096, 192, 128) * 4 == 99 * GiB, (
-        "f32 scores 8 GiB x 3 + Q, K, V, O 0.75 GiB = 24.75 GiB")
-    flops = impl.attention_flops(128, 4096, 192, 128)
+def test_attention_flops_is_an_int_of_1_3744e12_and_xla_traffic_24_75_gib(impl):
+    xla = next(a for a in a4_worked.TRAFFIC if a.func == "xla_attention_hbm_bytes")
+    assert impl.xla_attention_hbm_bytes(*xla.args) == 24.75 * GiB
+    flops = impl.attention_flops(*a4_worked.SHAPE)
     assert isinstance(flops, int) and rel_close(flops, 1.3744e12)
     assert flops == 2 * 128 * 4096**2 * (192 + 128)
 

@@ -8,7 +8,8 @@ the submission returned (a list, None, an object array, a wrong shape).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -319,3 +320,14 @@ def kernel_mismatch(failure: CheckFailure, func: str, kernel: str) -> CheckFailu
         hint=f"the wrapper should run {kernel} in the call the task describes (grid, "
              "BlockSpecs, scratch, arguments); a mistake inside the kernel is charged to the "
              "kernel's task, not here")
+
+
+def reference_run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, list[Any]]:
+    """Run a trusted function (the reference, or a mistake's model) here under
+    ``pallas_sim.trace()``: ``(its result, the CallTrace of each pallas_call it made)``.
+    Lets the function's exceptions through."""
+    import pallas_sim
+
+    with pallas_sim.trace() as recorded:
+        out = fn(*args, **kwargs)
+    return out, list(recorded.calls)

@@ -21,6 +21,7 @@ from hypothesis.strategies import SearchStrategy
 
 from graders.labs.a1_pallas_basics import worked as a1_worked
 from graders.labs.a3_matmul import worked as a3_worked
+from graders.labs.a4_flash_attention import worked as a4_worked
 
 F32 = np.float32
 
@@ -181,10 +182,8 @@ CASES: dict[str, tuple[FidelityCase, ...]] = {
     "a4_flash_attention": (
         FidelityCase("flash_attention", _flash(), covers=("flash_attention_kernel",),
                      max_examples=4),
-        FidelityCase("flash_attention_hbm_bytes", _just([
-            ((128, 4096, 192, 128, 1024), {}), ((128, 4096, 192, 128, 2048), {})])),
-        FidelityCase("xla_attention_hbm_bytes", _just([((128, 4096, 192, 128), {})])),
-        FidelityCase("attention_flops", _just([((128, 4096, 192, 128), {})])),
+        *(FidelityCase(func, _just([(a.args, {}) for a in a4_worked.TRAFFIC if a.func == func]))
+          for func in dict.fromkeys(a.func for a in a4_worked.TRAFFIC)),
     ),
     "a5_splash_attention": (
         FidelityCase("splash_attention", _splash(), covers=("splash_attention_kernel",),

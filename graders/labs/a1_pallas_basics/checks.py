@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-import pallas_sim
 import reference.a1_pallas_basics as ref
 from graders.checks.compare import (
     against_own_kernel,
@@ -19,23 +18,21 @@ from graders.checks.compare import (
     assert_equal_int,
     assert_same_trace,
     kernel_mismatch,
+    reference_run,
     require_ndarray,
     tolerance,
 )
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import F32, Case, blocked_2d, make_array, seeds
 from graders.labs.a1_pallas_basics import worked
-from pallas_sim import jax, pl, pltpu
+from graders.labs.a1_pallas_basics.diagnose import (
+    column_inner_dmas,
+    column_inner_trace,
+    diagnose_vmem,
+)
 
 A = "a1"
 MiB = worked.MiB
-
-
-def reference_run(fn, *args, **kwargs):
-    """Run a reference function under pallas_sim.trace(); (result, calls)."""
-    with pallas_sim.trace() as t:
-        out = fn(*args, **kwargs)
-    return out, t.calls
 
 
 def check_trace_against_reference(s: Session, func: str, reference_fn, cases,
@@ -236,11 +233,7 @@ def bias_add_worked_dmas(s: Session) -> None:
     reply.own_call()
     got = sum(c.dma_count for c in reply.traces)
     if got != answer.dma_count:
-        diagnosis = None
-        if _is_column_inner(reply.traces, x, bias, answer.block_shape):
-            diagnosis = ("the column-block axis is the inner grid axis, so the bias block "
-                         "changes at every step and is fetched 64 times instead of 8; make the "
-                         "column-block axis the outer one (lecture §2.2)")
+        diagnosis = column_inner_dmas(reply.traces, x, bias, answer.block_shape)
         raise CheckFailure("bias_add's DMA count", expected=f"{answer.dma_count} = 64 x copies "
                            "+ 8 bias copies + 64 output write-backs", got=f"{got} DMAs",
                            diagnosis=diagnosis)
@@ -252,48 +245,8 @@ def bias_add_trace(s: Session) -> None:
     """Task 1.3: bias_add's pallas_call matches the DMA-minimal configuration on drawn shapes
     (grid, block shapes, DMAs, VMEM).
     """
-    def diagnose(got: list, expected: list, case: Case) -> str | None:
-        if _is_column_inner(got, *case.args, case.kwargs["block_shape"]):
-            return ("the grid runs over (row blocks, column blocks): with the column-block axis "
-                    "inner the bias block is refetched at every step (lecture §2.2)")
-        return None
-    check_trace_against_reference(s, "bias_add", ref.bias_add, bias_cases(), diagnose=diagnose)
-
-
-def _is_column_inner(calls: list, x: np.ndarray, bias: np.ndarray,
-                     block_shape: tuple[int, int]) -> bool:
-    """Whether ``calls`` is one pallas_call that does what bias_add with the column-block
-    axis inner does on these inputs: grid (M/bm, N/bn), the same block indices at every step
-    and the same copies per operand (run here with the student's dimension semantics, so a
-    shuffled parallel axis is shuffled alike)."""
-    if len(calls) != 1 or len(calls[0].dimension_semantics) != 2:
-        return False
-    call = calls[0]
-    (rows, cols), (bm, bn) = x.shape, block_shape
-    if rows % bm or cols % bn:
-        return False
-
-    def kernel(x_ref, bias_ref, o_ref):
-        o_ref[...] = x_ref[...] + bias_ref[...]
-
-    spec = pl.BlockSpec((bm, bn), lambda i, j: (i, j))
-    model_call = pl.pallas_call(
-        kernel, grid=(rows // bm, cols // bn),
-        in_specs=[spec, pl.BlockSpec((1, bn), lambda i, j: (0, j))], out_specs=spec,
-        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        compiler_params=pltpu.CompilerParams(
-            dimension_semantics=tuple(call.dimension_semantics)))
-    try:
-        _, (model,) = reference_run(model_call, x.copy(), bias.copy())
-    except pallas_sim.PallasSimError:
-        return False
-    return tuple(call.grid) == tuple(model.grid) and _operands(call) == _operands(model)
-
-
-def _operands(call) -> list[tuple]:
-    """Per input/output operand: role, block shape, copies, block index at every step."""
-    return [(op.role, tuple(op.block_shape), op.dma_count, op.block_indices.tolist())
-            for op in call.operands if op.role in ("in", "out")]
+    check_trace_against_reference(s, "bias_add", ref.bias_add, bias_cases(),
+                                  diagnose=column_inner_trace)
 
 
 # --- Task 1.4 accumulate_inplace -----------------------------------------------------------
@@ -366,7 +319,7 @@ def vmem_worked(s: Session) -> None:
         except CheckFailure as failure:
             failure.input = (f"shapes={shapes}, dtypes={dtypes}, block_shape={block}, "
                              f"buffer_count={buffers}")
-            failure.diagnosis = _diagnose_vmem(got, shapes, dtypes, block, buffers)
+            failure.diagnosis = diagnose_vmem(got, shapes, dtypes, block, buffers)
             raise
 
 
@@ -398,26 +351,8 @@ def vmem_property(s: Session) -> None:
         try:
             assert_equal_int(got, int(expected), "vmem_bytes")
         except CheckFailure as failure:
-            failure.diagnosis = _diagnose_vmem(got, *case.args)
+            failure.diagnosis = diagnose_vmem(got, *case.args)
             raise
     run_property(vmem_cases(), body, max_examples=30)
 
-
-def _diagnose_vmem(got: object, shapes, dtypes, block, buffers: int) -> str | None:
-    """The known vmem_bytes mistake that gives ``got`` on these arguments, else None:
-    buffer_count ignored (always two block buffers), or whole arrays (no block_shape)
-    counted buffer_count times."""
-    if isinstance(got, bool) or not isinstance(got, int | np.integer):
-        return None
-    expected = ref.vmem_bytes(shapes, dtypes, block, buffers)
-    if got == expected:
-        return None
-    if block is not None and got == ref.vmem_bytes(shapes, dtypes, block, 2):
-        return ("buffer_count is ignored: every operand holds buffer_count buffers of one "
-                "block (lecture §2.2, §3.1)")
-    if block is None and got == buffers * expected:
-        return (f"whole arrays are counted buffer_count times ({buffers}): without BlockSpecs "
-                "there is no pipeline, and every operand is resident once, whole "
-                "(lecture §2.1)")
-    return None
 

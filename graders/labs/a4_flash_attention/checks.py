@@ -49,6 +49,7 @@ from graders.checks.compare import (
 )
 from graders.checks.framework import CheckFailure, Session, check, describe_value, run_property
 from graders.checks.strategies import Case, make_array, seeds
+from graders.labs.a4_flash_attention import worked
 from graders.labs.a4_flash_attention.public_checks import mask_rows
 
 A = "a4"
@@ -158,22 +159,21 @@ def online_softmax_worked(s: Session) -> None:
     """Task 4.1: worked answers: x = (1, 3, 2, 5, 0, 4) and Ex7 x = (2, 0, 4, 1), block 2
     (lecture §5.1).
     """
-    worked = [
-        ((1, 3, 2, 5, 0, 4), [(3, 1.1353), (5, 1.2034), (5, 1.5781)], None),
-        ((2, 0, 4, 1), [(2, 1.1353), (4, 1.2034)], (0.1125, 0.0152, 0.8310, 0.0414)),
-    ]
-    for xs, trace, probs in worked:
-        x = np.asarray(xs, dtype=np.float32)
-        got_probs, got_trace = _unpack_softmax(s.invoke("online_softmax", (x, 2)).value, x, 2)
-        label = f"x = {list(xs)}, block_size = 2"
+    rtol = worked.WORKED_RTOL
+    for answer in worked.SOFTMAX_TRACES:
+        x, block, trace = np.asarray(answer.x, dtype=np.float32), answer.block_size, answer.trace
+        got_probs, got_trace = _unpack_softmax(s.invoke("online_softmax", (x, block)).value, x,
+                                               block)
+        label = f"x = {list(answer.x)}, block_size = {block}"
         for k, ((gm, gl), (em, el)) in enumerate(zip(got_trace, trace, strict=True)):
-            if not (_close(gm, em, 5e-3, 0) and _close(gl, el, 5e-3, 0)):
+            if not (_close(gm, em, rtol, 0) and _close(gl, el, rtol, 0)):
                 raise CheckFailure(f"the (m, l) pair after block {k} differs from the lecture's",
-                                   input=label, expected=str(trace), got=_fmt_trace(got_trace),
-                                   diagnosis=_diagnose_trace(got_trace, x, 2))
-        if probs is not None:
+                                   input=label, expected=str(list(trace)),
+                                   got=_fmt_trace(got_trace),
+                                   diagnosis=_diagnose_trace(got_trace, x, block))
+        if answer.probs is not None:
             try:
-                assert_close(got_probs, np.asarray(probs), 5e-3, 0, what="softmax")
+                assert_close(got_probs, np.asarray(answer.probs), rtol, 0, what="softmax")
             except CheckFailure as failure:
                 failure.input = label
                 raise
@@ -1388,12 +1388,14 @@ def _diagnose_range(got: tuple[float, float], max_logit: float, min_row_max: flo
 @check(A, "4.5", 2, "worked answer (Ex10): scores in [-30, 40] give about (-48.7, 57.3)")
 def mle_worked(s: Session) -> None:
     """Task 4.5: worked answer (Ex10): scores in [-30, 40] give about (-48.7, 57.3)."""
-    got = _unpack_range(s.invoke("mle_safe_range", (40.0, -30.0)).value)
-    if not (math.isclose(got[0], -48.7, rel_tol=5e-3) and math.isclose(got[1], 57.3,
-                                                                         rel_tol=5e-3)):
-        raise CheckFailure("the safe range differs from the lecture's", input="(40.0, -30.0)",
-                           expected="about (-48.7, 57.3)", got=f"({got[0]:.4g}, {got[1]:.4g})",
-                           diagnosis=_diagnose_range(got, 40.0, -30.0))
+    args, (low, high) = worked.MLE_ARGS, worked.MLE_SAFE_RANGE
+    got = _unpack_range(s.invoke("mle_safe_range", args).value)
+    if not (math.isclose(got[0], low, rel_tol=worked.WORKED_RTOL)
+            and math.isclose(got[1], high, rel_tol=worked.WORKED_RTOL)):
+        raise CheckFailure("the safe range differs from the lecture's", input=str(args),
+                           expected=f"about ({low}, {high})",
+                           got=f"({got[0]:.4g}, {got[1]:.4g})",
+                           diagnosis=_diagnose_range(got, *args))
 
 
 @check(A, "4.5", 3, "mle_safe_range equals the reference on drawn score extremes")
@@ -1418,32 +1420,20 @@ def mle_property(s: Session) -> None:
 
 # --- Task 4.6 traffic and work ----------------------------------------------------------------
 
-_WORKED_TRAFFIC = [
-    ("flash_attention_hbm_bytes", (128, 4096, 192, 128, 1024), 1728 * 2**20,
-     "1728 MiB = Q 192 MiB + 4 q blocks x (K 192 + V 128) MiB + O 256 MiB"),
-    ("flash_attention_hbm_bytes", (128, 4096, 192, 128, 2048), 1088 * 2**20,
-     "1088 MiB = Q 192 MiB + 2 q blocks x (K 192 + V 128) MiB + O 256 MiB"),
-    ("xla_attention_hbm_bytes", (128, 4096, 192, 128), 99 * 2**28,
-     "24.75 GiB = f32 scores 8 GiB x 3 (written once, read twice) + Q, K, V, O 0.75 GiB"),
-    ("attention_flops", (128, 4096, 192, 128), 2 * 128 * 4096**2 * 320,
-     "1.3744e12 = 2·H·L²·(d + dv)"),
-]
-
-
 @check(A, "4.6", 6, "worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048), XLA "
                     "24.75 GiB, 1.3744e12 FLOPs (lecture §5.2)")
 def traffic_worked(s: Session) -> None:
     """Task 4.6: worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048), XLA 24.75
     GiB, 1.3744e12 FLOPs (lecture §5.2).
     """
-    for func, args, expected, why in _WORKED_TRAFFIC:
-        got = s.invoke(func, args).value
+    for answer in worked.TRAFFIC:
+        got = s.invoke(answer.func, answer.args).value
         try:
-            assert_equal_int(got, expected, func)
+            assert_equal_int(got, answer.value, answer.func)
         except CheckFailure as failure:
-            failure.input = f"{func}{args}"
-            failure.expected = f"{expected} ({why})"
-            failure.diagnosis = _diagnose_traffic(func, args, {}, got)
+            failure.input = f"{answer.func}{answer.args}"
+            failure.expected = f"{answer.value} ({answer.why})"
+            failure.diagnosis = _diagnose_traffic(answer.func, answer.args, {}, got)
             raise
 
 

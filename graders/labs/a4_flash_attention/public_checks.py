@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
+from graders.labs.a4_flash_attention import worked
 from graders.student.public import (
     Api,
     Mismatch,
@@ -32,7 +33,7 @@ from graders.student.public import (
 
 A = "a4"
 #: float32 limits of exp (lecture §5.4): ln(f32 max), ln(f32 smallest normal).
-LN_F32_MAX, LN_F32_TINY = 88.7228, -87.3365
+LN_F32_MAX, LN_F32_TINY = worked.LN_F32_MAX, worked.LN_F32_TINY
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
@@ -90,17 +91,16 @@ def online_softmax_worked(api: Api) -> None:
     """Task 4.1: worked answers: x = (1, 3, 2, 5, 0, 4) and Ex7 x = (2, 0, 4, 1), block 2
     (lecture §5.1).
     """
-    worked = [((1, 3, 2, 5, 0, 4), [(3, 1.1353), (5, 1.2034), (5, 1.5781)]),
-              ((2, 0, 4, 1), [(2, 1.1353), (4, 1.2034)])]
-    for xs, trace in worked:
-        x = np.asarray(xs, np.float32)
-        _, got = _pairs(api.call("online_softmax", x, 2).value, len(trace))
+    rtol = worked.WORKED_RTOL
+    for answer in worked.SOFTMAX_TRACES:
+        x, trace = np.asarray(answer.x, np.float32), answer.trace
+        _, got = _pairs(api.call("online_softmax", x, answer.block_size).value, len(trace))
         for k, ((gm, gl), (em, el)) in enumerate(zip(got, trace, strict=True)):
-            if not (np.allclose(gm, em, rtol=5e-3) and np.allclose(gl, el, rtol=5e-3)):
+            if not (np.allclose(gm, em, rtol=rtol) and np.allclose(gl, el, rtol=rtol)):
                 shown = ", ".join(f"({float(m):.5g}, {float(l):.5g})" for m, l in got)
                 raise Mismatch(f"the (m, l) pair after block {k} differs from the lecture's",
-                               input=f"x = {list(xs)}, block_size = 2", expected=str(trace),
-                               got=f"[{shown}]")
+                               input=f"x = {list(answer.x)}, block_size = {answer.block_size}",
+                               expected=str(list(trace)), got=f"[{shown}]")
 
 
 @st.composite
@@ -532,13 +532,16 @@ def mle_worked(api: Api) -> None:
     """Task 4.5: worked answer: scores in [-30, 40] → safe constants in about (-48.7, 57.3)
     (lecture §5.4).
     """
-    got = api.call("mle_safe_range", 40.0, -30.0).value
+    got = api.call("mle_safe_range", *worked.MLE_ARGS).value
     if not isinstance(got, tuple | list) or len(got) != 2:
         raise Mismatch("mle_safe_range must return (low, high)", got=repr(got)[:200])
     low, high = number(got[0], "low"), number(got[1], "high")
-    if not (abs(low + 48.72) < 0.1 and abs(high - 57.34) < 0.1):
-        raise Mismatch("the safe range differs from the lecture's",
-                       expected="(-48.7, 57.3)", got=f"({low:.4g}, {high:.4g})")
+    want_low, want_high = worked.MLE_SAFE_RANGE
+    if not (math.isclose(low, want_low, rel_tol=worked.WORKED_RTOL)
+            and math.isclose(high, want_high, rel_tol=worked.WORKED_RTOL)):
+        raise Mismatch("the safe range differs from the lecture's", input=str(worked.MLE_ARGS),
+                       expected=f"about ({want_low}, {want_high})",
+                       got=f"({low:.4g}, {high:.4g})")
 
 
 @public_check(A, "4.6", "worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048); "
@@ -547,13 +550,8 @@ def traffic_worked(api: Api) -> None:
     """Task 4.6: worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048); XLA 24.75
     GiB; 1.3744e12 FLOPs (lecture §5.2).
     """
-    MiB, GiB = 1 << 20, 1 << 30
-    cases = [("flash_attention_hbm_bytes", (128, 4096, 192, 128, 1024), 1728 * MiB),
-             ("flash_attention_hbm_bytes", (128, 4096, 192, 128, 2048), 1088 * MiB),
-             ("xla_attention_hbm_bytes", (128, 4096, 192, 128), int(24.75 * GiB)),
-             ("attention_flops", (128, 4096, 192, 128), 2 * 128 * 4096**2 * 320)]
-    for func, args, expected in cases:
-        got = api.call(func, *args).value
-        if got != expected:
-            raise Mismatch(f"{func} differs from the lecture's", input=f"{args}",
-                           expected=str(expected), got=repr(got))
+    for answer in worked.TRAFFIC:
+        got = api.call(answer.func, *answer.args).value
+        if got != answer.value:
+            raise Mismatch(f"{answer.func} differs from the lecture's", input=f"{answer.args}",
+                           expected=f"{answer.value} ({answer.why})", got=repr(got))

@@ -1,0 +1,94 @@
+"""Known-mistake models of a1_pallas_basics (lecture §2): what each plausible mistake
+does on a given input, and the diagnosis it earns.
+
+A hidden check names a mistake only when the model reproduces the student's result on
+the failing input (style.md: a shown diagnosis is verified, not guessed): the bias_add
+with its column-block axis inner is run here in its own pallas_call and compared with the
+student's trace; the vmem_bytes mistakes are recomputed with the reference's formula.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import pallas_sim
+import reference.a1_pallas_basics as ref
+from graders.checks.compare import reference_run
+from pallas_sim import jax, pl, pltpu
+
+
+def is_column_inner(calls: list, x: np.ndarray, bias: np.ndarray,
+                     block_shape: tuple[int, int]) -> bool:
+    """Whether ``calls`` is one pallas_call that does what bias_add with the column-block
+    axis inner does on these inputs: grid (M/bm, N/bn), the same block indices at every step
+    and the same copies per operand (run here with the student's dimension semantics, so a
+    shuffled parallel axis is shuffled alike)."""
+    if len(calls) != 1 or len(calls[0].dimension_semantics) != 2:
+        return False
+    call = calls[0]
+    (rows, cols), (bm, bn) = x.shape, block_shape
+    if rows % bm or cols % bn:
+        return False
+
+    def kernel(x_ref, bias_ref, o_ref):
+        o_ref[...] = x_ref[...] + bias_ref[...]
+
+    spec = pl.BlockSpec((bm, bn), lambda i, j: (i, j))
+    model_call = pl.pallas_call(
+        kernel, grid=(rows // bm, cols // bn),
+        in_specs=[spec, pl.BlockSpec((1, bn), lambda i, j: (0, j))], out_specs=spec,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=tuple(call.dimension_semantics)))
+    try:
+        _, (model,) = reference_run(model_call, x.copy(), bias.copy())
+    except pallas_sim.PallasSimError:
+        return False
+    return tuple(call.grid) == tuple(model.grid) and operands(call) == operands(model)
+
+
+def column_inner_dmas(calls: list, x: np.ndarray, bias: np.ndarray,
+                      block_shape: tuple[int, int]) -> str | None:
+    """The diagnosis of bias_add's worked DMA count (f32[1024, 1024], blocks (128, 128)) when
+    the student's call is the column-block-inner one, else None."""
+    if not is_column_inner(calls, x, bias, block_shape):
+        return None
+    rows, cols = x.shape[0] // block_shape[0], x.shape[1] // block_shape[1]
+    return (f"the column-block axis is the inner grid axis, so the bias block changes at "
+            f"every step and is fetched {rows * cols} times instead of {cols}; make the "
+            "column-block axis the outer one (lecture §2.2)")
+
+
+def column_inner_trace(got: list, expected: list, case) -> str | None:
+    """The diagnosis of a bias_add trace that differs from the reference's (``got`` the
+    student's calls, ``expected`` the reference's, ``case`` the drawn input) when it is the
+    column-block-inner call, else None."""
+    if is_column_inner(got, *case.args, case.kwargs["block_shape"]):
+        return ("the grid runs over (row blocks, column blocks): with the column-block axis "
+                "inner the bias block is refetched at every step (lecture §2.2)")
+    return None
+
+
+def operands(call) -> list[tuple]:
+    """Per input/output operand: role, block shape, copies, block index at every step."""
+    return [(op.role, tuple(op.block_shape), op.dma_count, op.block_indices.tolist())
+            for op in call.operands if op.role in ("in", "out")]
+
+
+def diagnose_vmem(got: object, shapes, dtypes, block, buffers: int) -> str | None:
+    """The known vmem_bytes mistake that gives ``got`` on these arguments, else None:
+    buffer_count ignored (always two block buffers), or whole arrays (no block_shape)
+    counted buffer_count times."""
+    if isinstance(got, bool) or not isinstance(got, int | np.integer):
+        return None
+    expected = ref.vmem_bytes(shapes, dtypes, block, buffers)
+    if got == expected:
+        return None
+    if block is not None and got == ref.vmem_bytes(shapes, dtypes, block, 2):
+        return ("buffer_count is ignored: every operand holds buffer_count buffers of one "
+                "block (lecture §2.2, §3.1)")
+    if block is None and got == buffers * expected:
+        return (f"whole arrays are counted buffer_count times ({buffers}): without BlockSpecs "
+                "there is no pipeline, and every operand is resident once, whole "
+                "(lecture §2.1)")
+    return None

@@ -1,0 +1,70 @@
+"""The lecture's worked answers of a4_flash_attention (lecture §5.1, §5.2, §5.4), as data.
+
+Read by the hidden checks (``checks.py``), the public checks (``public_checks.py``), the
+fidelity cases (``graders/fidelity/cases.py``) and the tests of the reference and the
+solution (``tests/test_reference_worked_answers.py``), so each number is written once.
+Sizes in bytes (``MiB`` = 2**20, ``GiB`` = 2**30). Imports nothing but the standard
+library (it ships with the public checks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MiB, GiB = 1 << 20, 1 << 30
+
+
+@dataclass(frozen=True, kw_only=True)
+class SoftmaxTrace:
+    """Task 4.1 (lecture §5.1): ``online_softmax(x, block_size)``'s running ``(m, l)`` after
+    each block, to 4 decimals, and (when the lecture gives it) the softmax to 4 decimals."""
+
+    x: tuple[float, ...]
+    block_size: int
+    trace: tuple[tuple[float, float], ...]
+    probs: tuple[float, ...] | None = None
+
+
+#: Task 4.1: the lecture's example and its Exercise 7, both with blocks of 2.
+SOFTMAX_TRACES: tuple[SoftmaxTrace, ...] = (
+    SoftmaxTrace(x=(1, 3, 2, 5, 0, 4), block_size=2,
+                 trace=((3, 1.1353), (5, 1.2034), (5, 1.5781))),
+    SoftmaxTrace(x=(2, 0, 4, 1), block_size=2, trace=((2, 1.1353), (4, 1.2034)),
+                 probs=(0.1125, 0.0152, 0.8310, 0.0414)),
+)
+#: The relative tolerance the 4-decimal worked numbers are compared with.
+WORKED_RTOL = 5e-3
+
+#: Task 4.5 (lecture §5.4, Exercise 10): float32 limits of exp: ln(f32 max) and
+#: ln(f32 smallest normal).
+LN_F32_MAX, LN_F32_TINY = 88.7228, -87.3365
+#: Task 4.5: ``mle_safe_range(max_logit, min_row_max)`` of the exercise (scores in
+#: [-30, 40]) and the lecture's answer, about (-48.7, 57.3).
+MLE_ARGS = (40.0, -30.0)
+MLE_SAFE_RANGE = (-48.7, 57.3)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Traffic:
+    """Task 4.6 (lecture §5.2): ``func(*args)`` is ``value`` (bytes or FLOPs), because ``why``."""
+
+    func: str
+    args: tuple[int, ...]
+    value: int
+    why: str
+
+
+#: (H, L, d, dv) of the lecture's attention: 128 heads, L 4096, d 192, dv 128.
+SHAPE = (128, 4096, 192, 128)
+#: Task 4.6: HBM traffic of Flash (by block_q) and of XLA's three fusions, and the FLOPs.
+TRAFFIC: tuple[Traffic, ...] = (
+    Traffic(func="flash_attention_hbm_bytes", args=(*SHAPE, 1024), value=1728 * MiB,
+            why="1728 MiB = Q 192 MiB + 4 q blocks x (K 192 + V 128) MiB + O 256 MiB"),
+    Traffic(func="flash_attention_hbm_bytes", args=(*SHAPE, 2048), value=1088 * MiB,
+            why="1088 MiB = Q 192 MiB + 2 q blocks x (K 192 + V 128) MiB + O 256 MiB"),
+    Traffic(func="xla_attention_hbm_bytes", args=SHAPE, value=99 * GiB // 4,
+            why="24.75 GiB = f32 scores 8 GiB x 3 (written once, read twice) + Q, K, V, O "
+                "0.75 GiB"),
+    Traffic(func="attention_flops", args=SHAPE, value=2 * 128 * 4096**2 * (192 + 128),
+            why="1.3744e12 = 2·H·L²·(d + dv)"),
+)
