@@ -57,6 +57,20 @@ KV_LEN_CHECK = """    if k.shape[1] != seq_len or v.shape[1] != seq_len:
 """
 
 MUTANTS: list[Mutant] = [
+    # A mistake for each Task 4.2 / 4.6 check no other mutant fails (every check can fail).
+    Mutant("merge-l-unscaled", A4, "4.2",
+           (("    merged_l = scale_a * l_a + scale_b * l_b\n",
+             "    merged_l = l_a + l_b\n"),),
+           "the two denominators are added without rescaling them to the common maximum"),
+    Mutant("merge-keeps-first-max", A4, "4.2",
+           (("    m = np.maximum(m_a, m_b)\n", "    m = m_a\n"),),
+           "the merged state keeps a's maximum and rescales b to it: merge(a, b) and "
+           "merge(b, a) then differ"),
+    Mutant("xla-score-bytes-ignored", A4, "4.6",
+           (("    scores = 3 * H * L * L * score_bytes\n",
+             "    scores = 3 * H * L * L * 4\n"),),
+           "the scores are counted as float32 whatever score_bytes says (the worked answer, "
+           "with the default of 4, still comes out right)", kept=10),
     # --- Task 4.1 online_softmax ---
     Mutant("l-not-rescaled", A4, "4.1",
            (("l_run = l_run * rescale + ", "l_run = l_run + "),),

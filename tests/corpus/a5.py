@@ -5,6 +5,11 @@ from __future__ import annotations
 from tests.corpus.mutants import A5, Mutant, Variant
 
 MUTANTS: list[Mutant] = [
+    # A mistake for the Task 5.1 check no other mutant fails (every check can fail).
+    Mutant("local-right-edge-excluded", A5, "5.1",
+           (("        allowed &= kv_pos <= q_pos + right\n",
+             "        allowed &= kv_pos < q_pos + right\n"),),
+           "the window's right edge q + right is left out"),
     Mutant("tiles-by-column", A5, "5.3",
            (("tile_rows, tile_cols = np.nonzero(kinds)  # row-major order",
              "tile_cols, tile_rows = np.nonzero(kinds.T)"),),

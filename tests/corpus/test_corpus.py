@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from graders.assignments import assignment_for_stem
+from graders.assignments import ASSIGNMENTS, assignment_for_stem
+from graders.checks.framework import load_checks
 from tests.corpus.everything import MUTANTS, VARIANTS
 from tests.corpus.mutants import Mutant, Variant
 
@@ -164,6 +165,25 @@ def test_a_correct_variant_gets_full_marks(graded: dict[str, dict[str, Any]], st
     failing = {t["name"]: t.get("output", "") for t in result["tests"]
                if t["score"] < t["max_score"]}
     assert result["score"] == 100, f"{stem}/{name} is correct but lost points: {failing}"
+
+
+def _hidden_checks() -> list[tuple[str, str, str]]:
+    """(stem, task, name) of every hidden check of the discovered assignments."""
+    return [(a.stem, c.task, c.name) for a in ASSIGNMENTS.values() for c in load_checks(a.id)]
+
+
+@pytest.mark.parametrize(("stem", "task", "name"), _hidden_checks(),
+                         ids=[f"{s[:2]}-{t}-{n[:40]}" for s, t, n in _hidden_checks()])
+def test_every_hidden_check_is_failed_by_some_mutant(graded: dict[str, dict[str, Any]],
+                                                     stem: str, task: str, name: str) -> None:
+    """A check no plausible mistake fails earns its points for nothing (issue 13: every
+    check can fail): some single-mistake mutant of the corpus must fail it."""
+    prefix = _student("mutant", stem, "")
+    failing = [student for student, result in graded.items() if student.startswith(prefix)
+               and any(test["name"] == name and test["score"] < test["max_score"]
+                       for test in result["tests"])]
+    assert failing, (f"no mutant in tests/corpus fails the {stem} Task {task} check {name!r}; "
+                     "add the plausible mistake it exists to catch")
 
 
 def test_the_corpus_summary(graded: dict[str, dict[str, Any]],
