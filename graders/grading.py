@@ -37,13 +37,12 @@ from graders.status import RESULT_STATUSES, TASK_FAILURE_ORDER, Status
 from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker
 from graders.worker.static_check import StaticCheckResult, check_file
+from pallas_sim._src.config import GRADING_SANITIZERS
 
 #: pallas_sim sanitizers of the grading profile, for the reference runs in this
-#: process; the worker applies the same to the student's code (worker/main.py).
-#: ``shuffle_parallel`` visits parallel grid axes in a seeded random order, as
-#: TPU interpret mode does (pallas-sim.md item 1); the fixed seed keeps grading
-#: deterministic and gives the reference and the submission the same order.
-GRADING_SIM_OPTIONS = {"shuffle_parallel": True, "shuffle_seed": 0}
+#: process; the worker applies the same to the student's code (worker/main.py). Written
+#: once, in ``pallas_sim._src.config.GRADING_SANITIZERS``.
+GRADING_SIM_OPTIONS = GRADING_SANITIZERS
 
 #: A submission file's default wall-clock budget, in per-call timeouts per check: a file
 #: whose calls all take just under the timeout stops after (checks x 3 x timeout) seconds

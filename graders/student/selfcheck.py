@@ -39,15 +39,16 @@ from graders.registry import EXPLORATORY_SETTINGS, CheckFailure, StudentRaised, 
 from graders.status import SELF_CHECK_STATUSES, Status
 from graders.student.public import Result, load_public_checks
 from graders.worker.static_check import check_source
+from pallas_sim._src.config import GRADING_SANITIZERS
 
 #: The exploratory profile of the one check framework (``graders.registry``): a fresh seed
 #: each run, few examples, no database, shrinking on.
 SELF_CHECK_SETTINGS = EXPLORATORY_SETTINGS
 STATUSES = SELF_CHECK_STATUSES
-#: pallas_sim's sanitizers while public checks run: those of grading
-#: (``graders.grading.GRADING_SIM_OPTIONS``, which the bundle does not ship): parallel
-#: grid axes in the grader's seeded shuffled order, as TPU interpret mode visits them.
-SIM_OPTIONS = {"shuffle_parallel": True, "shuffle_seed": 0}
+#: pallas_sim's sanitizers while public checks run: those of grading, written once in
+#: ``pallas_sim._src.config.GRADING_SANITIZERS`` (parallel grid axes in the grader's
+#: seeded shuffled order, as TPU interpret mode visits them).
+SIM_OPTIONS = GRADING_SANITIZERS
 
 
 @contextmanager

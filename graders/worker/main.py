@@ -68,15 +68,15 @@ import numpy as np  # noqa: E402
 import pallas_lab_protocol as protocol  # noqa: E402
 
 import pallas_sim  # noqa: E402 - no simulator, no worker: the client cannot start one
+from pallas_sim._src.config import GRADING_SANITIZERS as _SANITIZERS  # noqa: E402
 from pallas_sim._src.config import Options as _Options  # noqa: E402
 from pallas_sim._src.config import _lock as _lock_sim_options  # noqa: E402
 
 # The grading profile: the simulator's defaults (poisoned memory, the 32 MiB scoped
-# limit, ...) plus the sanitizers of graders.grading.GRADING_SIM_OPTIONS (parallel
-# grid axes in a seeded random order, as TPU interpret mode visits them). Locked, so
+# limit, ...) plus grading's sanitizers (pallas_sim's GRADING_SANITIZERS: parallel grid
+# axes in a seeded random order, as TPU interpret mode visits them). Locked, so
 # pallas_sim.config raises in the submission, and applied again before every call.
-GRADING_OPTIONS = {**dataclasses.asdict(_Options()), "shuffle_parallel": True,
-                   "shuffle_seed": 0}
+GRADING_OPTIONS = {**dataclasses.asdict(_Options()), **_SANITIZERS}
 _lock_sim_options(**GRADING_OPTIONS)
 
 import pallas_lab_policy.audit as policy_audit  # noqa: E402

@@ -12,8 +12,9 @@ a context manager it restores the previous options on exit::
 from __future__ import annotations
 
 import dataclasses
+import types
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Literal
 
@@ -53,6 +54,15 @@ class Options:
 
 
 OPTIONS = Options()
+
+#: The sanitizers grading turns on over the defaults, written once for every place that
+#: runs kernels as the grader does: the worker (locked, for the submission), the trusted
+#: grader (its reference and model runs) and a student's ``pallas-lab check``. Parallel
+#: grid axes are visited in a seeded random order, as TPU interpret mode does
+#: (pallas-sim.md item 1); the fixed seed keeps grading deterministic and gives the
+#: reference and the submission the same order.
+GRADING_SANITIZERS: Mapping[str, object] = types.MappingProxyType(
+    {"shuffle_parallel": True, "shuffle_seed": 0})
 
 
 _LOCK = {"locked": False}
