@@ -1296,7 +1296,8 @@ def _mask_operand(values: np.ndarray | None, shape: tuple, dtype: str, info: ref
                   mask: np.ndarray) -> str | None:
     """What mask data an argument of the call holds, in words, else None: the stored
     patterns (``partial_mask_blocks``, in any integer or bool dtype), the dense mask, or
-    some other bool array; per-token arrays and the tables are not masks."""
+    some other bool array; per-token arrays and the tables are not masks. Float arguments
+    are not inspected (q, k and v may have the patterns' shape)."""
     patterns = np.asarray(info.partial_mask_blocks, bool)
     if values is not None:
         squeezed = np.squeeze(values)
@@ -1306,8 +1307,6 @@ def _mask_operand(values: np.ndarray | None, shape: tuple, dtype: str, info: ref
         if squeezed.ndim >= 2 and values.size == mask.size and \
                 np.array_equal(values.reshape(mask.shape).astype(bool), mask):
             return "the dense [L, L] mask"
-    if tuple(shape) == patterns.shape and patterns.size:
-        return "an array shaped like partial_mask_blocks"
     if dtype == "bool":
         return "a bool array"
     return None
