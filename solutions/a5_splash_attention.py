@@ -590,10 +590,10 @@ def splash_computed_mask_kernel(active_rows_ref, active_cols_ref, bounds_start_r
     causal, window: the static mask rule (window = (left, right), None sides unbounded).
     """
     ### BEGIN SOLUTION
-    g = pl.program_id(1)
+    step = pl.program_id(1)
 
-    @pl.when(bounds_start_ref[g] == 1)
-    def _start_row():
+    @pl.when(bounds_start_ref[step] == 1)
+    def _first_tile_of_row():
         m_scratch_ref[...] = jnp.full(m_scratch_ref.shape, -jnp.inf, jnp.float32)
         l_scratch_ref[...] = jnp.zeros(l_scratch_ref.shape, jnp.float32)
         acc_scratch_ref[...] = jnp.zeros(acc_scratch_ref.shape, jnp.float32)
@@ -608,22 +608,22 @@ def splash_computed_mask_kernel(active_rows_ref, active_cols_ref, bounds_start_r
             allowed = jnp.logical_and(allowed, kv_pos >= q_pos - left)
         if right is not None:
             allowed = jnp.logical_and(allowed, kv_pos <= q_pos + right)
-    visible = jnp.logical_or(block_mask_ref[g] == 2, allowed)
+    keep = jnp.logical_or(block_mask_ref[step] == 2, allowed)  # full tiles need no mask
 
-    scores = jnp.dot(q_ref[...], k_ref[...].T, preferred_element_type=jnp.float32) * sm_scale
-    scores = jnp.where(visible, scores, MASK_VALUE)
-    m_prev = m_scratch_ref[:, :1]
-    m_next = jnp.maximum(m_prev, scores.max(axis=1, keepdims=True))
-    probs = jnp.where(visible, jnp.exp(scores - m_next), 0.0)
-    alpha = jnp.exp(m_prev - m_next)
-    l_next = alpha * l_scratch_ref[:, :1] + probs.sum(axis=1, keepdims=True)
-    acc_scratch_ref[...] = alpha * acc_scratch_ref[...] + jnp.dot(
-        probs, v_ref[...].astype(jnp.float32), preferred_element_type=jnp.float32)
-    m_scratch_ref[...] = jnp.broadcast_to(m_next, m_scratch_ref.shape)
-    l_scratch_ref[...] = jnp.broadcast_to(l_next, l_scratch_ref.shape)
+    s = jnp.dot(q_ref[...], k_ref[...].T, preferred_element_type=jnp.float32) * sm_scale
+    s = jnp.where(keep, s, MASK_VALUE)
+    m_old = m_scratch_ref[:, :1]
+    m_new = jnp.maximum(m_old, s.max(axis=1, keepdims=True))
+    p = jnp.where(keep, jnp.exp(s - m_new), 0.0)
+    rescale = jnp.exp(m_old - m_new)
+    l_new = rescale * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)
+    acc_scratch_ref[...] = rescale * acc_scratch_ref[...] + jnp.dot(
+        p, v_ref[...].astype(jnp.float32), preferred_element_type=jnp.float32)
+    m_scratch_ref[...] = jnp.broadcast_to(m_new, m_scratch_ref.shape)
+    l_scratch_ref[...] = jnp.broadcast_to(l_new, l_scratch_ref.shape)
 
-    @pl.when(bounds_end_ref[g] == 1)
-    def _finish_row():
+    @pl.when(bounds_end_ref[step] == 1)
+    def _last_tile_of_row():
         o_ref[...] = (acc_scratch_ref[...] / l_scratch_ref[:, :1]).astype(o_ref.dtype)
     ### END SOLUTION
 
@@ -646,22 +646,22 @@ def splash_attention_computed_mask(
     heads, seq_len, head_dim = q.shape
     value_dim = v.shape[-1]
     _, block_q, block_kv = np.shape(mask_info.partial_mask_blocks)  # the shape, not the data
-    scale = 1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale
+    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(head_dim)
     every = np.arange(seq_len, dtype=np.int32)
     q_pos = every if q_positions is None else np.asarray(q_positions, np.int32)
     kv_pos = every if kv_positions is None else np.asarray(kv_positions, np.int32)
     q_ids = (np.zeros(seq_len, np.int32) if q_segment_ids is None
              else np.asarray(q_segment_ids, np.int32))
     kv_ids = q_ids if kv_segment_ids is None else np.asarray(kv_segment_ids, np.int32)
-    table = [np.asarray(field, dtype=np.int32) for field in (
+    table = [np.asarray(field, np.int32) for field in (
         mask_info.active_rows, mask_info.active_cols, mask_info.bounds_start,
         mask_info.bounds_end, mask_info.block_mask)]
 
     def q_index(h, g, rows, cols, starts, ends, kinds):
-        return h, rows[g], 0
+        return (h, rows[g], 0)
 
     def kv_index(h, g, rows, cols, starts, ends, kinds):
-        return h, cols[g], 0
+        return (h, cols[g], 0)
 
     def column_index(h, g, rows, cols, starts, ends, kinds):
         return rows[g], 0

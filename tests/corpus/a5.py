@@ -150,8 +150,8 @@ _READ_PATTERNS = (
      "                                bounds_end_ref, block_mask_ref, mask_next_ref, q_ref,\n"
      "                                k_ref, v_ref, q_pos_ref, kv_pos_ref, q_ids_ref,\n"
      "                                kv_ids_ref, mask_ref, o_ref,"),
-    ("    visible = jnp.logical_or(block_mask_ref[g] == 2, allowed)",
-     "    visible = jnp.logical_or(block_mask_ref[g] == 2, mask_ref[...])"),
+    ("    keep = jnp.logical_or(block_mask_ref[step] == 2, allowed)  # full tiles need no mask",
+     "    keep = jnp.logical_or(block_mask_ref[step] == 2, mask_ref[...])"),
 )
 
 MUTANTS += [
@@ -162,9 +162,9 @@ MUTANTS += [
                          "a mask moves from HBM into the kernel")),
     Mutant("computed-mask-positions-from-grid", A5, "5.6",
            (("    q_pos, kv_pos = q_pos_ref[...], kv_pos_ref[...]",
-             "    q_pos = active_rows_ref[g] * block_q + jax.lax.broadcasted_iota(\n"
+             "    q_pos = active_rows_ref[step] * block_q + jax.lax.broadcasted_iota(\n"
              "        jnp.int32, (block_q, 1), 0)\n"
-             "    kv_pos = active_cols_ref[g] * block_kv + jax.lax.broadcasted_iota(\n"
+             "    kv_pos = active_cols_ref[step] * block_kv + jax.lax.broadcasted_iota(\n"
              "        jnp.int32, (1, block_kv), 1)"),),
            "token positions computed from the tile's grid position instead of read from "
            "q_positions / kv_positions (right only when positions are 0..L-1)",
