@@ -1315,8 +1315,8 @@ def _mask_operand(values: np.ndarray | None, shape: tuple, dtype: str, info: ref
 def _moved_masks(traces: list, calls: list, c: ComputedCase, info: ref.MaskInfo
                  ) -> list[tuple[int, int, str, str, int, int]]:
     """(call, argument, what, how shown, DMAs, bytes) of every argument that holds mask
-    data and reaches the kernel from HBM (a blocked or prefetched input, or one left in
-    HBM for the kernel to copy)."""
+    data and reaches the kernel from HBM: a blocked or prefetched input, or one left in
+    HBM (``pl.ANY``) in a call whose kernel copies data itself (those bytes are shown)."""
     found = []
     for n, (trace, args) in enumerate(zip(traces, calls, strict=False)):
         moving = [op for op in trace.operands if op.role in ("prefetch", "in")]
@@ -1328,7 +1328,9 @@ def _moved_masks(traces: list, calls: list, c: ComputedCase, info: ref.MaskInfo
                 continue
             moved = op.hbm_bytes if op.role == "in" else int(np.prod(op.shape)) * np.dtype(
                 op.dtype).itemsize
-            if moved or op.memory_space == "any":
+            if op.memory_space == "any":  # left in HBM: moved only by the kernel's own copies
+                moved = trace.manual_dma_bytes
+            if moved:
                 shown = f"{op.name} {op.dtype}{list(op.shape)} ({op.role}, {op.memory_space})"
                 found.append((n, a, what, shown, op.dma_count, moved))
     return found
