@@ -9,7 +9,11 @@ and checked on its invariants, so the feedback names the field or invariant
 that is wrong.  The Splash kernel (Task 5.4) runs in the grader's standard
 pallas_call over the reference's MaskInfo, and the wrapper end to end; both
 are compared with dense float64 masked attention, and the wrapper's trace
-with the reference's.
+with the reference's.  The computed-mask variant (Task 5.6) is graded through
+its wrapper only (a kernel that still takes the stored patterns has another
+signature, and its values must still count): values against dense masked
+attention, positions read from the call's arguments, and no argument of its
+pallas_call that carries mask bits and moves from HBM.
 """
 
 from __future__ import annotations
