@@ -372,3 +372,112 @@ if __name__ == "__main__":
     _t = pallas_sim.estimate(splash_attention, _q, _q, _q, _info).timelines[0]
     print(f"predicted causal L 8192, block 1024, 16 heads: {_t.time_s * 1e3:.3f} ms, "
           f"{_t.num_steps} steps, MFU {_t.mfu * 100:.1f} %")
+
+# %% [markdown]
+# ## Task 5.6 — masks computed inside the kernel
+#
+# **Why.** Task 5.4 keeps every distinct partial pattern in HBM and copies one
+# `(block_q, block_kv)` pattern into VMEM for each partial tile. That is cheap
+# for a causal mask (one pattern) but not for documents: at `L = 16384` with
+# `1024`-blocks a causal mask stores 1 pattern (1 MiB), a causal sliding window
+# of 2048 keys stores 2 (2 MiB), and a packed batch of documents stored 28
+# (28 MiB) in the lecture's example, because almost every partial tile cuts
+# the documents somewhere else. Yet each of these masks is a rule about two
+# tokens — their positions and their segment ids — so a tile's mask can be
+# rebuilt from a handful of comparisons on the vector unit. The kernel then
+# needs only per-token data (`L` positions and `L` ids, not `L²` mask bits),
+# and no mask ever travels from HBM.
+#
+# **What.** The MaskInfo table still drives the grid (empty tiles are still
+# skipped, full tiles still need no mask), but `partial_mask_blocks` is left
+# in HBM: read only its *shape*, for the block sizes. Prefetch five arrays,
+# `active_rows, active_cols, bounds_start, bounds_end, block_mask` (int32),
+# and pass four per-token int32 inputs beside q, k and v:
+#
+# * query positions as a column `[L, 1]`, blocks `(block_q, 1)` at `(active_rows[g], 0)`;
+# * key positions as a row `[1, L]`, blocks `(1, block_kv)` at `(0, active_cols[g])`;
+# * query and key segment ids, laid out the same way.
+#
+# Comparing a `(block_q, 1)` column with a `(1, block_kv)` row broadcasts to the
+# tile. Query `i` may see key `j` when their segment ids are equal and, if
+# `causal`, `q_pos[i] >= kv_pos[j]` and, for `window=(left, right)`,
+# `q_pos[i] - left <= kv_pos[j] <= q_pos[i] + right` (a side that is `None` is
+# unbounded). These are the masks of Task 5.1 written with positions, so
+# `causal=True` with query positions shifted by `offset` is
+# `causal_mask(L, offset=offset)`. Apply the computed mask only on partial
+# tiles, as in Task 5.4.
+#
+# `splash_attention_computed_mask(q, k, v, mask_info, *, causal=False,
+# window=None, q_positions=None, kv_positions=None, q_segment_ids=None,
+# kv_segment_ids=None, sm_scale=None)`: positions default to `0, 1, ..., L-1`,
+# query segment ids to one document, key segment ids to the query ids.
+# `mask_info` must be the MaskInfo of the same mask (the grader builds it with
+# Task 5.3's reference). Grading compares the output with dense attention on
+# causal, local-window and document masks and their `&`, and reads the call's
+# trace: an input that carries mask bits (`partial_mask_blocks` or a dense
+# mask) loses the "no mask from HBM" points even when the values are right.
+#
+# **Try it.** The example below packs three documents with positions that
+# restart in each one, builds the MaskInfo from the dense mask only to get the
+# table, and compares the result with the dense computation.
+
+# %%
+def splash_computed_mask_kernel(active_rows_ref, active_cols_ref, bounds_start_ref,
+                                bounds_end_ref, block_mask_ref, q_ref, k_ref, v_ref,
+                                q_pos_ref, kv_pos_ref, q_ids_ref, kv_ids_ref, o_ref,
+                                m_scratch_ref, l_scratch_ref, acc_scratch_ref, *,
+                                sm_scale: float, block_q: int, block_kv: int, causal: bool,
+                                window: tuple[int | None, int | None] | None) -> None:
+    """Task 5.6: one (head, active tile) step with the tile's mask computed.  [lecture §6.6]
+
+    Grid: (H, A). Prefetch refs (SMEM, int32 [A]): active_rows, active_cols,
+    bounds_start (0/1), bounds_end (0/1), block_mask (1/2).
+      q_ref:      (block_q, d)        query block active_rows[g]
+      k_ref:      (block_kv, d)       key block active_cols[g]
+      v_ref:      (block_kv, dv)      value block active_cols[g]
+      q_pos_ref:  (block_q, 1)  int32 positions of the block's queries
+      kv_pos_ref: (1, block_kv) int32 positions of the block's keys
+      q_ids_ref:  (block_q, 1)  int32 segment ids of the queries
+      kv_ids_ref: (1, block_kv) int32 segment ids of the keys
+      o_ref:      (block_q, dv)       float32 output block, written at bounds_end
+      m_scratch_ref, l_scratch_ref: f32 (block_q, 128); acc_scratch_ref: f32 (block_q, dv)
+    causal, window: the static mask rule (window = (left, right), None sides unbounded).
+    """
+    raise NotImplementedError("Need to implement for Task 5.6")
+
+
+def splash_attention_computed_mask(
+        q: np.ndarray, k: np.ndarray, v: np.ndarray, mask_info: MaskInfo, *,
+        causal: bool = False, window: tuple[int | None, int | None] | None = None,
+        q_positions: np.ndarray | None = None, kv_positions: np.ndarray | None = None,
+        q_segment_ids: np.ndarray | None = None, kv_segment_ids: np.ndarray | None = None,
+        sm_scale: float | None = None) -> np.ndarray:
+    """Task 5.6: Splash Attention whose partial masks are computed in the kernel.  [lecture §6.6]
+
+    q: [H, L, d]; k: [H, L, d]; v: [H, L, dv]; mask_info: the MaskInfo of the
+    same [L, L] mask (only the shape of partial_mask_blocks is read). Positions
+    and segment ids: int [L] (defaults: 0..L-1; one document; kv ids = q ids).
+    One pallas_call, grid (H, A), five scalar-prefetch arrays. Returns float32
+    [H, L, dv].
+    """
+    raise NotImplementedError("Need to implement for Task 5.6")
+
+
+# %%
+if __name__ == "__main__":
+    _rng = np.random.default_rng(1)
+    _sizes = [40, 56, 32]
+    _ids = np.repeat(np.arange(3), _sizes)
+    _pos = np.concatenate([np.arange(n) for n in _sizes])  # positions restart per document
+    _q, _k, _v = (_rng.standard_normal((2, 128, 32)).astype(np.float32) for _ in range(3))
+    _mask = segment_mask(_ids) & (_pos[:, None] >= _pos[None, :])
+    _info = build_mask_info(_mask, 16, 16)
+    _out = splash_attention_computed_mask(_q, _k, _v, _info, causal=True, q_positions=_pos,
+                                          kv_positions=_pos, q_segment_ids=_ids)
+    _s = np.einsum("hqd,hkd->hqk", _q.astype(np.float64), _k) / math.sqrt(32)
+    _s = np.where(_mask, _s, -np.inf)
+    _p = np.exp(_s - _s.max(axis=-1, keepdims=True))
+    _dense = np.einsum("hqk,hkd->hqd", _p / _p.sum(axis=-1, keepdims=True), _v)
+    print(f"Task 5.6 causal documents 40/56/32, blocks 16: {len(_info.active_rows)} active "
+          f"tiles, {_info.partial_mask_blocks.shape[0]} patterns left in HBM, largest "
+          f"difference from float64 {np.abs(_out - _dense).max():.1e}")

@@ -37,7 +37,9 @@ __all__ = [
     "render_block_mask",
     "segment_mask",
     "splash_attention",
+    "splash_attention_computed_mask",
     "splash_attention_kernel",
+    "splash_computed_mask_kernel",
 ]
 
 
@@ -285,3 +287,125 @@ def mask_stats(mask, block_q: int, block_kv: int) -> dict:
             "num_partial": partial, "num_full": full, "num_patterns": patterns,
             "pattern_bytes": patterns * int(block_q) * int(block_kv),
             "compute_saving": float(kinds.size) / float(partial + full)}
+
+
+def _rule_mask(q_positions, kv_positions, q_segment_ids, kv_segment_ids, causal: bool,
+               window) -> _np.ndarray:
+    """Task 5.6 (lecture §6.6): the dense bool [len(q), len(kv)] mask of a positional rule.
+
+    Built from signed position differences ``delta = q_pos - kv_pos`` (``np.subtract.outer``):
+    causal keeps delta >= 0; window (left, right) keeps -right <= delta <= left (a None
+    side is unbounded); segment ids must be equal.
+    """
+    delta = _np.subtract.outer(_np.asarray(q_positions, _np.int64),
+                               _np.asarray(kv_positions, _np.int64))
+    keep = _np.equal.outer(_np.asarray(q_segment_ids), _np.asarray(kv_segment_ids))
+    if causal:
+        keep &= delta >= 0
+    if window is not None:
+        left, right = window
+        if left is not None:
+            keep &= delta <= left
+        if right is not None:
+            keep &= delta >= -right
+    return keep
+
+
+def splash_computed_mask_kernel(active_rows_ref, active_cols_ref, bounds_start_ref,
+                                bounds_end_ref, block_mask_ref, q_ref, k_ref, v_ref, q_pos_ref,
+                                kv_pos_ref, q_ids_ref, kv_ids_ref, o_ref, m_scratch_ref,
+                                l_scratch_ref, acc_scratch_ref, *, sm_scale, block_q, block_kv,
+                                causal, window) -> None:
+    """Task 5.6 (lecture §6.6): one (head, active tile) step, the tile's mask computed.
+
+    Refs: five int32 [A] SMEM prefetch refs (active_rows, active_cols, bounds_start,
+    bounds_end, block_mask), q (block_q, d), k (block_kv, d), v (block_kv, dv), int32
+    positions and segment ids (block_q, 1) / (1, block_kv), o (block_q, dv) f32, scratch
+    as in Task 5.4. The mask of a partial tile is ``_rule_mask`` of the block's tokens;
+    scores and weights in float64 as in the reference's Task 5.4 kernel.
+    """
+    g = int(_concrete(_pl.program_id(1)))
+    if _concrete(bounds_start_ref[g]):
+        m_scratch_ref[...] = _jnp.full_like(m_scratch_ref, -_np.inf)
+        l_scratch_ref[...] = _jnp.zeros_like(l_scratch_ref)
+        acc_scratch_ref[...] = _jnp.zeros_like(acc_scratch_ref)
+    s = (_concrete(q_ref[...]).astype(_np.float64) @ _concrete(k_ref[...]).astype(_np.float64).T
+         ) * float(sm_scale)
+    if _concrete(block_mask_ref[g]) == 2:
+        keep = _np.ones(s.shape, bool)
+    else:
+        keep = _rule_mask(_concrete(q_pos_ref[:, 0]), _concrete(kv_pos_ref[0, :]),
+                          _concrete(q_ids_ref[:, 0]), _concrete(kv_ids_ref[0, :]), causal, window)
+    m_old = _concrete(m_scratch_ref[:, 0]).astype(_np.float64)
+    m_new = _np.maximum(m_old, _np.where(keep, s, -_np.inf).max(axis=1))
+    safe = _np.where(_np.isneginf(m_new), 0.0, m_new)
+    w = _np.where(keep, _np.exp(_np.where(keep, s, 0.0) - safe[:, None]), 0.0)
+    shrink = _np.exp(m_old - safe)
+    l_new = shrink * _concrete(l_scratch_ref[:, 0]) + w.sum(axis=1)
+    acc = (shrink[:, None] * _concrete(acc_scratch_ref[...])
+           + w @ _concrete(v_ref[...]).astype(_np.float64))
+    lanes = m_scratch_ref.shape
+    m_scratch_ref[...] = _traced(_np.broadcast_to(m_new[:, None], lanes).astype(_np.float32))
+    l_scratch_ref[...] = _traced(_np.broadcast_to(l_new[:, None], lanes).astype(_np.float32))
+    acc_scratch_ref[...] = _traced(acc.astype(_np.float32))
+    if _concrete(bounds_end_ref[g]):
+        o_ref[...] = acc_scratch_ref[...] / l_scratch_ref[:, :1]
+
+
+def splash_attention_computed_mask(q, k, v, mask_info, *, causal=False, window=None,
+                                   q_positions=None, kv_positions=None, q_segment_ids=None,
+                                   kv_segment_ids=None, sm_scale=None):
+    """Task 5.6 (lecture §6.6): Splash Attention with partial masks computed in the kernel.
+
+    q, k: [H, L, d]; v: [H, L, dv]; mask_info: the MaskInfo of the same mask (only the
+    shape of ``partial_mask_blocks`` is read). Positions default to 0..L-1, query
+    segment ids to zeros, key ids to the query ids. One pallas_call, grid (H, A), five
+    int32 prefetch arrays (active_rows, active_cols, bounds_start, bounds_end,
+    block_mask); inputs q, k, v and the int32 per-token arrays [L, 1] / [1, L]. Returns
+    f32 [H, L, dv].
+    """
+    heads, length, d = q.shape
+    dv = v.shape[2]
+    bq, bkv = (int(n) for n in _np.shape(mask_info.partial_mask_blocks)[1:])
+    scale = 1.0 / _math.sqrt(d) if sm_scale is None else float(sm_scale)
+
+    def tokens(values, default):
+        return (default if values is None else _np.asarray(values)).astype(_np.int32)
+
+    q_pos = tokens(q_positions, _np.arange(length))
+    kv_pos = tokens(kv_positions, _np.arange(length))
+    q_ids = tokens(q_segment_ids, _np.zeros(length))
+    kv_ids = q_ids if kv_segment_ids is None else tokens(kv_segment_ids, None)
+    prefetch = tuple(_np.asarray(getattr(mask_info, name)).astype(_np.int32) for name in (
+        "active_rows", "active_cols", "bounds_start", "bounds_end", "block_mask"))
+
+    def by_row(h, g, rows, *_):
+        return h, rows[g], 0
+
+    def by_col(h, g, rows, cols, *_):
+        return h, cols[g], 0
+
+    def token_col(h, g, rows, *_):
+        return rows[g], 0
+
+    def token_row(h, g, rows, cols, *_):
+        return 0, cols[g]
+
+    spec = _pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=5, grid=(heads, len(prefetch[0])),
+        in_specs=[_pl.BlockSpec((None, bq, d), by_row), _pl.BlockSpec((None, bkv, d), by_col),
+                  _pl.BlockSpec((None, bkv, dv), by_col), _pl.BlockSpec((bq, 1), token_col),
+                  _pl.BlockSpec((1, bkv), token_row), _pl.BlockSpec((bq, 1), token_col),
+                  _pl.BlockSpec((1, bkv), token_row)],
+        out_specs=_pl.BlockSpec((None, bq, dv), by_row),
+        scratch_shapes=[_pltpu.VMEM((bq, 128), _jnp.float32), _pltpu.VMEM((bq, 128), _jnp.float32),
+                        _pltpu.VMEM((bq, dv), _jnp.float32)])
+    kernel = _functools.partial(splash_computed_mask_kernel, sm_scale=scale, block_q=bq,
+                                block_kv=bkv, causal=bool(causal),
+                                window=None if window is None else tuple(window))
+    return _pl.pallas_call(
+        kernel, grid_spec=spec, out_shape=_jax.ShapeDtypeStruct((heads, length, dv), _jnp.float32),
+        compiler_params=_pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
+        name="splash_attention_computed_mask")(
+            *prefetch, q, k, v, q_pos.reshape(length, 1), kv_pos.reshape(1, length),
+            q_ids.reshape(length, 1), kv_ids.reshape(1, length))

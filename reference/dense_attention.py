@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["attention_scores", "dense_attention", "kv_head_of", "score_extremes"]
+__all__ = ["attention_scores", "dense_attention", "kv_head_of", "masked_dense_attention",
+           "score_extremes"]
 
 
 def kv_head_of(num_heads: int, num_kv_heads: int) -> np.ndarray:
@@ -82,3 +83,28 @@ def score_extremes(scores: np.ndarray) -> tuple[float, float]:
     """
     scores = np.asarray(scores, np.float64)
     return float(scores.max()), float(scores.max(axis=-1).min())
+
+
+def masked_dense_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray, *,
+                           sm_scale: float | None = None) -> np.ndarray:
+    """float64 [H, L, dv]: softmax attention per head under an explicit bool mask.
+
+    q, k: [H, L, d]; v: [H, L, dv] (one kv head per query head); mask: bool [L, L],
+    True = the query may see the key, shared by every head (a Splash mask, lecture §6:
+    causal, local window, documents or their ``&``). ``sm_scale`` defaults to 1/sqrt(d).
+    A row with no True entry gives NaN (softmax over nothing); Splash masks have none.
+
+    Raises:
+      ValueError: the mask is not [L, L] for the L of q and k.
+    """
+    length = np.shape(q)[1]
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != (length, np.shape(k)[1]):
+        raise ValueError(f"mask has shape {mask.shape}; expected ({length}, {np.shape(k)[1]})")
+    scale = 1.0 / np.sqrt(np.shape(q)[-1]) if sm_scale is None else float(sm_scale)
+    scores = np.einsum("hid,hjd->hij", np.asarray(q, np.float64), np.asarray(k, np.float64))
+    scores = np.where(mask, scores * scale, -np.inf)
+    with np.errstate(invalid="ignore"):
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights /= weights.sum(axis=-1, keepdims=True)
+    return np.einsum("hij,hjd->hid", weights, np.asarray(v, np.float64))

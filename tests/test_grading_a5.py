@@ -1,4 +1,4 @@
-"""End-to-end grading of a5_splash_attention (Tasks 5.1–5.5).
+"""End-to-end grading of a5_splash_attention (Tasks 5.1–5.6).
 
 Every file runs through the real pipeline (static check, a worker subprocess,
 the hypothesis checks against the hidden reference). The scores of the solution,
@@ -43,6 +43,11 @@ def test_ben_s_mistakes_are_named_in_the_feedback(graded_samples):
     assert "compare the tiles' contents, not their positions" in feedback(ben, "5.3")
     assert "MaskInfo invariant broken: partial patterns are distinct" in feedback(ben, "5.3")
     assert "the mask is applied on full tiles too" in feedback(ben, "5.4")
+    assert "the kernel still reads partial_mask_blocks" in feedback(ben, "5.6"), (
+        "ben's computed-mask call still hands the stored patterns to its kernel")
+    lost = [c.check for c in ben.checks if c.task == "5.6" and c.status != "passed"]
+    assert lost == [c.check for c in ben.checks if c.check.startswith("no mask moves from HBM")], (
+        f"his values are right: only the no-mask-from-HBM check fails, not {lost}")
 
 
 def test_dev_s_faults_fail_only_the_checks_that_hit_them(graded_samples):

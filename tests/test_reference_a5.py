@@ -17,7 +17,14 @@ from hypothesis import strategies as st
 
 import pallas_sim
 import reference.a5_splash_attention as ref
-from graders.labs.a5_splash_attention.checks import MaskCase, mask_cases
+from graders.labs.a5_splash_attention import worked as a5_worked
+from graders.labs.a5_splash_attention.checks import (
+    ComputedCase,
+    MaskCase,
+    computed_cases,
+    mask_cases,
+)
+from reference.dense_attention import masked_dense_attention
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB = 2**20
@@ -36,7 +43,8 @@ def load_solution(stem: str) -> ModuleType:
 sol = load_solution("a5_splash_attention")
 BOTH = pytest.mark.parametrize("impl", [ref, sol], ids=["reference", "solution"])
 API = {"causal_mask", "local_mask", "segment_mask", "classify_blocks", "render_block_mask",
-       "build_mask_info", "splash_attention_kernel", "splash_attention", "mask_stats"}
+       "build_mask_info", "splash_attention_kernel", "splash_attention", "mask_stats",
+       "splash_computed_mask_kernel", "splash_attention_computed_mask"}
 
 
 def test_the_reference_exposes_exactly_the_student_api_and_mask_info():
@@ -218,3 +226,78 @@ def test_both_splash_wrappers_equal_dense_float64_attention(case: MaskCase, seed
     for impl in (ref, sol):
         out = impl.splash_attention(q, k, v, info, sm_scale=0.5)
         np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-6, err_msg=impl.__name__)
+
+
+# --- Task 5.6: masks computed in the kernel (lecture §6.6) ---------------------------------
+
+@AGREEMENT
+@given(st.integers(1, 20), st.integers(0, 6), st.tuples(
+    st.one_of(st.none(), st.integers(0, 22)), st.one_of(st.none(), st.integers(0, 22))))
+def test_the_positional_rule_is_the_task_5_1_masks(length, offset, window):
+    every = np.arange(length)
+    one_document, ids = np.zeros(length, int), every // 3
+    rule = ref._rule_mask(every, every, one_document, one_document, True, window)
+    assert np.array_equal(rule, ref.causal_mask(length) & ref.local_mask(length, window)), (
+        "with positions 0..L-1 and one document the rule is causal_mask & local_mask")
+    shifted = ref._rule_mask(every + offset, every, ids, ids, True, None)
+    assert np.array_equal(shifted, ref.causal_mask(length, offset=offset)
+                          & ref.segment_mask(ids)), (
+        "queries shifted by offset: causal_mask(L, offset=offset) & segment_mask(ids)")
+
+
+@settings(AGREEMENT, max_examples=15)
+@given(computed_cases())
+def test_both_computed_mask_wrappers_equal_dense_float64_attention(case: ComputedCase):
+    expected = masked_dense_attention(case.q, case.k, case.v, case.mask,
+                                      sm_scale=case.kwargs.get("sm_scale"))
+    for impl in (ref, sol):
+        out = impl.splash_attention_computed_mask(case.q, case.k, case.v, case.info,
+                                                  **case.kwargs)
+        assert out.dtype == np.float32
+        np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-6, err_msg=impl.__name__)
+
+
+def _input_bytes(call) -> dict[str, tuple[str, int]]:
+    return {op.name: (op.dtype, op.hbm_bytes) for op in call.operands if op.role == "in"}
+
+
+@pytest.mark.parametrize("saved", [p for p in a5_worked.SAVED if p.reproducible],
+                         ids=lambda p: p.mask)
+def test_the_computed_mask_moves_none_of_the_patterns_the_lecture_counts(saved):
+    # Lecture §6.6 at L 16384 / 1024, scaled by 1/8 (the counts depend on L / block and
+    # window / block only): Task 5.4 copies its stored patterns, Task 5.6 none.
+    length = a5_worked.LENGTH // a5_worked.SCALE
+    block = a5_worked.BLOCK // a5_worked.SCALE
+    window = (a5_worked.WINDOW // a5_worked.SCALE, None) if "window" in saved.mask else None
+    mask = ref.causal_mask(length) & ref.local_mask(length, window or (None, None))
+    info = ref.build_mask_info(mask, block, block)
+    assert info.partial_mask_blocks.shape[0] == saved.patterns
+    stats = sol.mask_stats(mask, block, block)
+    assert stats["pattern_bytes"] * a5_worked.SCALE**2 == saved.pattern_bytes == (
+        saved.saved_mib * MiB), f"{saved.mask}: {saved.patterns} pattern(s) of 1 MiB at full size"
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.uniform(-2, 2, (1, length, 8)).astype(np.float32) for _ in range(3))
+    with pallas_sim.trace() as stored:
+        ref.splash_attention(q, k, v, info)
+    moved = _input_bytes(stored.calls[0])["mask_ref"]
+    assert moved[0] == "bool" and moved[1] >= saved.patterns * block * block, (
+        "Task 5.4 copies each stored pattern from HBM at least once")
+    for impl in (ref, sol):
+        with pallas_sim.trace() as computed:
+            out = impl.splash_attention_computed_mask(q, k, v, info, causal=True, window=window)
+        inputs = _input_bytes(computed.calls[0])
+        assert all(dtype != "bool" for dtype, _ in inputs.values()), inputs
+        per_token = sum(n for name, (_, n) in inputs.items() if name not in
+                        ("q_ref", "k_ref", "v_ref"))
+        assert per_token <= 4 * 4 * length * 2 * (length // block), (
+            "only int32 positions and ids move besides q, k, v: at most 4 arrays of L int32 "
+            "per q-row pass")
+        np.testing.assert_allclose(out, masked_dense_attention(q, k, v, mask), rtol=2e-5,
+                                   atol=2e-6)
+
+
+def test_the_lecture_counts_are_written_once():
+    counts = {p.mask: (p.patterns, p.saved_mib) for p in a5_worked.SAVED}
+    assert counts == {"causal": (1, 1.0), "causal & window 2048": (2, 2.0),
+                      "documents (the lecture's draw)": (28, 28.0)}, (
+        "lecture §6.6: 1 / 2 / 28 patterns of a 1024 x 1024 tile, 1 / 2 / 28 MiB")

@@ -149,6 +149,33 @@ def _splash(draw):
     return (q, k, v, FromModule("build_mask_info", (mask, block, block))), {}
 
 
+@st.composite
+def _splash_computed(draw):
+    """Task 5.6: a causal, windowed or document rule with its MaskInfo (built by the file
+    itself from the dense mask), queries at 0..L-1 or shifted after the keys."""
+    block = draw(st.sampled_from([8, 16]))
+    length = block * draw(st.integers(1, 3))
+    heads, seed = draw(st.integers(1, 2)), draw(st.integers(0, 2**16))
+    kind = draw(st.sampled_from(["causal", "causal & window", "documents"]))
+    every = np.arange(length, dtype=np.int32)
+    offset = draw(st.integers(0, 3)) if kind != "documents" else 0
+    q_pos = every + offset
+    kwargs: dict[str, Any] = {"q_positions": q_pos}
+    mask = np.ones((length, length), bool)
+    if "causal" in kind:
+        kwargs["causal"] = True
+        mask &= q_pos[:, None] >= every[None, :]
+    if "window" in kind:
+        kwargs["window"] = (block // 2 + offset, None)
+        mask &= q_pos[:, None] - (block // 2 + offset) <= every[None, :]
+    if kind == "documents":
+        ids = (every >= length // 3).astype(np.int32) + (every >= 2 * length // 3)
+        kwargs["q_segment_ids"] = ids
+        mask &= ids[:, None] == ids[None, :]
+    q, k, v = (_array((heads, length, 8), seed + i) for i in range(3))
+    return (q, k, v, FromModule("build_mask_info", (mask, block, block))), kwargs
+
+
 _IRONWOOD = (a3_worked.PEAK_FLOPS, a3_worked.HBM_BANDWIDTH)
 
 
@@ -188,6 +215,8 @@ CASES: dict[str, tuple[FidelityCase, ...]] = {
     "a5_splash_attention": (
         FidelityCase("splash_attention", _splash(), covers=("splash_attention_kernel",),
                      max_examples=4),
+        FidelityCase("splash_attention_computed_mask", _splash_computed(),
+                     covers=("splash_computed_mask_kernel",), max_examples=3),
     ),
 }
 

@@ -85,15 +85,15 @@ MUTANTS: list[Mutant] = [
     Mutant("render-without-spaces", A5, "5.2",
            (('    lines = [" ".join(glyph[int(kind)] for kind in row)',
              '    lines = ["".join(glyph[int(kind)] for kind in row)'),),
-           "cells not separated by spaces", kept=8),
+           "cells not separated by spaces", kept=5),
     Mutant("causal-offset-sign", A5, "5.1",
            (("    query_pos = np.arange(q_len)[:, None] + offset",
              "    query_pos = np.arange(q_len)[:, None] - offset"),),
-           "the offset subtracted from the query positions", kept=10),
+           "the offset subtracted from the query positions", kept=6),
     Mutant("segment-ignores-kv-ids", A5, "5.1",
            (("    kv_ids = q_ids if kv_segment_ids is None else np.asarray(kv_segment_ids)",
              "    kv_ids = q_ids"),),
-           "kv_segment_ids ignored: the query ids are used for the keys too", kept=10),
+           "kv_segment_ids ignored: the query ids are used for the keys too", kept=7),
     Mutant("saving-inverted", A5, "5.5",
            (('"compute_saving": total / active}', '"compute_saving": active / total}'),),
            "compute_saving as num_active / num_blocks", kept=0),
@@ -124,4 +124,73 @@ VARIANTS: list[Variant] = [
               "    m_safe = jnp.where(m_next == -jnp.inf, 0.0, m_next)\n"
               "    probs = jnp.where(visible, jnp.exp(scores - m_safe), 0.0)\n"
               "    alpha = jnp.exp(m_prev - m_safe)"))),
+]
+
+
+# Task 5.6 (masks computed in the kernel): each mistake costs points on 5.6 only.
+_READ_PATTERNS = (
+    ("    num_scalar_prefetch=5,", "    num_scalar_prefetch=6,"),
+    ("        mask_info.bounds_end, mask_info.block_mask)]\n\n    def q_index(h, g, rows, cols, "
+     "starts, ends, kinds):",
+     "        mask_info.bounds_end, mask_info.block_mask, mask_info.mask_next)]\n\n"
+     "    def q_index(h, g, rows, cols, starts, ends, kinds, nxt):"),
+    ("    def kv_index(h, g, rows, cols, starts, ends, kinds):",
+     "    def kv_index(h, g, rows, cols, starts, ends, kinds, nxt):"),
+    ("    def column_index(h, g, rows, cols, starts, ends, kinds):",
+     "    def column_index(h, g, rows, cols, starts, ends, kinds, nxt):"),
+    ("    def row_index(h, g, rows, cols, starts, ends, kinds):\n        return 0, cols[g]\n",
+     "    def row_index(h, g, rows, cols, starts, ends, kinds, nxt):\n        return 0, cols[g]\n"
+     "\n    def pattern_index(h, g, rows, cols, starts, ends, kinds, nxt):\n"
+     "        return nxt[g], 0, 0\n"),
+    ("                  pl.BlockSpec((1, block_kv), row_index)],",
+     "                  pl.BlockSpec((1, block_kv), row_index),\n"
+     "                  pl.BlockSpec((None, block_q, block_kv), pattern_index)],"),
+    ("                  q_ids.reshape(seq_len, 1), kv_ids.reshape(1, seq_len))",
+     "                  q_ids.reshape(seq_len, 1), kv_ids.reshape(1, seq_len),\n"
+     "                  np.asarray(mask_info.partial_mask_blocks, bool)\n"
+     "                  if len(mask_info.partial_mask_blocks)\n"
+     "                  else np.ones((1, block_q, block_kv), bool))"),
+    ("                                bounds_end_ref, block_mask_ref, q_ref, k_ref, v_ref,\n"
+     "                                q_pos_ref, kv_pos_ref, q_ids_ref, kv_ids_ref, o_ref,",
+     "                                bounds_end_ref, block_mask_ref, mask_next_ref, q_ref,\n"
+     "                                k_ref, v_ref, q_pos_ref, kv_pos_ref, q_ids_ref,\n"
+     "                                kv_ids_ref, mask_ref, o_ref,"),
+    ("    keep = jnp.logical_or(block_mask_ref[step] == 2, allowed)  # full tiles need no mask",
+     "    keep = jnp.logical_or(block_mask_ref[step] == 2, mask_ref[...])"),
+)
+
+MUTANTS += [
+    Mutant("computed-mask-reads-patterns", A5, "5.6", _READ_PATTERNS,
+           "the Task 5.4 way kept: mask_next prefetched and partial_mask_blocks handed to the "
+           "call, so each partial tile's stored pattern is copied from HBM (right values)",
+           kept=9, says=("the kernel still reads partial_mask_blocks",
+                         "a mask moves from HBM into the kernel")),
+    Mutant("computed-mask-positions-from-grid", A5, "5.6",
+           (("    q_pos, kv_pos = q_pos_ref[...], kv_pos_ref[...]",
+             "    q_pos = active_rows_ref[step] * block_q + jax.lax.broadcasted_iota(\n"
+             "        jnp.int32, (block_q, 1), 0)\n"
+             "    kv_pos = active_cols_ref[step] * block_kv + jax.lax.broadcasted_iota(\n"
+             "        jnp.int32, (1, block_kv), 1)"),),
+           "token positions computed from the tile's grid position instead of read from "
+           "q_positions / kv_positions (right only when positions are 0..L-1)",
+           kept=12, says=("computes positions from the grid",)),
+    Mutant("computed-mask-window-edge-excluded", A5, "5.6",
+           (("            allowed = jnp.logical_and(allowed, kv_pos >= q_pos - left)",
+             "            allowed = jnp.logical_and(allowed, kv_pos > q_pos - left)"),),
+           "the window's left edge excluded: q_pos - left < kv_pos"),
+    Mutant("computed-mask-segments-ignored", A5, "5.6",
+           (("    allowed = q_ids_ref[...] == kv_ids_ref[...]  # (block_q, 1) == (1, block_kv): "
+             "the tile",
+             "    allowed = jnp.full((block_q, block_kv), True)"),),
+           "segment ids never compared: documents see each other"),
+    Mutant("computed-mask-causal-strict", A5, "5.6",
+           (("        allowed = jnp.logical_and(allowed, q_pos >= kv_pos)",
+             "        allowed = jnp.logical_and(allowed, q_pos > kv_pos)"),),
+           "causal comparison strict: a query does not see its own key"),
+    Mutant("computed-mask-kv-ids-default-zero", A5, "5.6",
+           (("    kv_ids = q_ids if kv_segment_ids is None else np.asarray(kv_segment_ids, "
+             "np.int32)",
+             "    kv_ids = (np.zeros(seq_len, np.int32) if kv_segment_ids is None\n"
+             "              else np.asarray(kv_segment_ids, np.int32))"),),
+           "key segment ids default to one document instead of the query ids"),
 ]

@@ -162,9 +162,9 @@ def test_many_distinct_patterns_are_refused_before_any_pairwise_work(replies: Gr
     points = task_points(result)
     # Worked answers use tiles of more than 64 elements and the errors check raises: the
     # attack leaves them as honest as the solution (5 + 5). mask_stats counts the
-    # solution's own patterns, so its drawn check (6) fails too.
-    assert points["5.3"] == 10 and points["5.5"] == 4, feedback(result)
-    assert result["score"] == 100 - 15 - 6, feedback(result)
+    # solution's own patterns, so its drawn check (3) fails too.
+    assert points["5.3"] == 10 and points["5.5"] == 2, feedback(result)
+    assert result["score"] == 100 - 15 - 3, feedback(result)
 
 
 # -- forged but signed replies ---------------------------------------------------------------

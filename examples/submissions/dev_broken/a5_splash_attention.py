@@ -492,3 +492,193 @@ if __name__ == "__main__":
     print("Task 5.5 L 16384 causal:", mask_stats(_big, 1024, 1024))
     print("Task 5.5 L 16384 causal & window 2048:",
           mask_stats(_big & local_mask(16384, (2048, None)), 1024, 1024))
+
+# %% [markdown]
+# ## Task 5.6 — masks computed inside the kernel
+#
+# **Why.** Task 5.4 keeps every distinct partial pattern in HBM and copies one
+# `(block_q, block_kv)` pattern into VMEM for each partial tile. That is cheap
+# for a causal mask (one pattern) but not for documents: at `L = 16384` with
+# `1024`-blocks a causal mask stores 1 pattern (1 MiB), a causal sliding window
+# of 2048 keys stores 2 (2 MiB), and a packed batch of documents stored 28
+# (28 MiB) in the lecture's example, because almost every partial tile cuts
+# the documents somewhere else. Yet each of these masks is a rule about two
+# tokens — their positions and their segment ids — so a tile's mask can be
+# rebuilt from a handful of comparisons on the vector unit. The kernel then
+# needs only per-token data (`L` positions and `L` ids, not `L²` mask bits),
+# and no mask ever travels from HBM.
+#
+# **What.** The MaskInfo table still drives the grid (empty tiles are still
+# skipped, full tiles still need no mask), but `partial_mask_blocks` is left
+# in HBM: read only its *shape*, for the block sizes. Prefetch five arrays,
+# `active_rows, active_cols, bounds_start, bounds_end, block_mask` (int32),
+# and pass four per-token int32 inputs beside q, k and v:
+#
+# * query positions as a column `[L, 1]`, blocks `(block_q, 1)` at `(active_rows[g], 0)`;
+# * key positions as a row `[1, L]`, blocks `(1, block_kv)` at `(0, active_cols[g])`;
+# * query and key segment ids, laid out the same way.
+#
+# Comparing a `(block_q, 1)` column with a `(1, block_kv)` row broadcasts to the
+# tile. Query `i` may see key `j` when their segment ids are equal and, if
+# `causal`, `q_pos[i] >= kv_pos[j]` and, for `window=(left, right)`,
+# `q_pos[i] - left <= kv_pos[j] <= q_pos[i] + right` (a side that is `None` is
+# unbounded). These are the masks of Task 5.1 written with positions, so
+# `causal=True` with query positions shifted by `offset` is
+# `causal_mask(L, offset=offset)`. Apply the computed mask only on partial
+# tiles, as in Task 5.4.
+#
+# `splash_attention_computed_mask(q, k, v, mask_info, *, causal=False,
+# window=None, q_positions=None, kv_positions=None, q_segment_ids=None,
+# kv_segment_ids=None, sm_scale=None)`: positions default to `0, 1, ..., L-1`,
+# query segment ids to one document, key segment ids to the query ids.
+# `mask_info` must be the MaskInfo of the same mask (the grader builds it with
+# Task 5.3's reference). Grading compares the output with dense attention on
+# causal, local-window and document masks and their `&`, and reads the call's
+# trace: an input that carries mask bits (`partial_mask_blocks` or a dense
+# mask) loses the "no mask from HBM" points even when the values are right.
+#
+# **Try it.** The example below packs three documents with positions that
+# restart in each one, builds the MaskInfo from the dense mask only to get the
+# table, and compares the result with the dense computation.
+
+# %%
+def splash_computed_mask_kernel(active_rows_ref, active_cols_ref, bounds_start_ref,
+                                bounds_end_ref, block_mask_ref, q_ref, k_ref, v_ref,
+                                q_pos_ref, kv_pos_ref, q_ids_ref, kv_ids_ref, o_ref,
+                                m_scratch_ref, l_scratch_ref, acc_scratch_ref, *,
+                                sm_scale: float, block_q: int, block_kv: int, causal: bool,
+                                window: tuple[int | None, int | None] | None) -> None:
+    """Task 5.6: one (head, active tile) step with the tile's mask computed.  [lecture §6.6]
+
+    Grid: (H, A). Prefetch refs (SMEM, int32 [A]): active_rows, active_cols,
+    bounds_start (0/1), bounds_end (0/1), block_mask (1/2).
+      q_ref:      (block_q, d)        query block active_rows[g]
+      k_ref:      (block_kv, d)       key block active_cols[g]
+      v_ref:      (block_kv, dv)      value block active_cols[g]
+      q_pos_ref:  (block_q, 1)  int32 positions of the block's queries
+      kv_pos_ref: (1, block_kv) int32 positions of the block's keys
+      q_ids_ref:  (block_q, 1)  int32 segment ids of the queries
+      kv_ids_ref: (1, block_kv) int32 segment ids of the keys
+      o_ref:      (block_q, dv)       float32 output block, written at bounds_end
+      m_scratch_ref, l_scratch_ref: f32 (block_q, 128); acc_scratch_ref: f32 (block_q, dv)
+    causal, window: the static mask rule (window = (left, right), None sides unbounded).
+    """
+    g = pl.program_id(1)
+
+    @pl.when(bounds_start_ref[g] == 1)
+    def _start_row():
+        m_scratch_ref[...] = jnp.full(m_scratch_ref.shape, -jnp.inf, jnp.float32)
+        l_scratch_ref[...] = jnp.zeros(l_scratch_ref.shape, jnp.float32)
+        acc_scratch_ref[...] = jnp.zeros(acc_scratch_ref.shape, jnp.float32)
+
+    q_pos, kv_pos = q_pos_ref[...], kv_pos_ref[...]
+    allowed = q_ids_ref[...] == kv_ids_ref[...]  # (block_q, 1) == (1, block_kv): the tile
+    if causal:
+        allowed = jnp.logical_and(allowed, q_pos >= kv_pos)
+    left, right = window
+    if left is not None:
+        allowed = jnp.logical_and(allowed, kv_pos >= q_pos - left)
+    if right is not None:
+        allowed = jnp.logical_and(allowed, kv_pos <= q_pos + right)
+    visible = jnp.logical_or(block_mask_ref[g] == 2, allowed)
+
+    scores = jnp.dot(q_ref[...], k_ref[...].T, preferred_element_type=jnp.float32) * sm_scale
+    scores = jnp.where(visible, scores, MASK_VALUE)
+    m_prev = m_scratch_ref[:, :1]
+    m_next = jnp.maximum(m_prev, scores.max(axis=1, keepdims=True))
+    probs = jnp.where(visible, jnp.exp(scores - m_next), 0.0)
+    alpha = jnp.exp(m_prev - m_next)
+    l_next = alpha * l_scratch_ref[:, :1] + probs.sum(axis=1, keepdims=True)
+    acc_scratch_ref[...] = alpha * acc_scratch_ref[...] + jnp.dot(
+        probs, v_ref[...].astype(jnp.float32), preferred_element_type=jnp.float32)
+    m_scratch_ref[...] = jnp.broadcast_to(m_next, m_scratch_ref.shape)
+    l_scratch_ref[...] = jnp.broadcast_to(l_next, l_scratch_ref.shape)
+
+    @pl.when(bounds_end_ref[g] == 1)
+    def _finish_row():
+        o_ref[...] = (acc_scratch_ref[...] / l_scratch_ref[:, :1]).astype(o_ref.dtype)
+
+
+def splash_attention_computed_mask(
+        q: np.ndarray, k: np.ndarray, v: np.ndarray, mask_info: MaskInfo, *,
+        causal: bool = False, window: tuple[int | None, int | None] | None = None,
+        q_positions: np.ndarray | None = None, kv_positions: np.ndarray | None = None,
+        q_segment_ids: np.ndarray | None = None, kv_segment_ids: np.ndarray | None = None,
+        sm_scale: float | None = None) -> np.ndarray:
+    """Task 5.6: Splash Attention whose partial masks are computed in the kernel.  [lecture §6.6]
+
+    q: [H, L, d]; k: [H, L, d]; v: [H, L, dv]; mask_info: the MaskInfo of the
+    same [L, L] mask (only the shape of partial_mask_blocks is read). Positions
+    and segment ids: int [L] (defaults: 0..L-1; one document; kv ids = q ids).
+    One pallas_call, grid (H, A), five scalar-prefetch arrays. Returns float32
+    [H, L, dv].
+    """
+    heads, seq_len, head_dim = q.shape
+    value_dim = v.shape[-1]
+    _, block_q, block_kv = np.shape(mask_info.partial_mask_blocks)  # the shape, not the data
+    scale = 1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale
+    every = np.arange(seq_len, dtype=np.int32)
+    q_pos = every if q_positions is None else np.asarray(q_positions, np.int32)
+    kv_pos = every if kv_positions is None else np.asarray(kv_positions, np.int32)
+    q_ids = (np.zeros(seq_len, np.int32) if q_segment_ids is None
+             else np.asarray(q_segment_ids, np.int32))
+    kv_ids = q_ids if kv_segment_ids is None else np.asarray(kv_segment_ids, np.int32)
+    table = [np.asarray(field, dtype=np.int32) for field in (
+        mask_info.active_rows, mask_info.active_cols, mask_info.bounds_start,
+        mask_info.bounds_end, mask_info.block_mask)]
+
+    def q_index(h, g, rows, cols, starts, ends, kinds):
+        return h, rows[g], 0
+
+    def kv_index(h, g, rows, cols, starts, ends, kinds):
+        return h, cols[g], 0
+
+    def column_index(h, g, rows, cols, starts, ends, kinds):
+        return rows[g], 0
+
+    def row_index(h, g, rows, cols, starts, ends, kinds):
+        return 0, cols[g]
+
+    grid_spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=5,
+        grid=(heads, table[0].shape[0]),
+        in_specs=[pl.BlockSpec((None, block_q, head_dim), q_index),
+                  pl.BlockSpec((None, block_kv, head_dim), kv_index),
+                  pl.BlockSpec((None, block_kv, value_dim), kv_index),
+                  pl.BlockSpec((block_q, 1), column_index),
+                  pl.BlockSpec((1, block_kv), row_index),
+                  pl.BlockSpec((block_q, 1), column_index),
+                  pl.BlockSpec((1, block_kv), row_index)],
+        out_specs=pl.BlockSpec((None, block_q, value_dim), q_index),
+        scratch_shapes=[pltpu.VMEM((block_q, 128), jnp.float32),
+                        pltpu.VMEM((block_q, 128), jnp.float32),
+                        pltpu.VMEM((block_q, value_dim), jnp.float32)])
+    kernel = pl.pallas_call(
+        functools.partial(splash_computed_mask_kernel, sm_scale=scale, block_q=block_q,
+                          block_kv=block_kv, causal=causal, window=window),
+        grid_spec=grid_spec,
+        out_shape=jax.ShapeDtypeStruct((heads, seq_len, value_dim), jnp.float32),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
+        name="splash_attention_computed_mask")
+    return kernel(*table, q, k, v, q_pos.reshape(seq_len, 1), kv_pos.reshape(1, seq_len),
+                  q_ids.reshape(seq_len, 1), kv_ids.reshape(1, seq_len))
+
+
+# %%
+if __name__ == "__main__":
+    _rng = np.random.default_rng(1)
+    _sizes = [40, 56, 32]
+    _ids = np.repeat(np.arange(3), _sizes)
+    _pos = np.concatenate([np.arange(n) for n in _sizes])  # positions restart per document
+    _q, _k, _v = (_rng.standard_normal((2, 128, 32)).astype(np.float32) for _ in range(3))
+    _mask = segment_mask(_ids) & (_pos[:, None] >= _pos[None, :])
+    _info = build_mask_info(_mask, 16, 16)
+    _out = splash_attention_computed_mask(_q, _k, _v, _info, causal=True, q_positions=_pos,
+                                          kv_positions=_pos, q_segment_ids=_ids)
+    _s = np.einsum("hqd,hkd->hqk", _q.astype(np.float64), _k) / math.sqrt(32)
+    _s = np.where(_mask, _s, -np.inf)
+    _p = np.exp(_s - _s.max(axis=-1, keepdims=True))
+    _dense = np.einsum("hqk,hkd->hqd", _p / _p.sum(axis=-1, keepdims=True), _v)
+    print(f"Task 5.6 causal documents 40/56/32, blocks 16: {len(_info.active_rows)} active "
+          f"tiles, {_info.partial_mask_blocks.shape[0]} patterns left in HBM, largest "
+          f"difference from float64 {np.abs(_out - _dense).max():.1e}")

@@ -12,11 +12,13 @@ ASSIGNMENT = Assignment(
     title="Splash Attention",
     lecture="§6",
     tasks=(
-        Task(id="5.1", functions=("causal_mask", "local_mask", "segment_mask"), points=15),
-        Task(id="5.2", functions=("classify_blocks", "render_block_mask"), points=15),
+        Task(id="5.1", functions=("causal_mask", "local_mask", "segment_mask"), points=10),
+        Task(id="5.2", functions=("classify_blocks", "render_block_mask"), points=10),
         Task(id="5.3", functions=("build_mask_info",), points=25, depends=("5.2",)),
         Task(id="5.4", functions=("splash_attention_kernel", "splash_attention"), points=35),
-        Task(id="5.5", functions=("mask_stats",), points=10, depends=("5.2", "5.3")),
+        Task(id="5.5", functions=("mask_stats",), points=5, depends=("5.2", "5.3")),
+        Task(id="5.6", functions=("splash_computed_mask_kernel", "splash_attention_computed_mask"),
+             points=15),
     ),
     package=__name__,
 )

@@ -141,3 +141,50 @@ def splash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarra
     _, kernel_out, kernel_error = beside_kernel(
         out, lambda: splash_attention_kernel(sub, q, k, v, kernel_fields, scale))
     return out, recorded, kernel_out, kernel_error
+
+
+#: Task 5.6: the five scalar-prefetch arrays of the computed-mask call, in order (no
+#: mask_next: no stored pattern is chosen).
+COMPUTED_PREFETCH_ORDER = ("active_rows", "active_cols", "bounds_start", "bounds_end",
+                           "block_mask")
+
+
+def splash_attention_computed_mask(sub: ModuleType, q: np.ndarray, k: np.ndarray,
+                                   v: np.ndarray, fields: tuple, kwargs: dict) -> tuple:
+    """Call the student's Task 5.6 wrapper and record what each of its pallas_calls got.
+
+    ``fields``: the seven MaskInfo arrays (handout order) of the mask, *with* its stored
+    patterns, which the wrapper must not hand to its call; ``kwargs``: the keyword
+    arguments of the call (causal, window, positions, segment ids, sm_scale).
+    Returns ``(output, calls)``: the wrapper's result and, per pallas_call it made (in
+    order), one ``(shape, dtype name, values or None)`` per argument, scalar-prefetch
+    arrays first, as passed. Values are kept for integer and bool arguments (per-token
+    arrays, tables, masks: what the grader inspects for mask bits), not for floats.
+    ``pl.pallas_call`` is wrapped only for the duration of the call.
+    """
+    wrapper = _function(sub, "splash_attention_computed_mask")
+    info = GraderMaskInfo(*fields)
+    original = pl.pallas_call
+    calls: list[list[tuple]] = []
+
+    def recording_pallas_call(*args, **call_kwargs):
+        call = original(*args, **call_kwargs)
+
+        @functools.wraps(call)
+        def run(*operands):
+            seen = []
+            for operand in operands:
+                array = np.asarray(operand)
+                keep = array.dtype.kind in "biu"
+                seen.append((tuple(array.shape), str(array.dtype),
+                             np.array(array) if keep else None))
+            calls.append(seen)
+            return call(*operands)
+        return run
+
+    pl.pallas_call = recording_pallas_call
+    try:
+        out = wrapper(q, k, v, info, **kwargs)
+    finally:
+        pl.pallas_call = original
+    return out, calls
