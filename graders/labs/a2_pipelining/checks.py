@@ -15,6 +15,7 @@ values against the reference, the schedule of its DMAs from the trace.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 from hypothesis import strategies as st
@@ -556,13 +557,21 @@ SINGLE_BUFFER = ("the VMEM scratch holds {slots} block(s), not four: with a sing
                  "block k is being computed from (on a TPU a race, on a schedule without it no "
                  "overlap). Give each direction two slots, (2, block_rows, N), and alternate "
                  "(lecture §3.2)")
-NO_FINAL_WAIT = ("a copy is still in flight when the kernel ends: the last write-back (or "
-                 "a prefetch past the last block) is never waited, so its rows never reach "
-                 "HBM. At the last step wait for your own write-back too (lecture §3.2)")
+NO_FINAL_WAIT = ("a copy is still in flight when the kernel ends (the simulator names the "
+                 "first one): a DMA that is never waited never lands, so a missing final wait "
+                 "leaves the last write-back's rows out of HBM. Every start() needs its wait() "
+                 "by the last step: there, also wait for your own write-back (lecture §3.2)")
 WRONG_SLOT = ("a wait found no copy in flight on its semaphore: the slot waited on is not "
               "the one the copy was started on. The slot must flip once per step, after the "
               "block is computed, and block k + 1 goes into the other slot "
               "(1 - slot) (lecture §3.2)")
+
+UNSET_SLOT = ("a slot index near ±2³¹ is the poison value SMEM scratch starts with: the slot "
+              "was read before any step stored it. Store 0 in slot_ref at step 0, and keep "
+              "the grid 'arbitrary' so that step 0 runs first and the steps run in order "
+              "(a 'parallel' axis may run them in any order, lecture §3.2)")
+#: An index of 2**30 or more in magnitude in an IndexError: a poisoned int32 slot.
+_POISON_INDEX = re.compile(r"index \[?-?\d{10}\b")
 
 
 @st.composite
@@ -594,6 +603,8 @@ def _diagnose_raised(failure: CheckFailure) -> CheckFailure:
             failure.diagnosis = NO_FINAL_WAIT
         elif "no copy in flight" in what:
             failure.diagnosis = WRONG_SLOT
+        elif "raised IndexError" in what and _POISON_INDEX.search(what):
+            failure.diagnosis = UNSET_SLOT
     return failure
 
 
