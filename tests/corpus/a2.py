@@ -103,6 +103,17 @@ MUTANTS: list[Mutant] = [
              "        write_back(k, slot).wait()\n\n", "")),
            "each write-back is waited right after it is started (values right)", kept=15,
            says=("start() immediately followed by wait()",)),
+    Mutant("dma-computes-from-other-slot", A2, "2.5",
+           (("    out_buf_ref[slot] = in_buf_ref[slot] * scale",
+             "    out_buf_ref[slot] = in_buf_ref[other] * scale"),),
+           "the block is computed from the slot the next fetch is going into: at step 0 that "
+           "slot has not been filled yet (poison), later it holds the previous block",
+           kept=15, says=("poison",)),
+    Mutant("dma-write-back-wrong-rows", A2, "2.5",
+           (("        rows = o_hbm_ref.at[pl.ds(block * block_rows, block_rows)]",
+             "        rows = o_hbm_ref.at[pl.ds((n - 1 - block) * block_rows, block_rows)]"),),
+           "block k written back to the rows of block n - 1 - k", kept=15,
+           says=("holds block",)),
     Mutant("dma-parallel-grid", A2, "2.5",
            (('dimension_semantics=("arbitrary",)', 'dimension_semantics=("parallel",)'),),
            "the grid axis declared parallel although the slot carries between steps: the "

@@ -636,9 +636,10 @@ def _diagnose_blocks(got: np.ndarray, case: Case) -> str | None:
                     "the copy into it was waited, or its write-back never ran (lecture §3.2)")
         for j, other in enumerate(blocks):
             if j != k and np.allclose(g[rows], expected[other], rtol=rtol, atol=atol):
-                return (f"block {k} of the output holds block {j} of x, scaled: at step {k} "
-                        "the kernel computed from a slot that the copy of another block went "
-                        "into. Keep block k in `slot`, send block k + 1 to `1 - slot`, and "
+                return (f"block {k} of the output holds block {j} of x, scaled: a fetch, "
+                        "the slot read or a write-back is matched to the wrong block. Fetch "
+                        "rows k·block_rows ... of block k into `slot` "
+                        "and block k + 1 into `1 - slot`, write back to the same rows, and "
                         "flip the slot once per step (lecture §3.2)")
         return None
     return None
