@@ -1,7 +1,9 @@
 """Reference for assignment a2, pipelining (lecture §3).
 
 Public names are exactly those of the student API: ``pipeline_schedule``,
-``render_gantt``, ``pipeline_utilization``, ``effective_bandwidth``.
+``render_gantt``, ``pipeline_utilization``, ``effective_bandwidth``,
+``double_buffered_scale``; ``double_buffer_plan`` gives the figures the trace of a
+right Task 2.5 kernel shows.
 
 The schedule is computed as an event simulation, deliberately unlike the
 index recurrence of the solution: a clock for the single DMA engine, a clock
@@ -13,7 +15,8 @@ The Gantt chart is painted into a NumPy character array.
 
 import numpy as _np
 
-__all__ = ["effective_bandwidth", "pipeline_schedule", "pipeline_utilization", "render_gantt"]
+__all__ = ["double_buffer_plan", "double_buffered_scale", "effective_bandwidth",
+           "pipeline_schedule", "pipeline_utilization", "render_gantt"]
 
 
 def _durations(dma_times, compute_times) -> tuple[_np.ndarray, _np.ndarray]:
@@ -122,3 +125,47 @@ def effective_bandwidth(bytes_per_step: float, compute_time: float,
         raise ValueError(f"compute_time={compute_time!r} must be positive")
     dma_time = float(compute_time) * (1.0 - float(utilization)) / float(utilization)
     return float(bytes_per_step) / dma_time
+
+
+def double_buffered_scale(x, scale: float, *, block_rows: int = 8) -> _np.ndarray:
+    """Task 2.5's values: ``x * scale`` computed in float64, returned in x's dtype.
+
+    x: (M, N) float32 or bfloat16 with M a multiple of block_rows (lecture §3.2).
+    The schedule of the copies is judged from the trace (``double_buffer_plan``),
+    not here.
+
+    Raises:
+      ValueError: x is not 2-D, or block_rows does not divide M.
+    """
+    arr = _np.asarray(x)
+    if arr.ndim != 2:
+        raise ValueError(f"x must be 2-D, got shape {arr.shape}")
+    if block_rows < 1 or arr.shape[0] % block_rows:
+        raise ValueError(f"block_rows={block_rows} must divide M={arr.shape[0]}")
+    return (arr.astype(_np.float64) * float(scale)).astype(arr.dtype)
+
+
+def double_buffer_plan(shape: tuple[int, int], dtype, block_rows: int) -> dict[str, int]:
+    """What the trace of a right Task 2.5 kernel shows, for x of ``shape`` and ``dtype``.
+
+    Returns a dict of ints:
+      ``steps``: grid steps, M // block_rows;
+      ``copies``: manual DMAs, one fetch and one write-back per block (2·steps);
+      ``dma_bytes``: bytes they move, twice the array;
+      ``exposed``: copies with no computation between their start and their wait:
+        only the first fetch (nothing to compute before block 0 arrives) and the last
+        write-back (nothing left to compute after it) (lecture §3.2);
+      ``block_bytes``: one (block_rows, N) block;
+      ``vmem_bytes``: four blocks (two input slots, two result slots).
+
+    Raises:
+      ValueError: block_rows does not divide M.
+    """
+    rows, cols = (int(d) for d in shape)
+    if block_rows < 1 or rows % block_rows:
+        raise ValueError(f"block_rows={block_rows} must divide M={rows}")
+    steps = rows // block_rows
+    block_bytes = block_rows * cols * _np.dtype(dtype).itemsize
+    return {"steps": steps, "copies": 2 * steps, "dma_bytes": 2 * rows * cols
+            * _np.dtype(dtype).itemsize, "exposed": 2, "block_bytes": block_bytes,
+            "vmem_bytes": 4 * block_bytes}

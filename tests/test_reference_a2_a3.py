@@ -1,5 +1,6 @@
 """The reference and the solutions of a2 and a3 reproduce every worked answer of
-lecture §3 and §4 (worked-answers.md), and agree with each other on drawn inputs.
+lecture §3 and §4 (worked-answers.md), and agree with each other on drawn inputs; the
+solution's Task 2.5 kernel leaves the trace that ``reference.double_buffer_plan`` describes.
 
 The reference (``reference/``) is what graders compare students with; the
 solutions (``solutions/``) are what the handouts are cut from. They are
@@ -32,7 +33,7 @@ from graders.labs.a2_pipelining import worked as a2_worked
 from graders.labs.a2_pipelining.checks import _broken_invariant as broken_invariant
 from graders.labs.a2_pipelining.checks import durations
 from graders.labs.a3_matmul import worked as a3_worked
-from pallas_sim import jax, jnp, pl
+from pallas_sim import jax, jnp, pl, pltpu
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB, KiB = 2**20, 2**10
@@ -181,6 +182,58 @@ def test_more_buffers_never_slow_the_pipeline_down():
 def test_effective_bandwidth_agrees(size, compute, u):
     assert math.isclose(sol_a2.effective_bandwidth(size, compute, u),
                         ref_a2.effective_bandwidth(size, compute, u), rel_tol=1e-9)
+
+
+# --- §3.2 manual double buffering (Task 2.5) -----------------------------------------------
+
+@AGREEMENT
+@given(steps=st.integers(1, 6), block_rows=st.sampled_from([8, 16]),
+       cols=st.sampled_from([128, 256]), dtype=st.sampled_from([F32, BF16]),
+       scale=st.sampled_from([2.0, -0.5, 1.5]), seed=st.integers(0, 2**16))
+def test_the_solution_kernel_shows_the_trace_the_reference_plans(steps, block_rows, cols,
+                                                                   dtype, scale, seed):
+    x = np.random.default_rng(seed).uniform(-4, 4, (steps * block_rows, cols)).astype(dtype)
+    with pallas_sim.trace() as t:
+        got = sol_a2.double_buffered_scale(x, scale, block_rows=block_rows)
+    expected = ref_a2.double_buffered_scale(x, scale, block_rows=block_rows)
+    assert got.dtype == x.dtype and np.array_equal(np.asarray(got, np.float64),
+                                                   np.asarray(expected, np.float64)), (
+        "with scales 2, -0.5 and 1.5 the product is exact in float32, so both round it "
+        "once to x's dtype")
+    plan, call = ref_a2.double_buffer_plan(x.shape, x.dtype, block_rows), t.calls[-1]
+    exposed = call.ops["manual_dma_exposed_count"]
+    assert (call.manual_dma_count, call.manual_dma_bytes) == (plan["copies"],
+                                                              plan["dma_bytes"]), (
+        "one fetch and one write-back per block, each of block_rows x N elements")
+    assert int(exposed.sum()) == plan["exposed"] and exposed[0] >= 1 and exposed[-1] >= 1, (
+        f"only the first fetch and the last write-back have nothing to overlap: {exposed}")
+    assert call.vmem_bytes == plan["vmem_bytes"] and call.dma_count == 0, (
+        "two input and two result slots in VMEM; pl.ANY operands get no automatic DMA")
+
+
+def test_start_then_wait_exposes_every_copy_in_the_trace():
+    x = np.ones((32, 128), np.float32)
+
+    def kernel(x_hbm, o_hbm, buf, sem):
+        rows = pl.ds(pl.program_id(0) * 8, 8)
+        fetch = pltpu.make_async_copy(x_hbm.at[rows], buf, sem)
+        fetch.start()
+        fetch.wait()
+        buf[...] = buf[...] * 2.0
+        back = pltpu.make_async_copy(buf, o_hbm.at[rows], sem)
+        back.start()
+        back.wait()
+
+    with pallas_sim.trace() as t:
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(4,),
+                       in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                       out_specs=pl.BlockSpec(memory_space=pl.ANY),
+                       scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32),
+                                       pltpu.SemaphoreType.DMA])(x)
+    exposed = t.calls[-1].ops["manual_dma_exposed_count"].tolist()
+    assert exposed == [2, 2, 2, 2], (
+        "the slides' anti-pattern: every copy waited right after its start has no compute "
+        f"between them, so the trace the Task 2.5 checks read counts all 8: {exposed}")
 
 
 # --- §4 worked answers ---------------------------------------------------------------------

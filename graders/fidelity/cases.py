@@ -81,6 +81,16 @@ def _blocked_pair(draw, *, ragged: bool, n_inputs: int = 2):
 
 
 @st.composite
+def _double_buffered(draw):
+    """a2 Task 2.5: x (1-3 blocks of 8 or 16 rows, 128 columns, f32 or bf16) and a scale."""
+    block_rows = draw(st.sampled_from([8, 16]))
+    rows = block_rows * draw(st.integers(1, 3))
+    dtype = draw(st.sampled_from([F32, ml_dtypes.bfloat16]))
+    x = _array((rows, 128), draw(st.integers(0, 2**16)), dtype)
+    return (x, draw(st.sampled_from([2.0, -0.5]))), {"block_rows": block_rows}
+
+
+@st.composite
 def _bias_add(draw):
     (x,), kwargs = draw(_blocked_pair(ragged=False, n_inputs=1))
     bias = _array((1, x.shape[1]), draw(st.integers(0, 2**16)))
@@ -193,6 +203,10 @@ CASES: dict[str, tuple[FidelityCase, ...]] = {
         FidelityCase("accumulate_inplace", _blocked_pair(ragged=False),
                      covers=("_accumulate_kernel",)),
         FidelityCase("vmem_bytes", _VMEM_WORKED, max_examples=4),
+    ),
+    "a2_pipelining": (
+        FidelityCase("double_buffered_scale", _double_buffered(),
+                     covers=("double_buffer_kernel",)),
     ),
     "a3_matmul": (
         FidelityCase("matmul", _matmul(), covers=("matmul_kernel",)),

@@ -85,7 +85,7 @@ def test_warnings_input_in_a_py_and_input_in_a_notebook(tmp_path: Path) -> None:
     _notebook(klass / "nora" / f"{A2}.ipynb", cells)
 
     results = _grade(klass, tmp_path / "out")
-    full = {"2.1": 40.0, "2.2": 25.0, "2.3": 20.0, "2.4": 15.0}
+    full = {"2.1": 30.0, "2.2": 20.0, "2.3": 15.0, "2.4": 10.0, "2.5": 25.0}
     assert _tasks(results["wren"]) == full, "import warnings and warnings.warn cost nothing"
     assert _tasks(results["nora"]) == full, (
         "cells that wait for input() are set aside; the notebook grades like its .py")

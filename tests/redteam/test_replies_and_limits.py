@@ -140,14 +140,14 @@ def test_a_nan_schedule_breaks_every_rule_and_is_named(replies: Graded) -> None:
     result = replies.of("nan_schedule", "a2")
     points = task_points(result)
     assert points["2.1"] == 0, (
-        "NaN intervals obey no rule of the model: all 40 points of Task 2.1 are lost\n"
+        "NaN intervals obey no rule of the model: all 30 points of Task 2.1 are lost\n"
         + feedback(result, "2.1"))
     for test in result["tests"]:
         if test["number"] == "2.1":
             assert "NaN" in test["output"], test["output"]
     assert points["2.3"] == 0 and "NaN" in feedback(result, "2.3"), feedback(result, "2.3")
     assert points["2.4"] == 0 and "inf" in feedback(result, "2.4"), feedback(result, "2.4")
-    assert points["2.2"] == 25, "render_gantt is the solution's: its 25 points stay"
+    assert points["2.2"] == 20, "render_gantt is the solution's: its 20 points stay"
 
 
 def test_many_distinct_patterns_are_refused_before_any_pairwise_work(replies: Graded) -> None:

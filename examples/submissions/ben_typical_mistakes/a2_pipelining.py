@@ -11,8 +11,8 @@
 # The model has one DMA engine that copies the blocks one after another, in
 # order, and `n_buffers` VMEM slots per operand. A slot holds one block from
 # the moment its copy starts until the compute step that uses it finishes.
-# All durations are plain numbers in any time unit (microseconds,
-# milliseconds, "ticks"); nothing here runs a kernel.
+# All durations are plain numbers in any time unit; Tasks 2.1–2.4 run no
+# kernel, and Task 2.5 builds the same pipeline by hand, with its own DMAs.
 #
 # **How to work.** Fill in every `raise NotImplementedError(...)` stub. Keep
 # the function names and signatures: the grader calls them by name. You may
@@ -24,7 +24,7 @@
 # %%
 import numpy as np
 
-from pallas_sim import jax, jnp, pl, pltpu  # noqa: F401  (not needed in this assignment)
+from pallas_sim import jax, jnp, pl, pltpu
 
 # %% [markdown]
 # ## Task 2.1 — the schedule of an N-buffer pipeline
@@ -241,3 +241,129 @@ if __name__ == "__main__":
     _bw = effective_bandwidth(4 * 2**20, 2.087e-6, 0.234)
     print(f"Task 2.4 effective bandwidth: {_bw / 1e9:.0f} GB/s "
           f"({_bw / 3685.5e9:.1%} of the peak)")
+
+# %% [markdown]
+# ## Task 2.5 — double buffering by hand
+#
+# **Why.** `pallas_call` hides the copies of Tasks 2.1–2.4: for every
+# blocked operand it keeps two VMEM slots and fetches block k + 1 while
+# block k is computed. When you want to decide that yourself — start a copy
+# earlier, keep three slots instead of two, or hold a block in VMEM for
+# longer — you leave the operand in HBM (`memory_space=pl.ANY`) and move the
+# data with DMAs the kernel starts and waits (lecture §3.2). Three pieces
+# are needed: the VMEM slots (`scratch_shapes`), one DMA semaphore per slot
+# (`pltpu.SemaphoreType.DMA((2,))`), on which a copy is started and later
+# waited, and a small SMEM scratch that remembers, from one grid step to
+# the next, which slot holds the current block.
+#
+# The order of the calls is the whole point. `copy.start()` only hands the
+# copy to the DMA engine; `copy.wait()` blocks until the data has landed.
+# If a kernel waits right after starting (`start()` then at once `wait()`),
+# nothing runs while the data moves: the values come out right, but this is
+# the single-buffered schedule of Task 2.1 — the slides' anti-pattern, which
+# measured 23.4 % MXU utilization. Instead, start the copy of the *next*
+# block first, then wait for the current one, then compute: the next copy
+# is in flight while this block is being worked on.
+#
+# **Task.** Write `double_buffered_scale(x, scale, *, block_rows=8)`:
+# `x * scale` for a 2-D `x` (float32 or bfloat16, `M` a multiple of
+# `block_rows`), in the dtype of `x`, through one `pl.pallas_call` over a
+# grid of `M // block_rows` steps with semantics `("arbitrary",)` (the slot
+# carries from one step to the next, so the steps must run in order), and
+# its kernel `double_buffer_kernel`. Both `x` and the output stay in HBM
+# (`pl.BlockSpec(memory_space=pl.ANY)`); the scratch is, in this order:
+#
+# * `in_buf_ref`, `out_buf_ref`: VMEM `(2, block_rows, N)` in the dtype of
+#   `x` — two slots for the incoming blocks, two for the results;
+# * `in_sem_ref`, `out_sem_ref`: `pltpu.SemaphoreType.DMA((2,))`, one
+#   semaphore per slot;
+# * `slot_ref`: SMEM `(1,)` int32, the slot of the current block.
+#
+# At step k (with `slot` read from `slot_ref` and `other = 1 - slot`):
+# at k == 0 set the slot to 0 and start the copy of block 0 (scratch starts
+# uninitialized); if there is a block k + 1, start its copy into `other`;
+# wait for block k; compute `out_buf_ref[slot]`; start its write-back to
+# rows `k·block_rows ...` of the output; wait for the previous write-back
+# (block k − 1, slot `other`), which had this step's compute to hide
+# behind; at the last step also wait for your own write-back — a copy not
+# waited when the kernel ends never lands; finally flip the slot. Index
+# HBM rows with `ref.at[pl.ds(start, size)]` and slots with `ref.at[slot]`.
+# The grader checks the values, and in the trace that every copy but the
+# first fetch and the last write-back had computation between its start and
+# its wait, that every DMA was waited, and that VMEM holds four blocks.
+#
+# **Try it.** The cell below scales a (32, 128) array by 2 in four blocks
+# and prints the trace: 8 manual DMAs, no automatic ones, and per step the
+# copies that had nothing to overlap with — 1, 0, 0, 1.
+
+
+# %%
+import functools  # noqa: E402  (the standard library, for Task 2.5)
+
+
+def double_buffer_kernel(x_hbm_ref, o_hbm_ref, in_buf_ref, out_buf_ref, in_sem_ref,
+                         out_sem_ref, slot_ref, *, scale: float, block_rows: int) -> None:
+    """Task 2.5: one grid step of a manually double-buffered copy-and-scale.  [lecture §3.2]
+
+    Grid: (M // block_rows,), "arbitrary"; step k handles rows k·block_rows ...
+      x_hbm_ref:   (M, N) x in HBM (pl.ANY); read only through DMAs
+      o_hbm_ref:   (M, N) the output in HBM (pl.ANY); written only through DMAs
+      in_buf_ref:  (2, block_rows, N) VMEM, x's dtype: the two input slots
+      out_buf_ref: (2, block_rows, N) VMEM, x's dtype: the two result slots
+      in_sem_ref, out_sem_ref: DMA semaphores (2,), one per slot
+      slot_ref:    (1,) int32 SMEM: the slot holding block k (set at k == 0)
+    """
+    k = pl.program_id(0)
+
+    @pl.when(k == 0)
+    def _init():
+        slot_ref[0] = 0
+
+    slot = slot_ref[0]
+    rows = pl.ds(k * block_rows, block_rows)
+    copy_in = pltpu.make_async_copy(x_hbm_ref.at[rows], in_buf_ref.at[slot],
+                                    in_sem_ref.at[slot])
+    copy_in.start()
+    copy_in.wait()
+    out_buf_ref[slot] = in_buf_ref[slot] * scale
+    copy_out = pltpu.make_async_copy(out_buf_ref.at[slot], o_hbm_ref.at[rows],
+                                     out_sem_ref.at[slot])
+    copy_out.start()
+    copy_out.wait()
+    slot_ref[0] = 1 - slot
+
+
+def double_buffered_scale(x, scale: float, *, block_rows: int = 8):
+    """Task 2.5: x * scale, block by block, with DMAs the kernel starts itself.  [lecture §3.2]
+
+    x: (M, N) float32 or bfloat16, M a multiple of block_rows; scale: a Python float.
+    Returns an (M, N) array of x's dtype from one pallas_call with grid
+    (M // block_rows,), x and the output in HBM (pl.ANY), and the scratch of
+    double_buffer_kernel.
+    """
+    rows, cols = x.shape
+    return pl.pallas_call(
+        functools.partial(double_buffer_kernel, scale=scale, block_rows=block_rows),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid=(rows // block_rows,),
+        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        out_specs=pl.BlockSpec(memory_space=pl.ANY),
+        scratch_shapes=[pltpu.VMEM((2, block_rows, cols), x.dtype),
+                        pltpu.VMEM((2, block_rows, cols), x.dtype),
+                        pltpu.SemaphoreType.DMA((2,)), pltpu.SemaphoreType.DMA((2,)),
+                        pltpu.SMEM((1,), jnp.int32)],
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",)),
+    )(x)
+
+
+# %%
+if __name__ == "__main__":
+    import pallas_sim
+
+    _x = np.arange(32 * 128, dtype=np.float32).reshape(32, 128)
+    with pallas_sim.trace() as _t:
+        _y = double_buffered_scale(_x, 2.0, block_rows=8)
+    print("Task 2.5 values right:", bool(np.allclose(_y, 2 * _x)))
+    print(_t.calls[-1])
+    print("Task 2.5 copies with nothing to overlap, per step:",
+          _t.calls[-1].ops["manual_dma_exposed_count"].tolist())

@@ -1,6 +1,8 @@
 """Pipelining (a2, lecture §3): the assignment record of this lab.
 
 Source: design.md ("Assignments") and student-api.md (task ids, function names).
+Task 2.5 (manual double buffering, lecture §3.2) is issue 17 item 1; adding it took
+10 / 5 / 5 / 5 points from Tasks 2.1-2.4 (was 40 / 25 / 20 / 15).
 """
 
 from graders.records import Assignment, Task
@@ -12,10 +14,11 @@ ASSIGNMENT = Assignment(
     title="Pipelining",
     lecture="§3",
     tasks=(
-        Task(id="2.1", functions=("pipeline_schedule",), points=40),
-        Task(id="2.2", functions=("render_gantt",), points=25),
-        Task(id="2.3", functions=("pipeline_utilization",), points=20, depends=("2.1",)),
-        Task(id="2.4", functions=("effective_bandwidth",), points=15),
+        Task(id="2.1", functions=("pipeline_schedule",), points=30),
+        Task(id="2.2", functions=("render_gantt",), points=20),
+        Task(id="2.3", functions=("pipeline_utilization",), points=15, depends=("2.1",)),
+        Task(id="2.4", functions=("effective_bandwidth",), points=10),
+        Task(id="2.5", functions=("double_buffer_kernel", "double_buffered_scale"), points=25),
     ),
     package=__name__,
 )

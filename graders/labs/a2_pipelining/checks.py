@@ -1,4 +1,4 @@
-"""Checks of a2_pipelining (lecture §3): Tasks 2.1–2.4, 100 points.
+"""Checks of a2_pipelining (lecture §3): Tasks 2.1–2.5, 100 points.
 
 The schedule model (student-api.md, a2): one DMA engine copies blocks in
 order into ``n_buffers`` VMEM slots; DMA k starts at max(end of DMA k-1, end
@@ -8,20 +8,29 @@ feedback) from a mix of zeros, equal values, and long and short blocks, with
 1 <= n <= 64 blocks and 1 <= n_buffers <= 6. Each task is compared with the
 reference on drawn inputs and with the lecture's worked answers; the
 schedule is also checked on its own invariants, so a student sees which rule
-their schedule breaks.
+their schedule breaks. Task 2.5 runs the student's manually double-buffered kernel:
+values against the reference, the schedule of its DMAs from the trace.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 from hypothesis import strategies as st
 
 import reference.a2_pipelining as ref
-from graders.checks.compare import as_array, as_finite_number, fmt_array, require_finite
+from graders.checks.compare import (
+    as_array,
+    as_finite_number,
+    assert_close,
+    fmt_array,
+    require_finite,
+    tolerance,
+)
 from graders.checks.framework import CheckFailure, Session, check, run_property
-from graders.checks.strategies import Case
+from graders.checks.strategies import BF16, F32, Case, make_array
 from graders.labs.a2_pipelining import worked
 
 A = "a2"
@@ -159,7 +168,7 @@ def _diagnose_schedule(got: tuple[np.ndarray, np.ndarray], case: Case) -> str | 
     return f"{len(texts)} known mistakes give exactly this schedule here: " + "; or ".join(texts)
 
 
-@check(A, "2.1", 10, "worked answers: 6 blocks (DMA 1, compute 2) end at 18 with one buffer "
+@check(A, "2.1", 8, "worked answers: 6 blocks (DMA 1, compute 2) end at 18 with one buffer "
                      "and 13 with two; Ex3 (d 3, c 1, 100 blocks) ends at 400 and 301")
 def schedule_worked(s: Session) -> None:
     """Task 2.1: worked answers: 6 blocks (DMA 1, compute 2) end at 18 with one buffer and 13
@@ -177,7 +186,7 @@ def schedule_worked(s: Session) -> None:
                                diagnosis=_diagnose_schedule(got, case))
 
 
-@check(A, "2.1", 20, "pipeline_schedule's intervals equal the reference's on drawn durations "
+@check(A, "2.1", 15, "pipeline_schedule's intervals equal the reference's on drawn durations "
                      "(zeros, equal, long and short blocks; 1-64 blocks, 1-6 buffers)")
 def schedule_matches_reference(s: Session) -> None:
     """Task 2.1: pipeline_schedule's intervals equal the reference's on drawn durations (zeros,
@@ -238,7 +247,7 @@ def _broken_invariant(dma_iv: np.ndarray, comp_iv: np.ndarray, case: Case) -> st
     return None
 
 
-@check(A, "2.1", 10, "pipeline_schedule obeys the model's rules: durations kept, one DMA at a "
+@check(A, "2.1", 7, "pipeline_schedule obeys the model's rules: durations kept, one DMA at a "
                      "time, compute k after DMA k, at most n_buffers blocks resident")
 def schedule_invariants(s: Session) -> None:
     """Task 2.1: pipeline_schedule obeys the model's rules: durations kept, one DMA at a time,
@@ -295,7 +304,7 @@ def _compare_chart(got: object, expected: str, dma_iv: np.ndarray, comp_iv: np.n
     raise CheckFailure(what, expected=expected, got=got, diagnosis=diagnosis)
 
 
-@check(A, "2.2", 5, "worked answer: the lecture's single-buffered chart (6 blocks, DMA 1, "
+@check(A, "2.2", 4, "worked answer: the lecture's single-buffered chart (6 blocks, DMA 1, "
                     "compute 2, width 54), character for character")
 def gantt_worked_single(s: Session) -> None:
     """Task 2.2: worked answer: the lecture's single-buffered chart (6 blocks, DMA 1, compute 2,
@@ -310,7 +319,7 @@ def gantt_worked_single(s: Session) -> None:
         raise
 
 
-@check(A, "2.2", 5, "worked answer: the lecture's double-buffered chart (total time 13, "
+@check(A, "2.2", 4, "worked answer: the lecture's double-buffered chart (total time 13, "
                     "width 54), character for character")
 def gantt_worked_double(s: Session) -> None:
     """Task 2.2: worked answer: the lecture's double-buffered chart (total time 13, width 54),
@@ -337,7 +346,7 @@ def gantt_cases(draw) -> tuple[np.ndarray, np.ndarray, int, str]:
     return dma_iv, comp_iv, width, f"the schedule of {case!r}; width = {width}"
 
 
-@check(A, "2.2", 15, "render_gantt equals the reference's chart on drawn schedules and widths")
+@check(A, "2.2", 12, "render_gantt equals the reference's chart on drawn schedules and widths")
 def gantt_matches_reference(s: Session) -> None:
     """Task 2.2: render_gantt equals the reference's chart on drawn schedules and widths."""
     def body(example: tuple) -> None:
@@ -388,7 +397,7 @@ def _expect_utilization(got: float, expected: float, label: str, dma, compute,
                        diagnosis=diagnosis)
 
 
-@check(A, "2.3", 4, "worked answer: the bf16 1024³ step (DMA 1.138 µs, compute 2.087 µs) over "
+@check(A, "2.3", 3, "worked answer: the bf16 1024³ step (DMA 1.138 µs, compute 2.087 µs) over "
                     "504 steps with one buffer uses the MXU 64.72 % of the time")
 def utilization_worked_single(s: Session) -> None:
     """Task 2.3: worked answer: the bf16 1024³ step (DMA 1.138 µs, compute 2.087 µs) over 504
@@ -400,7 +409,7 @@ def utilization_worked_single(s: Session) -> None:
     _expect_utilization(got, 0.6472, label, dma, compute, WORKED_RTOL, shown="0.6472 (64.72 %)")
 
 
-@check(A, "2.3", 4, "worked answers: double-buffered, the same steps reach 99.89 %; with the "
+@check(A, "2.3", 3, "worked answers: double-buffered, the same steps reach 99.89 %; with the "
                     "measured 6.833 µs copies the cap is 30.55 % (lecture §3.2)")
 def utilization_worked_double(s: Session) -> None:
     """Task 2.3: worked answers: double-buffered, the same steps reach 99.89 %; with the measured
@@ -427,7 +436,7 @@ def stochastic_durations() -> tuple[np.ndarray, np.ndarray]:
     return dma, np.ones(STOCHASTIC_BLOCKS)
 
 
-@check(A, "2.3", 4, "worked answer: random copy times (mean 0.8, sd 1.0, compute 1.0) give "
+@check(A, "2.3", 3, "worked answer: random copy times (mean 0.8, sd 1.0, compute 1.0) give "
                     "about 76 / 87 / 92 % with 2 / 3 / 4 buffers (lecture §3.3)")
 def utilization_stochastic(s: Session) -> None:
     """Task 2.3: worked answer: random copy times (mean 0.8, sd 1.0, compute 1.0) give about 76 /
@@ -446,7 +455,7 @@ def utilization_stochastic(s: Session) -> None:
             raise AssertionError(f"reference utilization {expected} is not near {lecture}")
 
 
-@check(A, "2.3", 8, "pipeline_utilization equals the reference's on drawn durations "
+@check(A, "2.3", 6, "pipeline_utilization equals the reference's on drawn durations "
                     "(including all-zero durations, which give 1.0)")
 def utilization_matches_reference(s: Session) -> None:
     """Task 2.3: pipeline_utilization equals the reference's on drawn durations (including all-
@@ -483,7 +492,7 @@ def _diagnose_bandwidth(got: float, bytes_per_step: float, compute: float, u: fl
     return None
 
 
-@check(A, "2.4", 7, "worked answer: 4 MiB per step, compute 2.087 µs, measured 23.4 % → DMA "
+@check(A, "2.4", 5, "worked answer: 4 MiB per step, compute 2.087 µs, measured 23.4 % → DMA "
                     "≈ 6.83 µs, about 614 GB/s (lecture §3.2)")
 def bandwidth_worked(s: Session) -> None:
     """Task 2.4: worked answer: 4 MiB per step, compute 2.087 µs, measured 23.4 % → DMA ≈ 6.83
@@ -501,7 +510,7 @@ def bandwidth_worked(s: Session) -> None:
                            diagnosis=_diagnose_bandwidth(got, *args))
 
 
-@check(A, "2.4", 8, "effective_bandwidth equals the reference's on drawn bytes, compute times "
+@check(A, "2.4", 5, "effective_bandwidth equals the reference's on drawn bytes, compute times "
                     "and utilizations")
 def bandwidth_matches_reference(s: Session) -> None:
     """Task 2.4: effective_bandwidth equals the reference's on drawn bytes, compute times and
@@ -523,3 +532,233 @@ def bandwidth_matches_reference(s: Session) -> None:
                                expected=f"{expected:.6g}", got=f"{got:.6g}",
                                diagnosis=_diagnose_bandwidth(got, *args))
     run_property(cases, body, max_examples=20)
+
+
+# --- Task 2.5 double_buffered_scale --------------------------------------------------------
+#
+# Values are compared with the reference. The schedule is read from the trace of the
+# student's own pallas_call: ``manual_dma_count`` / ``manual_dma_bytes`` (the copies the
+# kernel made), ``ops["manual_dma_exposed_count"]`` per step (copies with no computation
+# counted between their start() and their wait(): the slides' anti-pattern), the operands'
+# memory spaces, and ``vmem_bytes`` (the VMEM slots of the scratch). A copy never waited
+# raises UnwaitedDMAError in the simulator and a wait with nothing in flight raises
+# PallasSimError; the diagnoses below read those messages, so each is shown only on the
+# input where it happened (lecture §3.2).
+
+SCALES = (2.0, -0.5, 1.5, 3.0)
+
+ANTI_PATTERN = ("each copy is waited right after it is started (start() immediately followed "
+                "by wait(), the slides' anti-pattern): nothing is computed while the data "
+                "moves, which is the single-buffered schedule of Task 2.1. Start the copy of "
+                "block k + 1 before waiting for block k, and wait for a write-back only after "
+                "the next block has been computed (lecture §3.2)")
+SINGLE_BUFFER = ("the VMEM scratch holds {slots} block(s), not four: with a single slot for the "
+                 "incoming (or the outgoing) blocks, the copy of block k + 1 lands in the slot "
+                 "block k is being computed from (on a TPU a race, on a schedule without it no "
+                 "overlap). Give each direction two slots, (2, block_rows, N), and alternate "
+                 "(lecture §3.2)")
+NO_FINAL_WAIT = ("a copy is still in flight when the kernel ends (the simulator names the "
+                 "first one): a DMA that is never waited never lands, so a missing final wait "
+                 "leaves the last write-back's rows out of HBM. Every start() needs its wait() "
+                 "by the last step: there, also wait for your own write-back (lecture §3.2)")
+WRONG_SLOT = ("a wait found no copy in flight on its semaphore: the slot waited on is not "
+              "the one the copy was started on. The slot must flip once per step, after the "
+              "block is computed, and block k + 1 goes into the other slot "
+              "(1 - slot) (lecture §3.2)")
+
+UNSET_SLOT = ("a slot index near ±2³¹ is the poison value SMEM scratch starts with: the slot "
+              "was read before any step stored it. Store 0 in slot_ref at step 0, and keep "
+              "the grid 'arbitrary' so that step 0 runs first and the steps run in order "
+              "(a 'parallel' axis may run them in any order, lecture §3.2)")
+#: An index of 2**30 or more in magnitude in an IndexError: a poisoned int32 slot.
+_POISON_INDEX = re.compile(r"index \[?-?\d{10}\b")
+
+
+@st.composite
+def scale_cases(draw) -> Case:
+    """x (M, N) f32 or bf16 with 1-6 blocks of 8 or 16 rows and N of 128 or 256 columns,
+    a scale from SCALES, block_rows."""
+    block_rows = draw(st.sampled_from([8, 16]))
+    steps = draw(st.integers(1, 6))
+    cols = draw(st.sampled_from([128, 256]))
+    dtype = draw(st.sampled_from([F32, BF16]))
+    x = make_array((steps * block_rows, cols), dtype, draw(st.integers(0, 2**16)))
+    return Case((x, draw(st.sampled_from(SCALES))), {"block_rows": block_rows},
+                ("x", "scale"))
+
+
+#: Fixed inputs for the schedule checks: several steps, both dtypes, one single-step call.
+SCHEDULE_CASES = (
+    Case((make_array((64, 128), F32, 1), 2.0), {"block_rows": 8}, ("x", "scale")),
+    Case((make_array((48, 256), BF16, 2), -0.5), {"block_rows": 16}, ("x", "scale")),
+    Case((make_array((8, 128), F32, 3), 1.5), {"block_rows": 8}, ("x", "scale")),
+)
+
+
+def _diagnose_raised(failure: CheckFailure) -> CheckFailure:
+    """Add the diagnosis of a known mistake to the failure of a call that raised."""
+    what = failure.what or ""
+    if failure.diagnosis is None:
+        if "raised UnwaitedDMAError" in what:
+            failure.diagnosis = NO_FINAL_WAIT
+        elif "no copy in flight" in what:
+            failure.diagnosis = WRONG_SLOT
+        elif "raised IndexError" in what and _POISON_INDEX.search(what):
+            failure.diagnosis = UNSET_SLOT
+    return failure
+
+
+def _invoke_scale(s: Session, case: Case):
+    """The student's call on ``case``; a raise gets its diagnosis."""
+    try:
+        return s.invoke("double_buffered_scale", case.args, case.kwargs)
+    except CheckFailure as failure:
+        raise _diagnose_raised(failure) from None
+
+
+def _diagnose_blocks(got: np.ndarray, case: Case) -> str | None:
+    """What the wrong output blocks hold, when that names a mistake: another block of x
+    scaled (the slot read is not the one the block was copied into), or NaN (a slot read
+    before any copy into it was waited, or a block never written back)."""
+    (x, scale), block_rows = case.args, case.kwargs["block_rows"]
+    if got.shape != x.shape:
+        return None
+    rtol, atol = tolerance(x.dtype)
+    expected = ref.double_buffered_scale(x, scale, block_rows=block_rows).astype(np.float64)
+    g = got.astype(np.float64)
+    steps = x.shape[0] // block_rows
+    blocks = [slice(k * block_rows, (k + 1) * block_rows) for k in range(steps)]
+    for k, rows in enumerate(blocks):
+        if np.allclose(g[rows], expected[rows], rtol=rtol, atol=atol):
+            continue
+        if np.isnan(g[rows]).all():
+            return (f"block {k} of the output is all NaN (poison): its slot was read before "
+                    "the copy into it was waited, or its write-back never ran (lecture §3.2)")
+        for j, other in enumerate(blocks):
+            if j != k and np.allclose(g[rows], expected[other], rtol=rtol, atol=atol):
+                return (f"block {k} of the output holds block {j} of x, scaled: a fetch, "
+                        "the slot read or a write-back is matched to the wrong block. Fetch "
+                        "rows k·block_rows ... of block k into `slot` "
+                        "and block k + 1 into `1 - slot`, write back to the same rows, and "
+                        "flip the slot once per step (lecture §3.2)")
+        return None
+    return None
+
+
+@check(A, "2.5", 10, "double_buffered_scale returns x * scale from its own pallas_call on drawn "
+                     "arrays (f32 and bf16, 1-6 blocks of 8 or 16 rows, 128 or 256 columns)")
+def scale_values(s: Session) -> None:
+    """Task 2.5: double_buffered_scale returns x * scale from its own pallas_call on drawn arrays
+    (f32 and bf16, 1-6 blocks of 8 or 16 rows, 128 or 256 columns).
+    """
+    def body(case: Case) -> None:
+        reply = _invoke_scale(s, case)
+        reply.own_call()
+        x, scale = case.args
+        expected = ref.double_buffered_scale(x, scale, **case.kwargs)
+        rtol, atol = tolerance(x.dtype)
+        try:
+            assert_close(reply.value, expected, rtol, atol)
+        except CheckFailure as failure:
+            if isinstance(reply.value, np.ndarray):
+                failure.diagnosis = _diagnose_blocks(reply.value, case)
+            raise
+    run_property(scale_cases(), body, max_examples=12)
+
+
+def _plan(case: Case) -> dict[str, int]:
+    x, _ = case.args
+    return ref.double_buffer_plan(x.shape, x.dtype, case.kwargs["block_rows"])
+
+
+@check(A, "2.5", 10, "the trace shows the overlap: one fetch and one write-back per block, and "
+                     "every copy but the first fetch and the last write-back has computation "
+                     "between its start() and its wait(); two VMEM slots per direction")
+def scale_overlap(s: Session) -> None:
+    """Task 2.5: the trace shows the overlap: one fetch and one write-back per block, and every
+    copy but the first fetch and the last write-back has computation between its start() and
+    its wait(); two VMEM slots per direction.
+    """
+    for case in SCHEDULE_CASES:
+        plan = _plan(case)
+        try:
+            call = _invoke_scale(s, case).own_call()
+        except CheckFailure as failure:
+            failure.input = repr(case)
+            raise
+        steps = plan["steps"]
+        if call.manual_dma_count != plan["copies"]:
+            raise CheckFailure(
+                "the kernel does not move each block with one DMA in and one DMA out",
+                input=repr(case),
+                expected=f"{plan['copies']} manual DMAs ({steps} fetches, {steps} write-backs)",
+                got=f"{call.manual_dma_count} manual DMAs",
+                hint="leave x and the output in HBM (pl.ANY) and copy each (block_rows, N) "
+                     "block with pltpu.make_async_copy")
+        exposed = call.ops["manual_dma_exposed_count"] if call.ops is not None else None
+        total = int(exposed.sum()) if exposed is not None else plan["copies"]
+        if total > plan["exposed"]:
+            per_step = exposed.tolist() if exposed is not None else "not recorded"
+            diagnosis = ANTI_PATTERN if steps > 1 and total >= steps else None
+            raise CheckFailure(
+                f"{total} of the {plan['copies']} copies had nothing computed between their "
+                "start() and their wait()",
+                input=repr(case),
+                expected=f"at most {plan['exposed']}: the first fetch (nothing to compute yet) "
+                         "and the last write-back (nothing left to compute)",
+                got=f"copies with no overlap, per grid step: {per_step}",
+                diagnosis=diagnosis)
+        slots = call.vmem_bytes // plan["block_bytes"]
+        if slots < 4:
+            raise CheckFailure(
+                "the kernel has fewer than two VMEM slots per direction",
+                input=repr(case),
+                expected=f"4 blocks of VMEM scratch ({plan['vmem_bytes']} B): two input and "
+                         "two result slots",
+                got=f"{call.vmem_bytes} B of VMEM ({slots} block(s))",
+                diagnosis=SINGLE_BUFFER.format(slots=slots))
+
+
+@check(A, "2.5", 5, "x and the output stay in HBM (pl.ANY) and move only by the kernel's own "
+                    "DMAs; grid (M // block_rows,), not 'parallel'; VMEM within four blocks")
+def scale_memory(s: Session) -> None:
+    """Task 2.5: x and the output stay in HBM (pl.ANY) and move only by the kernel's own DMAs;
+    grid (M // block_rows,), not 'parallel'; VMEM within four blocks.
+    """
+    for case in SCHEDULE_CASES:
+        plan = _plan(case)
+        try:
+            call = _invoke_scale(s, case).own_call()
+        except CheckFailure as failure:
+            failure.input = repr(case)
+            raise
+        moved = [op for op in call.operands if op.role in ("in", "out") and op.memory_space
+                 != "any"]
+        if moved or call.dma_count:
+            names = ", ".join(f"{op.name} ({op.memory_space})" for op in moved) or "none"
+            raise CheckFailure(
+                "pallas_call copies blocks itself: an operand is not left in HBM",
+                input=repr(case), expected="x and the output with memory_space=pl.ANY, "
+                "0 automatic DMAs", got=f"operands outside HBM: {names}; {call.dma_count} "
+                "automatic DMAs",
+                hint="in_specs=[pl.BlockSpec(memory_space=pl.ANY)], "
+                     "out_specs=pl.BlockSpec(memory_space=pl.ANY)")
+        if tuple(call.grid) != (plan["steps"],):
+            raise CheckFailure("the grid is not one step per block", input=repr(case),
+                               expected=f"grid ({plan['steps']},)", got=f"grid {call.grid}")
+        if "parallel" in tuple(call.dimension_semantics or ()):
+            raise CheckFailure(
+                "the grid axis is 'parallel'", input=repr(case), expected="('arbitrary',)",
+                got=str(tuple(call.dimension_semantics)),
+                hint="the slot in SMEM carries from one step to the next, so the steps must "
+                     "run in order on one core: dimension_semantics=('arbitrary',)")
+        if call.vmem_bytes > plan["vmem_bytes"]:
+            raise CheckFailure(
+                "VMEM over the budget of four blocks", input=repr(case),
+                expected=f"at most {plan['vmem_bytes']} B (two input and two result slots of "
+                         f"{plan['block_bytes']} B)",
+                got=f"{call.vmem_bytes} B")
+        if call.manual_dma_bytes != plan["dma_bytes"]:
+            raise CheckFailure(
+                "the kernel's DMAs do not move x once in and once out", input=repr(case),
+                expected=f"{plan['dma_bytes']} B", got=f"{call.manual_dma_bytes} B")

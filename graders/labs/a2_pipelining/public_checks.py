@@ -1,4 +1,5 @@
-"""Public checks of a2_pipelining (lecture §3): worked answers and the schedule recurrence.
+"""Public checks of a2_pipelining (lecture §3): worked answers and the schedule recurrence;
+for Task 2.5 the values and the DMA schedule in the trace of a few fixed calls.
 
 Pipelines come from the families grading draws from: durations in eighths (zeros, ties, long
 and short blocks, or one pair repeated), given as lists or arrays, 1-6 buffers, and chart
@@ -7,6 +8,7 @@ widths of 1-80 cells.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
@@ -14,6 +16,7 @@ from graders.labs.a2_pipelining import worked
 from graders.student.public import (
     Api,
     Mismatch,
+    arrays,
     as_float_array,
     assert_close,
     number,
@@ -223,3 +226,51 @@ def bandwidth_property(api: Api) -> None:
                                  f"utilization = {u:g}",
                            expected=f"{expected:.6g}", got=f"{got:.6g}")
     api.run_property(cases, body)
+
+
+#: Task 2.5 inputs: (rows, cols, dtype name, scale, block_rows); one single-step call.
+_SCALE_CASES = ((32, 128, "float32", 2.0, 8), (48, 256, "bfloat16", -0.5, 16),
+                (8, 128, "float32", 1.5, 8))
+
+
+@public_check(A, "2.5", "double_buffered_scale returns x * scale; its trace shows one fetch and "
+                        "one write-back per block, at most two copies (the first fetch, the "
+                        "last write-back) with nothing computed between start() and wait(), "
+                        "and four blocks of VMEM (lecture §3.2)")
+def double_buffer_schedule(api: Api) -> None:
+    """Task 2.5: double_buffered_scale returns x * scale; its trace shows one fetch and one
+    write-back per block, at most two copies (the first fetch, the last write-back) with nothing
+    computed between start() and wait(), and four blocks of VMEM (lecture §3.2).
+    """
+    for seed, (rows, cols, dtype, scale, block_rows) in enumerate(_SCALE_CASES):
+        x = arrays((rows, cols), seed,
+                   dtype=np.float32 if dtype == "float32" else ml_dtypes.bfloat16)
+        label = f"x = {dtype}[{rows}, {cols}], scale = {scale}, block_rows = {block_rows}"
+        result = api.call("double_buffered_scale", x, scale, block_rows=block_rows)
+        tol = 1e-6 if dtype == "float32" else 1.6e-2
+        try:
+            assert_close(result.value, x.astype(np.float64) * scale, rtol=tol, atol=tol,
+                         what="output")
+        except Mismatch as mismatch:
+            mismatch.input = label
+            raise
+        if not result.traces:
+            raise Mismatch("no pallas_call ran", input=label, expected="one pl.pallas_call",
+                           got="none")
+        call = result.traces[-1]
+        steps = rows // block_rows
+        if call.manual_dma_count != 2 * steps:
+            raise Mismatch("one fetch and one write-back per block", input=label,
+                           expected=f"{2 * steps} manual DMAs",
+                           got=f"{call.manual_dma_count} manual DMAs")
+        exposed = call.ops["manual_dma_exposed_count"].tolist() if call.ops is not None else []
+        if sum(exposed) > 2:
+            raise Mismatch("copies waited with nothing computed since their start() (start() "
+                           "immediately followed by wait()?)", input=label,
+                           expected="at most 2 in all (the first fetch, the last write-back)",
+                           got=f"per grid step: {exposed}")
+        block_bytes = block_rows * cols * x.dtype.itemsize
+        if call.vmem_bytes != 4 * block_bytes:
+            raise Mismatch("VMEM is not two input and two result slots", input=label,
+                           expected=f"{4 * block_bytes} B", got=f"{call.vmem_bytes} B")
+
