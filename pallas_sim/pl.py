@@ -6,6 +6,11 @@ pallas as pl`` to run the same kernel on real Pallas.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
 from ._src import surface as _surface
 from ._src.block_dims import Blocked, BoundedSlice, Element, Squeezed, squeezed
 from ._src.call_args import no_block_spec
@@ -56,8 +61,37 @@ def ds(start: int | None, size: int | None = None, stride: int | None = None) ->
 
 dslice = ds
 
+
+def multiple_of(x: Any, values: int | Sequence[int]) -> Any:
+    """``pl.multiple_of(x, values)``: the promise that ``x`` (a grid index product, a
+    ``pl.ds`` start) is a multiple of ``values``, which Mosaic uses to prove aligned
+    accesses. Returns ``x`` unchanged, as JAX does; the hint changes no value.
+
+    Raises:
+      TypeError: ``values`` is not an int or a sequence of ints (JAX takes nothing else).
+      ValueError: ``x`` is an integer known here and is not a multiple of ``values``: a
+        false hint is undefined behaviour on a TPU (Mosaic trusts it), so pallas_sim
+        refuses it where JAX's interpreter would pass it silently.
+    """
+    ints = [values] if isinstance(values, int) else list(values) if isinstance(
+        values, (tuple, list)) else None
+    if ints is None or not ints or any(isinstance(v, bool) or not isinstance(v, int)
+                                       for v in ints):
+        raise TypeError(f"pl.multiple_of values={values!r}: expected an int or a sequence "
+                        "of ints")
+    raw = concrete(x)
+    if isinstance(raw, (int, np.integer, np.ndarray)) and not isinstance(raw, bool):
+        array = np.asarray(raw)
+        if array.dtype.kind in "iu" and array.size and isinstance(values, int) and values > 0:
+            if np.any(array % values):
+                raise ValueError(f"pl.multiple_of: {array.tolist()} is not a multiple of "
+                                 f"{values}; the hint must hold (a false one is undefined "
+                                 "behaviour on a TPU)")
+    return x
+
 __all__ = ["ANY", "BlockSpec", "Blocked", "BoundedSlice", "Buffered", "CostEstimate", "Element",
            "GridSpec", "MemorySpace", "Squeezed", "cdiv", "ds", "dslice", "kernel", "loop",
+           "multiple_of",
            "no_block_spec", "num_programs", "pallas_call", "program_id", "run_scoped",
            "squeezed", "when"]
 __getattr__ = _surface.refuse_missing("jax.experimental.pallas", __name__)

@@ -272,3 +272,33 @@ def test_pl_loop_refusals_match_jax_in_both(body, error):
         return ns.pl.pallas_call(kernel, out_shape=f32(ns))(X)
 
     assert_refused(build, error, {"hlo": error.__name__, "tpu": error.__name__})
+
+
+# -- pl.multiple_of (an alignment hint manual-DMA kernels use on their pl.ds starts) --------
+
+
+def aligned_row_copies(ns):
+    pl, pltpu, jnp = ns.pl, ns.pltpu, ns.jnp
+
+    def kernel(x, o, buf, sem):
+        for block in range(2):
+            start = pl.multiple_of(block * 8, 8)
+            copy = pltpu.make_async_copy(x.at[pl.ds(start, 8)], buf, sem)
+            copy.start()
+            copy.wait()
+            o[pl.ds(start, 8), :] = buf[...] * 2.0
+
+    return hbm_call(ns, kernel, [pltpu.VMEM((8, 128), jnp.float32),
+                                 pltpu.SemaphoreType.DMA])
+
+
+def test_multiple_of_is_a_hint_that_changes_no_value() -> None:
+    np.testing.assert_array_equal(assert_same_values(aligned_row_copies), X * 2.0)
+
+
+def test_a_false_multiple_of_hint_is_refused_with_its_numbers() -> None:
+    with pytest.raises(ValueError, match="12 is not a multiple of 8"):
+        pallas_sim.pl.multiple_of(12, 8)
+    with pytest.raises(TypeError, match="sequence of ints"):
+        pallas_sim.pl.multiple_of(16, 8.0)
+    assert pallas_sim.pl.multiple_of(16, 8) == 16
