@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import graders.labs.a1_pallas_basics.diagnose as a1
-import graders.labs.a2_pipelining.checks as a2
+import graders.labs.a2_pipelining.diagnose as a2
 import graders.labs.a3_matmul.checks as a3
 import graders.labs.a3_matmul.diagnose as a3_diagnose
 import graders.labs.a5_splash_attention.checks as a5
@@ -234,26 +234,26 @@ def test_schedule_diagnoses_follow_the_schedule() -> None:
     dma, compute, buffers = [1.0] * 6, [2.0] * 6, 2
     case = Case((dma, compute, buffers), {}, ("dma_times", "compute_times", "n_buffers"))
     one_more = ref2.pipeline_schedule(dma, compute, buffers + 1)
-    no_wait = a2._variant_schedule(dma, compute, buffers, slots=False)
+    no_wait = a2.variant_schedule(dma, compute, buffers, slots=False)
     assert not np.allclose(one_more[0], no_wait[0]), "the input must tell the two apart"
-    text = a2._diagnose_schedule(one_more, case)
+    text = a2.diagnose_schedule(one_more, case)
     assert "n_buffers + 1" in text and "free slot" not in text
-    text = a2._diagnose_schedule(no_wait, case)
+    text = a2.diagnose_schedule(no_wait, case)
     assert "free slot" in text and "n_buffers + 1" not in text
     dma, compute = [1.0, 3.0, 1.0, 1.0, 2.0], [2.0, 1.0, 4.0, 1.0, 1.0]
     case = Case((dma, compute, buffers), {}, ("dma_times", "compute_times", "n_buffers"))
-    text = a2._diagnose_schedule(ref2.pipeline_schedule(dma, compute, buffers + 1), case)
+    text = a2.diagnose_schedule(ref2.pipeline_schedule(dma, compute, buffers + 1), case)
     assert "2 known mistakes" in text and "free slot" in text and "n_buffers + 1" in text, (
         "where both mistakes give the same schedule, both are named")
-    overlapping = a2._variant_schedule(dma, compute, buffers, unit=False)
-    assert "does not wait for compute k-1" in a2._diagnose_schedule(overlapping, case)
+    overlapping = a2.variant_schedule(dma, compute, buffers, unit=False)
+    assert "does not wait for compute k-1" in a2.diagnose_schedule(overlapping, case)
     correct = ref2.pipeline_schedule(dma, compute, buffers)
     shifted = (correct[0] + 0.5, correct[1] + 0.5)
-    assert a2._diagnose_schedule(shifted, case) is None
+    assert a2.diagnose_schedule(shifted, case) is None
 
 
 @pytest.mark.task("2.4")
 def test_bandwidth_diagnoses() -> None:
     inverted = 100.0 * (1 - 0.25) / (2.0 * 0.25)
-    assert "upside down" in a2._diagnose_bandwidth(inverted, 100.0, 2.0, 0.25)
-    assert a2._diagnose_bandwidth(1.0, 100.0, 2.0, 0.25) is None
+    assert "upside down" in a2.diagnose_bandwidth(inverted, 100.0, 2.0, 0.25)
+    assert a2.diagnose_bandwidth(1.0, 100.0, 2.0, 0.25) is None

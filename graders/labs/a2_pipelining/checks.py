@@ -15,7 +15,6 @@ values against the reference, the schedule of its DMAs from the trace.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 from hypothesis import strategies as st
@@ -32,6 +31,17 @@ from graders.checks.compare import (
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import BF16, F32, Case, make_array
 from graders.labs.a2_pipelining import worked
+from graders.labs.a2_pipelining.diagnose import (
+    ANTI_PATTERN,
+    SINGLE_BUFFER,
+    TIME_TOL,
+    close_times,
+    diagnose_bandwidth,
+    diagnose_blocks,
+    diagnose_raised,
+    diagnose_schedule,
+    truncated_gantt,
+)
 
 A = "a2"
 MiB = 1 << 20
@@ -42,7 +52,6 @@ STEP_DMA = STEP_BYTES / HBM_BANDWIDTH
 STEP_COMPUTE = 2 * 1024**3 / PEAK_FLOPS
 STEPS = 504  # (4096/1024)·(18432/1024)·(7168/1024)
 WORKED_RTOL = 5e-3
-TIME_TOL = 1e-9  # absolute and relative, on sums of at most 64 durations <= 20
 
 #: The lecture's two charts for 6 blocks, DMA 1, compute 2, width 54 (lecture §3.1).
 CHART_ONE_BUFFER, CHART_TWO_BUFFERS = worked.CHARTS[1], worked.CHARTS[2]
@@ -115,58 +124,6 @@ def _fmt_rows(a: np.ndarray, limit: int = 8) -> str:
     return "[" + ", ".join(rows) + more + "]"
 
 
-def _close(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(np.allclose(a, b, rtol=TIME_TOL, atol=TIME_TOL))
-
-
-def _variant_schedule(dma, compute, buffers: int, *, engine: bool = True,
-                      slots: bool = True, unit: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """A schedule with one rule left out (for diagnoses): ``engine=False`` lets DMAs
-    overlap, ``slots=False`` lets DMAs run ahead without waiting for a free slot,
-    ``unit=False`` lets compute steps overlap."""
-    d, c = np.asarray(dma, np.float64), np.asarray(compute, np.float64)
-    dma_iv, comp_iv = np.zeros((len(d), 2)), np.zeros((len(d), 2))
-    for k in range(len(d)):
-        start = dma_iv[k - 1, 1] if engine and k else 0.0
-        if slots and k >= buffers:
-            start = max(start, comp_iv[k - buffers, 1])
-        dma_iv[k] = start, start + d[k]
-        begin = max(dma_iv[k, 1], comp_iv[k - 1, 1] if unit and k else 0.0)
-        comp_iv[k] = begin, begin + c[k]
-    return dma_iv, comp_iv
-
-
-def _diagnose_schedule(got: tuple[np.ndarray, np.ndarray], case: Case) -> str | None:
-    """The diagnosis of the modelled mistakes whose schedule ``got`` is on this input (all
-    of them when the input cannot tell them apart), else None."""
-    dma, compute, buffers = case.args
-    guesses = []
-    if buffers > 1:  # with one buffer the single-buffered schedule is the right one
-        guesses.append((
-            ref.pipeline_schedule(dma, compute, 1),
-            "n_buffers is ignored: this is the single-buffered schedule, where DMA k waits for "
-            "compute k-1 whatever the number of slots (lecture §3.1)"))
-    guesses += [
-        (_variant_schedule(dma, compute, buffers, engine=False),
-         "two DMAs run at the same time: there is one DMA engine, so DMA k also waits for "
-         "DMA k-1 to finish (lecture §3.1)"),
-        (_variant_schedule(dma, compute, buffers, slots=False),
-         "DMA k does not wait for a free slot: with n_buffers slots it must wait for compute "
-         "k - n_buffers to finish (lecture §3.1)"),
-        (ref.pipeline_schedule(dma, compute, buffers + 1),
-         "this is the schedule of n_buffers + 1 slots: DMA k waits for compute "
-         "k - n_buffers - 1, one block too few; with n_buffers slots it waits for compute "
-         "k - n_buffers (lecture §3.1)"),
-        (_variant_schedule(dma, compute, buffers, unit=False),
-         "compute k does not wait for compute k-1: there is one compute unit, so compute k "
-         "starts at max(end of DMA k, end of compute k-1) (lecture §3.1)"),
-    ]
-    texts = [text for (dma_iv, comp_iv), text in guesses
-             if _close(got[0], dma_iv) and _close(got[1], comp_iv)]
-    if len(texts) <= 1:
-        return texts[0] if texts else None
-    return f"{len(texts)} known mistakes give exactly this schedule here: " + "; or ".join(texts)
-
 
 @check(A, "2.1", 8, "worked answers: 6 blocks (DMA 1, compute 2) end at 18 with one buffer "
                      "and 13 with two; Ex3 (d 3, c 1, 100 blocks) ends at 400 and 301")
@@ -183,7 +140,7 @@ def schedule_worked(s: Session) -> None:
         if not math.isclose(got[1][-1, 1], total, rel_tol=1e-9):
             raise CheckFailure("the last compute step ends at the wrong time", input=label,
                                expected=f"{total:g}", got=f"{got[1][-1, 1]:g}",
-                               diagnosis=_diagnose_schedule(got, case))
+                               diagnosis=diagnose_schedule(got, case))
 
 
 @check(A, "2.1", 15, "pipeline_schedule's intervals equal the reference's on drawn durations "
@@ -197,14 +154,14 @@ def schedule_matches_reference(s: Session) -> None:
         got = _intervals(s.invoke("pipeline_schedule", case.args).value, len(dma))
         expected = ref.pipeline_schedule(*case.args)
         for g, e, name in zip(got, expected, ("DMA", "compute"), strict=True):
-            if not _close(g, e):
+            if not close_times(g, e):
                 k = int(np.argmax(np.any(~np.isclose(g, e, rtol=TIME_TOL, atol=TIME_TOL),
                                          axis=1)))
                 raise CheckFailure(
                     f"the {name} interval of block {k} differs from the reference",
                     expected=f"{name} intervals {_fmt_rows(e)}",
                     got=f"{name} intervals {_fmt_rows(g)}",
-                    diagnosis=_diagnose_schedule(got, case))
+                    diagnosis=diagnose_schedule(got, case))
     run_property(schedule_cases(), body, max_examples=30)
 
 
@@ -259,23 +216,11 @@ def schedule_invariants(s: Session) -> None:
         if broken is not None:
             raise CheckFailure(f"the schedule breaks a rule of the model: {broken}",
                                got=f"DMA {_fmt_rows(got[0])}\ncompute {_fmt_rows(got[1])}",
-                               diagnosis=_diagnose_schedule(got, case))
+                               diagnosis=diagnose_schedule(got, case))
     run_property(schedule_cases(), body, max_examples=25)
 
 
 # --- Task 2.2 render_gantt -----------------------------------------------------------------
-
-def _truncated_gantt(dma_iv: np.ndarray, comp_iv: np.ndarray, width: int) -> str:
-    """The chart with cells cut by int() instead of round() (a known mistake)."""
-    total = float(comp_iv[-1, 1])
-    lines = []
-    for label, rows in (("DMA     |", dma_iv), ("compute |", comp_iv)):
-        cells = [" "] * width
-        for k, (start, end) in enumerate(rows.tolist()):
-            for cell in range(int(start * width / total), int(end * width / total)):
-                cells[cell] = str(k % 10)
-        lines.append(label + "".join(cells) + "|")
-    return "\n".join(lines)
 
 
 def _compare_chart(got: object, expected: str, dma_iv: np.ndarray, comp_iv: np.ndarray,
@@ -298,7 +243,7 @@ def _compare_chart(got: object, expected: str, dma_iv: np.ndarray, comp_iv: np.n
                                                     strict=True)) if a != b)
         what = (f"the {('DMA', 'compute')[row]} row differs from character {col} on "
                 f"({got_lines[row][col]!r} instead of {want_lines[row][col]!r})")
-    if got == _truncated_gantt(dma_iv, comp_iv, width):
+    if got == truncated_gantt(dma_iv, comp_iv, width):
         diagnosis = ("cell boundaries are truncated with int(); use Python's round(t * width / T)"
                      " (lecture §3.1)")
     raise CheckFailure(what, expected=expected, got=got, diagnosis=diagnosis)
@@ -481,17 +426,6 @@ def _bandwidth(s: Session, args: tuple, label: str) -> float:
                             expected="a finite float (bytes per time unit)", input=label)
 
 
-def _diagnose_bandwidth(got: float, bytes_per_step: float, compute: float, u: float
-                        ) -> str | None:
-    if math.isclose(got, bytes_per_step * u / compute, rel_tol=1e-6):
-        return ("the DMA time was taken as c / u, which is the whole step (c + d); subtract the "
-                "compute time: d = c·(1/u - 1) (lecture §3.2)")
-    if math.isclose(got, bytes_per_step * (1 - u) / (compute * u), rel_tol=1e-6):
-        return ("the DMA time was taken as c·u / (1 - u), the ratio of the two times turned "
-                "upside down: from u = c / (c + d), d = c·(1/u - 1) (lecture §3.2)")
-    return None
-
-
 @check(A, "2.4", 5, "worked answer: 4 MiB per step, compute 2.087 µs, measured 23.4 % → DMA "
                     "≈ 6.83 µs, about 614 GB/s (lecture §3.2)")
 def bandwidth_worked(s: Session) -> None:
@@ -507,7 +441,7 @@ def bandwidth_worked(s: Session) -> None:
         raise CheckFailure("the effective bandwidth is wrong", input=label,
                            expected=f"about {answer.bandwidth:.4g} B/s (d ≈ "
                                     f"{answer.dma_time:.4g} s)", got=f"{got:.4g}",
-                           diagnosis=_diagnose_bandwidth(got, *args))
+                           diagnosis=diagnose_bandwidth(got, *args))
 
 
 @check(A, "2.4", 5, "effective_bandwidth equals the reference's on drawn bytes, compute times "
@@ -530,7 +464,7 @@ def bandwidth_matches_reference(s: Session) -> None:
         if not math.isclose(got, expected, rel_tol=1e-9):
             raise CheckFailure("the effective bandwidth is wrong", input=label,
                                expected=f"{expected:.6g}", got=f"{got:.6g}",
-                               diagnosis=_diagnose_bandwidth(got, *args))
+                               diagnosis=diagnose_bandwidth(got, *args))
     run_property(cases, body, max_examples=20)
 
 
@@ -546,32 +480,6 @@ def bandwidth_matches_reference(s: Session) -> None:
 # input where it happened (lecture §3.2).
 
 SCALES = (2.0, -0.5, 1.5, 3.0)
-
-ANTI_PATTERN = ("each copy is waited right after it is started (start() immediately followed "
-                "by wait(), the slides' anti-pattern): nothing is computed while the data "
-                "moves, which is the single-buffered schedule of Task 2.1. Start the copy of "
-                "block k + 1 before waiting for block k, and wait for a write-back only after "
-                "the next block has been computed (lecture §3.2)")
-SINGLE_BUFFER = ("the VMEM scratch holds {slots} block(s), not four: with a single slot for the "
-                 "incoming (or the outgoing) blocks, the copy of block k + 1 lands in the slot "
-                 "block k is being computed from (on a TPU a race, on a schedule without it no "
-                 "overlap). Give each direction two slots, (2, block_rows, N), and alternate "
-                 "(lecture §3.2)")
-NO_FINAL_WAIT = ("a copy is still in flight when the kernel ends (the simulator names the "
-                 "first one): a DMA that is never waited never lands, so a missing final wait "
-                 "leaves the last write-back's rows out of HBM. Every start() needs its wait() "
-                 "by the last step: there, also wait for your own write-back (lecture §3.2)")
-WRONG_SLOT = ("a wait found no copy in flight on its semaphore: the slot waited on is not "
-              "the one the copy was started on. The slot must flip once per step, after the "
-              "block is computed, and block k + 1 goes into the other slot "
-              "(1 - slot) (lecture §3.2)")
-
-UNSET_SLOT = ("a slot index near ±2³¹ is the poison value SMEM scratch starts with: the slot "
-              "was read before any step stored it. Store 0 in slot_ref at step 0, and keep "
-              "the grid 'arbitrary' so that step 0 runs first and the steps run in order "
-              "(a 'parallel' axis may run them in any order, lecture §3.2)")
-#: An index of 2**30 or more in magnitude in an IndexError: a poisoned int32 slot.
-_POISON_INDEX = re.compile(r"index \[?-?\d{10}\b")
 
 
 @st.composite
@@ -595,54 +503,12 @@ SCHEDULE_CASES = (
 )
 
 
-def _diagnose_raised(failure: CheckFailure) -> CheckFailure:
-    """Add the diagnosis of a known mistake to the failure of a call that raised."""
-    what = failure.what or ""
-    if failure.diagnosis is None:
-        if "raised UnwaitedDMAError" in what:
-            failure.diagnosis = NO_FINAL_WAIT
-        elif "no copy in flight" in what:
-            failure.diagnosis = WRONG_SLOT
-        elif "raised IndexError" in what and _POISON_INDEX.search(what):
-            failure.diagnosis = UNSET_SLOT
-    return failure
-
-
 def _invoke_scale(s: Session, case: Case):
     """The student's call on ``case``; a raise gets its diagnosis."""
     try:
         return s.invoke("double_buffered_scale", case.args, case.kwargs)
     except CheckFailure as failure:
-        raise _diagnose_raised(failure) from None
-
-
-def _diagnose_blocks(got: np.ndarray, case: Case) -> str | None:
-    """What the wrong output blocks hold, when that names a mistake: another block of x
-    scaled (the slot read is not the one the block was copied into), or NaN (a slot read
-    before any copy into it was waited, or a block never written back)."""
-    (x, scale), block_rows = case.args, case.kwargs["block_rows"]
-    if got.shape != x.shape:
-        return None
-    rtol, atol = tolerance(x.dtype)
-    expected = ref.double_buffered_scale(x, scale, block_rows=block_rows).astype(np.float64)
-    g = got.astype(np.float64)
-    steps = x.shape[0] // block_rows
-    blocks = [slice(k * block_rows, (k + 1) * block_rows) for k in range(steps)]
-    for k, rows in enumerate(blocks):
-        if np.allclose(g[rows], expected[rows], rtol=rtol, atol=atol):
-            continue
-        if np.isnan(g[rows]).all():
-            return (f"block {k} of the output is all NaN (poison): its slot was read before "
-                    "the copy into it was waited, or its write-back never ran (lecture §3.2)")
-        for j, other in enumerate(blocks):
-            if j != k and np.allclose(g[rows], expected[other], rtol=rtol, atol=atol):
-                return (f"block {k} of the output holds block {j} of x, scaled: a fetch, "
-                        "the slot read or a write-back is matched to the wrong block. Fetch "
-                        "rows k·block_rows ... of block k into `slot` "
-                        "and block k + 1 into `1 - slot`, write back to the same rows, and "
-                        "flip the slot once per step (lecture §3.2)")
-        return None
-    return None
+        raise diagnose_raised(failure) from None
 
 
 @check(A, "2.5", 10, "double_buffered_scale returns x * scale from its own pallas_call on drawn "
@@ -661,7 +527,7 @@ def scale_values(s: Session) -> None:
             assert_close(reply.value, expected, rtol, atol)
         except CheckFailure as failure:
             if isinstance(reply.value, np.ndarray):
-                failure.diagnosis = _diagnose_blocks(reply.value, case)
+                failure.diagnosis = diagnose_blocks(reply.value, case)
             raise
     run_property(scale_cases(), body, max_examples=12)
 
