@@ -244,8 +244,8 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
     """The CSV gradebook text of every ``<student>/<stem>/results.json`` under ``out``.
 
     Columns as ``graders.reports.gradebook_csv``: ``student``, graded task ids, each
-    performance task's predicted ms, assignment totals, ``total``; one row per student, sorted; cells written as that
-    module writes them (names escaped, formulas neutralised). ``notes`` (student ->
+    performance task's predicted ms, assignment totals, ``total``; one row per student,
+    sorted; cells written as that module writes them (names escaped, formulas neutralised). ``notes`` (student ->
     lines such as "missing: a1", "misnamed: a1.txt") adds a ``notes`` column, and a row
     for every student it names, with or without results.
     """
