@@ -246,8 +246,9 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
     Columns as ``graders.reports.gradebook_csv``: ``student``, graded task ids, each
     performance task's predicted ms, assignment totals, ``total``; one row per student,
     sorted; cells written as that module writes them (names escaped, formulas
-    neutralised). ``notes`` (student -> lines such as "missing: a1", "misnamed: a1.txt") adds a ``notes`` column, and a row
-    for every student it names, with or without results.
+    neutralised). ``notes`` (student -> lines such as "missing: a1", "misnamed:
+    a1.txt") adds a ``notes`` column, and a row for every student it names, with or
+    without results.
     """
     from graders.reports.gradebook_csv import (
         format_ms,
