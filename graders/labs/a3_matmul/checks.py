@@ -571,8 +571,9 @@ def ideal_time_property(s: Session) -> None:
 
 #: Full points within this fraction above the fastest legal candidate's predicted time.
 PERFORMANCE_RTOL = worked.PERFORMANCE_RTOL
-#: Seconds the worker may take for the abstract run (128-blocks: about 260 000 grid steps).
-PERFORMANCE_TIMEOUT = 20.0
+#: Seconds the worker may take for the abstract run: (128, 128, 128), 258 048 grid steps,
+#: takes about 5 s in-process and 14 s graded on this loaded 2-core machine.
+PERFORMANCE_TIMEOUT = 30.0
 _PERF_M, _PERF_K = ref.PERFORMANCE_X_SHAPE
 _PERF_N = ref.PERFORMANCE_Y_SHAPE[1]
 _PERF_LABEL = (f"bf16 x [{_PERF_M}, {_PERF_K}] @ y [{_PERF_K}, {_PERF_N}] on one Ironwood "
@@ -621,7 +622,7 @@ def _chosen_run(s: Session) -> dict:
     outcome = _CHOSEN.get(s)
     if outcome is None:
         kwargs = {"x_shape": ref.PERFORMANCE_X_SHAPE, "y_shape": ref.PERFORMANCE_Y_SHAPE,
-                  "chip": ref.PERFORMANCE_CHIP}
+                  "chip": ref.PERFORMANCE_CHIP, "candidates": ref.MATMUL_BLOCK_CANDIDATES}
         try:
             outcome = s.invoke("choose_matmul_blocks", (), kwargs, harness="a3",
                                timeout=PERFORMANCE_TIMEOUT).value

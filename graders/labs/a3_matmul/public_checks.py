@@ -290,7 +290,8 @@ def blocks_fit(api: Api) -> None:
     """
     try:
         reply = api.kernel("a3", "choose_matmul_blocks", x_shape=worked.X_SHAPE,
-                           y_shape=worked.Y_SHAPE, chip="v7")
+                           y_shape=worked.Y_SHAPE, chip="v7",
+                           candidates=worked.BLOCK_CANDIDATES)
     except StudentRaised as raised:
         if raised.error_type == "VmemOOMError":
             raise raised.copy(diagnosis="the blocks' double buffers, 2·(bm·bk·2 + bk·bn·2 + "
