@@ -79,9 +79,9 @@ def choose_matmul_blocks(sub: ModuleType, *, x_shape: tuple[int, int],
     the student returned, as a list when it is a sequence of ints, else its repr, and then
     nothing else; nothing else either when a block is not one of ``candidates``, so that a
     (1, 1, 1) never starts a run of billions of steps), and per pallas_call of the run
-    ``grid``, ``block_shapes`` (of the in and out operands), ``time_s`` (predicted seconds), ``mfu``, ``vmem_bytes`` and
-    ``vmem_limit_bytes``. Raises what the student's code raises, e.g. ``VmemOOMError`` with
-    a real run's message when the blocks do not fit.
+    ``grid``, ``block_shapes`` (of the in and out operands), ``time_s`` (predicted
+    seconds), ``mfu``, ``vmem_bytes`` and ``vmem_limit_bytes``. Raises what the student's
+    code raises, e.g. ``VmemOOMError`` with a real run's message when the blocks do not fit.
     """
     import pallas_sim
 
