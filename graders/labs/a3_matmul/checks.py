@@ -660,6 +660,15 @@ def _validate_choice(reply: object) -> dict:
             input=_PERF_LABEL, expected=f"grid {want_grid}, blocks of x, y, z {want_blocks}",
             got=got or "no pallas_call",
             hint="Task 3.2's matmul must make one pallas_call with block_shape's blocks")
+    # Defence in depth: the time comes from the worker; no prediction of this matmul can
+    # beat the chip's peak (2·M·N·K FLOPs at 1028.75 TFLOP/s = 1.052 ms).
+    floor_s = 2 * _PERF_M * _PERF_N * _PERF_K / PEAK_FLOPS
+    time_s = calls[0].get("time_s")
+    if not isinstance(time_s, float) or not math.isfinite(time_s) or time_s < floor_s:
+        raise CheckFailure("the predicted time of your matmul is not a prediction of this "
+                           "matmul", input=_PERF_LABEL,
+                           expected=f"at least {floor_s * 1e3:.3f} ms (all FLOPs at peak)",
+                           got=str(time_s), status="error")
     return reply
 
 
