@@ -24,7 +24,7 @@ from graders.grading import grade_file  # noqa: E402
 CASES = [
     ("a1 (Tasks 1.1-1.5)", ROOT / "examples/submissions/ada_correct/a1_pallas_basics.py"),
     ("a2 (Tasks 2.1-2.5)", ROOT / "examples/submissions/ada_correct/a2_pipelining.py"),
-    ("a3 (Tasks 3.1-3.4)", ROOT / "examples/submissions/ada_correct/a3_matmul.py"),
+    ("a3 (Tasks 3.1-3.5)", ROOT / "examples/submissions/ada_correct/a3_matmul.py"),
     ("a4 (Tasks 4.1-4.6)", ROOT / "examples/submissions/ada_correct/a4_flash_attention.py"),
     ("a5 (Tasks 5.1-5.6)", ROOT / "examples/submissions/ada_correct/a5_splash_attention.py"),
 ]

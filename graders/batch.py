@@ -74,7 +74,8 @@ def result_document(result: SubmissionResult) -> dict[str, Any]:
         "sha256": result.sha256,
         "load_error": (terminal_text(result.load_error, multiline=True)
                        if result.load_error else None),
-        "checks": [{"status": c.status, "reason": terminal_text(c.reason)}
+        "checks": [{"status": c.status, "reason": terminal_text(c.reason),
+                    **({"measures": dict(c.measures)} if c.measures else {})}
                    for c in result.checks],
     }
     return document
@@ -122,7 +123,8 @@ def _check_of(assignment: str, test: dict, state: dict) -> CheckResult:
         assignment=assignment, task=str(test["number"]), check=str(test["name"]),
         points=float(test["score"]), max_points=float(test["max_score"]),
         status=str(state["status"]), feedback=str(test.get("output", "")), seconds=0.0,
-        graded=graded, reason=str(state.get("reason", "")))
+        graded=graded, reason=str(state.get("reason", "")),
+        measures={str(k): float(v) for k, v in (state.get("measures") or {}).items()})
 
 
 def read_results(out: Path) -> list[SubmissionResult]:
@@ -241,13 +243,21 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
                            ) -> str:
     """The CSV gradebook text of every ``<student>/<stem>/results.json`` under ``out``.
 
-    Columns as ``graders.reports.gradebook_csv``: ``student``, graded task ids,
-    assignment totals, ``total``; one row per student, sorted; cells written as that
-    module writes them (names escaped, formulas neutralised). ``notes`` (student ->
-    lines such as "missing: a1", "misnamed: a1.txt") adds a ``notes`` column, and a row
-    for every student it names, with or without results.
+    Columns as ``graders.reports.gradebook_csv``: ``student``, graded task ids, each
+    performance task's predicted ms, assignment totals, ``total``; one row per student,
+    sorted; cells written as that module writes them (names escaped, formulas
+    neutralised). ``notes`` (student -> lines such as "missing: a1", "misnamed:
+    a1.txt") adds a ``notes`` column, and a row for every student it names, with or
+    without results.
     """
-    from graders.reports.gradebook_csv import gradebook_columns, gradebook_text, student_cell_value
+    from graders.reports.gradebook_csv import (
+        format_ms,
+        gradebook_columns,
+        gradebook_text,
+        predicted_column,
+        predicted_ms,
+        student_cell_value,
+    )
 
     rows: dict[str, dict[str, str]] = {}
     ids: set[str] = set()
@@ -266,6 +276,9 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
         for task, value in points.items():
             row[task] = format_points(round(value, 6))
         row[info.id] = format_points(float(data.get("score", 0)))
+        result = read_result(path)
+        for task_id, value in (predicted_ms(result) if result else {}).items():
+            row[predicted_column(task_id)] = format_ms(value)
         ids.add(info.id)
     columns = gradebook_columns(sorted(ids))
     for row in rows.values():

@@ -144,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, what in (("release", "regenerate assignments/ from solutions/ (instructors)"),
                        ("nbgrader", "write an nbgrader course (instructors)"),
                        ("gradescope", "build a Gradescope autograder zip (instructors)"),
-                       ("profile", "predicted TPU time of a file's kernels (pallas_sim.estimate)")):
+                       ("profile", "predicted TPU time of a file's kernels (pallas_sim.estimate)"),
+                       ("leaderboard", "rank a graded class on each performance task")):
         commands.add_parser(name, help=what, add_help=False)
     return parser
 
@@ -499,6 +500,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from graders import kernel_profile
 
         return int(kernel_profile.main(argv[1:]) or 0)
+    if argv and argv[0] == "leaderboard":
+        from graders.reports import leaderboard
+
+        return int(leaderboard.main(argv[1:]) or 0)
     args = build_parser().parse_args(argv)
     if getattr(args, "timeout", 0.0) is None:
         samples = args.command == "grade" and not args.paths

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pallas_sim
 from graders.assignments import Assignment, assignment_for_stem, get_assignment
+from graders.checks import measures
 from graders.checks.framework import (
     Check,
     CheckFailure,
@@ -75,6 +76,9 @@ class CheckResult:
     reason: str = ""
     internal: bool = False
     internal_detail: str = ""
+    #: What the check measured besides its points (``graders.checks.measures``): e.g. a
+    #: performance task's ``"predicted_ms"``; empty for most checks.
+    measures: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         status = Status(self.status)
@@ -377,6 +381,7 @@ def run_check(session: Session, check: Check, assignment: Assignment) -> CheckRe
         outcome = None
     finally:
         session.begin_check(None)
+        recorded = measures.take(session)
     seconds = time.monotonic() - started
     if outcome is not None:
         return _result_for_failure(check, assignment, outcome, seconds, detail)
@@ -387,7 +392,7 @@ def run_check(session: Session, check: Check, assignment: Assignment) -> CheckRe
     return CheckResult(
         assignment=assignment.id, task=check.task, check=check.name, points=check.points,
         max_points=check.points, status=Status.PASSED, feedback=feedback, seconds=seconds,
-        graded=task.graded,
+        graded=task.graded, measures=recorded,
     )
 
 

@@ -31,11 +31,16 @@ class Task:
     points: float
     graded: bool = True
     depends: tuple[str, ...] = ()
+    #: Graded on the predicted speed of the student's own kernel (issue 15): its points are
+    #: reported apart from correctness, and its title says "(performance)".
+    performance: bool = False
 
     @property
     def title(self) -> str:
-        """The task's functions as reports show them: ``"merge_attention_states, ..."``."""
-        return ", ".join(self.functions)
+        """The task's functions as reports show them: ``"merge_attention_states, ..."``;
+        a performance task's ends with ``" (performance)"``."""
+        names = ", ".join(self.functions)
+        return f"{names} (performance)" if self.performance else names
 
 
 @dataclass(frozen=True, kw_only=True)

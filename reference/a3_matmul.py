@@ -2,7 +2,9 @@
 
 Public names are exactly those of the student API: ``matmul_kernel``,
 ``matmul``, ``matmul_vmem_bytes``, ``arithmetic_intensity``,
-``min_compute_bound_block``, ``ideal_matmul_time``.
+``min_compute_bound_block``, ``ideal_matmul_time``, ``choose_matmul_blocks``
+(Task 3.5, with the trusted side of its grading: ``predicted_matmul_time``,
+``best_matmul_blocks``).
 
 Written independently of the solution:
 
@@ -22,6 +24,7 @@ import ml_dtypes as _ml_dtypes
 import numpy as _np
 
 from pallas_sim import jax as _jax
+from pallas_sim import jnp as _jnp
 from pallas_sim import pl as _pl
 from pallas_sim import pltpu as _pltpu
 from pallas_sim._src.values import concrete as _concrete
@@ -29,6 +32,7 @@ from pallas_sim._src.values import traced as _traced
 
 __all__ = [
     "arithmetic_intensity",
+    "choose_matmul_blocks",
     "ideal_matmul_time",
     "matmul",
     "matmul_kernel",
@@ -183,3 +187,102 @@ def ideal_matmul_time(M: int, N: int, K: int, block: int, *, peak_flops: float,
     steps = (M // b) * (N // b) * (K // b)
     per_step = max(2.0 * b**3 / peak_flops, 2.0 * b * b * dtype_bytes / hbm_bandwidth)
     return steps * per_step
+
+
+# --- Task 3.5 (performance): the block sizes of the lecture's matmul ---------------------------
+
+#: Task 3.5: the values each of bm, bn and bk may take (elements). A legal choice divides
+#: (M, N, K) = (4096, 18432, 7168) (bk = 2048 does not divide K) and fits the scoped VMEM.
+MATMUL_BLOCK_CANDIDATES = (128, 256, 512, 1024, 2048)
+#: Task 3.5: the lecture's matmul, x [M, K] @ y [K, N] in bf16 (lecture §4.1, §4.2).
+PERFORMANCE_X_SHAPE, PERFORMANCE_Y_SHAPE = (4096, 7168), (7168, 18432)
+#: Task 3.5: the chip the time is predicted for (one Ironwood TensorCore).
+PERFORMANCE_CHIP = "v7"
+
+
+def _estimate_kernel(x_ref, y_ref, z_ref) -> None:
+    """The lecture §4.1 kernel in jnp ops (zero at k == 0, z += x @ y in f32), for
+    ``pallas_sim.estimate``: the float64 ``matmul_kernel`` needs values, which an abstract
+    run does not have. Its op counts are those of the lecture's kernel."""
+    red = _pl.program_id(2)
+
+    @_pl.when(red == 0)
+    def _zero():
+        z_ref[...] = _jnp.zeros_like(z_ref)
+
+    z_ref[...] += _jnp.dot(x_ref[...], y_ref[...], preferred_element_type=_np.float32)
+
+
+def _estimate_matmul(x, y, *, block_shape):
+    """The pallas_call of ``matmul`` around ``_estimate_kernel`` (no activation)."""
+    (m_dim, n_dim, k_dim), (bm, bn, bk) = _dims(x, y, block_shape)
+    return _pl.pallas_call(
+        _estimate_kernel,
+        out_shape=_jax.ShapeDtypeStruct((m_dim, n_dim), _np.float32),
+        grid=(m_dim // bm, n_dim // bn, k_dim // bk),
+        in_specs=[_pl.BlockSpec((bm, bk), lambda row, col, red: (row, red)),
+                  _pl.BlockSpec((bk, bn), lambda row, col, red: (red, col))],
+        out_specs=_pl.BlockSpec((bm, bn), lambda row, col, red: (row, col)),
+        compiler_params=_pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")),
+        name="reference_matmul",
+    )(x, y)
+
+
+def predicted_matmul_time(block_shape) -> float:
+    """Task 3.5: predicted seconds of the lecture's matmul with ``block_shape`` = (bm, bn, bk).
+
+    bf16 x (4096, 7168) @ y (7168, 18432), f32 out, on one Ironwood TensorCore
+    (``pallas_sim.estimate``, chip "v7"; docs/performance-model.md; lecture §4.2).
+
+    Raises:
+      ValueError: a block that does not divide its dimension (names it).
+      VmemOOMError: the blocks' double buffers exceed the scoped VMEM, with a real run's
+        message.
+    """
+    import pallas_sim
+
+    dtype = _np.dtype(_ml_dtypes.bfloat16)
+    x = _jax.ShapeDtypeStruct(PERFORMANCE_X_SHAPE, dtype)
+    y = _jax.ShapeDtypeStruct(PERFORMANCE_Y_SHAPE, dtype)
+    estimate = pallas_sim.estimate(_estimate_matmul, x, y, block_shape=tuple(block_shape),
+                                   chip=PERFORMANCE_CHIP)
+    return float(estimate.timelines[0].time_s)
+
+
+def matmul_block_candidates() -> list[tuple[int, int, int]]:
+    """Task 3.5: every (bm, bn, bk) over ``MATMUL_BLOCK_CANDIDATES`` that divides the
+    lecture's (M, N, K); whether it fits VMEM is for ``predicted_matmul_time`` to say."""
+    (m_dim, k_dim), n_dim = PERFORMANCE_X_SHAPE, PERFORMANCE_Y_SHAPE[1]
+    sizes = MATMUL_BLOCK_CANDIDATES
+    return [(bm, bn, bk) for bm in sizes for bn in sizes for bk in sizes
+            if m_dim % bm == 0 and n_dim % bn == 0 and k_dim % bk == 0]
+
+
+def best_matmul_blocks() -> tuple[tuple[int, int, int], float]:
+    """Task 3.5: (the fastest legal candidate, its predicted seconds): the minimum of
+    ``predicted_matmul_time`` over ``matmul_block_candidates`` that fit VMEM (ties: the
+    first in candidate order). Slow (every candidate, down to 128-blocks: about 15 s)."""
+    from pallas_sim import VmemOOMError
+
+    best: tuple[tuple[int, int, int], float] | None = None
+    for blocks in matmul_block_candidates():
+        try:
+            seconds = predicted_matmul_time(blocks)
+        except VmemOOMError:
+            continue
+        if best is None or seconds < best[1]:
+            best = (blocks, seconds)
+    assert best is not None
+    return best
+
+
+#: Task 3.5: the fastest legal candidate, as ``best_matmul_blocks`` finds it (kept here
+#: because the search takes seconds; tests/test_reference_a2_a3.py recomputes it).
+#: (2048, 1024, 1024) is as fast.
+BEST_MATMUL_BLOCKS = (1024, 2048, 1024)
+
+
+def choose_matmul_blocks() -> tuple[int, int, int]:
+    """Task 3.5: the (bm, bn, bk) for the lecture's matmul: ``BEST_MATMUL_BLOCKS``."""
+    return BEST_MATMUL_BLOCKS

@@ -368,18 +368,53 @@ if __name__ == "__main__":
         print(f"Task 3.4 ideal time with {_block}-blocks: {_t * 1e3:.3f} ms")
 
 # %% [markdown]
-# ## Your kernel at the lecture's size (not graded)
+# ## Task 3.5 — performance: choose the blocks
 #
-# You have no TPU, but `pallas_sim` can run your `matmul` on shapes only (no
-# data, no arithmetic) at the full lecture size and predict its time on one
-# Ironwood TensorCore from what your kernel does per grid step: the DMAs its
-# BlockSpecs cause, its MXU flops and VPU work, and a fixed cost per step
-# (docs/performance-model.md says how, and how wrong it can be). From a
-# terminal, `pallas-lab profile a3_matmul.py` prints the same for 512- and
-# 1024-blocks with a timeline of the first steps (`--png DIR` draws it).
-# Compare the two block sizes with §4.2's measurements (4.63 and 1.68 ms), then
-# try other (bm, bn, bk): which ones fit the 32 MiB scoped VMEM, and why does
-# the fastest one win?
+# **Why.** You have no TPU, but `pallas_sim` can run your `matmul` on shapes
+# only (no data, no arithmetic) at the full lecture size and predict its time
+# on one Ironwood TensorCore from what your kernel does per grid step: the
+# DMAs its BlockSpecs cause, its MXU flops and VPU work, and a fixed cost per
+# step (docs/performance-model.md says how, and how wrong it can be). Task 3.4
+# gave the two forces: bigger blocks mean fewer steps and more FLOPs per
+# copied byte; Task 3.3 gave the limit: the double buffers of all three
+# blocks must fit the 32 MiB of scoped VMEM. Square blocks are not the only
+# choice: (bm, bn, bk) may differ, and the output block is f32 while the
+# input blocks are bf16.
+#
+# **Task.** Write `choose_matmul_blocks()` returning the `block_shape`
+# `(bm, bn, bk)`, in the order `matmul` takes it, for the lecture's
+# `(4096, 7168) @ (7168, 18432)` in bf16 on one Ironwood TensorCore. Each of
+# bm, bn and bk must be one of **128, 256, 512, 1024, 2048**; the blocks must
+# divide (M, N, K) = (4096, 18432, 7168) and fit the scoped VMEM. This is a
+# **performance** task: the grader runs *your own* `matmul` (Tasks 3.1 and
+# 3.2) at your blocks through `pallas_sim.estimate` and gives full points
+# when its predicted time is within 10 % of the fastest legal candidate's
+# (3 of its 10 points for a legal choice your matmul runs). Blocks that do
+# not fit VMEM fail the way a real run does, with the compiler's
+# out-of-memory message.
+#
+# **Try it.** The cell below predicts your matmul at 512- and 1024-blocks
+# (compare §4.2's measured 4.63 and 1.68 ms) and at your choice. From a
+# terminal, `pallas-lab profile a3_matmul.py` prints the same with a
+# timeline of the first steps (`--png DIR` draws it). Which candidates fit,
+# and why does the fastest one win?
+
+
+# %%
+def choose_matmul_blocks() -> tuple[int, int, int]:
+    """Task 3.5 (performance): (bm, bn, bk) for the lecture's matmul.  [lecture §4.2]
+
+    For bf16 x [4096, 7168] @ y [7168, 18432] (f32 out) on one Ironwood
+    TensorCore: each of bm, bn, bk one of 128, 256, 512, 1024, 2048, dividing
+    (M, N, K) = (4096, 18432, 7168), with every operand's two buffers within
+    the 32 MiB scoped VMEM. Returns the block_shape tuple that ``matmul`` takes.
+    """
+    ### BEGIN SOLUTION
+    # The largest blocks that fit: 2·(1024·1024·2 + 1024·2048·2 + 1024·2048·4) B = 28 MiB.
+    # 2048 cannot be bk (7168 = 3.5 · 2048), and (2048, 2048, ·) needs at least 40 MiB.
+    return (1024, 2048, 1024)
+    ### END SOLUTION
+
 
 # %%
 if __name__ == "__main__":
@@ -387,8 +422,8 @@ if __name__ == "__main__":
 
     _x = jax.ShapeDtypeStruct((4096, 7168), jnp.bfloat16)
     _y = jax.ShapeDtypeStruct((7168, 18432), jnp.bfloat16)
-    for _block in (512, 1024):
-        _t = pallas_sim.estimate(matmul, _x, _y, block_shape=(_block,) * 3).timelines[0]
-        print(f"predicted with {_block}-blocks: {_t.time_s * 1e3:.3f} ms, MFU "
+    for _blocks in ((512, 512, 512), (1024, 1024, 1024), choose_matmul_blocks()):
+        _t = pallas_sim.estimate(matmul, _x, _y, block_shape=_blocks).timelines[0]
+        print(f"Task 3.5 predicted with {_blocks}: {_t.time_s * 1e3:.3f} ms, MFU "
               f"{_t.mfu * 100:.1f} %, mostly {_t.dominant_bound}-bound, VMEM "
               f"{_t.vmem_bytes / 2**20:.0f} MiB")

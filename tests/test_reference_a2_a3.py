@@ -470,3 +470,48 @@ def test_min_compute_bound_block_is_exact_at_a_tie():
     # peak / bandwidth = 250 exactly: b / 2 must exceed 250, so b = 501 (multiple_of 1), 504.
     assert ref_a3.min_compute_bound_block(500.0, 2.0, 2, 1) == 501
     assert ref_a3.min_compute_bound_block(500.0, 2.0, 2, 8) == 504
+
+
+# --- Task 3.5 (performance): the fastest legal blocks of the lecture's matmul -------------------
+
+LECTURE_X = jax.ShapeDtypeStruct(ref_a3.PERFORMANCE_X_SHAPE, jnp.bfloat16)
+LECTURE_Y = jax.ShapeDtypeStruct(ref_a3.PERFORMANCE_Y_SHAPE, jnp.bfloat16)
+
+
+def test_the_kept_best_blocks_are_the_fastest_legal_candidate():
+    """The grader reads ``ref.BEST_MATMUL_BLOCKS`` instead of searching (seconds per
+    submission); the search over every candidate must still find it, or the timeline model
+    changed and the constant is stale."""
+    blocks, seconds = ref_a3.best_matmul_blocks()
+    assert blocks == ref_a3.BEST_MATMUL_BLOCKS, (
+        f"the fastest legal candidate is now {blocks} ({seconds * 1e3:.3f} ms), not "
+        f"{ref_a3.BEST_MATMUL_BLOCKS}: update reference/a3_matmul.py's BEST_MATMUL_BLOCKS")
+    assert sol_a3.choose_matmul_blocks() == blocks, "the solution chooses the fastest blocks"
+
+
+@pytest.mark.parametrize("blocks", [(1024, 2048, 1024), (512, 512, 512), (128, 2048, 256)])
+def test_solution_and_reference_predict_the_same_time(blocks):
+    """The reference's op-counting kernel stands for the lecture's kernel: the solution's
+    matmul at the same blocks gets the same predicted time (within float rounding)."""
+    got = pallas_sim.estimate(sol_a3.matmul, LECTURE_X, LECTURE_Y, block_shape=blocks,
+                              chip=ref_a3.PERFORMANCE_CHIP).timelines[0].time_s
+    want = ref_a3.predicted_matmul_time(blocks)
+    assert math.isclose(got, want, rel_tol=1e-9), (
+        f"at {blocks}: solution {got * 1e3:.4f} ms, reference {want * 1e3:.4f} ms")
+
+
+def test_blocks_over_vmem_raise_the_real_oom():
+    """(2048, 2048, 1024): 2·(4 + 4 + 16) MiB = 48 MiB > 32 MiB: a real run's VmemOOMError."""
+    with pytest.raises(pallas_sim.VmemOOMError, match=r"Scoped allocation with size 48\.00M"):
+        ref_a3.predicted_matmul_time((2048, 2048, 1024))
+
+
+def test_the_public_candidate_set_is_the_reference_one():
+    assert a3_worked.BLOCK_CANDIDATES == ref_a3.MATMUL_BLOCK_CANDIDATES, (
+        "the public checks and the handout state the set the grader uses")
+    assert (a3_worked.X_SHAPE, a3_worked.Y_SHAPE) == (ref_a3.PERFORMANCE_X_SHAPE,
+                                                      ref_a3.PERFORMANCE_Y_SHAPE)
+    fastest_ms = ref_a3.predicted_matmul_time(ref_a3.BEST_MATMUL_BLOCKS) * 1e3
+    assert a3_worked.FASTEST_MS == round(fastest_ms, 4), (
+        f"the public check's fastest time {a3_worked.FASTEST_MS} ms is the reference's "
+        f"{fastest_ms:.4f} ms (update worked.py when the timeline model changes)")

@@ -1,5 +1,10 @@
 """The CSV gradebook for a batch: one row per student, one column per graded task, total.
 
+A performance task (``Task.performance``, issue 15) also gets a column
+``"<task> predicted ms"``: the predicted time of the student's own kernel, in
+milliseconds, as its checks measured it (``CheckResult.measures``); empty when there is
+no prediction (the kernel did not run, the blocks did not fit, not submitted).
+
 Written atomically (temp file + ``os.replace``) so an interrupted run never
 leaves a half-written gradebook; rows of students already in an existing
 gradebook but not in this run are kept, so a batch can be graded in parts.
@@ -19,18 +24,51 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from graders.assignments import ASSIGNMENTS
+from graders.checks.measures import PREDICTED_MS
 from graders.feedback import format_points
 from graders.grading import SubmissionResult
 from graders.reports.files import atomic_write_text
 from graders.safe_text import csv_cell, csv_value, terminal_text
 
+#: How a performance task's predicted-time column is named: ``"3.5 predicted ms"``.
+PREDICTED_COLUMN = "{task} predicted ms"
+
+
+def predicted_column(task_id: str) -> str:
+    """The gradebook column of a performance task's predicted time (milliseconds)."""
+    return PREDICTED_COLUMN.format(task=task_id)
+
+
+def performance_task_ids(assignment_ids: Sequence[str]) -> list[str]:
+    """The graded performance tasks of these assignments, in course order."""
+    ids = [a for a in ASSIGNMENTS if a in set(assignment_ids)]
+    return [task.id for a in ids for task in ASSIGNMENTS[a].graded_tasks if task.performance]
+
 
 def gradebook_columns(assignment_ids: Sequence[str]) -> list[str]:
-    """``student``, the graded task ids of these assignments (course order), each
-    assignment's total, then ``total``."""
+    """``student``, the graded task ids of these assignments (course order), a
+    ``"<task> predicted ms"`` column per performance task, each assignment's total, then
+    ``total``."""
     ids = [a for a in ASSIGNMENTS if a in set(assignment_ids)]
     tasks = [task.id for a in ids for task in ASSIGNMENTS[a].graded_tasks]
-    return ["student", *tasks, *ids, "total"]
+    predicted = [predicted_column(task) for task in performance_task_ids(ids)]
+    return ["student", *tasks, *predicted, *ids, "total"]
+
+
+def predicted_ms(result: SubmissionResult) -> dict[str, float]:
+    """Task id -> the predicted time (ms) its checks measured, for the performance tasks of
+    ``result`` that have one (``graders.checks.measures.PREDICTED_MS``)."""
+    performance = {task.id for task in result.info.graded_tasks if task.performance}
+    times: dict[str, float] = {}
+    for check in result.checks:
+        if check.task in performance and PREDICTED_MS in check.measures:
+            times.setdefault(check.task, float(check.measures[PREDICTED_MS]))
+    return times
+
+
+def format_ms(value: float) -> str:
+    """A predicted time in ms as the gradebook writes it: 4 decimals (0.1 µs)."""
+    return f"{value:.4f}"
 
 
 def gradebook_text(columns: Sequence[str], rows: Iterable[dict[str, str]]) -> str:
@@ -73,6 +111,8 @@ def gradebook_rows(results: Sequence[SubmissionResult]) -> dict[str, dict[str, s
         for task in result.tasks():
             if task.graded:
                 row[task.task] = format_points(task.points)
+        for task_id, value in predicted_ms(result).items():
+            row[predicted_column(task_id)] = format_ms(value)
         row[result.assignment] = format_points(result.score)
         totals[student] = totals.get(student, 0.0) + result.score
     for student, row in rows.items():

@@ -16,6 +16,7 @@ RELU_LAST = """        @pl.when(k == pl.num_programs(2) - 1)
         def _finish():
             z_ref[...] = jnp.maximum(z_ref[...], 0.0)"""
 RELU_EVERY_K = """        z_ref[...] = jnp.maximum(z_ref[...], 0.0)"""
+BEST = "    return (1024, 2048, 1024)\n"
 
 MUTANTS: list[Mutant] = [
     Mutant("no-zero-init", A3, "3.1",
@@ -88,6 +89,24 @@ MUTANTS: list[Mutant] = [
            (("        candidate += multiple_of", "        candidate += 1"),),
            "the search steps by 1 after its first candidate: not a multiple of multiple_of",
            kept=12, says=("not a multiple of multiple_of",)),
+    # Task 3.5 (performance): plausible wrong block choices. 3 points for a legal choice the
+    # student's matmul runs, 7 for a predicted time within 10 % of the fastest candidate's
+    # (1024, 2048, 1024), 1.344 ms.
+    Mutant("blocks-too-small", A3, "3.5", ((BEST, "    return (512, 512, 512)\n"),),
+           "512-blocks: 4032 grid steps, predicted 4.74 ms (3.5x the fastest)", kept=3,
+           says=("slower than the fastest legal candidate", "4032 grid steps")),
+    Mutant("blocks-over-vmem", A3, "3.5", ((BEST, "    return (2048, 2048, 1024)\n"),),
+           "2048-blocks for the output: 48 MiB of double buffers, over the 32 MiB scoped VMEM",
+           kept=0, says=("VmemOOMError", "Scoped allocation with size 48.00M")),
+    Mutant("blocks-skinny", A3, "3.5", ((BEST, "    return (128, 2048, 1024)\n"),),
+           "a 128-row block: half the MXU's rows, y re-read 32 times; predicted 3.77 ms",
+           kept=3, says=("slower than the fastest legal candidate",)),
+    Mutant("blocks-lecture-square", A3, "3.5", ((BEST, "    return (1024, 1024, 1024)\n"),),
+           "the lecture's 1024-blocks fit but leave 16 MiB of VMEM unused: 1.575 ms, 17 % slower",
+           kept=3, says=("17% slower",)),
+    Mutant("blocks-bk-not-dividing", A3, "3.5", ((BEST, "    return (1024, 1024, 2048)\n"),),
+           "bk = 2048 does not divide K = 7168: the student's matmul raises its ValueError",
+           kept=0, says=("ValueError",)),
     Mutant("ideal-time-one-block", A3, "3.4",
            (("    copy_s = 2 * block**2 * dtype_bytes / hbm_bandwidth",
              "    copy_s = block**2 * dtype_bytes / hbm_bandwidth"),),
@@ -100,5 +119,9 @@ VARIANTS: list[Variant] = [
             "its ValueError messages use str.format, which the policy once refused"),
     Variant("scratch_accumulator", A3,
             "the wrapper accumulates in an f32 VMEM scratch buffer and writes z once at the "
-            "last k step; run with only z (the standard call) the kernel accumulates in z"),
+            "last k step; run with only z (the standard call) the kernel accumulates in z. "
+            "Task 3.5 (performance): the scratch's bm·bn·4 B leave the fastest blocks "
+            "(1024, 2048, 1024) 4 MiB over the VMEM limit; its best, the lecture's 1024-blocks, "
+            "is predicted 17 % slower than the fastest candidate: 3 of 10 points",
+            score=93),
 ]

@@ -42,11 +42,14 @@ class Mutant:
 
 @dataclass(frozen=True)
 class Variant:
-    """A correct alternative that must get 100: ``name``, ``stem``, ``why`` it is right
-    although it differs from the solution, and either ``edits`` on the solution or, when
-    there are none, the whole file ``variants/<stem>/<name>.py``."""
+    """A correct alternative that must get ``score`` (100): ``name``, ``stem``, ``why`` it is
+    right although it differs from the solution, and either ``edits`` on the solution or,
+    when there are none, the whole file ``variants/<stem>/<name>.py``. ``score`` is below
+    100 only where a correct design is predicted slower than the fastest candidate on a
+    performance task (issue 15): ``why`` then says so."""
 
     name: str
     stem: str
     why: str
     edits: tuple[tuple[str, str], ...] = ()
+    score: float = 100

@@ -164,7 +164,9 @@ def test_a_correct_variant_gets_full_marks(graded: dict[str, dict[str, Any]], st
     result = graded[_student("variant", stem, name)]
     failing = {t["name"]: t.get("output", "") for t in result["tests"]
                if t["score"] < t["max_score"]}
-    assert result["score"] == 100, f"{stem}/{name} is correct but lost points: {failing}"
+    want = _variant(stem, name).score
+    assert result["score"] == want, (f"{stem}/{name} is correct and must score {want} "
+                                     f"(Variant.score); lost points: {failing}")
 
 
 def _hidden_checks() -> list[tuple[str, str, str]]:
@@ -193,11 +195,12 @@ def test_the_corpus_summary(graded: dict[str, dict[str, Any]],
         hit, wrong = _verdict(mutant, graded[_student("mutant", mutant.stem, mutant.name)])
         caught += hit
         misattributed += bool(wrong)
-    full = sum(graded[_student("variant", s, n)]["score"] == 100 for s, n in _variants())
+    full = sum(graded[_student("variant", s, n)]["score"] == _variant(s, n).score
+               for s, n in _variants())
     per_stem = {stem: sum(m.stem == stem for m in MUTANTS) for stem in
                 sorted({m.stem for m in MUTANTS})}
     with capsys.disabled():
         print(f"\ncorpus: {caught}/{len(MUTANTS)} mutants caught, {misattributed} "
-              f"misattributed, {full}/{len(_variants())} correct variants at 100; "
+              f"misattributed, {full}/{len(_variants())} correct variants at their score; "
               f"mutants per assignment {per_stem}")
     assert caught == len(MUTANTS) and misattributed == 0 and full == len(_variants())

@@ -91,8 +91,12 @@ def test_the_public_check_of_a_mutant_s_task_fails(mutant, tmp_path: Path) -> No
 def test_a_correct_variant_passes_every_public_check(variant, tmp_path: Path) -> None:
     path = tmp_path / f"{variant.stem}.py"
     path.write_text(_base_source(variant.stem, variant.name), encoding="utf-8")
-    report = check_file(path, assignment_for_stem(variant.stem), timeout=60, profile=PINNED)
-    failing = {t.task: t.detail for t in report.tasks if t.status != "passed"}
+    info = assignment_for_stem(variant.stem)
+    report = check_file(path, info, timeout=60, profile=PINNED)
+    # A variant scored below 100 (Variant.score) is correct but slower on a performance task.
+    slower = {t.id for t in info.graded_tasks if t.performance} if variant.score < 100 else set()
+    failing = {t.task: t.detail for t in report.tasks
+               if t.status != "passed" and t.task not in slower}
     assert not failing, f"{variant.name} is correct ({variant.why}) but fails {failing}"
 
 

@@ -1,4 +1,4 @@
-"""Checks of a3_matmul (lecture §4): Tasks 3.1–3.4, 100 points.
+"""Checks of a3_matmul (lecture §4): Tasks 3.1–3.5, 100 points.
 
 The kernel (3.1) runs in the grader's standard 3D-grid pallas_call
 (``harness.py``), so a fault in the student's wrapper is not
@@ -10,18 +10,27 @@ blocks, so that a missing zero-initialization (fresh output buffers are
 poisoned with NaN), a ReLU inside the k loop and a grid with K first all
 change the result. Values are compared with float64 ``x @ y`` with an error
 bound relative to ``|x| @ |y|``.
+
+Task 3.5 (performance) runs the student's own ``matmul`` at the blocks their
+``choose_matmul_blocks()`` returns through ``pallas_sim.estimate`` in the worker
+(``harness.choose_matmul_blocks``: plain numbers back) and compares the predicted time
+with the fastest legal candidate's, which the trusted side predicts with the reference
+(``ref.predicted_matmul_time``) once per process.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import weakref
 
 import numpy as np
 from hypothesis import strategies as st
 
 import pallas_sim
 import reference.a3_matmul as ref
+from graders.checks import measures
 from graders.checks.compare import (
     against_own_kernel,
     as_array,
@@ -372,7 +381,7 @@ def matmul_fused_relu(s: Session) -> None:
 
 # --- Task 3.3 matmul_vmem_bytes ------------------------------------------------------------
 
-@check(A, "3.3", 8, "worked answers: (4096, 7168) @ (7168, 18432), 1024-blocks, bf16 in, f32 "
+@check(A, "3.3", 4, "worked answers: (4096, 7168) @ (7168, 18432), 1024-blocks, bf16 in, f32 "
                     "out: 664 MiB (1d), 64 MiB (2d), 16 MiB (3d) (lecture §4.1)")
 def vmem_worked(s: Session) -> None:
     """Task 3.3: worked answers: (4096, 7168) @ (7168, 18432), 1024-blocks, bf16 in, f32 out: 664
@@ -407,7 +416,7 @@ def vmem_cases(draw) -> Case:
     return Case((m, n, k), kwargs, ("M", "N", "K"))
 
 
-@check(A, "3.3", 12, "matmul_vmem_bytes equals the reference's on drawn shapes, blocks, grid "
+@check(A, "3.3", 6, "matmul_vmem_bytes equals the reference's on drawn shapes, blocks, grid "
                      "kinds and dtypes")
 def vmem_property(s: Session) -> None:
     """Task 3.3: matmul_vmem_bytes equals the reference's on drawn shapes, blocks, grid kinds and
@@ -556,3 +565,141 @@ def ideal_time_property(s: Session) -> None:
             raise CheckFailure("the ideal time is wrong", expected=f"{expected:.6g} s",
                                got=f"{got:.6g} s")
     run_property(time_cases(), body, max_examples=20)
+
+
+# --- Task 3.5 choose_matmul_blocks (performance) -------------------------------------------
+
+#: Full points within this fraction above the fastest legal candidate's predicted time.
+PERFORMANCE_RTOL = worked.PERFORMANCE_RTOL
+#: Seconds the worker may take for the abstract run: (128, 128, 128), 258 048 grid steps,
+#: takes about 5 s in-process and 14 s graded on this loaded 2-core machine.
+PERFORMANCE_TIMEOUT = 30.0
+_PERF_M, _PERF_K = ref.PERFORMANCE_X_SHAPE
+_PERF_N = ref.PERFORMANCE_Y_SHAPE[1]
+_PERF_LABEL = (f"bf16 x [{_PERF_M}, {_PERF_K}] @ y [{_PERF_K}, {_PERF_N}] on one Ironwood "
+               "TensorCore (lecture §4.2)")
+#: The worker's reply per session (or its failure): both checks of Task 3.5 read one run.
+_CHOSEN: weakref.WeakKeyDictionary[Session, object] = weakref.WeakKeyDictionary()
+
+
+@functools.lru_cache(maxsize=1)
+def best_candidate() -> tuple[tuple[int, int, int], float]:
+    """(the fastest legal candidate, its predicted seconds), predicted with the reference.
+
+    The search over all candidates takes seconds, so its winner is kept in the reference
+    (``ref.BEST_MATMUL_BLOCKS``, recomputed by tests/test_reference_a2_a3.py); only its
+    time is predicted here, once per grading process.
+    """
+    blocks = tuple(ref.BEST_MATMUL_BLOCKS)
+    return blocks, ref.predicted_matmul_time(blocks)
+
+
+def _intensity_note(blocks: tuple[int, int, int]) -> str:
+    """What the blocks cost per the lecture's arithmetic (§4.2): steps and FLOP/B per step."""
+    bm, bn, bk = blocks
+    steps = (_PERF_M // bm) * (_PERF_N // bn) * (_PERF_K // bk)
+    intensity = (2 * bm * bn * bk) / (2 * (bm * bk + bk * bn))  # bf16: 2 B per element
+    return (f"{steps} grid steps of about a microsecond's fixed cost each; "
+            f"{intensity:.0f} FLOP per copied byte per step (Ironwood's balance point: "
+            f"{PEAK_FLOPS / HBM_BANDWIDTH:.0f})")
+
+
+def _oom_diagnosis() -> str:
+    return ("the blocks need "
+            "2·(bm·bk·2 + bk·bn·2 + bm·bn·4) B of double buffers, more than the 32 MiB scoped "
+            "VMEM (Task 3.3's arithmetic, lecture §4.1)")
+
+
+def _chosen_run(s: Session) -> dict:
+    """The student's choice and their matmul's predicted run at it (one worker round trip
+    per session), validated.
+
+    Raises:
+      CheckFailure: not three ints, not a candidate, their matmul raised (the VMEM OOM of a
+        real run, a ValueError for a block that does not divide its dimension), or it did
+        not make one pallas_call with the chosen blocks.
+    """
+    outcome = _CHOSEN.get(s)
+    if outcome is None:
+        kwargs = {"x_shape": ref.PERFORMANCE_X_SHAPE, "y_shape": ref.PERFORMANCE_Y_SHAPE,
+                  "chip": ref.PERFORMANCE_CHIP, "candidates": ref.MATMUL_BLOCK_CANDIDATES}
+        try:
+            outcome = s.invoke("choose_matmul_blocks", (), kwargs, harness="a3",
+                               timeout=PERFORMANCE_TIMEOUT).value
+        except CheckFailure as failure:
+            outcome = failure
+        _CHOSEN[s] = outcome
+    if isinstance(outcome, CheckFailure):
+        failure = outcome.copy(input=_PERF_LABEL)
+        if getattr(failure, "error_type", None) == "VmemOOMError":
+            failure = failure.copy(diagnosis=_oom_diagnosis())
+        raise failure
+    return _validate_choice(outcome)
+
+
+def _validate_choice(reply: object) -> dict:
+    """Check the harness's reply (plain data); returns it. Raises ``CheckFailure``."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("blocks"), list):
+        got = reply.get("blocks") if isinstance(reply, dict) else repr(reply)
+        raise CheckFailure("choose_matmul_blocks() must return a tuple of three ints "
+                           "(bm, bn, bk)", expected="e.g. (512, 512, 512)", got=str(got))
+    blocks = tuple(reply["blocks"])
+    candidates = ref.MATMUL_BLOCK_CANDIDATES
+    if not all(b in candidates for b in blocks):
+        raise CheckFailure("choose_matmul_blocks() returned a block size outside the candidate "
+                           "set", expected=f"each of bm, bn, bk one of {list(candidates)}",
+                           got=str(blocks))
+    calls = reply.get("calls") or []
+    bm, bn, bk = blocks
+    want_grid = [_PERF_M // bm, _PERF_N // bn, _PERF_K // bk]
+    want_blocks = [[bm, bk], [bk, bn], [bm, bn]]
+    if len(calls) != 1 or calls[0]["grid"] != want_grid or calls[0]["block_shapes"] != want_blocks:
+        got = "; ".join(f"grid {c['grid']}, blocks {c['block_shapes']}" for c in calls)
+        raise CheckFailure(
+            f"your matmul did not run one pallas_call with the blocks {blocks} you chose",
+            input=_PERF_LABEL, expected=f"grid {want_grid}, blocks of x, y, z {want_blocks}",
+            got=got or "no pallas_call",
+            hint="Task 3.2's matmul must make one pallas_call with block_shape's blocks")
+    # Defence in depth: the time comes from the worker; no prediction of this matmul can
+    # beat the chip's peak (2·M·N·K FLOPs at 1028.75 TFLOP/s = 1.052 ms).
+    floor_s = 2 * _PERF_M * _PERF_N * _PERF_K / PEAK_FLOPS
+    time_s = calls[0].get("time_s")
+    if not isinstance(time_s, float) or not math.isfinite(time_s) or time_s < floor_s:
+        raise CheckFailure("the predicted time of your matmul is not a prediction of this "
+                           "matmul", input=_PERF_LABEL,
+                           expected=f"at least {floor_s * 1e3:.3f} ms (all FLOPs at peak)",
+                           got=str(time_s), status="error")
+    return reply
+
+
+@check(A, "3.5", 3, "performance: choose_matmul_blocks() returns candidate blocks (bm, bn, bk) "
+                    "at which your own matmul runs the lecture's matmul within the 32 MiB "
+                    "scoped VMEM (predicted by pallas_sim.estimate)")
+def blocks_fit(s: Session) -> None:
+    """Task 3.5: performance: choose_matmul_blocks() returns candidate blocks (bm, bn, bk) at
+    which your own matmul runs the lecture's matmul within the 32 MiB scoped VMEM (predicted
+    by pallas_sim.estimate).
+    """
+    reply = _chosen_run(s)
+    measures.record(s, measures.PREDICTED_MS, reply["calls"][0]["time_s"] * 1e3)
+
+
+@check(A, "3.5", 7, "performance: the predicted time of your matmul at your blocks is within "
+                    "10 % of the fastest legal candidate's (lecture §4.2)")
+def blocks_fast(s: Session) -> None:
+    """Task 3.5: performance: the predicted time of your matmul at your blocks is within 10 % of
+    the fastest legal candidate's (lecture §4.2).
+    """
+    reply = _chosen_run(s)
+    blocks, call = tuple(reply["blocks"]), reply["calls"][0]
+    _, best_s = best_candidate()
+    got_s = float(call["time_s"])
+    if not got_s <= best_s * (1 + PERFORMANCE_RTOL):
+        raise CheckFailure(
+            f"your blocks {blocks} are predicted {got_s / best_s - 1:.0%} slower than the "
+            "fastest legal candidate", input=_PERF_LABEL,
+            expected=f"at most {best_s * (1 + PERFORMANCE_RTOL) * 1e3:.3f} ms (10 % above "
+                     f"the fastest candidate's {best_s * 1e3:.3f} ms)",
+            got=f"{got_s * 1e3:.3f} ms, MFU {call['mfu']:.0%}, VMEM "
+                f"{call['vmem_bytes'] / MiB:.1f} MiB of {call['vmem_limit_bytes'] / MiB:.0f}",
+            diagnosis=_intensity_note(blocks))

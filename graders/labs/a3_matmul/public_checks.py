@@ -277,3 +277,44 @@ def roofline_property(api: Api) -> None:
             raise Mismatch("ideal_matmul_time differs", expected=f"{expected_time:.6g} s",
                            got=f"{got:.6g} s")
     api.run_property(cases(), body)
+
+
+@public_check(A, "3.5", "performance: choose_matmul_blocks() returns (bm, bn, bk) from the "
+                        "candidate set at which your own matmul runs the lecture's matmul "
+                        "within the 32 MiB scoped VMEM, predicted (pallas_sim.estimate) "
+                        "within 10 % of the fastest legal candidate's 1.3437 ms")
+def blocks_fit(api: Api) -> None:
+    """Task 3.5: performance: choose_matmul_blocks() returns (bm, bn, bk) from the candidate
+    set at which your own matmul runs the lecture's matmul within the 32 MiB scoped VMEM,
+    predicted (pallas_sim.estimate) within 10 % of the fastest legal candidate's 1.3437 ms.
+    """
+    try:
+        reply = api.kernel("a3", "choose_matmul_blocks", x_shape=worked.X_SHAPE,
+                           y_shape=worked.Y_SHAPE, chip="v7",
+                           candidates=worked.BLOCK_CANDIDATES)
+    except StudentRaised as raised:
+        if raised.error_type == "VmemOOMError":
+            raise raised.copy(diagnosis="the blocks' double buffers, 2·(bm·bk·2 + bk·bn·2 + "
+                                        "bm·bn·4) B, exceed 32 MiB (Task 3.3)") from None
+        raise
+    blocks = reply.get("blocks")
+    if not isinstance(blocks, list):
+        raise Mismatch("choose_matmul_blocks() must return a tuple of three ints (bm, bn, bk)",
+                       expected="e.g. (512, 512, 512)", got=str(blocks))
+    if not all(b in worked.BLOCK_CANDIDATES for b in blocks):
+        raise Mismatch("a block size outside the candidate set",
+                       expected=f"each of bm, bn, bk one of {list(worked.BLOCK_CANDIDATES)}",
+                       got=str(tuple(blocks)))
+    calls = reply["calls"]
+    if len(calls) != 1 or calls[0]["vmem_bytes"] > worked.SCOPED_VMEM:
+        raise Mismatch("your matmul should make one pallas_call within the scoped VMEM",
+                       expected="1 pallas_call, at most 32 MiB",
+                       got=", ".join(f"{c['vmem_bytes'] / MiB:.1f} MiB" for c in calls)
+                       or "no pallas_call")
+    limit_ms = worked.FASTEST_MS * (1 + worked.PERFORMANCE_RTOL)
+    got_ms = calls[0]["time_s"] * 1e3
+    if got_ms > limit_ms:
+        raise Mismatch(f"your blocks {tuple(blocks)} are predicted slower than 10 % above the "
+                       "fastest legal candidate",
+                       expected=f"at most {limit_ms:.4f} ms (fastest {worked.FASTEST_MS} ms)",
+                       got=f"{got_ms:.4f} ms (MFU {calls[0]['mfu']:.0%})")

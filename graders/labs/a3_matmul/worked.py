@@ -27,3 +27,16 @@ MIN_BLOCK: dict[int, int] = {8: 560, 1: 559}
 INTENSITY_BLOCK, INTENSITY = 1024, 512.0
 #: Task 3.4 (lecture §4.2): the ideal time of SHAPE on Ironwood, in ms, by block size.
 IDEAL_MS: dict[int, float] = {512: 1.147, 1024: 1.052}
+
+#: Task 3.5 (performance): the values each of bm, bn, bk may take (the handout's set; the
+#: reference's ``MATMUL_BLOCK_CANDIDATES``, checked equal by tests/test_reference_a2_a3.py).
+BLOCK_CANDIDATES = (128, 256, 512, 1024, 2048)
+#: Task 3.5: the lecture's matmul as x [M, K] @ y [K, N] shapes, bf16 (lecture §4.2).
+X_SHAPE, Y_SHAPE = (SHAPE[0], SHAPE[2]), (SHAPE[2], SHAPE[1])
+#: Task 3.5: the scoped VMEM limit of a pallas_call (32 MiB, lecture §4.1).
+SCOPED_VMEM = 32 * MiB
+#: Task 3.5: the predicted time (ms, 4 decimals) of the fastest legal candidate, from the
+#: calibrated timeline model (docs/performance-model.md); full points within 10 % of it.
+#: tests/test_reference_a2_a3.py checks it against the reference's prediction.
+FASTEST_MS = 1.3437
+PERFORMANCE_RTOL = 0.10
