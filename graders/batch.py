@@ -33,6 +33,7 @@ import csv
 import json
 import multiprocessing
 import signal
+import sys
 import traceback
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed, wait
@@ -180,6 +181,8 @@ def _grade_submission(student: str, stem: str, file: str, assignment: str, out: 
                             budget=budget, tasks=tasks if current else None)
         if current and previous is not None:
             result = _merge(previous, result)
+        if _LOST_INTERRUPT:  # Ctrl-C came while grading, where it could not be raised
+            raise KeyboardInterrupt
         write_result(result, path)
         write_feedback_files(result, path.parent)
         if result.internal_errors:
@@ -198,13 +201,29 @@ def _grade_submission(student: str, stem: str, file: str, assignment: str, out: 
 
 #: Set in each pool child by ``_ignore_interrupts``: the batch's "stop" event.
 _STOP: Any = None
+#: Set in a pool child when a Ctrl-C was raised where Python could not pass it on (in a
+#: garbage-collector callback, such as hypothesis' gc timer): the file is then not kept.
+_LOST_INTERRUPT = False
+
+
+def _note_lost_interrupt(unraisable: Any) -> None:
+    """``sys.unraisablehook`` of a pool child: a KeyboardInterrupt that could not be raised
+    is remembered (``_LOST_INTERRUPT``) rather than printed as a traceback; anything else
+    goes to Python's own hook."""
+    global _LOST_INTERRUPT
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _LOST_INTERRUPT = True
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def _ignore_interrupts(stop: Any) -> None:
     """Pool initializer: an idle grader process ignores Ctrl-C; ``stop`` (an Event the
-    batch sets on Ctrl-C) makes the students not yet started return at once."""
+    batch sets on Ctrl-C) makes the files not yet started return at once; a Ctrl-C lost
+    in a garbage-collector callback still stops the file (``_note_lost_interrupt``)."""
     global _STOP
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.unraisablehook = _note_lost_interrupt
     _STOP = stop
 
 

@@ -99,3 +99,28 @@ def test_a_resumed_batch_grades_only_the_files_without_a_current_result(
         "amy's unchanged a2 keeps its current result; only her new a1 is graded")
     score = json.loads((out / "amy" / A1 / "results.json").read_text(encoding="utf-8"))
     assert score["score"] == 100
+
+
+def test_a_ctrl_c_lost_in_a_gc_callback_stops_the_file_without_a_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import gc
+    import sys
+    import types
+
+    from graders import batch
+
+    monkeypatch.setattr(batch, "_LOST_INTERRUPT", False)
+    lost = types.SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(),
+                                 exc_traceback=None, err_msg=None, object=None)
+    batch._note_lost_interrupt(lost)
+    assert batch._LOST_INTERRUPT, "remembered: the file being graded keeps no result"
+    assert capsys.readouterr().err == "", "and no 'Exception ignored' traceback"
+    class Unraisable:  # what gc.callbacks raised for anything else reaches Python's hook
+        def __del__(self) -> None:
+            raise ValueError("not an interrupt")
+
+    monkeypatch.setattr(sys, "unraisablehook", batch._note_lost_interrupt)
+    Unraisable()
+    gc.collect()
+    assert "ValueError: not an interrupt" in capsys.readouterr().err, (
+        "anything else is reported as usual")
