@@ -345,13 +345,14 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
               err: Console, budget: float | None = None, force: bool = False,
               tasks: Collection[str] | None = None, gradebook: Path | None = None,
               notes: Mapping[str, Sequence[str]] | None = None) -> BatchOutcome:
-    """Grade the pending students of ``submissions`` (``pending_students``; with ``tasks``
-    every student, those tasks only) with ``jobs`` processes (``timeout`` per call,
-    ``budget`` per file as in ``grade_file``), showing N/M, the student just done and
-    the time left on ``err``.
+    """Grade the pending files of ``submissions`` (``pending_students``; with ``tasks``
+    every file, those tasks only) with ``jobs`` processes, one file per job in the order
+    of ``schedule`` (``timeout`` per call, ``budget`` per file as in ``grade_file``),
+    showing N/M files, the file just done and the time left on ``err``.
 
     The gradebook (``gradebook``, default ``out/gradebook.csv``; ``notes`` as in
-    ``gradebook_from_results``) is rewritten after each student and once at the end.
+    ``gradebook_from_results``) is rewritten each time a student's last file is done and
+    once at the end; ``BatchOutcome`` counts students.
     Raises ``ValueError`` when ``jobs`` < 1, and ``BatchInterrupted`` after Ctrl-C (the
     students finished keep their results and the gradebook is rewritten first).
     """
