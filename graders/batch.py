@@ -1,28 +1,30 @@
 """Batch grading of a class: parallel, one result file per submission, resumable.
 
-``pallas-lab grade CLASS_DIR --jobs N --out DIR`` grades students N at a
-time. Each student is graded by a fresh trusted grader process (a
-``ProcessPoolExecutor`` child used for one student only) which starts its own
-untrusted worker per submission, as ``grade_file`` always does; the child
-sends back only the student's name, scores and an error text, and everything
-else is read back from the files it wrote. Results land in
-``DIR/<student>/<stem>/results.json`` (Gradescope's schema; ``extra_data``
-also holds the file's SHA-256 and each check's status and reason, so the
-report can be rebuilt from the file) beside ``feedback.md`` and
+``pallas-lab grade CLASS_DIR --jobs N --out DIR`` grades N submission files at a
+time. The unit of work is one (student, file): the files of every pending student
+are handed out most expensive first (``schedule``: the assignment's number of
+checks), so one student's slow files (timeouts, endless loops) run side by side
+with everybody else's instead of in one process while the others idle. Each file
+is graded by a fresh trusted grader process (a ``ProcessPoolExecutor`` child used
+for one file only) which starts its own untrusted worker, as ``grade_file``
+always does; the child sends back only the student's name, the stem, the score
+and an error text, and everything else is read back from the files it wrote.
+Results land in ``DIR/<student>/<stem>/results.json`` (Gradescope's schema;
+``extra_data`` also holds the file's SHA-256 and each check's status and reason,
+so the report can be rebuilt from the file) beside ``feedback.md`` and
 ``feedback.html`` (the text ``--feedback`` prints), and the gradebook is
-rebuilt from those files after every student; every file is replaced
-atomically. ``<student>`` is the student's name, percent-encoded where it
-could collide with the gradebook, a temp file or another student
+rebuilt from those files each time a student's last file is done; every file is
+replaced atomically. ``<student>`` is the student's name, percent-encoded where
+it could collide with the gradebook, a temp file or another student
 (``graders.reports.files.student_folder_name``).
 
-Resuming: a student whose every submission already has a results.json made
-from a file with the same content (SHA-256) is not graded again (temporary
-files left by a killed write are removed), so a batch killed half-way and
-started again grades only the students without a current result and ends
-with the same gradebook; a student who resubmitted is graded again.
-``force`` grades everyone again; ``tasks`` re-runs only those tasks' checks
-and merges them into a current result (a student without one is graded in
-full).
+Resuming: a submission that already has a results.json made from a file with the
+same content (SHA-256) is not graded again (temporary files left by a killed
+write are removed), so a batch killed half-way and started again grades only the
+files without a current result and ends with the same gradebook; a student who
+resubmitted a file has that file graded again. ``force`` grades every file again;
+``tasks`` re-runs only those tasks' checks and merges them into a current result
+(a file without one is graded in full).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import csv
 import json
 import multiprocessing
 import signal
+import sys
 import traceback
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed, wait
@@ -148,14 +151,15 @@ def _merge(previous: SubmissionResult, fresh: SubmissionResult) -> SubmissionRes
         seconds=fresh.seconds, sandbox=fresh.sandbox, sha256=fresh.sha256)
 
 
-def _grade_student(student: str, items: list[tuple[str, str, str]], out: str,
-                   timeout: float, budget: float | None = None,
-                   tasks: tuple[str, ...] | None = None,
-                   ) -> tuple[str, list[tuple[str, float]], str | None]:
-    """Grade one student's submissions (runs in a pool child); never raises.
+def _grade_submission(student: str, stem: str, file: str, assignment: str, out: str,
+                      timeout: float, budget: float | None = None,
+                      tasks: tuple[str, ...] | None = None,
+                      ) -> tuple[str, str, float | None, str | None]:
+    """Grade one submission file of ``student`` (runs in a pool child); never raises.
 
-    ``items``: (stem, file, assignment id). Writes results.json and the feedback
-    files of each. Returns (student, [(stem, score)], the internal error text or None).
+    Writes its results.json and feedback files (with ``tasks``, merged into a current
+    result). Returns (student, stem, the score or None when none was written, the
+    internal error text or None; ``INTERRUPTED`` after Ctrl-C).
     """
     import warnings
 
@@ -163,49 +167,65 @@ def _grade_student(student: str, items: list[tuple[str, str, str]], out: str,
     from graders.reports.feedback_files import write_feedback_files
 
     # Third-party warnings (nbformat on an old notebook, ...) are not the TA's business:
-    # what matters reaches them as feedback. This process grades one student, then ends.
+    # what matters reaches them as feedback. This process grades one file, then ends.
     warnings.simplefilter("ignore")
-    # Ctrl-C (the pool ignores it while idle, _ignore_interrupts) stops this student: the
+    # Ctrl-C (the pool ignores it while idle, _ignore_interrupts) stops this file: the
     # worker is closed on the way out and the submission keeps no result, so a rerun
     # grades it.
     if _STOP is not None and _STOP.is_set():
-        return student, [], INTERRUPTED  # Ctrl-C came before this student's turn
+        return student, stem, None, INTERRUPTED  # Ctrl-C came before this file's turn
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    scores = []
     try:
-        for stem, file, assignment in items:
-            path = result_path(Path(out), student, stem)
-            previous = read_result(path) if tasks else None
-            current = previous is not None and previous.sha256 == file_digest(file)[0] != ""
-            result = grade_file(file, assignment=assignment, timeout=timeout, student=student,
-                                budget=budget, tasks=tasks if current else None)
-            if current and previous is not None:
-                result = _merge(previous, result)
-            write_result(result, path)
-            write_feedback_files(result, path.parent)
-            scores.append((stem, result.score))
-            if result.internal_errors:
-                first = result.internal_errors[0]
-                return student, scores, (f"internal error in check {first.assignment} "
-                                         f"{first.task} {first.check!r}: {first.reason}")
+        path = result_path(Path(out), student, stem)
+        previous = read_result(path) if tasks else None
+        current = previous is not None and previous.sha256 == file_digest(file)[0] != ""
+        result = grade_file(file, assignment=assignment, timeout=timeout, student=student,
+                            budget=budget, tasks=tasks if current else None)
+        if current and previous is not None:
+            result = _merge(previous, result)
+        if _LOST_INTERRUPT:  # Ctrl-C came while grading, where it could not be raised
+            raise KeyboardInterrupt
+        write_result(result, path)
+        write_feedback_files(result, path.parent)
+        if result.internal_errors:
+            first = result.internal_errors[0]
+            return student, stem, result.score, (
+                f"internal error in check {first.assignment} {first.task} {first.check!r}: "
+                f"{first.reason}")
     except KeyboardInterrupt:
-        return student, scores, INTERRUPTED
+        return student, stem, None, INTERRUPTED
     except Exception:  # noqa: BLE001 - the grader's bug: report it, keep the batch going
-        return student, scores, traceback.format_exc()
+        return student, stem, None, traceback.format_exc()
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    return student, scores, None
+    return student, stem, result.score, None
 
 
 #: Set in each pool child by ``_ignore_interrupts``: the batch's "stop" event.
 _STOP: Any = None
+#: Set in a pool child when a Ctrl-C was raised where Python could not pass it on (in a
+#: garbage-collector callback, such as hypothesis' gc timer): the file is then not kept.
+_LOST_INTERRUPT = False
+
+
+def _note_lost_interrupt(unraisable: Any) -> None:
+    """``sys.unraisablehook`` of a pool child: a KeyboardInterrupt that could not be raised
+    is remembered (``_LOST_INTERRUPT``) rather than printed as a traceback; anything else
+    goes to Python's own hook."""
+    global _LOST_INTERRUPT
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _LOST_INTERRUPT = True
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def _ignore_interrupts(stop: Any) -> None:
     """Pool initializer: an idle grader process ignores Ctrl-C; ``stop`` (an Event the
-    batch sets on Ctrl-C) makes the students not yet started return at once."""
+    batch sets on Ctrl-C) makes the files not yet started return at once; a Ctrl-C lost
+    in a garbage-collector callback still stops the file (``_note_lost_interrupt``)."""
     global _STOP
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.unraisablehook = _note_lost_interrupt
     _STOP = stop
 
 
@@ -227,16 +247,35 @@ def _is_current(out: Path, sub: Submission) -> bool:
 
 def pending_students(submissions: Sequence[Submission], out: Path, *, force: bool = False
                      ) -> dict[str, list[Submission]]:
-    """Students (with their submissions) to grade, in order: with ``force`` all of them,
-    otherwise those with a submission that lacks a current results.json (none yet, one
-    of another content, or one without pallas-lab's record)."""
+    """Students to grade, in order, each with the submissions of theirs to grade: with
+    ``force`` every student and every submission, otherwise the students with a submission
+    that lacks a current results.json (none yet, one of another content, or one without
+    pallas-lab's record), with just those submissions (the others' results are current)."""
     by_student: dict[str, list[Submission]] = {}
     for sub in submissions:
-        by_student.setdefault(sub.student, []).append(sub)
-    if force:
-        return by_student
-    return {student: subs for student, subs in by_student.items()
-            if not all(_is_current(out, s) for s in subs)}
+        if force or not _is_current(out, sub):
+            by_student.setdefault(sub.student, []).append(sub)
+    return by_student
+
+
+def grading_cost(sub: Submission, tasks: Collection[str] | None = None) -> int:
+    """What grading ``sub`` is expected to cost, in checks: those of its assignment (of
+    ``tasks`` only, when given). Only the order of the costs matters (``schedule``)."""
+    from graders.checks.framework import load_checks
+
+    checks = load_checks(sub.assignment)
+    return sum(1 for c in checks if not tasks or c.task in tasks)
+
+
+def schedule(pending: Mapping[str, Sequence[Submission]],
+             tasks: Collection[str] | None = None) -> list[Submission]:
+    """The order in which a batch hands out ``pending``'s submissions (one file per job):
+    the most expensive first (``grading_cost``), ties in the students' order then each
+    student's, so that the long files start early and the short ones fill in the gaps
+    at the end, whichever student they belong to (longest processing time first)."""
+    subs = [sub for student_subs in pending.values() for sub in student_subs]
+    costs = {id(sub): grading_cost(sub, tasks) for sub in subs}
+    return sorted(subs, key=lambda sub: -costs[id(sub)])  # sorted() is stable
 
 
 def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None = None
@@ -319,13 +358,14 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
               err: Console, budget: float | None = None, force: bool = False,
               tasks: Collection[str] | None = None, gradebook: Path | None = None,
               notes: Mapping[str, Sequence[str]] | None = None) -> BatchOutcome:
-    """Grade the pending students of ``submissions`` (``pending_students``; with ``tasks``
-    every student, those tasks only) with ``jobs`` processes (``timeout`` per call,
-    ``budget`` per file as in ``grade_file``), showing N/M, the student just done and
-    the time left on ``err``.
+    """Grade the pending files of ``submissions`` (``pending_students``; with ``tasks``
+    every file, those tasks only) with ``jobs`` processes, one file per job in the order
+    of ``schedule`` (``timeout`` per call, ``budget`` per file as in ``grade_file``),
+    showing N/M files, the file just done and the time left on ``err``.
 
     The gradebook (``gradebook``, default ``out/gradebook.csv``; ``notes`` as in
-    ``gradebook_from_results``) is rewritten after each student and once at the end.
+    ``gradebook_from_results``) is rewritten each time a student's last file is done and
+    once at the end; ``BatchOutcome`` counts students.
     Raises ``ValueError`` when ``jobs`` < 1, and ``BatchInterrupted`` after Ctrl-C (the
     students finished keep their results and the gradebook is rewritten first).
     """
@@ -342,28 +382,34 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     pending = pending_students(submissions, out, force=force or only is not None)
     students = {s.student for s in submissions}
     done_before = len(students) - len(pending)
-    errors: list[str] = []
+    first_errors: dict[str, tuple[int, str]] = {}  # per student: its first file's error
+    finished = 0
+    interrupted = False
     if pending:
-        # forkserver: each student's grader is a fresh process forked from a server that
-        # has already imported the grader, so a student costs no interpreter start-up.
+        jobs_of = schedule(pending, only)
+        left = {student: len(subs) for student, subs in pending.items()}
+        rank = {(s.student, s.stem): i for subs in pending.values() for i, s in enumerate(subs)}
+        # forkserver: each file's grader is a fresh process forked from a server that has
+        # already imported the grader and every lab's checks, so a file costs no
+        # interpreter start-up nor imports.
         context = multiprocessing.get_context("forkserver")
+        labs = [a.checks_module for a in ASSIGNMENTS.values() if a.checks_module]
         context.set_forkserver_preload(["graders.grading", "graders.reports.gradescope",
-                                        "graders.reports.feedback_files"])
-        finished = 0
-        interrupted = False
+                                        "graders.reports.feedback_files", *labs])
         stop = context.Event()
-        with GradingProgress(err, len(pending)) as progress, \
+        with GradingProgress(err, len(jobs_of)) as progress, \
                 ProcessPoolExecutor(max_workers=jobs, mp_context=context,
                                     max_tasks_per_child=1, initializer=_ignore_interrupts,
                                     initargs=(stop,)) as pool:
-            futures = [pool.submit(_grade_student, student,
-                                   [(s.stem, str(s.file), s.assignment) for s in subs],
-                                   str(out), timeout, budget, only)
-                       for student, subs in pending.items()]
+            futures = [pool.submit(_grade_submission, sub.student, sub.stem, str(sub.file),
+                                   sub.assignment, str(out), timeout, budget, only)
+                       for sub in jobs_of]
+            files = {future: sub for future, sub in zip(futures, jobs_of, strict=True)}
             try:
                 for future in as_completed(futures):
+                    sub = files[future]
                     try:
-                        student, _scores, error = future.result()
+                        student, stem, _score, error = future.result()
                     except BrokenProcessPool:
                         if not interrupted:
                             raise
@@ -371,13 +417,16 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                     if error == INTERRUPTED:
                         interrupted = True
                         continue
-                    finished += 1
-                    if error:
-                        errors.append(f"{student}: {error}")
-                    atomic_write_text(gradebook, gradebook_from_results(out, notes))
-                    progress.advance(f"graded {student}")
+                    if error and (student not in first_errors
+                                  or rank[student, stem] < first_errors[student][0]):
+                        first_errors[student] = (rank[student, stem], error)
+                    left[student] -= 1
+                    progress.advance(f"graded {student}/{Path(sub.file).name}")
+                    if not left[student]:  # the student's last file
+                        finished += 1
+                        atomic_write_text(gradebook, gradebook_from_results(out, notes))
             except KeyboardInterrupt:
-                # The running students stop on their own Ctrl-C; the others return at once.
+                # The running files stop on their own Ctrl-C; the others return at once.
                 # (Futures are not cancelled: Python 3.11's pool can then fail in a thread.)
                 interrupted = True
                 stop.set()
@@ -386,6 +435,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     atomic_write_text(gradebook, gradebook_from_results(out, notes))
     if pending and interrupted:
         raise BatchInterrupted(finished, len(pending) - finished)
+    errors = [f"{student}: {error}" for student, (_, error) in first_errors.items()]
     return BatchOutcome(len(pending), done_before, errors)
 
 

@@ -98,8 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     grade.add_argument(
         "--jobs", type=int, nargs="?", const=os.cpu_count() or 1, default=None, metavar="N",
-        help="grade as a resumable batch, N >= 1 students at once (default: the CPU count): "
-             "results.json and feedback files per submission and gradebook.csv under --out "
+        help="grade as a resumable batch, N >= 1 submission files at once (default: the CPU "
+             "count): results.json and feedback files per submission and gradebook.csv under --out "
              "(default results/; with --format csv, --out is the gradebook and the results "
              "go to <its name>_results/ beside it)",
     )

@@ -1,0 +1,126 @@
+"""Batches hand out files, not students (issue 16: the README's first command within 30 s).
+
+A student whose files are slow (``dev_broken``'s endless loops) used to be graded in one
+process while the other process idled; now every (student, file) is one job, the most
+expensive first, and the results are those of a one-process batch.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from graders.batch import pending_students, run_batch, schedule
+from graders.discovery import discover
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "examples" / "submissions"
+A1, A2, A4 = "a1_pallas_basics", "a2_pipelining", "a4_flash_attention"
+
+
+def _class(root: Path, students: dict[str, tuple[str, tuple[str, ...]]]) -> Path:
+    """``students``: name -> (the sample to copy, the stems to copy)."""
+    for name, (sample, stems) in students.items():
+        (root / name).mkdir(parents=True)
+        for stem in stems:
+            shutil.copyfile(SAMPLES / sample / f"{stem}.py", root / name / f"{stem}.py")
+    return root
+
+
+def _results(out: Path) -> dict[str, dict]:
+    """Every results.json under ``out`` without its timing, by relative path."""
+    found = {}
+    for path in sorted(out.glob("*/*/results.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data.pop("execution_time", None)
+        found[str(path.relative_to(out))] = data
+    return found
+
+
+def test_the_schedule_is_per_file_most_expensive_first_in_student_order(
+        tmp_path: Path) -> None:
+    klass = _class(tmp_path / "class", {"amy": ("cleo_untouched", (A1, A2, A4)),
+                                        "bob": ("cleo_untouched", (A2, A4))})
+    pending = pending_students(discover([klass]).submissions, tmp_path / "out")
+    order = [(s.student, s.stem) for s in schedule(pending)]
+    assert order == [("amy", A4), ("bob", A4), ("amy", A1), ("amy", A2), ("bob", A2)], (
+        "a4 has the most checks, a2 the fewest; equal costs keep the students' order")
+    only = [(s.student, s.stem) for s in schedule(pending, tasks=("1.1", "2.1"))]
+    assert only[-2:] == [("amy", A4), ("bob", A4)], "with --task only those checks count"
+
+
+@pytest.mark.slow
+def test_jobs_1_and_2_give_the_same_results_and_progress_counts_files(
+        tmp_path: Path) -> None:
+    klass = _class(tmp_path / "class", {"amy": ("cleo_untouched", (A1, A2)),
+                                        "bob": ("ada_correct", (A2,)),
+                                        "cal": ("ben_typical_mistakes", (A1,))})
+    subs = discover([klass]).submissions
+    outcomes, results, logs = [], [], []
+    for jobs in (1, 2):
+        log = io.StringIO()
+        out = tmp_path / f"out{jobs}"
+        outcomes.append(run_batch(subs, out=out, jobs=jobs, timeout=3.0,
+                                  err=Console(file=log, width=200)))
+        results.append(_results(out))
+        logs.append(log.getvalue())
+        assert (out / "gradebook.csv").is_file()
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0].graded == 3 and outcomes[0].errors == []
+    assert results[0] == results[1], "the same results whatever the number of processes"
+    assert len(results[0]) == 4
+    assert (tmp_path / "out1" / "gradebook.csv").read_bytes() == (
+        tmp_path / "out2" / "gradebook.csv").read_bytes()
+    for log in logs:
+        assert "[4/4]" in log, "N/M counts the files handed out, one job each"
+        assert "graded amy/a2_pipelining.py" in log
+
+
+@pytest.mark.slow
+def test_a_resumed_batch_grades_only_the_files_without_a_current_result(
+        tmp_path: Path) -> None:
+    klass = _class(tmp_path / "class", {"amy": ("cleo_untouched", (A1, A2)),
+                                        "bob": ("cleo_untouched", (A2,))})
+    out = tmp_path / "out"
+    err = Console(file=io.StringIO())
+    assert run_batch(discover([klass]).submissions, out=out, jobs=2, timeout=3.0,
+                     err=err).graded == 2
+    kept = out / "amy" / A2 / "results.json"
+    before = kept.stat().st_mtime_ns
+    shutil.copyfile(SAMPLES / "ada_correct" / f"{A1}.py", klass / "amy" / f"{A1}.py")
+    outcome = run_batch(discover([klass]).submissions, out=out, jobs=2, timeout=3.0, err=err)
+    assert (outcome.graded, outcome.skipped) == (1, 1), "amy resubmitted, bob did not"
+    assert kept.stat().st_mtime_ns == before, (
+        "amy's unchanged a2 keeps its current result; only her new a1 is graded")
+    score = json.loads((out / "amy" / A1 / "results.json").read_text(encoding="utf-8"))
+    assert score["score"] == 100
+
+
+def test_a_ctrl_c_lost_in_a_gc_callback_stops_the_file_without_a_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import gc
+    import sys
+    import types
+
+    from graders import batch
+
+    monkeypatch.setattr(batch, "_LOST_INTERRUPT", False)
+    lost = types.SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(),
+                                 exc_traceback=None, err_msg=None, object=None)
+    batch._note_lost_interrupt(lost)
+    assert batch._LOST_INTERRUPT, "remembered: the file being graded keeps no result"
+    assert capsys.readouterr().err == "", "and no 'Exception ignored' traceback"
+    class Unraisable:  # what gc.callbacks raised for anything else reaches Python's hook
+        def __del__(self) -> None:
+            raise ValueError("not an interrupt")
+
+    monkeypatch.setattr(sys, "unraisablehook", batch._note_lost_interrupt)
+    Unraisable()
+    gc.collect()
+    assert "ValueError: not an interrupt" in capsys.readouterr().err, (
+        "anything else is reported as usual")
