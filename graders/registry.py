@@ -209,6 +209,28 @@ settings.register_profile("grading", GRADING_SETTINGS)
 settings.register_profile("exploratory", EXPLORATORY_SETTINGS)
 
 
+def _without_local_constants() -> None:
+    """Draw no literals from the modules this process has loaded.
+
+    hypothesis (6.131+) mixes into its draws the literals of every module of ``sys.modules``
+    it takes for the user's own (neither stdlib nor site-packages), collected under a time
+    limit. Drawn inputs would then depend on the install (an editable checkout's graders
+    are "local", a wheel's are not), on which labs a process preloaded and on the clock,
+    and the same submission could be graded on other inputs. Its fixed global constants
+    (0, -1, inf, ...) stay. Uses hypothesis' internal provider module: the test
+    ``tests/grading/test_draw_determinism.py`` fails if a new version moves it.
+    """
+    from hypothesis.internal.conjecture import providers
+
+    empty = providers.Constants(
+        integers=providers.SortedSet(), floats=providers.SortedSet(key=providers.float_to_int),
+        bytes=providers.SortedSet(), strings=providers.SortedSet())
+    providers._get_local_constants = lambda: empty
+
+
+_without_local_constants()
+
+
 class PropertyAbort(BaseException):
     """Stops a running property at once (timeout, not started, crash): hypothesis does
     not catch BaseException subclasses other than SystemExit/GeneratorExit, so no
