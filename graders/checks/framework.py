@@ -49,7 +49,8 @@ STATUSES = FAILURE_STATUSES
 
 #: Seconds a call gets once the same function has run out of a full call timeout in this
 #: submission (a loop that never ends then costs the full timeout once and this on every
-#: later check that calls it; an honest call takes milliseconds).
+#: later check that calls it; an honest call takes milliseconds). At most a third of the
+#: call timeout (``Session.retry_timeout``): 1 s for the bundled samples' 3 s.
 RETRY_TIMEOUT = 2.0
 
 
@@ -357,9 +358,10 @@ class Session:
 
         call_timeout, cut = timeout, False
         limit = timeout if timeout is not None else float(self._worker.timeout)
-        shortened = func in self._timed_out and limit > RETRY_TIMEOUT
+        retry = self.retry_timeout()
+        shortened = func in self._timed_out and limit > retry
         if shortened:
-            call_timeout = limit = RETRY_TIMEOUT
+            call_timeout = limit = retry
         if self._deadline is not None:
             remaining = self._deadline - time.monotonic()
             if remaining <= 0:
@@ -438,7 +440,7 @@ class Session:
             limit = f" within {seconds:g} s" if seconds is not None else ""
             if earlier:
                 limit += (" (it already ran out of the full timeout on an earlier check, so "
-                          f"its later calls get {RETRY_TIMEOUT:g} s)")
+                          f"its later calls get {self.retry_timeout():g} s)")
             failure = CheckFailure(
                 f"{func} did not finish{limit}",
                 status="timeout", output=output,
@@ -491,6 +493,12 @@ class Session:
                      "warnings and pallas_sim (from pallas_sim import jax, jnp, pl, pltpu)")
         return CheckFailure(f"function '{func}' is not defined in {self.file_name}",
                             hint="keep the function names and signatures of the handout")
+
+    def retry_timeout(self) -> float:
+        """Seconds a function's calls get once it has run out of a full call timeout:
+        ``RETRY_TIMEOUT``, or a third of the worker's call timeout when that is less."""
+        full = getattr(self._worker, "timeout", None)
+        return RETRY_TIMEOUT if full is None else min(RETRY_TIMEOUT, float(full) / 3)
 
     def _unbound_name_note(self, kind: str, message: str) -> str:
         """For ``NameError: name 'x' is not defined`` where x was set aside: why."""

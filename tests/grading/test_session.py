@@ -140,8 +140,10 @@ def test_a_timeout_is_memoized_so_the_check_fails_fast(a1_file: Path) -> None:
 def test_after_a_full_timeout_later_checks_give_the_function_the_retry_timeout(
         a1_file: Path) -> None:
     """A loop that never ends costs the full call timeout once; in later checks the same
-    function gets RETRY_TIMEOUT, says so, and still returns on inputs where it ends."""
+    function gets the retry timeout, says so, and still returns on inputs where it ends."""
     with _session(a1_file, timeout=RETRY_TIMEOUT + 0.5) as s:
+        retry = s.retry_timeout()
+        assert retry == (RETRY_TIMEOUT + 0.5) / 3, "a third of a call timeout below 6 s"
         s.begin_check(None)
         with pytest.raises(CheckFailure) as first:
             s.call("spin", 10)
@@ -152,8 +154,14 @@ def test_after_a_full_timeout_later_checks_give_the_function_the_retry_timeout(
             s.call("spin", 10)
         assert later.value.status == "timeout"
         assert later.value.what == (
-            f"spin did not finish within {RETRY_TIMEOUT:g} s (it already ran out of the full "
-            f"timeout on an earlier check, so its later calls get {RETRY_TIMEOUT:g} s)")
+            f"spin did not finish within {retry:g} s (it already ran out of the full "
+            f"timeout on an earlier check, so its later calls get {retry:g} s)")
+
+
+def test_the_retry_timeout_is_two_seconds_or_a_third_of_the_call_timeout(a1_file: Path) -> None:
+    for timeout, retry in ((10, RETRY_TIMEOUT), (6, RETRY_TIMEOUT), (3, 1.0)):
+        with _session(a1_file, timeout=timeout) as s:
+            assert s.retry_timeout() == retry
 
 
 def test_a_rejected_file_fails_every_call_with_the_static_message(
