@@ -22,14 +22,12 @@
 # `pallas-lab check a4_flash_attention.py`.
 
 # %%
-import math
-
 import numpy as np
 
 from pallas_sim import jax, jnp, pl, pltpu
 
-#: log2(e): exp(x) == exp2(x * LOG2_E) (Task 4.3's use_base2_exp).
-LOG2_E = math.log2(math.e)
+#: log2(e) ≈ 1.4427: exp(x) == exp2(x * LOG2_E) (Task 4.3's use_base2_exp).
+LOG2_E = float(np.log2(np.e))
 
 # %% [markdown]
 # ## Task 4.1 — online softmax

@@ -62,7 +62,7 @@ REDUCE = frozenset({"sum", "max", "min", "mean", "prod", "any", "all", "argmax",
                     "cumprod", "cummax", "cummin", "cumlogsumexp"})
 #: Layout changes, constructors and queries: no compute counted.
 FREE = frozenset({"reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten",
-                  "expand_dims", "broadcast_to", "broadcast_in_dim", "broadcast", "zeros",
+                  "expand_dims", "broadcast_to", "broadcast_in_dim", "broadcast", "tile", "zeros",
                   "ones", "full", "full_like", "zeros_like", "ones_like", "empty", "arange",
                   "linspace", "eye", "iota", "broadcasted_iota", "ndim", "shape", "size",
                   "copy", "view", "concatenate", "slice", "slice_in_dim", "index_in_dim",

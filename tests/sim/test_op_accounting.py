@@ -221,13 +221,14 @@ def test_largest_intermediate_is_the_largest_op_result_not_a_load(chunk):
 
 def test_largest_intermediate_is_zero_without_compute_and_for_old_records():
     def copy_kernel(x_ref, o_ref):
-        o_ref[...] = x_ref[...]
+        o_ref[...] = jnp.tile(x_ref[:, :1], (1, 128))  # replication, like broadcast_to
 
     x = np.ones((8, 128), np.float32)
     with pallas_sim.trace() as t:
         pl.pallas_call(copy_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
     call = t.calls[-1]
-    assert call.largest_intermediate == 0, "a copy computes nothing"
+    assert call.largest_intermediate == 0, "a copy and a jnp.tile compute nothing"
+    assert call.ops.total("vpu_ops") == 0, "jnp.tile is a layout op, as broadcast_to is"
     record = call.to_dict()
     record["ops"].pop("largest_intermediate")
     assert pallas_sim.CallTrace.from_dict(record).largest_intermediate == 0, (
