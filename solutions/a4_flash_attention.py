@@ -733,8 +733,8 @@ def flash_attention_kernel_microtiled(q_ref, k_ref, v_ref, o_ref, m_scratch_ref,
             alpha = jnp.exp(m_prev - m_new)
             p = jnp.exp(s - m_new)                         # (block_q, bkv_compute)
             l_new = alpha * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)
-            acc_scratch_ref[...] = alpha * acc_scratch_ref[...] + jnp.dot(
-                p, v, preferred_element_type=jnp.float32)
+            pv = jnp.dot(p, v, preferred_element_type=jnp.float32)   # (block_q, dv)
+            acc_scratch_ref[...] = acc_scratch_ref[...] * alpha + pv
             m_scratch_ref[...] = jnp.broadcast_to(m_new, (block_q, lanes))
             l_scratch_ref[...] = jnp.broadcast_to(l_new, (block_q, lanes))
 
