@@ -346,13 +346,13 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
         s = s * sm_scale
         if soft_cap is not None:
             s = soft_cap * jnp.tanh(s / soft_cap)
-        if use_base2_exp:
-            s = s * LOG2_E                                 # exp(x) == exp2(x * log2(e))
         if causal:
             q_pos = q_block * block_q + jnp.arange(block_q)[:, None]
             k_pos = kv_block * block_kv + jnp.arange(block_kv)[None, :]
             s = jnp.where(k_pos > q_pos, -jnp.inf, s)
 
+        if use_base2_exp:
+            s = s * LOG2_E                                 # exp(x) == exp2(x * log2(e))
         # This tile's own state (m_tile, l_tile, acc_tile), then the merge of Task 4.2
         # with the running state. A row the causal mask hides completely in this tile
         # has m_tile = -inf: subtract 0 there (exp(-inf - (-inf)) would be NaN).
