@@ -457,7 +457,8 @@ def flash_kernel_base2(api: Api) -> None:
                      what="the attention output with use_base2_exp=True")
         assert_close(m, _scores(case).max(axis=-1) * LOG2_E, rtol=1e-4, atol=1e-3,
                      what="the final m (row maximum in base-2 units, log2(e) · max s)")
-    api.run_property(attention_cases(), body, max_examples=3)
+    # No mask: a running maximum taken before or after the mask would differ there.
+    api.run_property(attention_cases(causal=False), body, max_examples=3)
 
 
 @public_check(A, "4.4", "flash_attention equals dense softmax attention (causal or not, GQA "
