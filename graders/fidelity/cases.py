@@ -117,12 +117,26 @@ def _flash(draw):
     seed = draw(st.integers(0, 2**16))
     q, k, v = (_array((h, length, d), seed + i) for i, h in enumerate((heads, hkv, hkv)))
     kwargs = {"causal": draw(st.booleans()), "block_q": block, "block_kv": block}
-    extra = draw(st.sampled_from(["none", "soft_cap", "max_logit_const"]))
+    extra = draw(st.sampled_from(["none", "soft_cap", "max_logit_const", "use_base2_exp"]))
     if extra == "soft_cap":
         kwargs["soft_cap"] = 5.0
     elif extra == "max_logit_const":
         kwargs["max_logit_const"] = 3.0
+    elif extra == "use_base2_exp":
+        kwargs["use_base2_exp"] = True
     return (q, k, v), kwargs
+
+
+@st.composite
+def _flash_microtiled(draw):
+    """Task 4.7 through the handout's given wrapper: block_kv 16 or 32 scored 8 keys at a
+    time (a Python loop over static pl.ds slices inside the kernel)."""
+    block_q, block_kv = draw(st.sampled_from([8, 16])), draw(st.sampled_from([16, 32]))
+    length = block_kv * draw(st.integers(1, 2))
+    seed = draw(st.integers(0, 2**16))
+    q, k, v = (_array((1, length, 8), seed + i) for i in range(3))
+    return (q, k, v), {"causal": draw(st.booleans()), "block_q": block_q,
+                       "block_kv": block_kv, "bkv_compute": 8}
 
 
 @st.composite
@@ -145,7 +159,8 @@ def _splash(draw):
     else:
         mask = np.ones((length, length), bool)
     q, k, v = (_array((heads, length, d), seed + i) for i in range(3))
-    return (q, k, v, FromModule("build_mask_info", (mask, block, block))), {}
+    return ((q, k, v, FromModule("build_mask_info", (mask, block, block))),
+            {"use_base2_exp": draw(st.booleans())})
 
 
 _IRONWOOD = (a3_worked.PEAK_FLOPS, a3_worked.HBM_BANDWIDTH)
@@ -181,6 +196,8 @@ CASES: dict[str, tuple[FidelityCase, ...]] = {
     "a4_flash_attention": (
         FidelityCase("flash_attention", _flash(), covers=("flash_attention_kernel",),
                      max_examples=4),
+        FidelityCase("flash_attention_microtiled", _flash_microtiled(),
+                     covers=("flash_attention_kernel_microtiled",), max_examples=3),
         FidelityCase("flash_attention_hbm_bytes", _just([
             ((128, 4096, 192, 128, 1024), {}), ((128, 4096, 192, 128, 2048), {})])),
         FidelityCase("xla_attention_hbm_bytes", _just([((128, 4096, 192, 128), {})])),
