@@ -542,10 +542,10 @@ if __name__ == "__main__":
 # the right values and `block_q × block_kv` there; keep per-row values such
 # as `m` and `l` as `(block_q, 1)` columns, as in Task 4.3.
 #
-# **Try it.** `flash_attention_microtiled` below (given, not a task) runs your
-# kernel in Task 4.4's `pallas_call`; the cell after it compares the result
-# with Task 4.4 and prints the largest intermediate for two values of
-# `bkv_compute`.
+# **Try it.** `pallas-lab check a4_flash_attention.py --task 4.7` runs your
+# kernel in the grader's `pallas_call` (Task 4.3's grid, BlockSpecs and
+# scratch), compares it with dense attention and reports its largest
+# intermediate next to `block_q × bkv_compute`.
 
 
 # %%
@@ -562,56 +562,6 @@ def flash_attention_kernel_microtiled(q_ref, k_ref, v_ref, o_ref, m_scratch_ref,
     """
     raise NotImplementedError("Need to implement for Task 4.7")
 
-
-# %%
-def flash_attention_microtiled(q: np.ndarray, k: np.ndarray, v: np.ndarray, *,
-                               causal: bool = False, sm_scale: float | None = None,
-                               block_q: int = 128, block_kv: int = 128,
-                               bkv_compute: int = 64) -> np.ndarray:
-    """Given (not a task): your Task 4.7 kernel in Task 4.4's pallas_call.  [lecture §5.3]
-
-    q: [H, L, d]; k: [Hkv, L, d]; v: [Hkv, L, dv], H % Hkv == 0, L a multiple of both
-    block sizes, bkv_compute a divisor of block_kv. Returns float32 [H, L, dv].
-    """
-    heads, seq_len, d = q.shape
-    group, dv = heads // k.shape[0], v.shape[2]
-    scale = d ** -0.5 if sm_scale is None else sm_scale
-
-    def kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref):
-        flash_attention_kernel_microtiled(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref,
-                                          sm_scale=scale, causal=causal, block_q=block_q,
-                                          block_kv=block_kv, bkv_compute=bkv_compute)
-
-    return pl.pallas_call(
-        kernel,
-        out_shape=jax.ShapeDtypeStruct((heads, seq_len, dv), jnp.float32),
-        grid=(heads, seq_len // block_q, seq_len // block_kv),
-        in_specs=[pl.BlockSpec((None, block_q, d), lambda h, i, j: (h, i, 0)),
-                  pl.BlockSpec((None, block_kv, d), lambda h, i, j: (h // group, j, 0)),
-                  pl.BlockSpec((None, block_kv, dv), lambda h, i, j: (h // group, j, 0))],
-        out_specs=pl.BlockSpec((None, block_q, dv), lambda h, i, j: (h, i, 0)),
-        scratch_shapes=[pltpu.VMEM((block_q, 128), jnp.float32),
-                        pltpu.VMEM((block_q, 128), jnp.float32),
-                        pltpu.VMEM((block_q, dv), jnp.float32)],
-        compiler_params=pltpu.CompilerParams(
-            dimension_semantics=("parallel", "parallel", "arbitrary")),
-    )(q, k, v)
-
-
-# %%
-if __name__ == "__main__":
-    import pallas_sim  # only for the trace printed below
-
-    _rng = np.random.default_rng(1)
-    _q, _k, _v = (_rng.standard_normal((1, 64, 8)).astype(np.float32) for _ in range(3))
-    for _bkv in (32, 8):
-        with pallas_sim.trace() as _t:
-            _out = flash_attention_microtiled(_q, _k, _v, causal=True, block_q=16, block_kv=32,
-                                              bkv_compute=_bkv)
-        _same = np.allclose(_out, flash_attention(_q, _k, _v, causal=True, block_q=16,
-                                                  block_kv=32), atol=1e-5)
-        print(f"Task 4.7 bkv_compute {_bkv}: same as Task 4.4: {_same}, largest "
-              f"intermediate {_t.last.largest_intermediate} elements (16 x {_bkv} = {16 * _bkv})")
 
 # %% [markdown]
 # ## Your kernel at the lecture's size (not graded)
