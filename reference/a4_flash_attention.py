@@ -14,7 +14,9 @@ float64 math, deliberately unlike the block-by-block solution:
 * ``mle_safe_range``: the float32 limits come from their bit patterns
   (largest finite = 2^128·(1 - 2^-24), smallest normal = 2^-126).
 * ``flash_attention_kernel`` / ``flash_attention``: the intended kernel and
-  pallas_call, kept for their trace (grid, BlockSpecs, scratch, DMAs, which
+  pallas_call (``use_base2_exp``: scores and m times log2 e, exp2), and
+  ``flash_attention_kernel_microtiled`` (a ``fori_loop`` over ``bkv_compute`` slices
+  carrying the state as values), kept for their trace (grid, BlockSpecs, scratch, DMAs, which
   blocks do work). Expected VALUES come from ``reference.dense_attention``,
   dense float64 attention that shares no code with any blocked kernel.
 """
@@ -35,6 +37,7 @@ __all__ = [
     "flash_attention",
     "flash_attention_hbm_bytes",
     "flash_attention_kernel",
+    "flash_attention_kernel_microtiled",
     "merge_attention_states",
     "mle_safe_range",
     "online_softmax",
@@ -115,15 +118,18 @@ def _causal_block_visible(q_block: int, kv_block: int, block_q: int, block_kv: i
 
 def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_ref,
                            acc_scratch_ref, *, sm_scale, causal, block_q, block_kv,
-                           soft_cap=None, max_logit_const=None) -> None:
+                           soft_cap=None, max_logit_const=None, use_base2_exp=False) -> None:
     """Task 4.3: one (head, q block, kv block) step; scratch m, l f32 (block_q, 128),
-    acc f32 (block_q, dv). Fully masked causal blocks do no work (``pl.when``)."""
+    acc f32 (block_q, dv). Fully masked causal blocks do no work (``pl.when``).
+    ``use_base2_exp``: scores and m in base-2 units (times log2 e), exp2 (lecture §6.6)."""
     q_block, kv_block = _pl.program_id(1), _pl.program_id(2)
     lanes = m_scratch_ref.shape[-1]
+    unit = _np.float32(1.0 / _LN2) if use_base2_exp else _np.float32(1.0)
+    power = _jnp.exp2 if use_base2_exp else _jnp.exp
 
     @_pl.when(kv_block == 0)
     def _start():
-        start = -_np.inf if max_logit_const is None else float(max_logit_const)
+        start = -_np.inf if max_logit_const is None else float(max_logit_const) * float(unit)
         m_scratch_ref[...] = _jnp.full(m_scratch_ref.shape, start, _np.float32)
         l_scratch_ref[...] = _jnp.zeros(l_scratch_ref.shape, _np.float32)
         acc_scratch_ref[...] = _jnp.zeros(acc_scratch_ref.shape, _np.float32)
@@ -137,6 +143,8 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
         if soft_cap is not None:
             cap = _np.float32(soft_cap)
             scores = cap * _jnp.tanh(scores / cap)
+        if use_base2_exp:
+            scores = scores * unit
         if causal:
             rows = q_block * block_q + _jnp.arange(block_q)[:, None]
             cols = kv_block * block_kv + _jnp.arange(block_kv)[None, :]
@@ -144,10 +152,10 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
         m_old = m_scratch_ref[:, :1]
         if max_logit_const is None:
             m_new = _jnp.maximum(m_old, scores.max(axis=1, keepdims=True))
-            shrink = _jnp.exp(m_old - m_new)
+            shrink = power(m_old - m_new)
         else:
             m_new, shrink = m_old, _jnp.ones_like(m_old)
-        weights = _jnp.exp(scores - m_new)
+        weights = power(scores - m_new)
         l_new = shrink * l_scratch_ref[:, :1] + weights.sum(axis=1, keepdims=True)
         acc_scratch_ref[...] = shrink * acc_scratch_ref[...] + _jnp.dot(
             weights, v_ref[...], preferred_element_type=_jnp.float32)
@@ -159,8 +167,56 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
         o_ref[...] = (acc_scratch_ref[...] / l_scratch_ref[:, :1]).astype(o_ref.dtype)
 
 
+def flash_attention_kernel_microtiled(q_ref, k_ref, v_ref, o_ref, m_scratch_ref,
+                                      l_scratch_ref, acc_scratch_ref, *, sm_scale, causal,
+                                      block_q, block_kv, bkv_compute) -> None:
+    """Task 4.7: Task 4.3's step (no soft cap, no constant) with the kv block scored
+    ``bkv_compute`` keys at a time: a ``fori_loop`` over the slices carries (m, l, acc)
+    as values and stores them once, so the largest array computed is
+    (block_q, bkv_compute) when d, dv <= bkv_compute (lecture §5.3)."""
+    q_block, kv_block = _pl.program_id(1), _pl.program_id(2)
+    lanes = m_scratch_ref.shape[-1]
+
+    @_pl.when(kv_block == 0)
+    def _start():
+        m_scratch_ref[...] = _jnp.full(m_scratch_ref.shape, -_np.inf, _np.float32)
+        l_scratch_ref[...] = _jnp.zeros(l_scratch_ref.shape, _np.float32)
+        acc_scratch_ref[...] = _jnp.zeros(acc_scratch_ref.shape, _np.float32)
+
+    visible = (not causal) or _causal_block_visible(q_block, kv_block, block_q, block_kv)
+
+    def _slice(index, state):
+        m_old, l_old, acc_old = state
+        first = index * bkv_compute
+        keys = k_ref[_pl.ds(first, bkv_compute), :]
+        scores = _jnp.einsum("qd,kd->qk", q_ref[...], keys,
+                             preferred_element_type=_jnp.float32) * _np.float32(sm_scale)
+        if causal:
+            rows = q_block * block_q + _jnp.arange(block_q)[:, None]
+            cols = kv_block * block_kv + first + _jnp.arange(bkv_compute)[None, :]
+            scores = _jnp.where(cols > rows, _np.float32(-_np.inf), scores)
+        m_new = _jnp.maximum(m_old, scores.max(axis=1, keepdims=True))
+        shrink = _jnp.exp(m_old - m_new)
+        weights = _jnp.exp(scores - m_new)
+        return (m_new, shrink * l_old + weights.sum(axis=1, keepdims=True),
+                shrink * acc_old + _jnp.dot(weights, v_ref[_pl.ds(first, bkv_compute), :],
+                                            preferred_element_type=_jnp.float32))
+
+    @_pl.when(visible)
+    def _accumulate():
+        state = (m_scratch_ref[:, :1], l_scratch_ref[:, :1], acc_scratch_ref[...])
+        m_new, l_new, acc_new = _jax.lax.fori_loop(0, block_kv // bkv_compute, _slice, state)
+        m_scratch_ref[...] = _jnp.broadcast_to(m_new, (block_q, lanes))
+        l_scratch_ref[...] = _jnp.broadcast_to(l_new, (block_q, lanes))
+        acc_scratch_ref[...] = acc_new
+
+    @_pl.when(kv_block == _pl.num_programs(2) - 1)
+    def _finish():
+        o_ref[...] = (acc_scratch_ref[...] / l_scratch_ref[:, :1]).astype(o_ref.dtype)
+
+
 def flash_attention(q, k, v, *, causal=False, sm_scale=None, block_q=128, block_kv=128,
-                    soft_cap=None, max_logit_const=None):
+                    soft_cap=None, max_logit_const=None, use_base2_exp=False):
     """Task 4.4: the intended pallas_call (grid (H, L/block_q, L/block_kv), head dims
     squeezed, query head h reading kv head h // group); returns float32 [H, L, dv].
 
@@ -181,7 +237,8 @@ def flash_attention(q, k, v, *, causal=False, sm_scale=None, block_q=128, block_
     scale = 1.0 / _math.sqrt(d) if sm_scale is None else float(sm_scale)
     kernel = _functools.partial(
         flash_attention_kernel, sm_scale=scale, causal=causal, block_q=block_q,
-        block_kv=block_kv, soft_cap=soft_cap, max_logit_const=max_logit_const)
+        block_kv=block_kv, soft_cap=soft_cap, max_logit_const=max_logit_const,
+        use_base2_exp=use_base2_exp)
     return _pl.pallas_call(
         kernel,
         out_shape=_jax.ShapeDtypeStruct((heads, length, dv), _np.float32),

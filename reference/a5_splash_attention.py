@@ -192,14 +192,15 @@ def build_mask_info(mask, block_q: int, block_kv: int) -> MaskInfo:
 def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bounds_start_ref,
                             bounds_end_ref, block_mask_ref, q_ref, k_ref, v_ref, mask_ref, o_ref,
                             m_scratch_ref, l_scratch_ref, acc_scratch_ref, *, sm_scale,
-                            block_q, block_kv) -> None:
+                            block_q, block_kv, use_base2_exp=False) -> None:
     """Task 5.4 (lecture §6.3): one (head, active tile) step of Splash Attention.
 
     Refs as in the student API: six int32 [A] SMEM prefetch refs, q (block_q,
     d), k (block_kv, d), v (block_kv, dv), mask (block_q, block_kv) bool, o
     (block_q, dv) f32, scratch m, l f32 (block_q, 128) and acc f32 (block_q,
     dv). Scores and weights are computed in float64; masked pairs (partial
-    tiles only) get weight exactly 0.
+    tiles only) get weight exactly 0. ``use_base2_exp``: scores and m in base-2 units
+    (times log2 e) and 2**x for the weights (lecture §6.6).
     """
     # The reference computes exactly (float64) on the concrete blocks, branching in
     # Python; student kernels cannot, as on JAX.
@@ -210,14 +211,17 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
         acc_scratch_ref[...] = _jnp.zeros_like(acc_scratch_ref)
     s = (_concrete(q_ref[...]).astype(_np.float64) @ _concrete(k_ref[...]).astype(_np.float64).T
          ) * float(sm_scale)
+    power = _np.exp2 if use_base2_exp else _np.exp
+    if use_base2_exp:
+        s = s / _math.log(2.0)
     keep = (_np.ones(s.shape, bool) if _concrete(block_mask_ref[g]) == 2
             else _concrete(mask_ref[...]))
     m_old = _concrete(m_scratch_ref[:, 0]).astype(_np.float64)
     tile_max = _np.where(keep, s, -_np.inf).max(axis=1)
     m_new = _np.maximum(m_old, tile_max)
     safe = _np.where(_np.isneginf(m_new), 0.0, m_new)
-    w = _np.where(keep, _np.exp(_np.where(keep, s, 0.0) - safe[:, None]), 0.0)
-    shrink = _np.exp(m_old - safe)
+    w = _np.where(keep, power(_np.where(keep, s, 0.0) - safe[:, None]), 0.0)
+    shrink = power(m_old - safe)
     l_new = shrink * _concrete(l_scratch_ref[:, 0]) + w.sum(axis=1)
     acc = (shrink[:, None] * _concrete(acc_scratch_ref[...])
            + w @ _concrete(v_ref[...]).astype(_np.float64))
@@ -229,7 +233,7 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
         o_ref[...] = acc_scratch_ref[...] / l_scratch_ref[:, :1]
 
 
-def splash_attention(q, k, v, mask_info, *, sm_scale=None):
+def splash_attention(q, k, v, mask_info, *, sm_scale=None, use_base2_exp=False):
     """Task 5.4 (lecture §6.3): Splash Attention, f32 [H, L, dv], one pallas_call.
 
     q, k: [H, L, d]; v: [H, L, dv]; mask_info: any object with the MaskInfo
@@ -265,7 +269,8 @@ def splash_attention(q, k, v, mask_info, *, sm_scale=None):
         scratch_shapes=[_pltpu.VMEM((bq, 128), _jnp.float32), _pltpu.VMEM((bq, 128), _jnp.float32),
                         _pltpu.VMEM((bq, dv), _jnp.float32)])
     return _pl.pallas_call(
-        _functools.partial(splash_attention_kernel, sm_scale=scale, block_q=bq, block_kv=bkv),
+        _functools.partial(splash_attention_kernel, sm_scale=scale, block_q=bq, block_kv=bkv,
+                           use_base2_exp=use_base2_exp),
         grid_spec=spec, out_shape=_jax.ShapeDtypeStruct((heads, length, dv), _jnp.float32),
         compiler_params=_pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
         name="splash_attention")(*prefetch, q, k, v, blocks)

@@ -26,6 +26,9 @@ import numpy as np
 
 from pallas_sim import jax, jnp, pl, pltpu
 
+#: log2(e) ≈ 1.4427: exp(x) == exp2(x * LOG2_E) (Task 4.3's use_base2_exp).
+LOG2_E = float(np.log2(np.e))
+
 # %% [markdown]
 # ## Task 4.1 — online softmax
 #
@@ -273,6 +276,17 @@ if __name__ == "__main__":
 # block can still be far below `c` for some row (`l` is 0 after it), so a
 # kernel that divides by `l` at every step gets `0 / 0` there.
 #
+# **Base-2 exponent** (`use_base2_exp=True`, lecture §6.6). The EUP computes
+# `2ˣ` natively; `eˣ` is `2^(x·log2 e)`, one extra multiply per element. A
+# kernel can fold that multiply into the scores once: after scaling (and
+# capping), multiply `s` by `log2(e) ≈ 1.4427`, keep `m` in those base-2 units
+# (a constant `c` becomes `c·log2 e` too), and use `jnp.exp2` wherever the
+# update used `jnp.exp`, both for `p` and for `alpha`. Since
+# `2^(s·log2 e - m·log2 e) = e^(s - m)`, `l`, `acc` and the output are the
+# same numbers, within rounding. The option is off by default; the grader
+# checks the output and that the final `m` is the row maximum in base-2 units
+# (`log2(e) · max s`).
+#
 # The grader runs your kernel inside its own `pallas_call` (grid, BlockSpecs
 # and scratch as above), so this task is graded on its own, before the
 # wrapper. It also reads the trace: at a fully masked causal step your kernel
@@ -287,7 +301,8 @@ if __name__ == "__main__":
 def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_ref,
                            acc_scratch_ref, *, sm_scale: float, causal: bool, block_q: int,
                            block_kv: int, soft_cap: float | None = None,
-                           max_logit_const: float | None = None) -> None:
+                           max_logit_const: float | None = None,
+                           use_base2_exp: bool = False) -> None:
     """Task 4.3: one (head, q block, kv block) step of Flash Attention.  [lecture §5.2]
 
     Grid: (H, L // block_q, L // block_kv), kv block last.
@@ -300,15 +315,20 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
       acc_scratch_ref:              f32 (block_q, dv)   unnormalized output
     sm_scale multiplies the scores; causal masks key position > query
     position; soft_cap (or None) caps scaled scores at cap·tanh(s / cap);
-    max_logit_const (or None) replaces the running max by a constant.
+    max_logit_const (or None) replaces the running max by a constant;
+    use_base2_exp keeps scores and m in base-2 units (times log2 e) and uses
+    exp2 (lecture §6.6).
     """
     ### BEGIN SOLUTION
+    exp = jnp.exp2 if use_base2_exp else jnp.exp
     q_block, kv_block = pl.program_id(1), pl.program_id(2)
     last_kv_block = pl.num_programs(2) - 1
 
     @pl.when(kv_block == 0)
     def _init():
         first_m = -np.inf if max_logit_const is None else max_logit_const
+        if use_base2_exp:
+            first_m = first_m * LOG2_E                     # c in base-2 units
         m_scratch_ref[...] = jnp.full_like(m_scratch_ref, first_m)
         l_scratch_ref[...] = jnp.zeros_like(l_scratch_ref)
         acc_scratch_ref[...] = jnp.zeros_like(acc_scratch_ref)
@@ -331,14 +351,16 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
             k_pos = kv_block * block_kv + jnp.arange(block_kv)[None, :]
             s = jnp.where(k_pos > q_pos, -jnp.inf, s)
 
+        if use_base2_exp:
+            s = s * LOG2_E                                 # exp(x) == exp2(x * log2(e))
         m_prev = m_scratch_ref[:, :1]                      # (block_q, 1)
         if max_logit_const is None:
             m_new = jnp.maximum(m_prev, s.max(axis=1, keepdims=True))
-            alpha = jnp.exp(m_prev - m_new)                # rescale of the old state
+            alpha = exp(m_prev - m_new)                    # rescale of the old state
         else:
             m_new = m_prev                                 # the constant c, never changes
             alpha = 1.0
-        p = jnp.exp(s - m_new)                             # (block_q, block_kv)
+        p = exp(s - m_new)                                 # (block_q, block_kv)
         l_new = alpha * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)
         acc_scratch_ref[...] = alpha * acc_scratch_ref[...] + jnp.dot(
             p, v_ref[...], preferred_element_type=jnp.float32)
@@ -375,7 +397,8 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
 #   `pltpu.VMEM((block_q, dv), jnp.float32)`, and the f32 output
 #   `[H, L, dv]`.
 #
-# `sm_scale` defaults to `1/sqrt(d)`. `pl.pallas_call` passes a kernel only
+# `sm_scale` defaults to `1/sqrt(d)`; `soft_cap`, `max_logit_const` and
+# `use_base2_exp` go to the kernel unchanged. `pl.pallas_call` passes a kernel only
 # refs, so fix the keyword arguments first (a small inner function, a `lambda`
 # or `functools.partial`).
 #
@@ -401,13 +424,14 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
 # %%
 def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool = False,
                     sm_scale: float | None = None, block_q: int = 128, block_kv: int = 128,
-                    soft_cap: float | None = None,
-                    max_logit_const: float | None = None) -> np.ndarray:
+                    soft_cap: float | None = None, max_logit_const: float | None = None,
+                    use_base2_exp: bool = False) -> np.ndarray:
     """Task 4.4: Flash Attention through one pallas_call.  [lecture §5.2]
 
     q: [H, L, d]; k: [Hkv, L, d]; v: [Hkv, L, dv], H % Hkv == 0 (query head h
     reads kv head h // (H // Hkv)). Grid (H, L // block_q, L // block_kv).
-    sm_scale defaults to 1/sqrt(d). Returns float32 [H, L, dv].
+    sm_scale defaults to 1/sqrt(d); soft_cap, max_logit_const and use_base2_exp
+    are the kernel's (Task 4.3). Returns float32 [H, L, dv].
     Raises ValueError when k or v does not have q's length L (the message
     names both lengths), when H is not a multiple of Hkv, or when a block
     size does not divide L.
@@ -431,7 +455,7 @@ def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool
         flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref,
                                sm_scale=sm_scale, causal=causal, block_q=block_q,
                                block_kv=block_kv, soft_cap=soft_cap,
-                               max_logit_const=max_logit_const)
+                               max_logit_const=max_logit_const, use_base2_exp=use_base2_exp)
 
     return pl.pallas_call(
         kernel,
@@ -478,6 +502,10 @@ if __name__ == "__main__":
         print(f"Task 4.4 causal={_causal}: max error "
               f"{np.abs(_out - _dense(_q, _k, _v, _causal)).max():.1e}, K read at "
               f"{int((_reads > 0).sum())} of {_reads.size} steps")
+    _base2 = flash_attention(_q, _k, _v, causal=True, block_q=16, block_kv=16,
+                             use_base2_exp=True)
+    _error = np.abs(_base2 - _dense(_q, _k, _v, True)).max()
+    print(f"Task 4.3 use_base2_exp: max error {_error:.1e}")
 
 
 # %% [markdown]
@@ -614,6 +642,109 @@ if __name__ == "__main__":
           f"block_q 2048: {flash_attention_hbm_bytes(128, 4096, 192, 128, 2048) / _mib:.0f} MiB")
     print(f"Task 4.6 xla {_xla / _gib:.2f} GiB ({_xla / _bw * 1e3:.3f} ms), "
           f"{_flops:.4e} FLOP ({_flops / _peak * 1e3:.3f} ms at peak)")
+
+# %% [markdown]
+# ## Task 4.7 — micro-tiling the KV block (`bkv_compute`)
+#
+# **Why.** The kernel of Task 4.3 builds the whole `(block_q, block_kv)`
+# tile of scores, then its `exp`, before it touches `v`. Large blocks are
+# what make the kernel fast (fewer grid steps, more reuse of each Q block),
+# but those tiles are float32 and live in vector registers while the softmax
+# runs: two `[2048, 2048]` f32 arrays are 32 MiB, far more than a
+# TensorCore's register file, so the compiler spills them to VMEM and the
+# matrix unit waits for the vector unit. Micro-tiling keeps the DMA block
+# large and the *computation* narrow: K and V still arrive `block_kv` rows
+# at a time, but inside one grid step the kernel walks over the block
+# `bkv_compute` keys at a time and folds each slice into the softmax state
+# before it looks at the next. The scores never exist as more than a
+# `(block_q, bkv_compute)` tile. (Lecture §5.3: at 4096 × 4096 blocks the two
+# score arrays shrink from 128 MiB to 32 MiB with `bkv_compute = 1024`; the
+# slides' exercise runs `block_q = block_kv = 2048` with `bkv_compute = 512`.)
+#
+# Nothing about the mathematics is new: each slice is one more block of the
+# online softmax of Task 4.1, so the update of Task 4.3 — new maximum,
+# rescale `alpha`, `p = exp(s - m_new)`, `l` and `acc` — is simply applied
+# `block_kv // bkv_compute` times per grid step, with `m`, `l` and `acc` in
+# the same scratch buffers (or carried through the loop and stored at the
+# end).
+#
+# **Task.** Write `flash_attention_kernel_microtiled`: the refs, the grid and
+# `sm_scale`, `causal`, `block_q`, `block_kv` exactly as in Task 4.3, plus
+# `bkv_compute`, a divisor of `block_kv`. Slice K and V inside the kernel,
+# `k_ref[pl.ds(start, bkv_compute), :]` (a Python `for` over the static
+# slice starts, or `jax.lax.fori_loop`), and compute scores, mask and update
+# for one slice at a time. With `causal`, a key's position now also counts
+# the slice's offset inside the block: `kv_block · block_kv + start + col`.
+# Skipping fully masked KV blocks works as in Task 4.3 (not graded here).
+#
+# **How it is graded.** Values as in Task 4.3 (dense attention, same
+# tolerances, causal and not). Then the trace: the simulator records, per
+# `pallas_call`, the elements of the largest array that an operation inside
+# the kernel produced (`call.largest_intermediate`: results of arithmetic,
+# `exp`, casts and products; loading a ref, `broadcast_to` and other layout
+# changes do not count). With head dims no larger than `bkv_compute` — as in
+# the lecture, where `bkv_compute` is 512 or 1024 and d is 192 — that number
+# must be `block_q × bkv_compute`. A kernel that ignores `bkv_compute` gets
+# the right values and `block_q × block_kv` there; keep per-row values such
+# as `m` and `l` as `(block_q, 1)` columns, as in Task 4.3.
+#
+# **Try it.** `pallas-lab check a4_flash_attention.py --task 4.7` runs your
+# kernel in the grader's `pallas_call` (Task 4.3's grid, BlockSpecs and
+# scratch), compares it with dense attention and reports its largest
+# intermediate next to `block_q × bkv_compute`.
+
+
+# %%
+def flash_attention_kernel_microtiled(q_ref, k_ref, v_ref, o_ref, m_scratch_ref,
+                                      l_scratch_ref, acc_scratch_ref, *, sm_scale: float,
+                                      causal: bool, block_q: int, block_kv: int,
+                                      bkv_compute: int) -> None:
+    """Task 4.7: one Flash Attention step scoring bkv_compute keys at a time.  [lecture §5.3]
+
+    Grid, refs and scratch as in Task 4.3: q_ref (block_q, d), k_ref (block_kv, d),
+    v_ref (block_kv, dv), o_ref f32 (block_q, dv), m/l scratch f32 (block_q, 128),
+    acc scratch f32 (block_q, dv). bkv_compute divides block_kv; the largest array
+    computed in the kernel is then (block_q, bkv_compute) (when d, dv <= bkv_compute).
+    """
+    ### BEGIN SOLUTION
+    q_block, kv_block = pl.program_id(1), pl.program_id(2)
+    lanes = m_scratch_ref.shape[1]
+
+    @pl.when(kv_block == 0)
+    def _start():
+        m_scratch_ref[...] = jnp.full_like(m_scratch_ref, -np.inf)
+        l_scratch_ref[...] = jnp.zeros_like(l_scratch_ref)
+        acc_scratch_ref[...] = jnp.zeros_like(acc_scratch_ref)
+
+    # As in Task 4.3: a kv block after the q block's last query does no work.
+    visible = (not causal) or kv_block * block_kv < (q_block + 1) * block_q
+
+    @pl.when(visible)
+    def _update():
+        q = q_ref[...]
+        for start in range(0, block_kv, bkv_compute):      # static slices of the kv block
+            k = k_ref[pl.ds(start, bkv_compute), :]        # (bkv_compute, d)
+            v = v_ref[pl.ds(start, bkv_compute), :]        # (bkv_compute, dv)
+            s = jnp.dot(q, k.T, preferred_element_type=jnp.float32) * sm_scale
+            if causal:
+                q_pos = q_block * block_q + jnp.arange(block_q)[:, None]
+                k_pos = kv_block * block_kv + start + jnp.arange(bkv_compute)[None, :]
+                s = jnp.where(k_pos <= q_pos, s, -jnp.inf)
+            m_prev = m_scratch_ref[:, :1]
+            m_new = jnp.maximum(m_prev, s.max(axis=1, keepdims=True))
+            alpha = jnp.exp(m_prev - m_new)
+            p = jnp.exp(s - m_new)                         # (block_q, bkv_compute)
+            l_new = alpha * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)
+            pv = jnp.dot(p, v, preferred_element_type=jnp.float32)   # (block_q, dv)
+            acc_scratch_ref[...] = acc_scratch_ref[...] * alpha + pv
+            m_scratch_ref[...] = jnp.broadcast_to(m_new, (block_q, lanes))
+            l_scratch_ref[...] = jnp.broadcast_to(l_new, (block_q, lanes))
+
+    @pl.when(kv_block == pl.num_programs(2) - 1)
+    def _finish():
+        o_ref[...] = acc_scratch_ref[...] / l_scratch_ref[:, :1]
+    ### END SOLUTION
+
 
 # %% [markdown]
 # ## Your kernel at the lecture's size (not graded)

@@ -324,17 +324,27 @@ if __name__ == "__main__":
 # (every active tile is full) pass a single `(1, block_q, block_kv)` array of
 # True instead, so the mask operand still exists. `sm_scale` defaults to
 # `1 / sqrt(d)`; semantics `("parallel", "arbitrary")`.
+#
+# **Base-2 exponent** (`use_base2_exp=True`, lecture §6.6), as in assignment 4's
+# kernel: multiply the scaled scores by `log2(e)` before masking, keep `m` in
+# those units and use `jnp.exp2` for `p` and `alpha`; the output is the same
+# within rounding. Both functions take the keyword (default False); the wrapper
+# hands it to the kernel. Graded: the output, and the final `m` of the kernel,
+# which must be the row maximum times `log2(e)`.
 
 # %%
 #: Score of a masked pair: very negative but finite, so a row with every key of a
 #: tile masked gives exp(0) * 0 instead of NaN from (-inf) - (-inf).
 MASK_VALUE = -0.7 * float(np.finfo(np.float32).max)
+#: log2(e): exp(x) == exp2(x * LOG2_E) (use_base2_exp).
+LOG2_E = float(np.log2(np.e))
 
 
 def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bounds_start_ref,
                             bounds_end_ref, block_mask_ref, q_ref, k_ref, v_ref, mask_ref,
                             o_ref, m_scratch_ref, l_scratch_ref, acc_scratch_ref, *,
-                            sm_scale: float, block_q: int, block_kv: int) -> None:
+                            sm_scale: float, block_q: int, block_kv: int,
+                            use_base2_exp: bool = False) -> None:
     """Task 5.4: one (head, active tile) step of Splash Attention.  [lecture §6.3]
 
     Grid: (H, A). Prefetch refs (SMEM, int32 [A]): active_rows, active_cols,
@@ -346,9 +356,11 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
       o_ref:    (block_q, dv)        float32 output block, written at bounds_end
       m_scratch_ref, l_scratch_ref: f32 (block_q, 128)  running max and sum
       acc_scratch_ref:              f32 (block_q, dv)   unnormalized output
+    use_base2_exp: scores and m times log2(e), exp2 instead of exp (lecture §6.6).
     """
     ### BEGIN SOLUTION
     g = pl.program_id(1)
+    exp = jnp.exp2 if use_base2_exp else jnp.exp
 
     @pl.when(bounds_start_ref[g] == 1)
     def _start_row():
@@ -357,12 +369,14 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
         acc_scratch_ref[...] = jnp.zeros(acc_scratch_ref.shape, jnp.float32)
 
     scores = jnp.dot(q_ref[...], k_ref[...].T, preferred_element_type=jnp.float32) * sm_scale
+    if use_base2_exp:
+        scores = scores * LOG2_E          # before the mask: MASK_VALUE stays finite
     visible = jnp.logical_or(block_mask_ref[g] == 2, mask_ref[...])
     scores = jnp.where(visible, scores, MASK_VALUE)
     m_prev = m_scratch_ref[:, :1]
     m_next = jnp.maximum(m_prev, scores.max(axis=1, keepdims=True))
-    probs = jnp.where(visible, jnp.exp(scores - m_next), 0.0)
-    alpha = jnp.exp(m_prev - m_next)
+    probs = jnp.where(visible, exp(scores - m_next), 0.0)
+    alpha = exp(m_prev - m_next)
     l_next = alpha * l_scratch_ref[:, :1] + probs.sum(axis=1, keepdims=True)
     acc_scratch_ref[...] = alpha * acc_scratch_ref[...] + jnp.dot(
         probs, v_ref[...].astype(jnp.float32), preferred_element_type=jnp.float32)
@@ -376,12 +390,12 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
 
 
 def splash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask_info: MaskInfo, *,
-                     sm_scale: float | None = None) -> np.ndarray:
+                     sm_scale: float | None = None, use_base2_exp: bool = False) -> np.ndarray:
     """Task 5.4: attention over the active tiles of mask_info, one pallas_call.  [lecture §6.3]
 
     q: [H, L, d]; k: [H, L, d]; v: [H, L, dv]; mask_info: a MaskInfo of an
     [L, L] mask. Grid (H, A) with six scalar-prefetch arrays. Returns float32
-    [H, L, dv].
+    [H, L, dv]. use_base2_exp is handed to the kernel.
     """
     ### BEGIN SOLUTION
     heads, seq_len, head_dim = q.shape
@@ -418,7 +432,7 @@ def splash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask_info: Mas
                         pltpu.VMEM((block_q, value_dim), jnp.float32)])
     kernel = pl.pallas_call(
         functools.partial(splash_attention_kernel, sm_scale=scale, block_q=block_q,
-                          block_kv=block_kv),
+                          block_kv=block_kv, use_base2_exp=use_base2_exp),
         grid_spec=grid_spec,
         out_shape=jax.ShapeDtypeStruct((heads, seq_len, value_dim), jnp.float32),
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),

@@ -222,7 +222,8 @@ def test_reference_exposes_exactly_the_student_api():
     assert public(ref_a4) == set(ref_a4.__all__) == {
         "online_softmax", "merge_attention_states", "finalize_attention_state",
         "flash_attention_kernel", "flash_attention", "mle_safe_range",
-        "flash_attention_hbm_bytes", "xla_attention_hbm_bytes", "attention_flops"}
+        "flash_attention_hbm_bytes", "xla_attention_hbm_bytes", "attention_flops",
+        "flash_attention_kernel_microtiled"}
 
 
 # --- solutions agree with the reference on drawn inputs -------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import types
 from collections.abc import Callable
 from typing import Any
@@ -51,8 +52,10 @@ def _resolve(value: Any, module: types.ModuleType) -> Any:
 
 
 def call(module: types.ModuleType, func: str, args: tuple[Any, ...], kwargs: dict[str, Any],
-         *, on_error: Callable[[], None] | None = None) -> Outcome:
-    """Call ``module.<func>`` on private copies of the inputs.
+         *, on_error: Callable[[], None] | None = None,
+         driver: Callable[..., Any] | None = None) -> Outcome:
+    """Call ``module.<func>`` on private copies of the inputs (or ``driver(module, ...)``,
+    which runs ``module.<func>`` in a pallas_call of its own; ``FidelityCase.driver``).
 
     Arrays are copied so an in-place update (``input_output_aliases``) on one
     backend cannot leak into the other.  ``on_error`` runs after an exception
@@ -60,6 +63,8 @@ def call(module: types.ModuleType, func: str, args: tuple[Any, ...], kwargs: dic
     """
     try:
         fn = getattr(module, func)
+        if driver is not None:
+            fn = functools.partial(driver, module)
         value = fn(*(_resolve(a, module) for a in args),
                    **{k: _resolve(v, module) for k, v in kwargs.items()})
         return Outcome(value=_to_numpy(value))
@@ -193,9 +198,10 @@ def run_case(sim_module: types.ModuleType, jax_module: types.ModuleType,
     @given(case.inputs)
     def body(drawn: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
         args, kwargs = drawn
-        sim = call(sim_module, case.func, args, kwargs)
+        sim = call(sim_module, case.func, args, kwargs, driver=case.driver)
         with real_jax.mode(mode):
-            got = call(jax_module, case.func, args, kwargs, on_error=real_jax.reset)
+            got = call(jax_module, case.func, args, kwargs, on_error=real_jax.reset,
+                       driver=case.driver)
         stats.compared += 1
         stats.not_implemented += isinstance(sim.error, NotImplementedError)
         assert_same(sim, got, f"{case.func} on JAX {mode} interpret mode")

@@ -30,6 +30,14 @@ Counted keys (all per step, int64):
   step; ``manual_dma_exposed_bytes``: the part of those whose copy had no compute counted
   between its ``start()`` and its ``wait()`` (``copy.start(); copy.wait()``: nothing to
   overlap with, lecture §3.2), and ``manual_dma_exposed_count`` how many such copies.
+
+Beside the per-step keys, one number per call: ``largest_intermediate``, the elements of
+the largest array a counted op produced inside the kernel body (an elementwise,
+transcendental or cast result, or a product's output; ref loads, constructors and
+layout changes such as ``broadcast_to`` are not intermediates of the computation). It
+is what stays live in vector registers or spills to VMEM: a Flash kernel that scores a
+whole ``[block_q, block_kv]`` tile at once has ``block_q * block_kv``, a micro-tiled one
+``block_q * bkv_compute`` (lecture §5.3).
 """
 
 from __future__ import annotations
@@ -54,7 +62,7 @@ REDUCE = frozenset({"sum", "max", "min", "mean", "prod", "any", "all", "argmax",
                     "cumprod", "cummax", "cummin", "cumlogsumexp"})
 #: Layout changes, constructors and queries: no compute counted.
 FREE = frozenset({"reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten",
-                  "expand_dims", "broadcast_to", "broadcast_in_dim", "broadcast", "zeros",
+                  "expand_dims", "broadcast_to", "broadcast_in_dim", "broadcast", "tile", "zeros",
                   "ones", "full", "full_like", "zeros_like", "ones_like", "empty", "arange",
                   "linspace", "eye", "iota", "broadcasted_iota", "ndim", "shape", "size",
                   "copy", "view", "concatenate", "slice", "slice_in_dim", "index_in_dim",
@@ -75,14 +83,16 @@ class OpCounter:
       steps: one dict per grid step, key -> count (see the module docstring).
       work: a running count of compute ops (MXU flops + VPU/EUP/cast elements), used to
         tell whether a manual DMA had compute to overlap with.
+      peak: elements of the largest op result so far (``largest_intermediate``).
     """
 
-    __slots__ = ("steps", "cur", "work", "_started")
+    __slots__ = ("steps", "cur", "work", "peak", "_started")
 
     def __init__(self, num_steps: int) -> None:
         self.steps: list[dict[str, int]] = [{} for _ in range(max(num_steps, 1))]
         self.cur = self.steps[0]
         self.work = 0
+        self.peak = 0
         self._started: dict[int, int] = {}
 
     def step(self, s: int) -> None:
@@ -96,11 +106,20 @@ class OpCounter:
         if key != "scalar_ops":
             self.work += n
 
+    def produced(self, key: str, n: int) -> None:
+        """Add ``n`` to ``key`` for an op whose result has ``n`` elements (n >= 1, not a
+        scalar): the result is also a candidate for the largest intermediate."""
+        cur = self.cur
+        cur[key] = cur.get(key, 0) + n
+        self.work += n
+        if n > self.peak:
+            self.peak = n
+
     def result(self) -> OpCounts:
         """The counts as :class:`OpCounts` (one int64 array per key)."""
         keys = sorted({k for row in self.steps for k in row})
         return OpCounts({k: np.array([row.get(k, 0) for row in self.steps], np.int64)
-                         for k in keys}, len(self.steps))
+                         for k in keys}, len(self.steps), largest_intermediate=self.peak)
 
 
 class OpCounts:
@@ -108,14 +127,18 @@ class OpCounts:
 
     ``ops[key]`` is an int64 array with one entry per grid step (visiting order); a key
     never counted reads as zeros. Keys: see :mod:`pallas_sim._src.op_accounting`.
+    ``largest_intermediate``: elements of the largest array an op produced in the kernel
+    body over the whole call (0 when nothing was computed; module docstring).
     """
 
-    __slots__ = ("counts", "num_steps")
+    __slots__ = ("counts", "num_steps", "largest_intermediate")
 
-    def __init__(self, counts: dict[str, np.ndarray], num_steps: int | None = None) -> None:
+    def __init__(self, counts: dict[str, np.ndarray], num_steps: int | None = None, *,
+                 largest_intermediate: int = 0) -> None:
         self.counts = counts
         self.num_steps = (num_steps if num_steps is not None else
                           len(next(iter(counts.values()))) if counts else 0)
+        self.largest_intermediate = int(largest_intermediate)
 
     def __getitem__(self, key: str) -> np.ndarray:
         got = self.counts.get(key)
@@ -140,10 +163,12 @@ class OpCounts:
         return out if out is not None else np.zeros(self.num_steps, np.int64)
 
     def to_dict(self) -> dict[str, list[int] | int]:
-        """Plain JSON: key -> list of per-step ints, and ``"num_steps"``."""
+        """Plain JSON: key -> list of per-step ints, ``"num_steps"`` and
+        ``"largest_intermediate"``."""
         out: dict[str, list[int] | int] = {k: [int(x) for x in v]
                                            for k, v in sorted(self.counts.items())}
         out["num_steps"] = self.num_steps
+        out["largest_intermediate"] = self.largest_intermediate
         return out
 
     @classmethod
@@ -151,7 +176,8 @@ class OpCounts:
         """Inverse of :meth:`to_dict`."""
         n = d.get("num_steps")
         return cls({str(k): np.asarray(v, np.int64) for k, v in d.items()
-                    if k != "num_steps"}, None if n is None else int(n))  # type: ignore
+                    if k not in _CALL_KEYS}, None if n is None else int(n),  # type: ignore
+                   largest_intermediate=int(d.get("largest_intermediate", 0)))  # type: ignore
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, OpCounts):
@@ -161,8 +187,13 @@ class OpCounts:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return "OpCounts(" + ", ".join(f"{k}={int(v.sum())}" for k, v in
-                                       sorted(self.counts.items())) + ")"
+        return "OpCounts(" + ", ".join(
+            [f"{k}={int(v.sum())}" for k, v in sorted(self.counts.items())]
+            + [f"largest_intermediate={self.largest_intermediate}"]) + ")"
+
+
+#: The keys of :meth:`OpCounts.to_dict` that are one number per call, not per step.
+_CALL_KEYS = frozenset({"num_steps", "largest_intermediate"})
 
 
 #: The counters of the calls running now (innermost last).
@@ -216,7 +247,7 @@ def elementwise(name: str, result: object) -> None:
     if not shape:
         c.add("scalar_ops", 1)
     else:
-        c.add("eup_ops" if name in EUP else "vpu_ops", a.size)
+        c.produced("eup_ops" if name in EUP else "vpu_ops", a.size)
 
 
 def reduction(operand: object, axis: object) -> None:
@@ -268,7 +299,7 @@ def count(kind: str, args: tuple, kwargs: dict, result: object) -> None:
                     count(kind, args, kwargs, r)
             return
         if shape:
-            _STACK[-1].add("eup_ops" if kind == "eup" else "vpu_ops", a.size)
+            _STACK[-1].produced("eup_ops" if kind == "eup" else "vpu_ops", a.size)
         else:
             _STACK[-1].add("scalar_ops", 1)
     elif kind == "cast":
@@ -298,7 +329,7 @@ def cast(source: object, result: object) -> None:
     if _ndim(result) == 0:
         _STACK[-1].add("scalar_ops", 1)
     else:
-        _STACK[-1].add("cast_elements", _size(result))
+        _STACK[-1].produced("cast_elements", _size(result))
 
 
 def mxu_dtype(a: object, b: object) -> str:
@@ -315,7 +346,10 @@ def product(a: object, b: object, out_elements: int, contracted: int) -> None:
     of ``contracted`` products: 2 * out_elements * contracted flops."""
     if not _STACK:
         return
-    _STACK[-1].add("mxu_flops_" + mxu_dtype(a, b), 2 * int(out_elements) * int(contracted))
+    c = _STACK[-1]
+    c.add("mxu_flops_" + mxu_dtype(a, b), 2 * int(out_elements) * int(contracted))
+    if out_elements > c.peak:
+        c.peak = int(out_elements)
 
 
 def einsum_contracted(subscripts: str, operands: tuple) -> int:

@@ -229,6 +229,19 @@ class CallTrace:
         return sum(op.hbm_bytes for op in self.operands if op.role == "out")
 
     @property
+    def largest_intermediate(self) -> int:
+        """Elements of the largest array an op produced inside the kernel body over the
+        whole call (``ops.largest_intermediate``; 0 without op counts).
+
+        Ref loads, constructors and layout changes (``broadcast_to``, ``reshape``) are
+        not counted; elementwise, transcendental and cast results and product outputs
+        are. A Flash kernel that scores a whole KV block has ``block_q * block_kv``; one
+        that scores ``bkv_compute`` columns at a time ``block_q * bkv_compute``, when the
+        head dims do not exceed ``bkv_compute`` (lecture §5.3).
+        """
+        return 0 if self.ops is None else self.ops.largest_intermediate
+
+    @property
     def elements_computed(self) -> int:
         """Output elements produced, counting padded edge blocks in full.
 

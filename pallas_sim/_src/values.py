@@ -390,14 +390,20 @@ def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:
             out = _wrap(ufunc(_operand(other), self._a))
             if counters and type(out) is KernelValue:
                 a = out._a
-                counters[-1].add(key if a.ndim else "scalar_ops", a.size if a.ndim else 1)
+                if a.ndim:
+                    counters[-1].produced(key, a.size)
+                else:
+                    counters[-1].add("scalar_ops", 1)
             return out
     else:
         def method(self: KernelValue, other: Any) -> Any:
             out = _wrap(ufunc(self._a, _operand(other)))
             if counters and type(out) is KernelValue:
                 a = out._a
-                counters[-1].add(key if a.ndim else "scalar_ops", a.size if a.ndim else 1)
+                if a.ndim:
+                    counters[-1].produced(key, a.size)
+                else:
+                    counters[-1].add("scalar_ops", 1)
             return out
     return method
 
@@ -409,7 +415,10 @@ def _unary(ufunc: np.ufunc) -> Callable[..., Any]:
         out = _wrap(ufunc(self._a))
         if counters and type(out) is KernelValue:
             a = out._a
-            counters[-1].add("vpu_ops" if a.ndim else "scalar_ops", a.size if a.ndim else 1)
+            if a.ndim:
+                counters[-1].produced("vpu_ops", a.size)
+            else:
+                counters[-1].add("scalar_ops", 1)
         return out
     return method
 

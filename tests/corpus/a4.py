@@ -56,6 +56,10 @@ KV_LEN_CHECK = """    if k.shape[1] != seq_len or v.shape[1] != seq_len:
                          f"L={seq_len}: flash_attention needs kv_len == q_len")
 """
 
+MICRO_LOOP = ("        for start in range(0, block_kv, bkv_compute):      "
+              "# static slices of the kv block\n")
+MICRO_STORE = "            l_scratch_ref[...] = jnp.broadcast_to(l_new, (block_q, lanes))\n"
+
 MUTANTS: list[Mutant] = [
     # A mistake for each Task 4.2 / 4.6 check no other mutant fails (every check can fail).
     Mutant("merge-l-unscaled", A4, "4.2",
@@ -91,7 +95,7 @@ MUTANTS: list[Mutant] = [
     # --- Task 4.2 merge and finalize ---
     Mutant("merge-empty-nan", A4, "4.2",
            (("    pivot = np.where(np.isneginf(m), 0.0, m)\n", "    pivot = m\n"),),
-           "two empty states (m = -inf, l = 0) merge to NaN", kept=13,
+           "two empty states (m = -inf, l = 0) merge to NaN", kept=9,
            says=("exp(-inf - (-inf))",)),
     Mutant("finalize-no-newaxis", A4, "4.2",
            (("return np.asarray(weighted) / np.asarray(total)[..., None]",
@@ -99,7 +103,7 @@ MUTANTS: list[Mutant] = [
            "acc / l without l[..., None]: l is broadcast against dv, not the rows"),
     # --- Task 4.3 flash_attention_kernel ---
     Mutant("no-rescale", A4, "4.3",
-           (("alpha = jnp.exp(m_prev - m_new)                # rescale of the old state",
+           (("alpha = exp(m_prev - m_new)                    # rescale of the old state",
              "alpha = 1.0"),),
            "the rescale exp(m_prev - m_new) is missing",
            says=("the rescale exp(m_prev - m_new) is missing",)),
@@ -179,6 +183,16 @@ MUTANTS: list[Mutant] = [
            "acc is kept normalized, divided by l at every step: exact with the running "
            "maximum, but 0/0 under max_logit_const when a kv block underflows for a row",
            says=("0 / 0", "divided by l at every kv step")),
+    Mutant("base2-still-exp", A4, "4.3",
+           (("    exp = jnp.exp2 if use_base2_exp else jnp.exp\n", "    exp = jnp.exp\n"),),
+           "under use_base2_exp the scores are scaled by log2(e) but exp, not exp2, is taken",
+           kept=27),
+    Mutant("base2-ignored", A4, "4.3",
+           (("    exp = jnp.exp2 if use_base2_exp else jnp.exp\n", "    exp = jnp.exp\n"),
+            ("        if use_base2_exp:\n            s = s * LOG2_E",
+             "        if False:\n            s = s * LOG2_E"),),
+           "use_base2_exp is accepted and ignored: natural units and exp, right values",
+           kept=27, says=("use_base2_exp is ignored", "lecture §6.6")),
     # --- Task 4.4 flash_attention ---
     Mutant("gqa-modulo", A4, "4.4",
            ((KV_SPECS, KV_SPECS.replace("h // group", "h % num_kv_heads")),),
@@ -202,6 +216,36 @@ MUTANTS: list[Mutant] = [
     Mutant("default-scale-1-over-d", A4, "4.4",
            (("        sm_scale = d ** -0.5\n", "        sm_scale = 1.0 / d\n"),),
            "sm_scale defaults to 1/d instead of 1/sqrt(d)"),
+    Mutant("wrapper-without-base2", A4, "4.4",
+           (("                    soft_cap: float | None = None, max_logit_const: float | None = "
+             "None,\n                    use_base2_exp: bool = False) -> np.ndarray:",
+             "                    soft_cap: float | None = None,\n"
+             "                    max_logit_const: float | None = None) -> np.ndarray:"),
+            ("max_logit_const=max_logit_const, use_base2_exp=use_base2_exp)",
+             "max_logit_const=max_logit_const)"),),
+           "the wrapper has no use_base2_exp keyword (the kernel has it)", kept=18,
+           says=("use_base2_exp",)),
+    # --- Task 4.7 flash_attention_kernel_microtiled ---
+    Mutant("microtile-ignores-bkv-compute", A4, "4.7",
+           ((MICRO_LOOP, "        bkv_compute = block_kv  # one slice: the whole kv block\n"
+                         + MICRO_LOOP),),
+           "bkv_compute is ignored: one slice of block_kv keys, right values", kept=5,
+           says=("bkv_compute is ignored", "block_q × block_kv", "lecture §5.3")),
+    Mutant("microtile-causal-no-slice-offset", A4, "4.7",
+           (("k_pos = kv_block * block_kv + start + jnp.arange(bkv_compute)[None, :]",
+             "k_pos = kv_block * block_kv + jnp.arange(bkv_compute)[None, :]"),),
+           "the causal key positions forget the slice's offset inside the kv block"),
+    Mutant("microtile-no-rescale", A4, "4.7",
+           (("            alpha = jnp.exp(m_prev - m_new)\n", "            alpha = 1.0\n"),),
+           "the state is not rescaled between slices when the maximum grows"),
+    Mutant("microtile-first-slice-only", A4, "4.7",
+           (("for start in range(0, block_kv, bkv_compute):",
+             "for start in range(0, bkv_compute, bkv_compute):"),),
+           "only the first bkv_compute keys of each kv block are visited"),
+    Mutant("microtile-k-slice-by-index", A4, "4.7",
+           (("k = k_ref[pl.ds(start, bkv_compute), :]",
+             "k = k_ref[pl.ds(start // bkv_compute, bkv_compute), :]"),),
+           "k is sliced at the slice's index instead of its first key (v is right)"),
     # --- Task 4.5 / 4.6 ---
     Mutant("kv-read-once", A4, "4.6",
            (("kv_read = q_blocks * H * L * (d + dv) * in_bytes",
@@ -257,6 +301,14 @@ VARIANTS: list[Variant] = [
              ("            m_new = m_prev                                 # the constant c, "
               "never changes",
               "            m_new = jnp.full_like(m_prev, max_logit_const)"),)),
+    Variant("microtiled-fori-loop", A4,
+            "the micro-tiled kernel walks the slices with jax.lax.fori_loop (a traced slice "
+            "start in pl.ds) instead of a Python loop over static starts",
+            ((MICRO_LOOP, "        def _slice(index, carry):                          "
+                          "# one slice per iteration\n"
+                          "            start = index * bkv_compute\n"),
+             (MICRO_STORE, MICRO_STORE + "            return carry\n\n"
+                           "        jax.lax.fori_loop(0, block_kv // bkv_compute, _slice, 0)\n"),)),
     Variant("merge_formulation", A4,
             "each tile's own state (m, l, acc) is merged into the running one with the "
             "symmetric merge of Task 4.2, in jnp, guarding rows a tile masks completely"),

@@ -39,8 +39,8 @@ MUTANTS: list[Mutant] = [
     Mutant("neg-inf-unzeroed-p", A5, "5.4",
            (("    scores = jnp.where(visible, scores, MASK_VALUE)",
              "    scores = jnp.where(visible, scores, -jnp.inf)"),
-            ("    probs = jnp.where(visible, jnp.exp(scores - m_next), 0.0)",
-             "    probs = jnp.exp(scores - m_next)")),
+            ("    probs = jnp.where(visible, exp(scores - m_next), 0.0)",
+             "    probs = exp(scores - m_next)")),
            "masked scores set to -inf and p not zeroed: exp(-inf - (-inf)) is NaN for a row "
            "whose keys in its first tile are all masked", kept=20,
            says=("exp(-inf - (-inf))",)),
@@ -63,6 +63,24 @@ MUTANTS: list[Mutant] = [
            (("    scale = 1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale",
              "    scale = 1.0 if sm_scale is None else sm_scale"),),
            "sm_scale defaults to 1 instead of 1/sqrt(d)", kept=27),
+    Mutant("base2-ignored", A5, "5.4",
+           (("    exp = jnp.exp2 if use_base2_exp else jnp.exp\n", "    exp = jnp.exp\n"),
+            ("    if use_base2_exp:\n        scores = scores * LOG2_E",
+             "    if False:\n        scores = scores * LOG2_E")),
+           "use_base2_exp is accepted and ignored: natural units and exp, right values",
+           kept=33, says=("use_base2_exp is ignored", "lecture §6.6")),
+    Mutant("base2-still-exp", A5, "5.4",
+           (("    exp = jnp.exp2 if use_base2_exp else jnp.exp\n", "    exp = jnp.exp\n"),),
+           "under use_base2_exp the scores are scaled by log2(e) but exp, not exp2, is taken",
+           kept=33),
+    Mutant("wrapper-without-base2", A5, "5.4",
+           (("                     sm_scale: float | None = None, use_base2_exp: bool = False) "
+             "-> np.ndarray:",
+             "                     sm_scale: float | None = None) -> np.ndarray:"),
+            ("                          block_kv=block_kv, use_base2_exp=use_base2_exp),",
+             "                          block_kv=block_kv),")),
+           "the wrapper has no use_base2_exp keyword (the kernel has it)", kept=33,
+           says=("use_base2_exp",)),
     Mutant("mask-next-previous", A5, "5.3",
            (("    for g in range(len(tile_rows) - 1, -1, -1):",
              "    for g in range(len(tile_rows)):"),),
@@ -119,11 +137,11 @@ VARIANTS: list[Variant] = [
             "replaced by 0 while it is still -inf, so no exp(-inf - (-inf)) is ever taken",
             (("    scores = jnp.where(visible, scores, MASK_VALUE)",
               "    scores = jnp.where(visible, scores, -jnp.inf)"),
-             ("    probs = jnp.where(visible, jnp.exp(scores - m_next), 0.0)\n"
-              "    alpha = jnp.exp(m_prev - m_next)",
+             ("    probs = jnp.where(visible, exp(scores - m_next), 0.0)\n"
+              "    alpha = exp(m_prev - m_next)",
               "    m_safe = jnp.where(m_next == -jnp.inf, 0.0, m_next)\n"
-              "    probs = jnp.where(visible, jnp.exp(scores - m_safe), 0.0)\n"
-              "    alpha = jnp.exp(m_prev - m_safe)"))),
+              "    probs = jnp.where(visible, exp(scores - m_safe), 0.0)\n"
+              "    alpha = exp(m_prev - m_safe)"))),
 ]
 
 

@@ -7,6 +7,8 @@ product, one op per produced element), never read back from the simulator.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -178,3 +180,56 @@ def test_ops_survive_the_json_round_trip_and_host_code_counts_nothing():
     again = pallas_sim.CallTrace.from_dict(call.to_dict())
     assert again.ops == call.ops
     assert again.ops.total("mxu_flops_f32") == 2 * 64 ** 3
+
+
+def _scores_kernel(q_ref, k_ref, o_ref, *, chunk: int):
+    """Row sums of exp2(q kᵀ), scoring ``chunk`` keys at a time (a Python loop over
+    static slices, as a micro-tiled Flash kernel does; lecture §5.3)."""
+    q = q_ref[...]
+    total = jnp.zeros((q.shape[0], 1), jnp.float32)
+    for start in range(0, k_ref.shape[0], chunk):
+        s = jnp.dot(q, k_ref[pl.ds(start, chunk), :].T, preferred_element_type=jnp.float32)
+        total = total + jnp.exp2(s).sum(axis=1, keepdims=True)
+    o_ref[...] = jnp.broadcast_to(total, o_ref.shape)
+
+
+@pytest.mark.parametrize("chunk", [8, 16, 64])
+def test_largest_intermediate_is_the_largest_op_result_not_a_load(chunk):
+    rows, keys, d = 16, 64, 8
+    q = np.full((rows, d), 0.01, np.float32)
+    k = np.full((keys, d), 0.01, np.float32)
+    out = jax.ShapeDtypeStruct((rows, 128), jnp.float32)
+    with pallas_sim.trace() as t:
+        pl.pallas_call(functools.partial(_scores_kernel, chunk=chunk), out_shape=out)(q, k)
+    call = t.calls[-1]
+    # The score tile [rows, chunk] is the largest computed array: the loads of q (16 x 8)
+    # and k (64 x 8) and the broadcast to the (16, 128) output are not intermediates.
+    assert call.largest_intermediate == rows * chunk, (
+        f"scoring {chunk} keys at a time makes [{rows}, {chunk}] score tiles, "
+        f"{rows * chunk} elements; got {call.largest_intermediate}")
+    # exp2 runs on the EUP like exp: one op per score
+    assert call.ops.total("eup_ops") == rows * keys
+    again = pallas_sim.CallTrace.from_dict(call.to_dict())
+    assert again.largest_intermediate == call.largest_intermediate
+    est = pallas_sim.estimate(
+        lambda a, b: pl.pallas_call(functools.partial(_scores_kernel, chunk=chunk),
+                                    out_shape=out)(a, b),
+        jax.ShapeDtypeStruct(q.shape, q.dtype), jax.ShapeDtypeStruct(k.shape, k.dtype))
+    assert est.calls[-1].largest_intermediate == rows * chunk, (
+        "the abstract run records the same largest intermediate as the real run")
+
+
+def test_largest_intermediate_is_zero_without_compute_and_for_old_records():
+    def copy_kernel(x_ref, o_ref):
+        o_ref[...] = jnp.tile(x_ref[:, :1], (1, 128))  # replication, like broadcast_to
+
+    x = np.ones((8, 128), np.float32)
+    with pallas_sim.trace() as t:
+        pl.pallas_call(copy_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    call = t.calls[-1]
+    assert call.largest_intermediate == 0, "a copy and a jnp.tile compute nothing"
+    assert call.ops.total("vpu_ops") == 0, "jnp.tile is a layout op, as broadcast_to is"
+    record = call.to_dict()
+    record["ops"].pop("largest_intermediate")
+    assert pallas_sim.CallTrace.from_dict(record).largest_intermediate == 0, (
+        "a record written before the field existed reads as 0")

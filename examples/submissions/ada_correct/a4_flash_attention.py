@@ -193,7 +193,8 @@ if __name__ == "__main__":
 def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_ref,
                            acc_scratch_ref, *, sm_scale: float, causal: bool, block_q: int,
                            block_kv: int, soft_cap: float | None = None,
-                           max_logit_const: float | None = None) -> None:
+                           max_logit_const: float | None = None,
+                           use_base2_exp: bool = False) -> None:
     """Task 4.3: one (head, q block, kv block) step of Flash Attention.  [lecture §5.2]
 
     Grid: (H, L // block_q, L // block_kv), kv block last.
@@ -207,13 +208,17 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
     qi = pl.program_id(1)
     kj = pl.program_id(2)
     n_kv = pl.num_programs(2)
+    # base 2: exp(x) = 2 ** (x * log2(e)), so scale the scores once and use exp2
+    log2e = 1.4426950408889634 if use_base2_exp else 1.0
+    expf = jnp.exp2 if use_base2_exp else jnp.exp
 
     @pl.when(kj == 0)
     def init():
         if max_logit_const is None:
             m_scratch_ref[:, :] = jnp.full(m_scratch_ref.shape, -jnp.inf, jnp.float32)
         else:
-            m_scratch_ref[:, :] = jnp.full(m_scratch_ref.shape, max_logit_const, jnp.float32)
+            m_scratch_ref[:, :] = jnp.full(m_scratch_ref.shape, max_logit_const * log2e,
+                                           jnp.float32)
         l_scratch_ref[:, :] = jnp.zeros_like(l_scratch_ref)
         acc_scratch_ref[:, :] = jnp.zeros_like(acc_scratch_ref)
 
@@ -230,6 +235,7 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
         qk = jnp.einsum("qd,kd->qk", q, k, preferred_element_type=jnp.float32) * sm_scale
         if soft_cap is not None:
             qk = jnp.tanh(qk / soft_cap) * soft_cap
+        qk = qk * log2e
         if causal:
             row = qi * block_q + jnp.arange(block_q).reshape(block_q, 1)
             col = kj * block_kv + jnp.arange(block_kv).reshape(1, block_kv)
@@ -240,8 +246,8 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
             m_next = jnp.maximum(m_prev, jnp.max(qk, axis=-1, keepdims=True))
         else:
             m_next = m_prev
-        s_curr = jnp.exp(qk - m_next)
-        alpha = jnp.exp(m_prev - m_next)
+        s_curr = expf(qk - m_next)
+        alpha = expf(m_prev - m_next)
         l_next = alpha * l_prev + jnp.sum(s_curr, axis=-1, keepdims=True)
         acc_scratch_ref[:, :] = alpha * acc_scratch_ref[:, :] + jnp.dot(
             s_curr.astype(v.dtype), v, preferred_element_type=jnp.float32)
@@ -269,7 +275,8 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
 def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool = False,
                     sm_scale: float | None = None, block_q: int = 128, block_kv: int = 128,
                     soft_cap: float | None = None,
-                    max_logit_const: float | None = None) -> np.ndarray:
+                    max_logit_const: float | None = None,
+                    use_base2_exp: bool = False) -> np.ndarray:
     """Task 4.4: Flash Attention through one pallas_call.  [lecture §5.2]
 
     q: [H, L, d]; k: [Hkv, L, d]; v: [Hkv, L, dv], H % Hkv == 0 (query head h
@@ -292,7 +299,7 @@ def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool
 
     kernel = functools.partial(flash_attention_kernel, sm_scale=sm_scale, causal=causal,
                                block_q=block_q, block_kv=block_kv, soft_cap=soft_cap,
-                               max_logit_const=max_logit_const)
+                               max_logit_const=max_logit_const, use_base2_exp=use_base2_exp)
     call = pl.pallas_call(
         kernel,
         grid=(H, L // block_q, L // block_kv),
@@ -425,3 +432,57 @@ if __name__ == "__main__":
           f"block_q 2048: {flash_attention_hbm_bytes(128, 4096, 192, 128, 2048) / _mib:.0f} MiB")
     print(f"Task 4.6 xla {_xla / _gib:.2f} GiB ({_xla / _bw * 1e3:.3f} ms), "
           f"{_flops:.4e} FLOP ({_flops / _peak * 1e3:.3f} ms at peak)")
+
+
+# %% [markdown]
+# ## Task 4.7 — micro-tiling the KV block (`bkv_compute`)
+
+
+# %%
+def flash_attention_kernel_microtiled(q_ref, k_ref, v_ref, o_ref, m_scratch_ref,
+                                      l_scratch_ref, acc_scratch_ref, *, sm_scale: float,
+                                      causal: bool, block_q: int, block_kv: int,
+                                      bkv_compute: int) -> None:
+    """Task 4.7: one Flash Attention step scoring bkv_compute keys at a time.  [lecture §5.3]"""
+    qi = pl.program_id(1)
+    kj = pl.program_id(2)
+
+    @pl.when(kj == 0)
+    def init():
+        m_scratch_ref[:, :] = jnp.full(m_scratch_ref.shape, -jnp.inf, jnp.float32)
+        l_scratch_ref[:, :] = jnp.zeros_like(l_scratch_ref)
+        acc_scratch_ref[:, :] = jnp.zeros_like(acc_scratch_ref)
+
+    first_key = kj * block_kv
+    last_query = qi * block_q + block_q - 1
+
+    def one_slice(c, carry):
+        m_prev, l_prev, acc = carry
+        start = c * bkv_compute
+        k = k_ref[pl.ds(start, bkv_compute), :]
+        v = v_ref[pl.ds(start, bkv_compute), :]
+        qk = jnp.einsum("qd,kd->qk", q_ref[:, :], k,
+                        preferred_element_type=jnp.float32) * sm_scale
+        if causal:
+            row = qi * block_q + jnp.arange(block_q).reshape(block_q, 1)
+            col = first_key + start + jnp.arange(bkv_compute).reshape(1, bkv_compute)
+            qk = jnp.where(col <= row, qk, -jnp.inf)
+        m_next = jnp.maximum(m_prev, jnp.max(qk, axis=-1, keepdims=True))
+        s_curr = jnp.exp(qk - m_next)
+        alpha = jnp.exp(m_prev - m_next)
+        l_next = alpha * l_prev + jnp.sum(s_curr, axis=-1, keepdims=True)
+        acc = alpha * acc + jnp.dot(s_curr.astype(v.dtype), v,
+                                    preferred_element_type=jnp.float32)
+        return m_next, l_next, acc
+
+    @pl.when(jnp.logical_or(not causal, first_key <= last_query))
+    def body():
+        carry = (m_scratch_ref[:, 0:1], l_scratch_ref[:, 0:1], acc_scratch_ref[:, :])
+        m_next, l_next, acc = jax.lax.fori_loop(0, block_kv // bkv_compute, one_slice, carry)
+        acc_scratch_ref[:, :] = acc
+        m_scratch_ref[:, :] = jnp.tile(m_next, (1, m_scratch_ref.shape[1]))
+        l_scratch_ref[:, :] = jnp.tile(l_next, (1, l_scratch_ref.shape[1]))
+
+    @pl.when(kj == pl.num_programs(2) - 1)
+    def done():
+        o_ref[:, :] = acc_scratch_ref[:, :] * (1.0 / l_scratch_ref[:, 0:1])

@@ -340,7 +340,8 @@ MASK_VALUE = -0.7 * float(np.finfo(np.float32).max)
 def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bounds_start_ref,
                             bounds_end_ref, block_mask_ref, q_ref, k_ref, v_ref, mask_ref,
                             o_ref, m_scratch_ref, l_scratch_ref, acc_scratch_ref, *,
-                            sm_scale: float, block_q: int, block_kv: int) -> None:
+                            sm_scale: float, block_q: int, block_kv: int,
+                            use_base2_exp: bool = False) -> None:
     """Task 5.4: one (head, active tile) step of Splash Attention.  [lecture §6.3]
 
     Grid: (H, A). Prefetch refs (SMEM, int32 [A]): active_rows, active_cols,
@@ -365,15 +366,18 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
     k = k_ref[:, :].astype(jnp.float32)
     v = v_ref[:, :].astype(jnp.float32)
     s = (q @ k.T) * sm_scale
+    if use_base2_exp:  # 2 ** (s * log2 e) == e ** s
+        s = s * 1.4426950408889634
+    ex = jnp.exp2 if use_base2_exp else jnp.exp
     # Full tiles (block_mask 2) keep every pair; only partial tiles use the pattern.
     keep = jnp.logical_or(block_mask_ref[g] == 2, mask_ref[:, :])
     s = jnp.where(keep, s, -1e30)
     m_prev = m_scratch_ref[:, 0:1]
     l_prev = l_scratch_ref[:, 0:1]
     m_cur = jnp.maximum(m_prev, jnp.max(s, axis=1, keepdims=True))
-    p = jnp.exp(s - m_cur)
+    p = ex(s - m_cur)
     p = p * keep
-    corr = jnp.exp(m_prev - m_cur)
+    corr = ex(m_prev - m_cur)
     m_scratch_ref[:, :] = jnp.repeat(m_cur, 128, axis=1)
     l_scratch_ref[:, :] = jnp.repeat(corr * l_prev + jnp.sum(p, axis=1, keepdims=True), 128, axis=1)
     acc_scratch_ref[:, :] = corr * acc_scratch_ref[:, :] + p @ v
@@ -384,7 +388,7 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
 
 
 def splash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask_info: MaskInfo, *,
-                     sm_scale: float | None = None) -> np.ndarray:
+                     sm_scale: float | None = None, use_base2_exp: bool = False) -> np.ndarray:
     """Task 5.4: attention over the active tiles of mask_info, one pallas_call.  [lecture §6.3]
 
     q: [H, L, d]; k: [H, L, d]; v: [H, L, dv]; mask_info: a MaskInfo of an
@@ -417,7 +421,8 @@ def splash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask_info: Mas
         scratch_shapes=[pltpu.VMEM((bq, 128), jnp.float32), pltpu.VMEM((bq, 128), jnp.float32),
                         pltpu.VMEM((bq, dv), jnp.float32)],
     )
-    kernel = functools.partial(splash_attention_kernel, sm_scale=sm_scale, block_q=bq, block_kv=bkv)
+    kernel = functools.partial(splash_attention_kernel, sm_scale=sm_scale, block_q=bq, block_kv=bkv,
+                               use_base2_exp=use_base2_exp)
     call = pl.pallas_call(kernel, grid_spec=spec,
                           out_shape=jax.ShapeDtypeStruct((H, L, dv), jnp.float32),
                           compiler_params=pltpu.CompilerParams(

@@ -396,3 +396,42 @@ if __name__ == "__main__":
           f"block_q 2048: {flash_attention_hbm_bytes(128, 4096, 192, 128, 2048) / _mib:.0f} MiB")
     print(f"Task 4.6 xla {_xla / _gib:.2f} GiB ({_xla / _bw * 1e3:.3f} ms), "
           f"{_flops:.4e} FLOP ({_flops / _peak * 1e3:.3f} ms at peak)")
+
+
+# %% [markdown]
+# ## Task 4.7 — micro-tiling the KV block (`bkv_compute`)
+
+
+# %%
+def flash_attention_kernel_microtiled(q_ref, k_ref, v_ref, o_ref, m_scratch_ref,
+                                      l_scratch_ref, acc_scratch_ref, *, sm_scale: float,
+                                      causal: bool, block_q: int, block_kv: int,
+                                      bkv_compute: int) -> None:
+    """Task 4.7: one Flash Attention step scoring bkv_compute keys at a time.  [lecture §5.3]"""
+    # same as my 4.3 kernel: the values are what matters
+    i, j = pl.program_id(1), pl.program_id(2)
+
+    @pl.when(j == 0)
+    def _():
+        m_scratch_ref[...] = jnp.full_like(m_scratch_ref, -jnp.inf)
+        l_scratch_ref[...] = jnp.zeros_like(l_scratch_ref)
+        acc_scratch_ref[...] = jnp.zeros_like(acc_scratch_ref)
+
+    s = jnp.dot(q_ref[...], k_ref[...].T, preferred_element_type=jnp.float32) * sm_scale
+    if causal:
+        rows = i * block_q + jnp.arange(block_q)[:, None]
+        cols = j * block_kv + jnp.arange(block_kv)[None, :]
+        s = jnp.where(cols > rows, -jnp.inf, s)
+    m_old = m_scratch_ref[:, :1]
+    m_new = jnp.maximum(m_old, s.max(axis=1, keepdims=True))
+    p = jnp.exp(s - m_new)
+    alpha = jnp.exp(m_old - m_new)
+    l_new = alpha * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)
+    acc_scratch_ref[...] = alpha * acc_scratch_ref[...] + jnp.dot(
+        p, v_ref[...], preferred_element_type=jnp.float32)
+    m_scratch_ref[...] = jnp.broadcast_to(m_new, m_scratch_ref.shape)
+    l_scratch_ref[...] = jnp.broadcast_to(l_new, l_scratch_ref.shape)
+
+    @pl.when(j == pl.num_programs(2) - 1)
+    def _():
+        o_ref[...] = acc_scratch_ref[...] / l_scratch_ref[:, :1]

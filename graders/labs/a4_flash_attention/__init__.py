@@ -1,4 +1,4 @@
-"""Flash Attention (a4, lecture §5): the assignment record of this lab.
+"""Flash Attention (a4, lecture §5; base-2 exp and micro-tiling from §5.3, §6.6): the record.
 
 Source: design.md ("Assignments") and student-api.md (task ids, function names).
 """
@@ -15,13 +15,14 @@ ASSIGNMENT = Assignment(
         Task(id="4.1", functions=("online_softmax",), points=15),
         Task(id="4.2",
              functions=("merge_attention_states", "finalize_attention_state"),
-             points=15),
+             points=10),
         Task(id="4.3", functions=("flash_attention_kernel",), points=30),
         Task(id="4.4", functions=("flash_attention",), points=20, depends=("4.3",)),
         Task(id="4.5", functions=("mle_safe_range",), points=5),
         Task(id="4.6",
              functions=("flash_attention_hbm_bytes", "xla_attention_hbm_bytes", "attention_flops"),
-             points=15),
+             points=10),
+        Task(id="4.7", functions=("flash_attention_kernel_microtiled",), points=10),
     ),
     package=__name__,
 )

@@ -1,4 +1,4 @@
-"""Checks of a4_flash_attention (lecture §5): Tasks 4.1–4.6, 100 points.
+"""Checks of a4_flash_attention (lecture §5, §6.6): Tasks 4.1–4.7, 100 points.
 
 Softmax states are ``(m, l, acc)``: the running maximum, the sum of
 ``exp(s - m)`` and the unnormalized weighted sum of values.  Inputs are drawn
@@ -17,6 +17,12 @@ trace's per-step ``kernel_reads`` of k_ref and v_ref. The wrapper (4.4) is
 graded against what the student's own kernel computes in that standard call
 (one fault, one charge), on its trace against the reference's pallas_call, and
 on refusing k and v of another length than q.
+
+The kernel's ``use_base2_exp`` option (lecture §6.6) is graded on the output and on the
+final m scratch, which the harness copies out: the row maximum in base-2 units. The
+micro-tiled kernel (4.7) is graded on values and on the trace's
+``largest_intermediate`` (lecture §5.3): ``block_q × bkv_compute`` on drawn inputs and
+at the lecture's sizes (an abstract run).
 
 A "looks like" diagnosis is shown only when the failing output equals the
 output of that modelled mistake on the failing input (``_emulate`` runs the
@@ -387,7 +393,7 @@ def merge_cases(draw) -> Case:
     return Case((a, b), {}, ("state_a", "state_b"))
 
 
-@check(A, "4.2", 4, "merge_attention_states equals the reference merge of two states over "
+@check(A, "4.2", 3, "merge_attention_states equals the reference merge of two states over "
                     "disjoint keys")
 def merge_values(s: Session) -> None:
     """Task 4.2: merge_attention_states equals the reference merge of two states over disjoint
@@ -408,7 +414,7 @@ def three_states(draw) -> Case:
     return Case(states, {}, ("a", "b", "c"))
 
 
-@check(A, "4.2", 3, "merge is commutative and associative: merge(a, b) = merge(b, a) and "
+@check(A, "4.2", 2, "merge is commutative and associative: merge(a, b) = merge(b, a) and "
                     "merge(merge(a, b), c) = merge(a, merge(b, c))")
 def merge_algebra(s: Session) -> None:
     """Task 4.2: merge is commutative and associative: merge(a, b) = merge(b, a) and
@@ -430,7 +436,7 @@ def merge_algebra(s: Session) -> None:
     run_property(three_states(), body, max_examples=10)
 
 
-@check(A, "4.2", 3, "finalize_attention_state returns acc / l")
+@check(A, "4.2", 2, "finalize_attention_state returns acc / l")
 def finalize_values(s: Session) -> None:
     """Task 4.2: finalize_attention_state returns acc / l."""
     def body(case: Case) -> None:
@@ -442,7 +448,7 @@ def finalize_values(s: Session) -> None:
                  max_examples=15)
 
 
-@check(A, "4.2", 3, "finalize(merge(part 1, part 2)) equals softmax(scores) @ values over "
+@check(A, "4.2", 2, "finalize(merge(part 1, part 2)) equals softmax(scores) @ values over "
                     "all keys (lecture §5.1)")
 def merge_end_to_end(s: Session) -> None:
     """Task 4.2: finalize(merge(part 1, part 2)) equals softmax(scores) @ values over all keys
@@ -522,7 +528,7 @@ def _naive_merge(a: tuple, b: tuple) -> tuple[np.ndarray, ...]:
         return m, w_a * l_a + w_b * l_b, w_a[..., None] * acc_a + w_b[..., None] * acc_b
 
 
-@check(A, "4.2", 2, "merging empty states (m = -inf, l = 0, acc = 0): two empty states give "
+@check(A, "4.2", 1, "merging empty states (m = -inf, l = 0, acc = 0): two empty states give "
                     "the empty state without NaN, an empty state and a state S give S")
 def merge_empty_states(s: Session) -> None:
     """Task 4.2: merging empty states (m = -inf, l = 0, acc = 0): two empty states give the
@@ -1034,7 +1040,7 @@ def _kernel_body(s: Session) -> Callable[[AttentionCase, dict[str, object]], Non
     return body
 
 
-@check(A, "4.3", 6, "flash_attention_kernel, run in the grader's pallas_call, equals dense "
+@check(A, "4.3", 5, "flash_attention_kernel, run in the grader's pallas_call, equals dense "
                     "float64 attention (drawn heads, GQA groups, L, d, dv, blocks, f32/bf16, "
                     "sm_scale; no mask)")
 def kernel_values(s: Session) -> None:
@@ -1056,7 +1062,7 @@ def kernel_deep_rows(s: Session) -> None:
                         max_examples=5)
 
 
-@check(A, "4.3", 6, "with causal=True the kernel masks key position > query position "
+@check(A, "4.3", 5, "with causal=True the kernel masks key position > query position "
                     "(positions from pl.program_id and the block sizes)")
 def kernel_causal_values(s: Session) -> None:
     """Task 4.3: with causal=True the kernel masks key position > query position (positions from
@@ -1122,7 +1128,7 @@ def kernel_causal_skipping(s: Session) -> None:
     _attention_property(attention_cases(causal=True, min_q_blocks=2), body, max_examples=8)
 
 
-@check(A, "4.3", 5, "soft_cap and max_logit_const: scores capped at cap·tanh(s/cap), and a "
+@check(A, "4.3", 4, "soft_cap and max_logit_const: scores capped at cap·tanh(s/cap), and a "
                     "constant from the safe range used instead of the running max (large "
                     "logits drawn)")
 def kernel_options(s: Session) -> None:
@@ -1174,9 +1180,66 @@ def kernel_constant_is_used(s: Session) -> None:
     run_property(attention_cases(flavor="far-constant"), body, max_examples=4)
 
 
+#: log2(e): under use_base2_exp the scores and m are kept times this (lecture §6.6).
+LOG2_E = 1.0 / math.log(2.0)
+#: (rtol, atol) of the final m against log2(e) · (row maximum of the scores): the scores
+#: are exact products summed in float32 (bf16 inputs are exact in float32).
+MAX_TOL = (1e-4, 1e-3)
+
+
+def _between(m: np.ndarray, low: np.ndarray, high: np.ndarray) -> bool:
+    """Every m lies in [low, high] up to ``MAX_TOL``: a running maximum taken after the mask
+    is ``low``, one taken before it at most ``high``; both give the softmax."""
+    rtol, atol = MAX_TOL
+    with np.errstate(invalid="ignore"):
+        return bool(np.all((m >= low - atol - rtol * np.abs(low))
+                           & (m <= high + atol + rtol * np.abs(high))))
+
+
+def _final_max(reply_value: object, case: AttentionCase) -> tuple[np.ndarray, np.ndarray]:
+    """(output [H, L, dv], final m [H, L]) from the harness's ``with_max`` reply."""
+    if not isinstance(reply_value, tuple | list) or len(reply_value) != 2:
+        raise CheckFailure("the grader's call returned no m scratch", status="error",
+                           internal=True)
+    out, m = reply_value
+    return as_array(out, "the kernel's output"), as_array(m, "the final m scratch")
+
+
+@check(A, "4.3", 3, "use_base2_exp=True: the output is still softmax attention (causal or "
+                    "not), and m holds the row maximum in base-2 units, log2(e) · max s: "
+                    "scores pre-scaled by log2(e), exp2 in the kernel (lecture §6.6)")
+def kernel_base2(s: Session) -> None:
+    """Task 4.3: use_base2_exp=True: the output is still softmax attention (causal or not), and
+    m holds the row maximum in base-2 units, log2(e) · max s: scores pre-scaled by log2(e),
+    exp2 in the kernel (lecture §6.6).
+    """
+    def body(case: AttentionCase) -> None:
+        reply = s.invoke("flash_attention_kernel", case.args,
+                         {**case.kwargs, "use_base2_exp": True, "with_max": True},
+                         harness="a4")
+        got, m = _final_max(reply.value, case)
+        _check_attention(got, case, "the kernel's output with use_base2_exp=True")
+        masked = case.scores().max(axis=-1)                           # [H, L], natural units
+        unmasked = dataclasses.replace(case, causal=False).scores().max(axis=-1)
+        if m.shape != masked.shape or _between(m, masked * LOG2_E, unmasked * LOG2_E):
+            return
+        natural = _between(m, masked, unmasked) and not np.allclose(masked, 0.0)
+        raise CheckFailure(
+            "with use_base2_exp=True the final m is not the row maximum in base-2 units",
+            expected=f"m = log2(e) · max s per row: {fmt_array(masked * LOG2_E)}"
+                     + ("" if not case.causal else " (or up to log2(e) · the row's maximum "
+                        "before the causal mask)"),
+            got=f"m = {fmt_array(m)}",
+            diagnosis=("use_base2_exp is ignored: m is the row maximum of the natural-unit "
+                       "scores, so the kernel still calls exp. Multiply the scaled (and "
+                       "capped) scores by log2(e), keep m in those units and use jnp.exp2 "
+                       "for p and alpha (lecture §6.6)") if natural else None)
+    run_property(attention_cases(), body, max_examples=5)
+
+
 # --- Task 4.4 flash_attention ----------------------------------------------------------------
 
-@check(A, "4.4", 10, "flash_attention(q, k, v, ...) computes what its kernel computes in the "
+@check(A, "4.4", 8, "flash_attention(q, k, v, ...) computes what its kernel computes in the "
                      "grader's standard call (GQA, causal, default and drawn sm_scale, "
                      "soft_cap, max_logit_const), as float32 [H, L, dv]")
 def wrapper_values(s: Session) -> None:
@@ -1195,6 +1258,27 @@ def wrapper_values(s: Session) -> None:
                          wrapper=True)
     _attention_property(attention_cases(options=True, default_scale=True), body,
                         max_examples=14, wrapper=True)
+
+
+@check(A, "4.4", 2, "flash_attention(..., use_base2_exp=True) accepts the option and "
+                    "computes what its kernel computes with it in the grader's standard call "
+                    "(lecture §6.6)")
+def wrapper_base2(s: Session) -> None:
+    """Task 4.4: flash_attention(..., use_base2_exp=True) accepts the option and computes what
+    its kernel computes with it in the grader's standard call (lecture §6.6).
+    """
+    def body(case: AttentionCase, seen: dict[str, object]) -> None:
+        reply = s.invoke("flash_attention", case.args,
+                         {**case.wrapper_kwargs, "use_base2_exp": True}, harness="a4")
+        got, kernel_out = against_own_kernel(reply.value, "flash_attention",
+                                             "flash_attention_kernel")
+        if isinstance(got, np.ndarray):
+            reply.own_call(0)
+        seen["output"] = got
+        _check_attention(got, case, "flash_attention's result with use_base2_exp=True",
+                         kernel_out=kernel_out, wrapper=True)
+    _attention_property(attention_cases(default_scale=True), body, max_examples=8,
+                        wrapper=True)
 
 
 def _require_a_pallas_call(s: Session, q: np.ndarray) -> None:
@@ -1420,7 +1504,7 @@ def mle_property(s: Session) -> None:
 
 # --- Task 4.6 traffic and work ----------------------------------------------------------------
 
-@check(A, "4.6", 6, "worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048), XLA "
+@check(A, "4.6", 4, "worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048), XLA "
                     "24.75 GiB, 1.3744e12 FLOPs (lecture §5.2)")
 def traffic_worked(s: Session) -> None:
     """Task 4.6: worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048), XLA 24.75
@@ -1480,7 +1564,7 @@ def _flash_sizes(case: Case) -> dict[str, int]:
     return {k: v for k, v in case.kwargs.items() if k in ("in_bytes", "out_bytes")}
 
 
-@check(A, "4.6", 4, "flash_attention_hbm_bytes equals the reference on drawn sizes (block_q "
+@check(A, "4.6", 3, "flash_attention_hbm_bytes equals the reference on drawn sizes (block_q "
                     "need not divide L; in_bytes/out_bytes)")
 def flash_traffic_property(s: Session) -> None:
     """Task 4.6: flash_attention_hbm_bytes equals the reference on drawn sizes (block_q need not
@@ -1500,7 +1584,7 @@ def flash_traffic_property(s: Session) -> None:
     run_property(traffic_cases(), body, max_examples=20)
 
 
-@check(A, "4.6", 5, "xla_attention_hbm_bytes and attention_flops equal the reference on drawn "
+@check(A, "4.6", 3, "xla_attention_hbm_bytes and attention_flops equal the reference on drawn "
                     "sizes")
 def xla_traffic_property(s: Session) -> None:
     """Task 4.6: xla_attention_hbm_bytes and attention_flops equal the reference on drawn sizes."""
@@ -1522,3 +1606,167 @@ def xla_traffic_property(s: Session) -> None:
             failure.input = f"H, L, d, dv = {args}"
             raise
     run_property(traffic_cases(), body, max_examples=20)
+
+
+# --- Task 4.7 flash_attention_kernel_microtiled ----------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class MicroCase:
+    """A drawn attention problem (``base``: no soft cap, no constant) and the
+    ``bkv_compute`` of the micro-tiled kernel (a proper divisor of ``base.block_kv``)."""
+
+    base: AttentionCase
+    bkv_compute: int
+
+    @property
+    def args(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.base.args
+
+    @property
+    def kwargs(self) -> dict[str, object]:
+        return {"sm_scale": self.base.scale, "causal": self.base.causal,
+                "block_q": self.base.block_q, "block_kv": self.base.block_kv,
+                "bkv_compute": self.bkv_compute}
+
+    @property
+    def intended(self) -> int:
+        """Elements of the largest intermediate of a micro-tiled kernel: block_q · bkv_compute
+        (the draws keep d and dv <= bkv_compute where this is graded)."""
+        return self.base.block_q * self.bkv_compute
+
+    def __repr__(self) -> str:
+        return f"{self.base!r}, bkv_compute = {self.bkv_compute}"
+
+
+@st.composite
+def micro_cases(draw, *, causal: bool | None = None, narrow_heads: bool = False) -> MicroCase:
+    """Drawn problems for Task 4.7: H 1-6 with a GQA group, block_q 8/16/32, block_kv
+    16/32/64, bkv_compute 8/16/32 below block_kv (a divisor), L a multiple of both blocks
+    (up to 128), f32 or bf16, ``causal`` drawn unless given; d and dv 4-48, or no larger
+    than bkv_compute with ``narrow_heads`` (then the score tile is the largest array a
+    micro-tiled kernel computes)."""
+    kv_heads, group = draw(st.sampled_from(HEAD_GROUPS))
+    heads = kv_heads * group
+    block_q = draw(st.sampled_from([8, 16, 32]))
+    block_kv = draw(st.sampled_from([32, 16, 64]))
+    bkv_compute = draw(st.sampled_from([c for c in (8, 16, 32) if c < block_kv]))
+    unit = math.lcm(block_q, block_kv)
+    length = unit * draw(st.integers(1, max(1, min(3, 128 // unit))))
+    top = bkv_compute if narrow_heads else 48
+    d, dv = draw(st.integers(4, top)), draw(st.integers(4, top))
+    dtype = draw(st.sampled_from([F32, BF16]))
+    is_causal = draw(st.booleans()) if causal is None else causal
+    seed = draw(seeds)
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-4, 4, (heads, length, d)).astype(dtype)
+    k = rng.uniform(-4, 4, (kv_heads, length, d)).astype(dtype)
+    v = rng.uniform(-4, 4, (kv_heads, length, dv)).astype(dtype)
+    scale = round(draw(st.sampled_from([1.0, 0.25, 2.0])) / math.sqrt(d), 6)
+    base = AttentionCase(q, k, v, scale, is_causal, block_q, block_kv, None, None, seed)
+    return MicroCase(base, bkv_compute)
+
+
+def _micro_values(s: Session, case: MicroCase) -> None:
+    """Run the micro-tiled kernel in the grader's call and compare with dense attention."""
+    got = s.invoke("flash_attention_kernel_microtiled", case.args, case.kwargs,
+                   harness="a4").value
+    _check_attention(got, case.base, "the micro-tiled kernel's output")
+
+
+@check(A, "4.7", 3, "flash_attention_kernel_microtiled, run in the grader's pallas_call, equals "
+                    "dense float64 attention (drawn heads, GQA, blocks, bkv_compute < block_kv, "
+                    "f32/bf16; no mask)")
+def microtiled_values(s: Session) -> None:
+    """Task 4.7: flash_attention_kernel_microtiled, run in the grader's pallas_call, equals dense
+    float64 attention (drawn heads, GQA, blocks, bkv_compute < block_kv, f32/bf16; no mask).
+    """
+    run_property(micro_cases(causal=False), lambda case: _micro_values(s, case),
+                 max_examples=5)
+
+
+@check(A, "4.7", 2, "with causal=True the micro-tiled kernel masks key position > query "
+                    "position, counting the slice's offset inside the kv block")
+def microtiled_causal_values(s: Session) -> None:
+    """Task 4.7: with causal=True the micro-tiled kernel masks key position > query position,
+    counting the slice's offset inside the kv block.
+    """
+    run_property(micro_cases(causal=True), lambda case: _micro_values(s, case),
+                 max_examples=6)
+
+
+def _largest_failure(largest: int, *, block_q: int, block_kv: int,
+                     bkv_compute: int) -> CheckFailure:
+    """The failure for a largest intermediate other than block_q · bkv_compute; the
+    diagnosis "bkv_compute is ignored" only when it is exactly block_q · block_kv."""
+    ignored = largest == block_q * block_kv
+    return CheckFailure(
+        "the largest array the kernel computes is not one [block_q, bkv_compute] tile",
+        expected=f"largest intermediate {block_q} × {bkv_compute} = {block_q * bkv_compute} "
+                 "elements",
+        got=f"{largest} elements"
+            + (f" = {block_q} × {block_kv}, a whole [block_q, block_kv] tile" if ignored else ""),
+        diagnosis=("bkv_compute is ignored: the kernel scores the whole kv block at once, so "
+                   "the largest intermediate is [block_q, block_kv] although the values are "
+                   "right. Loop over the block bkv_compute keys at a time "
+                   "(k_ref[pl.ds(start, bkv_compute), :]) and update m, l and acc after each "
+                   "slice (lecture §5.3)") if ignored else None,
+        hint=None if ignored else
+        "the trace counts every array an op produces in the kernel (arithmetic, exp, casts, "
+        "products; not ref loads or broadcast_to): keep per-row values as (block_q, 1) "
+        "columns and score one slice of keys at a time")
+
+
+@check(A, "4.7", 3, "micro-tiling: with d, dv <= bkv_compute, the largest array the kernel "
+                    "computes (trace: largest_intermediate) is block_q × bkv_compute, not "
+                    "block_q × block_kv, and the output is right (lecture §5.3)")
+def microtiled_largest_intermediate(s: Session) -> None:
+    """Task 4.7: micro-tiling: with d, dv <= bkv_compute, the largest array the kernel computes
+    (trace: largest_intermediate) is block_q × bkv_compute, not block_q × block_kv, and the
+    output is right (lecture §5.3).
+    """
+    def body(case: MicroCase) -> None:
+        reply = s.invoke("flash_attention_kernel_microtiled", case.args,
+                         {**case.kwargs, "report_largest": True}, harness="a4")
+        value = reply.value
+        if not isinstance(value, tuple | list) or len(value) != 2:
+            raise CheckFailure("the grader's call returned no trace figure", status="error",
+                               internal=True)
+        _check_attention(value[0], case.base, "the micro-tiled kernel's output")
+        largest = int(value[1])
+        if largest != case.intended:
+            raise _largest_failure(largest, block_q=case.base.block_q,
+                                   block_kv=case.base.block_kv, bkv_compute=case.bkv_compute)
+    run_property(micro_cases(narrow_heads=True), body, max_examples=4)
+
+
+@check(A, "4.7", 2, "worked answers at the lecture's sizes (shapes only, bf16, d 192, dv 128): "
+                    "4096 × 4096 blocks with bkv_compute 1024 keep two f32 score tiles of "
+                    "32 MiB instead of 128 MiB; 2048 × 2048 with bkv_compute 512, 8 MiB")
+def microtiled_worked(s: Session) -> None:
+    """Task 4.7: worked answers at the lecture's sizes (shapes only, bf16, d 192, dv 128): 4096 ×
+    4096 blocks with bkv_compute 1024 keep two f32 score tiles of 32 MiB instead of 128 MiB;
+    2048 × 2048 with bkv_compute 512, 8 MiB.
+    """
+    for (block_q, block_kv, bkv_compute), mib in worked.MICROTILED_MIB.items():
+        length = max(block_q, block_kv)
+        shapes = ([1, length, worked.HEAD_DIM], [1, length, worked.HEAD_DIM],
+                  [1, length, worked.VALUE_DIM])
+        where = (f"q, k = bf16[1, {length}, {worked.HEAD_DIM}], v = bf16[1, {length}, "
+                 f"{worked.VALUE_DIM}] (shapes only), block_q = {block_q}, block_kv = "
+                 f"{block_kv}, bkv_compute = {bkv_compute}, causal = False")
+        try:
+            largest = int(s.invoke(
+                "flash_attention_kernel_microtiled", shapes,
+                {"sm_scale": worked.HEAD_DIM ** -0.5, "causal": False, "block_q": block_q,
+                 "block_kv": block_kv, "bkv_compute": bkv_compute,
+                 "abstract_dtype": "bfloat16"}, harness="a4").value)
+        except CheckFailure as failure:
+            raise failure.copy(input=where) from None
+        if largest != block_q * bkv_compute:
+            failure = _largest_failure(largest, block_q=block_q, block_kv=block_kv,
+                                       bkv_compute=bkv_compute)
+            raise failure.copy(input=where) from None
+        got_mib = worked.score_tile_mib(block_q, bkv_compute)
+        if got_mib != mib:  # the worked table and its formula disagree: a grader bug
+            raise CheckFailure(f"worked answer {mib} MiB != {got_mib} MiB", status="error",
+                               internal=True)

@@ -10,6 +10,7 @@ from types import ModuleType
 
 import numpy as np
 
+import pallas_sim
 from pallas_sim import jax, jnp, pl, pltpu
 
 from .common import beside_kernel
@@ -28,7 +29,9 @@ def _kernel(sub: ModuleType, name: str):
 def flash_attention_kernel(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray, *,
                            sm_scale: float, causal: bool, block_q: int, block_kv: int,
                            soft_cap: float | None = None,
-                           max_logit_const: float | None = None) -> np.ndarray:
+                           max_logit_const: float | None = None,
+                           use_base2_exp: bool | None = None,
+                           with_max: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Run the student's ``flash_attention_kernel`` in the intended pallas_call.
 
     q: [H, L, d]; k: [Hkv, L, d]; v: [Hkv, L, dv] (f32 or bf16), H % Hkv == 0
@@ -36,30 +39,97 @@ def flash_attention_kernel(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.
     (H, L/block_q, L/block_kv) with ("parallel", "parallel", "arbitrary");
     head dims squeezed; query head h reads kv head h // (H // Hkv); scratch
     m, l f32 (block_q, 128) and acc f32 (block_q, dv).  Returns f32 [H, L, dv].
+    ``use_base2_exp`` is passed on only when given (a kernel written before the
+    option existed still runs every other check). ``with_max``: also return the m
+    scratch's first lane after the last kv block, f32 [H, L] (lecture §6.6: in base-2
+    units under ``use_base2_exp``), copied out by the harness after the kernel ran.
     """
+    options: dict[str, object] = {
+        "sm_scale": sm_scale, "causal": causal, "block_q": block_q, "block_kv": block_kv,
+        "soft_cap": soft_cap, "max_logit_const": max_logit_const}
+    if use_base2_exp is not None:
+        options["use_base2_exp"] = use_base2_exp
+    return _standard_call(functools.partial(_kernel(sub, "flash_attention_kernel"), **options),
+                          q, k, v, block_q=block_q, block_kv=block_kv, with_max=with_max,
+                          name="grader_flash_attention")
+
+
+def flash_attention_kernel_microtiled(sub: ModuleType, q: np.ndarray, k: np.ndarray,
+                                      v: np.ndarray, *, sm_scale: float, causal: bool,
+                                      block_q: int, block_kv: int, bkv_compute: int,
+                                      report_largest: bool = False,
+                                      abstract_dtype: str | None = None
+                                      ) -> np.ndarray | tuple[np.ndarray, int] | int:
+    """Run the student's ``flash_attention_kernel_microtiled`` (Task 4.7) in the call of
+    Task 4.3 (same grid, BlockSpecs and scratch). Returns f32 [H, L, dv]; with
+    ``report_largest`` also the call's ``largest_intermediate`` (elements of the largest
+    array an op produced in the kernel; lecture §5.3), read from a trace of the call.
+    With ``abstract_dtype`` (e.g. "bfloat16"), q, k and v are shapes [H, L, d],
+    [Hkv, L, d], [Hkv, L, dv]: the call runs on shapes only (``pallas_sim.estimate``, so
+    the lecture's sizes cost no data) and only ``largest_intermediate`` is returned.
+    """
+    kernel = functools.partial(
+        _kernel(sub, "flash_attention_kernel_microtiled"), sm_scale=sm_scale, causal=causal,
+        block_q=block_q, block_kv=block_kv, bkv_compute=bkv_compute)
+    if abstract_dtype is not None:
+        structs = [jax.ShapeDtypeStruct(tuple(int(n) for n in shape), jnp.dtype(abstract_dtype))
+                   for shape in (q, k, v)]
+        estimate = pallas_sim.estimate(
+            lambda a, b, c: _standard_call(kernel, a, b, c, block_q=block_q,
+                                           block_kv=block_kv, with_max=False,
+                                           name="grader_flash_attention_microtiled"),
+            *structs)
+        return int(estimate.calls[-1].largest_intermediate)
+    with pallas_sim.trace() as trace:
+        out = _standard_call(kernel, q, k, v, block_q=block_q, block_kv=block_kv,
+                             with_max=False, name="grader_flash_attention_microtiled")
+    if report_largest:
+        return out, int(trace.calls[-1].largest_intermediate)
+    return out
+
+
+def _standard_call(kernel, q: np.ndarray, k: np.ndarray, v: np.ndarray, *, block_q: int,
+                   block_kv: int, with_max: bool, name: str):
+    """The pallas_call of Task 4.3 around ``kernel`` (keywords already bound); with
+    ``with_max`` a second output f32 [H, L, 128] receives the m scratch at the last kv
+    block, returned as its first lane, f32 [H, L]."""
     heads, length, d = q.shape
     group = heads // k.shape[0]
     dv = v.shape[-1]
-    kernel = functools.partial(
-        _kernel(sub, "flash_attention_kernel"), sm_scale=sm_scale, causal=causal,
-        block_q=block_q, block_kv=block_kv, soft_cap=soft_cap, max_logit_const=max_logit_const)
-    return pl.pallas_call(
+    out_shape = jax.ShapeDtypeStruct((heads, length, dv), jnp.float32)
+    out_specs = pl.BlockSpec((None, block_q, dv), lambda h, i, j: (h, i, 0))
+    if with_max:
+        student = kernel
+
+        def kernel(q_ref, k_ref, v_ref, o_ref, m_out_ref, m_ref, l_ref, acc_ref):
+            student(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref)
+
+            @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+            def _copy_max():
+                m_out_ref[...] = m_ref[...]
+
+        out_shape = (out_shape, jax.ShapeDtypeStruct((heads, length, LANES), jnp.float32))
+        out_specs = [out_specs, pl.BlockSpec((None, block_q, LANES), lambda h, i, j: (h, i, 0))]
+    result = pl.pallas_call(
         kernel,
-        out_shape=jax.ShapeDtypeStruct((heads, length, dv), jnp.float32),
+        out_shape=out_shape,
         grid=(heads, length // block_q, length // block_kv),
         in_specs=[
             pl.BlockSpec((None, block_q, d), lambda h, i, j: (h, i, 0)),
             pl.BlockSpec((None, block_kv, d), lambda h, i, j: (h // group, j, 0)),
             pl.BlockSpec((None, block_kv, dv), lambda h, i, j: (h // group, j, 0)),
         ],
-        out_specs=pl.BlockSpec((None, block_q, dv), lambda h, i, j: (h, i, 0)),
+        out_specs=out_specs,
         scratch_shapes=[pltpu.VMEM((block_q, LANES), jnp.float32),
                         pltpu.VMEM((block_q, LANES), jnp.float32),
                         pltpu.VMEM((block_q, dv), jnp.float32)],
         compiler_params=pltpu.CompilerParams(
             dimension_semantics=("parallel", "parallel", "arbitrary")),
-        name="grader_flash_attention",
+        name=name,
     )(q, k, v)
+    if with_max:
+        return result[0], np.asarray(result[1])[..., 0]
+    return result
 
 
 def flash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray,
@@ -67,7 +137,8 @@ def flash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray
     """The student's ``flash_attention`` beside their kernel in the intended call.
 
     ``options`` are the wrapper's keywords (causal, sm_scale, block_q, block_kv,
-    soft_cap, max_logit_const; student-api.md, Task 4.4); the kernel gets the same,
+    soft_cap, max_logit_const, use_base2_exp; student-api.md, Task 4.4); the kernel gets
+    the same (``use_base2_exp`` only when given),
     with ``sm_scale`` defaulting to ``1/sqrt(d)``. Returns ``(wrapper_out, kernel_out,
     kernel_error)`` (``common.beside_kernel``).
     """
@@ -78,4 +149,6 @@ def flash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray
         "causal": bool(options.get("causal", False)),
         "block_q": int(options.get("block_q", 128)), "block_kv": int(options.get("block_kv", 128)),
         "soft_cap": options.get("soft_cap"), "max_logit_const": options.get("max_logit_const")}
+    if "use_base2_exp" in options:
+        kernel_options["use_base2_exp"] = bool(options["use_base2_exp"])
     return beside_kernel(out, lambda: flash_attention_kernel(sub, q, k, v, **kernel_options))

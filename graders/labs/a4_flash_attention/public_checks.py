@@ -5,7 +5,9 @@ float64 NumPy as the oracle: masked (-inf) rows in online_softmax, empty states
 in the merge, grouped-query attention with 1 < Hkv < H (so a wrong head mapping
 fails here, not only in the grade), rows whose scores all lie below -100, small
 soft caps with the causal mask, a Max-Logit-Estimate constant from the safe
-range and one far above every score, and k, v of another length than q.
+range and one far above every score, and k, v of another length than q. The
+``use_base2_exp`` option (lecture §6.6) and the micro-tiled kernel of Task 4.7 (lecture
+§5.3: its largest intermediate, read from the trace by the harness) are checked too.
 """
 
 from __future__ import annotations
@@ -437,6 +439,29 @@ def flash_kernel_constant_used(api: Api) -> None:
     api.run_property(attention_cases(flavor="far"), body, max_examples=2)
 
 
+#: log2(e): with use_base2_exp the kernel keeps scores and m times this (lecture §6.6).
+LOG2_E = 1.0 / math.log(2.0)
+
+
+@public_check(A, "4.3", "use_base2_exp=True: still softmax attention, and the final m is the "
+                        "row maximum times log2(e) (scores pre-scaled, exp2; lecture §6.6)")
+def flash_kernel_base2(api: Api) -> None:
+    """Task 4.3: use_base2_exp=True: still softmax attention, and the final m is the row maximum
+    times log2(e) (scores pre-scaled, exp2; lecture §6.6).
+    """
+    def body(case: dict) -> None:
+        got = api.kernel("a4", "flash_attention_kernel", case["q"], case["k"], case["v"],
+                         **_kernel_options(case), use_base2_exp=True, with_max=True)
+        out, m = got
+        rtol, atol = TOL[case["q"].dtype.name]
+        assert_close(out, dense_attention(case), rtol=rtol, atol=atol,
+                     what="the attention output with use_base2_exp=True")
+        assert_close(m, _scores(case).max(axis=-1) * LOG2_E, rtol=1e-4, atol=1e-3,
+                     what="the final m (row maximum in base-2 units, log2(e) · max s)")
+    # No mask: a running maximum taken before or after the mask would differ there.
+    api.run_property(attention_cases(causal=False), body, max_examples=3)
+
+
 @public_check(A, "4.4", "flash_attention equals dense softmax attention (causal or not, GQA "
                         "with 1 < Hkv < H, soft cap, max_logit_const) and returns float32")
 def flash_attention_values(api: Api) -> None:
@@ -555,3 +580,79 @@ def traffic_worked(api: Api) -> None:
         if got != answer.value:
             raise Mismatch(f"{answer.func} differs from the lecture's", input=f"{answer.args}",
                            expected=f"{answer.value} ({answer.why})", got=repr(got))
+
+
+@public_check(A, "4.4", "flash_attention(..., use_base2_exp=True) accepts the option and still "
+                        "equals dense softmax attention (lecture §6.6)")
+def flash_attention_base2(api: Api) -> None:
+    """Task 4.4: flash_attention(..., use_base2_exp=True) accepts the option and still equals
+    dense softmax attention (lecture §6.6).
+    """
+    def body(case: dict) -> None:
+        got = api.call("flash_attention", case["q"], case["k"], case["v"],
+                       **_kernel_options(case), use_base2_exp=True).value
+        rtol, atol = TOL[case["q"].dtype.name]
+        assert_close(got, dense_attention(case), rtol=rtol, atol=atol,
+                     what="the attention output with use_base2_exp=True")
+    api.run_property(attention_cases(), body, max_examples=2)
+
+
+@st.composite
+def micro_cases(draw, *, causal: bool | None = None) -> dict:
+    """Strategy for Task 4.7: ``attention_cases``' plain family with block_kv 16 or 32 and a
+    bkv_compute of 4 or 8 below it; d and dv (4 or 8) never exceed bkv_compute, so the
+    largest array a micro-tiled kernel computes is its [block_q, bkv_compute] score tile."""
+    case = draw(attention_cases(causal=causal))
+    block_kv = draw(st.sampled_from([16, 32]))
+    length = max(case["block_q"], block_kv) * draw(st.integers(1, 2))
+    heads, kv_heads = case["q"].shape[0], case["k"].shape[0]
+    d = case["q"].shape[-1]
+    dv = case["v"].shape[-1]
+    bkv_compute = max(d, dv, draw(st.sampled_from([4, 8])))
+    dtype = case["q"].dtype
+    q = arrays((heads, length, d), draw(seeds), dtype=np.float64).astype(dtype)
+    k = arrays((kv_heads, length, d), draw(seeds), dtype=np.float64).astype(dtype)
+    v = arrays((kv_heads, length, dv), draw(seeds)).astype(dtype)
+    case.update(q=q, k=k, v=v, block_kv=block_kv, bkv_compute=bkv_compute)
+    return case
+
+
+def _micro_options(case: dict) -> dict:
+    return {key: case[key] for key in ("sm_scale", "causal", "block_q", "block_kv",
+                                       "bkv_compute")}
+
+
+@public_check(A, "4.7", "flash_attention_kernel_microtiled in the standard pallas_call equals "
+                        "dense softmax attention, causal or not (lecture §5.3)")
+def microtiled_values(api: Api) -> None:
+    """Task 4.7: flash_attention_kernel_microtiled in the standard pallas_call equals dense
+    softmax attention, causal or not (lecture §5.3).
+    """
+    def body(case: dict) -> None:
+        got = api.kernel("a4", "flash_attention_kernel_microtiled", case["q"], case["k"],
+                         case["v"], **_micro_options(case))
+        rtol, atol = TOL[case["q"].dtype.name]
+        assert_close(got, dense_attention(case), rtol=rtol, atol=atol,
+                     what="the micro-tiled kernel's output")
+    api.run_property(micro_cases(), body, max_examples=4)
+
+
+@public_check(A, "4.7", "micro-tiling: the largest array the kernel computes (the trace's "
+                        "largest_intermediate) is block_q × bkv_compute, not block_q × "
+                        "block_kv (lecture §5.3)")
+def microtiled_largest(api: Api) -> None:
+    """Task 4.7: micro-tiling: the largest array the kernel computes (the trace's
+    largest_intermediate) is block_q × bkv_compute, not block_q × block_kv (lecture §5.3).
+    """
+    def body(case: dict) -> None:
+        _, largest = api.kernel("a4", "flash_attention_kernel_microtiled", case["q"],
+                                case["k"], case["v"], **_micro_options(case),
+                                report_largest=True)
+        block_q, block_kv, bkv = case["block_q"], case["block_kv"], case["bkv_compute"]
+        if int(largest) != block_q * bkv:
+            whole = " — the whole kv block at once: bkv_compute is ignored" if (
+                int(largest) == block_q * block_kv) else ""
+            raise Mismatch("the largest intermediate is not one [block_q, bkv_compute] tile",
+                           expected=f"{block_q} × {bkv} = {block_q * bkv} elements",
+                           got=f"{int(largest)} elements{whole}")
+    api.run_property(micro_cases(), body, max_examples=3)

@@ -1,10 +1,11 @@
-"""The lecture's worked answers of a4_flash_attention (lecture §5.1, §5.2, §5.4), as data.
+"""The lecture's worked answers of a4_flash_attention (lecture §5.1-§5.4), as data.
 
 Read by the hidden checks (``checks.py``), the public checks (``public_checks.py``), the
 fidelity cases (``graders/fidelity/cases.py``) and the tests of the reference and the
 solution (``tests/test_reference_worked_answers.py``), so each number is written once.
-Sizes in bytes (``MiB`` = 2**20, ``GiB`` = 2**30). Imports nothing but the standard
-library (it ships with the public checks).
+The lecture's layer: Q, K [128, 4096, 192], V [128, 4096, 128] in bf16. Sizes in bytes
+(``MiB`` = 2**20, ``GiB`` = 2**30). Imports nothing but the standard library (it ships
+with the public checks).
 """
 
 from __future__ import annotations
@@ -68,3 +69,26 @@ TRAFFIC: tuple[Traffic, ...] = (
     Traffic(func="attention_flops", args=SHAPE, value=2 * 128 * 4096**2 * (192 + 128),
             why="1.3744e12 = 2·H·L²·(d + dv)"),
 )
+
+
+# --- Task 4.7: the score tiles of one grid step (lecture §5.3) ---------------------------
+
+#: Head dims of the lecture's layer (d for q and k, dv for v); bf16 inputs.
+HEAD_DIM, VALUE_DIM = SHAPE[2], SHAPE[3]
+#: Bytes of the score tiles a kernel holds at once: two float32 arrays (scores, exp).
+SCORE_ARRAYS, SCORE_BYTES = 2, 4
+
+#: Lecture §5.3 (VMEM of the score tiles): (block_q, block_kv) -> MiB of two f32 tiles.
+FULL_TILE_MIB: dict[tuple[int, int], int] = {(1024, 2048): 16, (2048, 2048): 32,
+                                             (4096, 4096): 128}
+
+#: Lecture §5.3 and the §6.6 exercise: (block_q, block_kv, bkv_compute) -> MiB of two f32
+#: tiles of [block_q, bkv_compute] (4096 x 4096 blocks: 128 MiB without micro-tiling, 32 MiB
+#: with bkv_compute 1024; the exercise's 2048 x 2048 with bkv_compute 512).
+MICROTILED_MIB: dict[tuple[int, int, int], int] = {(4096, 4096, 1024): 32,
+                                                   (2048, 2048, 512): 8}
+
+
+def score_tile_mib(block_q: int, columns: int) -> float:
+    """MiB of the ``SCORE_ARRAYS`` float32 tiles of [block_q, columns] (lecture §5.3)."""
+    return SCORE_ARRAYS * SCORE_BYTES * block_q * columns / MiB

@@ -876,7 +876,7 @@ def _check_output(got: object, c: SplashCase, what: str, fields: tuple) -> None:
         raise
 
 
-@check(A, "5.4", 10, "splash_attention_kernel, run in the grader's pallas_call over the "
+@check(A, "5.4", 8, "splash_attention_kernel, run in the grader's pallas_call over the "
                      "reference MaskInfo, equals dense float64 masked attention")
 def kernel_values(s: Session) -> None:
     """Task 5.4: splash_attention_kernel, run in the grader's pallas_call over the reference
@@ -925,7 +925,7 @@ def _wrapper_reply(s: Session, c: SplashCase, record_only: bool = False,
     return reply, value[0], value[1], (value[2], value[3])
 
 
-@check(A, "5.4", 8, "splash_attention(q, k, v, mask_info) equals dense float64 masked "
+@check(A, "5.4", 6, "splash_attention(q, k, v, mask_info) equals dense float64 masked "
                     "attention (drawn masks, heads, head sizes, sm_scale or its default)")
 def wrapper_values(s: Session) -> None:
     """Task 5.4: splash_attention(q, k, v, mask_info) equals dense float64 masked attention
@@ -1051,6 +1051,92 @@ def wrapper_prefetch(s: Session) -> None:
             raise CheckFailure(f"scalar-prefetch argument {n} should be {name} as int32",
                                expected=fmt_array(exp), got=fmt_array(got), diagnosis=diagnosis)
     run_property(splash_cases(), body, max_examples=6)
+
+
+# --- Task 5.4: use_base2_exp (lecture §6.6) ---------------------------------------------------
+
+#: log2(e): under use_base2_exp the scores and m are kept times this.
+LOG2_E = 1.0 / math.log(2.0)
+#: (rtol, atol) of the final m against log2(e) · (the row's maximum score).
+MAX_TOL = (1e-4, 1e-3)
+
+
+def _row_maxima(c: SplashCase) -> tuple[np.ndarray, np.ndarray]:
+    """float64 [H, L] row maxima of the scaled scores over the visible keys and over all
+    keys: a running maximum taken after the mask is the first, one taken before it at most
+    the second (both give the softmax)."""
+    s = np.einsum("hid,hjd->hij", c.q.astype(np.float64), c.k.astype(np.float64)) * c.scale
+    return np.where(c.case.mask, s, -np.inf).max(axis=-1), s.max(axis=-1)
+
+
+def _between(m: np.ndarray, low: np.ndarray, high: np.ndarray) -> bool:
+    rtol, atol = MAX_TOL
+    with np.errstate(invalid="ignore"):
+        return bool(np.all((m >= low - atol - rtol * np.abs(low))
+                           & (m <= high + atol + rtol * np.abs(high))))
+
+
+@check(A, "5.4", 2, "splash_attention_kernel with use_base2_exp=True: the output is still "
+                    "masked attention, and the final m is the row maximum times log2(e) "
+                    "(scores pre-scaled, exp2; lecture §6.6)")
+def kernel_base2(s: Session) -> None:
+    """Task 5.4: splash_attention_kernel with use_base2_exp=True: the output is still masked
+    attention, and the final m is the row maximum times log2(e) (scores pre-scaled, exp2;
+    lecture §6.6).
+    """
+    def body(c: SplashCase) -> None:
+        fields = _kernel_fields(c.info)
+        value = s.invoke("splash_attention_kernel", (c.q, c.k, c.v, fields, c.scale),
+                         {"use_base2_exp": True, "with_max": True}, harness="a5").value
+        if not isinstance(value, tuple | list) or len(value) != 2:
+            raise CheckFailure("internal grader error: the a5 harness replied oddly",
+                               status="error", internal=True)
+        _check_output(value[0], c, "the kernel's attention output with use_base2_exp=True",
+                      fields)
+        m = np.asarray(value[1], np.float64)
+        masked, unmasked = _row_maxima(c)
+        if m.shape == masked.shape and _between(m, masked * LOG2_E, unmasked * LOG2_E):
+            return
+        natural = m.shape == masked.shape and _between(m, masked, unmasked)
+        raise CheckFailure(
+            "with use_base2_exp=True the final m is not the row maximum in base-2 units",
+            expected=f"m = log2(e) · (the row's largest visible score): "
+                     f"{fmt_array(masked * LOG2_E)}",
+            got=f"m = {fmt_array(m)}",
+            diagnosis=("use_base2_exp is ignored: m is the row maximum in natural units, so "
+                       "the kernel still calls exp. Multiply the scaled scores by log2(e) "
+                       "before masking, keep m in those units and use jnp.exp2 for p and "
+                       "alpha (lecture §6.6)") if natural else None)
+    run_property(splash_cases(), body, max_examples=6)
+
+
+@check(A, "5.4", 2, "splash_attention(..., use_base2_exp=True) accepts the option and computes "
+                    "what its kernel computes with it in the grader's standard call "
+                    "(lecture §6.6)")
+def wrapper_base2(s: Session) -> None:
+    """Task 5.4: splash_attention(..., use_base2_exp=True) accepts the option and computes what
+    its kernel computes with it in the grader's standard call (lecture §6.6).
+    """
+    def body(c: SplashCase) -> None:
+        reply = s.invoke("splash_attention", (c.q, c.k, c.v, tuple(c.info), c.sm_scale, False,
+                                              _kernel_fields(c.info)),
+                         {"use_base2_exp": True}, harness="a5")
+        value = reply.value
+        if not isinstance(value, (tuple, list)) or len(value) != 4:
+            raise CheckFailure("internal grader error: the a5 harness replied oddly",
+                               status="error", internal=True)
+        out = value[0]
+        _, kernel_out = against_own_kernel((out, value[2], value[3]), "splash_attention",
+                                           "splash_attention_kernel")
+        try:
+            assert_close(out, np.asarray(kernel_out, np.float64), SPLASH_RTOL, SPLASH_ATOL,
+                         what="splash_attention's output with use_base2_exp=True",
+                         same_nonfinite=True)
+        except CheckFailure as failure:
+            raise kernel_mismatch(failure, "splash_attention",
+                                  "splash_attention_kernel") from None
+        reply.own_call(0)
+    run_property(splash_cases(), body, max_examples=4)
 
 
 # --- Task 5.5 mask_stats ---------------------------------------------------------------------

@@ -9,6 +9,7 @@ with the MaskInfo attribute names before handing it to the student.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from types import ModuleType
 from typing import NamedTuple
@@ -44,12 +45,16 @@ def _function(sub: ModuleType, name: str):
 
 
 def splash_attention_kernel(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-                            fields: tuple, sm_scale: float) -> np.ndarray:
+                            fields: tuple, sm_scale: float, *,
+                            use_base2_exp: bool | None = None,
+                            with_max: bool = False) -> np.ndarray | tuple:
     """Run the student's kernel in the grader's standard Splash pallas_call.
 
     q, k: f32 [H, L, d]; v: f32 [H, L, dv]; ``partial_mask_blocks`` must hold
     at least one pattern. Grid (H, A), six int32 prefetch arrays in the
     specified order, BlockSpecs chosen through them. Returns f32 [H, L, dv].
+    ``use_base2_exp`` is passed on only when given (lecture §6.6); ``with_max`` also
+    returns the m scratch's first lane where each q row ends (bounds_end), f32 [H, L].
     """
     info = GraderMaskInfo(*fields)
     heads, length, d = q.shape
@@ -74,13 +79,39 @@ def splash_attention_kernel(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np
         out_specs=pl.BlockSpec((None, bq, dv), row_map),
         scratch_shapes=[pltpu.VMEM((bq, 128), jnp.float32), pltpu.VMEM((bq, 128), jnp.float32),
                         pltpu.VMEM((bq, dv), jnp.float32)])
-    kernel = functools.partial(_function(sub, "splash_attention_kernel"),
-                               sm_scale=float(sm_scale), block_q=bq, block_kv=bkv)
-    return pl.pallas_call(
-        kernel, grid_spec=grid_spec,
-        out_shape=jax.ShapeDtypeStruct((heads, length, dv), jnp.float32),
+    options: dict[str, object] = {"sm_scale": float(sm_scale), "block_q": bq, "block_kv": bkv}
+    if use_base2_exp is not None:
+        options["use_base2_exp"] = bool(use_base2_exp)
+    kernel = functools.partial(_function(sub, "splash_attention_kernel"), **options)
+    out_shape = jax.ShapeDtypeStruct((heads, length, dv), jnp.float32)
+    if with_max:
+        kernel, grid_spec, out_shape = _with_max(kernel, grid_spec, out_shape, bq, row_map)
+    out = pl.pallas_call(
+        kernel, grid_spec=grid_spec, out_shape=out_shape,
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
         name="grader_splash")(*prefetch, q, k, v, np.asarray(info.partial_mask_blocks, bool))
+    if with_max:
+        return out[0], np.asarray(out[1])[..., 0]
+    return out
+
+
+def _with_max(student, grid_spec, out_shape, bq: int, row_map):
+    """The kernel, grid spec and out_shape of a call that also copies the m scratch out at
+    bounds_end (an extra (bq, 128) f32 output block per q row, at the q row's index)."""
+    def kernel(*refs):
+        *prefetch_and_ins, o_ref, m_out_ref, m_ref, l_ref, acc_ref = refs
+        student(*prefetch_and_ins, o_ref, m_ref, l_ref, acc_ref)
+        ends = prefetch_and_ins[4]
+
+        @pl.when(ends[pl.program_id(1)] == 1)
+        def _copy_max():
+            m_out_ref[...] = m_ref[...]
+
+    grid_spec = dataclasses.replace(
+        grid_spec, out_specs=[grid_spec.out_specs, pl.BlockSpec((None, bq, 128), row_map)])
+    heads, length, _ = out_shape.shape
+    return kernel, grid_spec, (out_shape,
+                               jax.ShapeDtypeStruct((heads, length, 128), jnp.float32))
 
 
 class _Recorded(BaseException):
@@ -92,7 +123,8 @@ class _Recorded(BaseException):
 
 def splash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray,
                      fields: tuple, sm_scale: float | None, record_only: bool = False,
-                     kernel_fields: tuple | None = None) -> tuple:
+                     kernel_fields: tuple | None = None, *,
+                     use_base2_exp: bool | None = None) -> tuple:
     """Call the student's wrapper with a MaskInfo object and record what it prefetches.
 
     Returns ``(output, prefetch, kernel_out, kernel_error)``: the wrapper's result;
@@ -104,7 +136,8 @@ def splash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarra
     not run: the wrapper stops as soon as the call receives its arguments and
     the output is None, so a wrong table is reported as such even when running
     it would fail. ``pl.pallas_call`` is wrapped only for the duration of the
-    call and restored afterwards.
+    call and restored afterwards. ``use_base2_exp`` goes to the wrapper and the
+    kernel only when given.
     """
     wrapper = _function(sub, "splash_attention")
     info = GraderMaskInfo(*fields)
@@ -126,11 +159,11 @@ def splash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarra
 
     pl.pallas_call = recording_pallas_call
     out = None
+    options: dict[str, object] = {} if sm_scale is None else {"sm_scale": sm_scale}
+    if use_base2_exp is not None:
+        options["use_base2_exp"] = bool(use_base2_exp)
     try:
-        if sm_scale is None:
-            out = wrapper(q, k, v, info)
-        else:
-            out = wrapper(q, k, v, info, sm_scale=sm_scale)
+        out = wrapper(q, k, v, info, **options)
     except _Recorded:
         pass
     finally:
@@ -139,7 +172,8 @@ def splash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarra
         return out, recorded, None, None
     scale = float(1.0 / np.sqrt(q.shape[-1]) if sm_scale is None else sm_scale)
     _, kernel_out, kernel_error = beside_kernel(
-        out, lambda: splash_attention_kernel(sub, q, k, v, kernel_fields, scale))
+        out, lambda: splash_attention_kernel(sub, q, k, v, kernel_fields, scale,
+                                             use_base2_exp=use_base2_exp))
     return out, recorded, kernel_out, kernel_error
 
 

@@ -431,6 +431,35 @@ def splash_values(api: Api) -> None:
     api.run_property(splash_cases(), body, max_examples=8)
 
 
+
+@public_check(A, "5.4", "use_base2_exp=True: splash_attention_kernel and splash_attention still "
+                        "equal dense masked attention (scores pre-scaled by log2(e), exp2; "
+                        "lecture §6.6)")
+def splash_base2(api: Api) -> None:
+    """Task 5.4: use_base2_exp=True: splash_attention_kernel and splash_attention still equal
+    dense masked attention (scores pre-scaled by log2(e), exp2; lecture §6.6).
+    """
+    def body(example: dict) -> None:
+        q, k, v, case = example["q"], example["k"], example["v"], example["case"]
+        scale = 1 / math.sqrt(q.shape[-1]) if example["sm_scale"] is None \
+            else example["sm_scale"]
+        expected = attention(q, k, v, case.mask, scale)
+        fields = _splash_fields(case)
+        got = api.kernel("a5", "splash_attention_kernel", q, k, v, fields, scale,
+                         use_base2_exp=True)
+        reply = api.kernel("a5", "splash_attention", q, k, v, fields, example["sm_scale"],
+                           use_base2_exp=True)
+        out = reply[0] if isinstance(reply, tuple | list) and len(reply) == 4 else reply
+        for value, what in ((got, "the kernel's output"), (out, "splash_attention's output")):
+            try:
+                assert_close(value, expected, rtol=2e-4, atol=2e-5,
+                             what=f"{what} with use_base2_exp=True")
+            except Mismatch as failure:
+                failure.input = _splash_label(example)
+                raise
+    api.run_property(splash_cases(), body, max_examples=3)
+
+
 # -- Task 5.5 ------------------------------------------------------------------------------------
 
 @public_check(A, "5.5", "worked answer: causal 4096, block 1024: 10 active blocks, 6 full, "
