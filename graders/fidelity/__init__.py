@@ -1,8 +1,9 @@
 """Fidelity to real JAX Pallas: run a kernel file on pallas_sim and on JAX's
 interpreters and compare (design.md, "Integrations"; pallas-sim.md).
 
-* :mod:`graders.fidelity.cases` — per assignment, which functions to call and
-  on which hypothesis-drawn inputs;
+* :mod:`graders.fidelity.cases` — the case record; each lab's
+  ``graders/labs/<stem>/fidelity.py`` says which functions to call and on which
+  hypothesis-drawn inputs;
 * :mod:`graders.fidelity.compare` — load a file on both backends, call, compare;
 * :mod:`graders.fidelity.run` — ``python -m graders.fidelity.run FILE``, the
   subprocess behind ``pallas-lab check --backend jax FILE``.

@@ -1,0 +1,88 @@
+"""Fidelity cases of a4_flash_attention: what tests/fidelity runs on pallas_sim and on real JAX.
+
+Each :class:`~graders.fidelity.cases.FidelityCase` names a public function of the solution
+(or a submission), the kernels it exercises and a strategy of ``(args, kwargs)``; shapes are
+small, since JAX's TPU interpret mode costs tens of milliseconds per grid step. Found by
+``graders.fidelity.cases.cases_for`` (no central table). Ships with the student bundle
+(``pallas-lab check --backend jax``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from graders.fidelity.cases import FidelityCase, array, just
+from graders.labs.a4_flash_attention import worked as a4_worked
+
+
+@st.composite
+def _flash(draw):
+    block = draw(st.sampled_from([8, 16]))
+    length = block * draw(st.integers(1, 3))
+    hkv = draw(st.integers(1, 2))
+    heads = hkv * draw(st.integers(1, 2))
+    d = draw(st.sampled_from([8, 16]))
+    seed = draw(st.integers(0, 2**16))
+    q, k, v = (array((h, length, d), seed + i) for i, h in enumerate((heads, hkv, hkv)))
+    kwargs = {"causal": draw(st.booleans()), "block_q": block, "block_kv": block}
+    extra = draw(st.sampled_from(["none", "soft_cap", "max_logit_const", "use_base2_exp"]))
+    if extra == "soft_cap":
+        kwargs["soft_cap"] = 5.0
+    elif extra == "max_logit_const":
+        kwargs["max_logit_const"] = 3.0
+    elif extra == "use_base2_exp":
+        kwargs["use_base2_exp"] = True
+    return (q, k, v), kwargs
+
+
+def _microtiled_call(module: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray, *,
+                     causal: bool, block_q: int, block_kv: int, bkv_compute: int) -> Any:
+    """``module.flash_attention_kernel_microtiled`` (Task 4.7, a kernel without a wrapper
+    in the handout) in Task 4.3's pallas_call, spelled with the module's own ``pl``,
+    ``pltpu``, ``jax`` and ``jnp`` so that it runs on either backend. q, k, v: [1, L, d]."""
+    pl, pltpu, jax, jnp = module.pl, module.pltpu, module.jax, module.jnp
+    _, length, d = q.shape
+    dv = v.shape[-1]
+    kernel = functools.partial(module.flash_attention_kernel_microtiled, sm_scale=d ** -0.5,
+                               causal=causal, block_q=block_q, block_kv=block_kv,
+                               bkv_compute=bkv_compute)
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((1, length, dv), jnp.float32),
+        grid=(1, length // block_q, length // block_kv),
+        in_specs=[pl.BlockSpec((None, block_q, d), lambda h, i, j: (h, i, 0)),
+                  pl.BlockSpec((None, block_kv, d), lambda h, i, j: (h, j, 0)),
+                  pl.BlockSpec((None, block_kv, dv), lambda h, i, j: (h, j, 0))],
+        out_specs=pl.BlockSpec((None, block_q, dv), lambda h, i, j: (h, i, 0)),
+        scratch_shapes=[pltpu.VMEM((block_q, 128), jnp.float32),
+                        pltpu.VMEM((block_q, 128), jnp.float32),
+                        pltpu.VMEM((block_q, dv), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")))(q, k, v)
+
+
+@st.composite
+def _flash_microtiled(draw):
+    """Task 4.7 in Task 4.3's call (``_microtiled_call``): block_kv 16 or 32 scored 8 keys
+    at a time (a Python loop over static pl.ds slices inside the kernel)."""
+    block_q, block_kv = draw(st.sampled_from([8, 16])), draw(st.sampled_from([16, 32]))
+    length = block_kv * draw(st.integers(1, 2))
+    seed = draw(st.integers(0, 2**16))
+    q, k, v = (array((1, length, 8), seed + i) for i in range(3))
+    return (q, k, v), {"causal": draw(st.booleans()), "block_q": block_q,
+                       "block_kv": block_kv, "bkv_compute": 8}
+
+
+#: The functions of this lab that use ``pl``/``pltpu``/``jnp``/``jax`` (as ``func`` or in
+#: ``covers``) and the inputs they are compared on.
+CASES: tuple[FidelityCase, ...] = (
+    FidelityCase("flash_attention", _flash(), covers=("flash_attention_kernel",),
+                 max_examples=4),
+    FidelityCase("flash_attention_kernel_microtiled", _flash_microtiled(),
+                 max_examples=3, driver=_microtiled_call),
+    *(FidelityCase(func, just([(a.args, {}) for a in a4_worked.TRAFFIC if a.func == func]))
+      for func in dict.fromkeys(a.func for a in a4_worked.TRAFFIC)),
+)
