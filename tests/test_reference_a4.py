@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import graders.labs.a4_flash_attention.checks as checks
+import graders.labs.a4_flash_attention.diagnose as diagnose
 import reference.a4_flash_attention as ref
 from graders.assignments import load_harness
 from reference.dense_attention import dense_attention
@@ -101,12 +102,13 @@ def test_the_model_without_a_mistake_is_the_solution_kernel(flavor: str) -> None
     @SETTINGS
     @given(case=checks.attention_cases(flavor=flavor))
     def agree(case: checks.AttentionCase) -> None:
-        tol = checks.ATTENTION_TOL[case.q.dtype.name]
+        tol = diagnose.ATTENTION_TOL[case.q.dtype.name]
         with np.errstate(invalid="ignore", divide="ignore"):
             got = harness.flash_attention_kernel(sol, *case.args, **case.kwargs)
-        assert checks._matches(np.asarray(got, np.float64), checks._emulate(case), tol), case
+        model = diagnose.emulate(case)
+        assert diagnose.matches_model(np.asarray(got, np.float64), model, tol), case
         if case.max_logit_const != checks.FAR_CONSTANT:
-            assert checks._matches(checks._emulate(case), case.expected(), tol)
+            assert diagnose.matches_model(diagnose.emulate(case), case.expected(), tol)
     agree()
 
 
@@ -137,17 +139,17 @@ def test_a_model_with_a_mistake_is_the_kernel_that_makes_it(edit: tuple[str, str
             return
         with np.errstate(all="ignore"):
             got = harness.flash_attention_kernel(mutant, *case.args, **case.kwargs)
-        model = checks._emulate(case, **knobs)
-        tol = checks.ATTENTION_TOL[case.q.dtype.name]
-        assert checks._matches(np.asarray(got, np.float64), model, tol), case
+        model = diagnose.emulate(case, **knobs)
+        tol = diagnose.ATTENTION_TOL[case.q.dtype.name]
+        assert diagnose.matches_model(np.asarray(got, np.float64), model, tol), case
     agree()
 
 
 @settings(SETTINGS, max_examples=5)
 @given(case=checks.attention_cases(flavor="far-constant"))
 def test_the_far_constant_model_is_not_the_softmax(case: checks.AttentionCase) -> None:
-    model = checks._emulate(case)
+    model = diagnose.emulate(case)
     assert np.isnan(model).all(), "with c = 800 every exp(s - c) is 0: every row is 0 / 0"
-    running = checks._emulate(case, constant=None)
-    tol = checks.ATTENTION_TOL[case.q.dtype.name]
-    assert checks._matches(running, case.expected(), tol)
+    running = diagnose.emulate(case, constant=None)
+    tol = diagnose.ATTENTION_TOL[case.q.dtype.name]
+    assert diagnose.matches_model(running, case.expected(), tol)
