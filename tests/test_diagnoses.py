@@ -17,6 +17,7 @@ import graders.labs.a2_pipelining.diagnose as a2
 import graders.labs.a3_matmul.checks as a3
 import graders.labs.a3_matmul.diagnose as a3_diagnose
 import graders.labs.a5_splash_attention.checks as a5
+import graders.labs.a5_splash_attention.diagnose as a5_diagnose
 import reference.a2_pipelining as ref2
 import reference.a5_splash_attention as ref5
 from graders.checks.framework import CheckFailure
@@ -43,12 +44,12 @@ def _expected(c: a5.SplashCase) -> np.ndarray:
 
 
 @pytest.mark.task("5.4")
-@pytest.mark.parametrize("index", range(len(a5.KERNEL_MISTAKES)))
+@pytest.mark.parametrize("index", range(len(a5_diagnose.KERNEL_MISTAKES)))
 def test_a_splash_mistake_is_named_by_its_own_output_only(index: int) -> None:
-    mistake = a5.KERNEL_MISTAKES[index]
+    mistake = a5_diagnose.KERNEL_MISTAKES[index]
     fields = a5._kernel_fields(_CASE.info)
-    got = a5.splash_model(_CASE, fields, mistake).astype(np.float32)
-    diagnosis = a5._diagnose_kernel(got, _CASE, fields, _expected(_CASE))
+    got = a5_diagnose.splash_model(_CASE, fields, mistake).astype(np.float32)
+    diagnosis = a5_diagnose.diagnose_kernel(got, _CASE, fields, _expected(_CASE))
     assert diagnosis == mistake.text, (
         f"the output of '{mistake.text[:60]}...' must be diagnosed as that mistake alone; "
         f"got {diagnosis!r}")
@@ -64,10 +65,10 @@ def test_nan_from_neg_inf_scores_is_not_blamed_on_masking_full_tiles() -> None:
     poisoned = np.concatenate([blocks, np.zeros((1, *blocks.shape[1:]), bool)])
     nxt = np.where(full, len(blocks), info.mask_next).astype(np.int32)
     fields = tuple(info._replace(partial_mask_blocks=poisoned, mask_next=nxt))
-    neg_inf, init_g0 = a5.KERNEL_MISTAKES[2], a5.KERNEL_MISTAKES[3]
+    neg_inf, init_g0 = a5_diagnose.KERNEL_MISTAKES[2], a5_diagnose.KERNEL_MISTAKES[3]
     for mistake in (neg_inf, init_g0):
-        got = a5.splash_model(_CASE, fields, mistake)
-        diagnosis = a5._diagnose_kernel(got, _CASE, fields, _expected(_CASE)) or ""
+        got = a5_diagnose.splash_model(_CASE, fields, mistake)
+        diagnosis = a5_diagnose.diagnose_kernel(got, _CASE, fields, _expected(_CASE)) or ""
         assert "applied on full tiles" not in diagnosis, diagnosis
         assert diagnosis == mistake.text
 
@@ -77,9 +78,9 @@ def test_an_output_no_mistake_computes_gets_no_diagnosis() -> None:
     fields = a5._kernel_fields(_CASE.info)
     expected = _expected(_CASE)
     noisy = expected + np.random.default_rng(0).normal(0, 0.1, expected.shape)
-    assert a5._diagnose_kernel(noisy, _CASE, fields, expected) is None
+    assert a5_diagnose.diagnose_kernel(noisy, _CASE, fields, expected) is None
     nan = np.full_like(expected, np.nan)
-    assert a5._diagnose_kernel(nan, _CASE, fields, expected) is None, (
+    assert a5_diagnose.diagnose_kernel(nan, _CASE, fields, expected) is None, (
         "all-NaN is not what any modelled mistake computes on this mask")
 
 
@@ -87,11 +88,11 @@ def test_an_output_no_mistake_computes_gets_no_diagnosis() -> None:
 def test_pattern_diagnoses_follow_the_stored_patterns() -> None:
     docs = ref5.segment_mask(np.repeat([0, 1, 2], [3, 6, 7]))
     case = a5.MaskCase(docs, 4, 4, "documents 3/6/7")
-    none_shared, by_offset = (patterns for patterns, _ in a5._pattern_models(case))
+    none_shared, by_offset = (patterns for patterns, _ in a5_diagnose.pattern_models(case))
     assert len(none_shared) != len(by_offset), "the mask must tell the two mistakes apart"
-    assert "its own pattern" in a5._pattern_diagnosis(none_shared, case)
-    assert "position" in a5._pattern_diagnosis(by_offset, case)
-    assert a5._pattern_diagnosis(none_shared[::-1].copy(), case) is None, (
+    assert "its own pattern" in a5_diagnose.pattern_diagnosis(none_shared, case)
+    assert "position" in a5_diagnose.pattern_diagnosis(by_offset, case)
+    assert a5_diagnose.pattern_diagnosis(none_shared[::-1].copy(), case) is None, (
         "patterns in another order are not what either mistake stores")
 
 
