@@ -19,15 +19,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from graders.assignments import ASSIGNMENTS  # noqa: E402
 from graders.grading import grade_file  # noqa: E402
 
-CASES = [
-    ("a1 (Tasks 1.1-1.5)", ROOT / "examples/submissions/ada_correct/a1_pallas_basics.py"),
-    ("a2 (Tasks 2.1-2.5)", ROOT / "examples/submissions/ada_correct/a2_pipelining.py"),
-    ("a3 (Tasks 3.1-3.5)", ROOT / "examples/submissions/ada_correct/a3_matmul.py"),
-    ("a4 (Tasks 4.1-4.6)", ROOT / "examples/submissions/ada_correct/a4_flash_attention.py"),
-    ("a5 (Tasks 5.1-5.6)", ROOT / "examples/submissions/ada_correct/a5_splash_attention.py"),
-]
+#: One row per discovered assignment: ada's correct sample of it.
+CASES = [(f"{a.id} (Tasks {a.tasks[0].id}-{a.tasks[-1].id})",
+          ROOT / "examples/submissions/ada_correct" / f"{a.stem}.py")
+         for a in ASSIGNMENTS.values()]
 
 
 def main(argv: list[str] | None = None) -> int:
