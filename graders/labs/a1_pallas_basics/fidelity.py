@@ -1,11 +1,6 @@
-"""Fidelity cases of a1_pallas_basics: what tests/fidelity runs on pallas_sim and on real JAX.
-
-Each :class:`~graders.fidelity.cases.FidelityCase` names a public function of the solution
-(or a submission), the kernels it exercises and a strategy of ``(args, kwargs)``; shapes are
-small, since JAX's TPU interpret mode costs tens of milliseconds per grid step. Found by
-``graders.fidelity.cases.cases_for`` (no central table). Ships with the student bundle
-(``pallas-lab check --backend jax``).
-"""
+"""Fidelity cases of a1_pallas_basics (the blocked, bias and in-place adds and the VMEM
+formula (lecture §2)): ``CASES`` for ``graders.fidelity.cases.cases_for``, which says what a
+case is."""
 
 from __future__ import annotations
 

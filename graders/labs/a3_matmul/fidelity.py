@@ -1,11 +1,5 @@
-"""Fidelity cases of a3_matmul: what tests/fidelity runs on pallas_sim and on real JAX.
-
-Each :class:`~graders.fidelity.cases.FidelityCase` names a public function of the solution
-(or a submission), the kernels it exercises and a strategy of ``(args, kwargs)``; shapes are
-small, since JAX's TPU interpret mode costs tens of milliseconds per grid step. Found by
-``graders.fidelity.cases.cases_for`` (no central table). Ships with the student bundle
-(``pallas-lab check --backend jax``).
-"""
+"""Fidelity cases of a3_matmul (the blocked matmul and the lecture's §4 numbers): ``CASES``
+for ``graders.fidelity.cases.cases_for``, which says what a case is."""
 
 from __future__ import annotations
 
