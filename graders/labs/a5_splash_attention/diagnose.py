@@ -4,19 +4,19 @@ computes on a given input, and the diagnosis it earns.
 A hidden check names a mistake only when the model reproduces the student's result on the
 failing input (style.md: a shown diagnosis is verified, not guessed): masks with an edge
 or an id left out, MaskInfo tables built another way, kernels with one mistake.
+
+The drawn cases (``MaskCase``, ``SplashCase``) are the records of ``checks.py``; they
+are typed ``Any`` here so that this module does not import the checks that import it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 import reference.a5_splash_attention as ref
-
-if TYPE_CHECKING:
-    from graders.labs.a5_splash_attention.checks import MaskCase, SplashCase
 
 #: Tolerances of the Splash output against float64 dense attention.
 SPLASH_RTOL, SPLASH_ATOL = 2e-4, 2e-5
@@ -25,7 +25,7 @@ FIELDS = ref.MaskInfo._fields
 #: The finite stand-in for -inf the kernels' models mask with.
 FINITE_MASK = -0.7 * float(np.finfo(np.float32).max)
 
-def partial_tiles(case: MaskCase) -> list[tuple[int, int, np.ndarray]]:
+def partial_tiles(case: Any) -> list[tuple[int, int, np.ndarray]]:
     """(q block, kv block, contents) of every partial tile, in row-major order."""
     bq, bkv = case.block_q, case.block_kv
     nq, nkv = case.mask.shape[0] // bq, case.mask.shape[1] // bkv
@@ -38,7 +38,7 @@ def partial_tiles(case: MaskCase) -> list[tuple[int, int, np.ndarray]]:
     return tiles
 
 
-def pattern_models(case: MaskCase) -> list[tuple[np.ndarray, str]]:
+def pattern_models(case: Any) -> list[tuple[np.ndarray, str]]:
     """``partial_mask_blocks`` as two known mistakes store them, with their diagnoses:
     one pattern per partial tile (no de-duplication), and patterns shared by the tiles'
     diagonal offset (query start minus key start) instead of their contents."""
@@ -63,7 +63,7 @@ def pattern_models(case: MaskCase) -> list[tuple[np.ndarray, str]]:
     ]
 
 
-def pattern_diagnosis(got: np.ndarray, case: MaskCase) -> str | None:
+def pattern_diagnosis(got: np.ndarray, case: Any) -> str | None:
     """The diagnosis of the modelled mistakes whose ``partial_mask_blocks`` equal ``got``
     (both, in one sentence, when on this mask they store the same patterns), else None."""
     matching = [text for patterns, text in pattern_models(case)
@@ -99,7 +99,7 @@ class KernelMistake:
     strict_nan: bool = True
 
 
-def splash_model(c: SplashCase, fields: tuple, mistake: KernelMistake) -> np.ndarray:
+def splash_model(c: Any, fields: tuple, mistake: KernelMistake) -> np.ndarray:
     """float64 [H, L, dv]: what a Splash kernel with ``mistake`` computes in the grader's
     standard pallas_call over ``fields`` (the seven MaskInfo arrays it was handed, handout
     order, at least one pattern): per head the active tiles in order, the online-softmax
@@ -193,7 +193,7 @@ def explains(got: object, expected: np.ndarray, model: np.ndarray, strict_nan: b
     return bool((close | undefined).all() and explained.any())
 
 
-def diagnose_kernel(got: object, c: SplashCase, fields: tuple, expected: np.ndarray
+def diagnose_kernel(got: object, c: Any, fields: tuple, expected: np.ndarray
                      ) -> str | None:
     """The text of the modelled kernel mistakes that compute ``got`` on this input (all of
     them when the input cannot tell them apart), else None: never a guess."""
