@@ -315,3 +315,22 @@ if __name__ == "__main__":
     print(_t.calls[-1])
     print("Task 2.5 copies with nothing to overlap, per step:",
           _t.calls[-1].ops["manual_dma_exposed_count"].tolist())
+
+    # Predicted time on one Ironwood TensorCore (pallas_sim.estimate, shapes only) at the
+    # size of the lecture's matmul input x, (4096, 7168) bf16 in 512-row blocks, against
+    # the same scale pipelined by BlockSpecs (lecture §3.1). Try a start() followed at
+    # once by its wait() and see what the overlap was worth.
+    def _auto_scale(x, scale, *, block_rows):
+        def _kernel(x_ref, o_ref):
+            o_ref[...] = x_ref[...] * scale
+
+        spec = pl.BlockSpec((block_rows, x.shape[1]), lambda i: (i, 0))
+        return pl.pallas_call(_kernel, grid=(x.shape[0] // block_rows,), in_specs=[spec],
+                              out_specs=spec, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    _big = jax.ShapeDtypeStruct((4096, 7168), jnp.bfloat16)
+    for _name, _fn in (("double_buffered_scale", double_buffered_scale),
+                       ("BlockSpec pipeline", _auto_scale)):
+        _line = pallas_sim.estimate(_fn, _big, 2.0, block_rows=512).timelines[0]
+        print(f"predicted {_name}: {_line.time_s * 1e6:.1f} µs, HBM bandwidth used "
+              f"{_line.hbm_utilisation * 100:.0f} %")

@@ -492,3 +492,18 @@ if __name__ == "__main__":
     print(f"Task 5.6 causal documents 40/56/32, blocks 16: {len(_info.active_rows)} active "
           f"tiles, {_info.partial_mask_blocks.shape[0]} patterns left in HBM, largest "
           f"difference from float64 {np.abs(_out - _dense).max():.1e}")
+
+    import pallas_sim  # only for the estimate below
+
+    # Predicted time on one Ironwood TensorCore (pallas_sim.estimate, shapes only), causal
+    # L 8192 in 1024 blocks with 16 heads: the stored patterns of Task 5.4 against the
+    # masks computed here. Which costs more, a pattern's copy or its comparisons?
+    _causal = build_mask_info(causal_mask(8192), 1024, 1024)
+    _big = jax.ShapeDtypeStruct((16, 8192, 128), jnp.bfloat16)
+    for _name, _call in (
+            ("stored patterns (5.4)", lambda: pallas_sim.estimate(
+                splash_attention, _big, _big, _big, _causal)),
+            ("computed masks (5.6)", lambda: pallas_sim.estimate(
+                splash_attention_computed_mask, _big, _big, _big, _causal, causal=True))):
+        _line = _call().timelines[0]
+        print(f"predicted {_name}: {_line.time_s * 1e3:.3f} ms, MFU {_line.mfu * 100:.1f} %")
