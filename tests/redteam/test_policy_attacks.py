@@ -61,7 +61,8 @@ ATTACKS = [
     PolicyAttack("frame_walk", "a3_matmul", None, ("access to '.gi_frame' is not allowed",)),
     # The kernel raises where it reaches for the frame, so the wrapper (the solution's) fails
     # its value and trace checks too; its argument checks (4 points) stand.
-    PolicyAttack("frame_walk_computed", "a3_matmul", ("3.1", "3.2"),
+    # Task 3.5 (performance) runs the same matmul and depends on 3.1 and 3.2: lost with them.
+    PolicyAttack("frame_walk_computed", "a3_matmul", ("3.1", "3.2", "3.5"),
                  ("reading '.gi_frame' of a generator is not allowed while grading",), kept=4),
     PolicyAttack("reexported_modules", "a1_pallas_basics", None,
                  ("import of 'dataclasses.sys' is not allowed",)),
@@ -69,9 +70,9 @@ ATTACKS = [
                  ("reading '.sys' of module dataclasses is not allowed while grading",)),
     PolicyAttack("module_rebinding", "a1_pallas_basics", None,
                  ("setting or deleting attributes of module pallas_sim.pl is not allowed",)),
-    PolicyAttack("decoy_call", "a3_matmul", ("3.2",),
+    PolicyAttack("decoy_call", "a3_matmul", ("3.2", "3.5"),
                  ("what matmul returned is not the output of its pallas_call",)),
-    PolicyAttack("no_call", "a3_matmul", ("3.2",), ("matmul made no pallas_call",)),
+    PolicyAttack("no_call", "a3_matmul", ("3.2", "3.5"), ("matmul made no pallas_call",)),
     PolicyAttack("no_call", "a4_flash_attention", ("4.4",),
                  ("flash_attention made no pallas_call",)),
 ]
@@ -84,10 +85,11 @@ ATTACKS += [
     PolicyAttack("forged_call", "a3_matmul", None, UPDATE_WRAPPER),
     PolicyAttack("patch_pallas_call", "a3_matmul", None, UPDATE_WRAPPER),
     # ... and took exec from a module's private state, run by numpy's fromfunction, out of
-    # the audit hook's sight (3.4 is where it lives; the rest of the file is honest).
-    PolicyAttack("unguarded_exec", "a3_matmul", ("3.4",), UPDATE_WRAPPER, kept=8),
+    # the audit hook's sight (3.4 is where it lives; the rest of the file is honest, but was
+    # written before Task 3.5: its predicted time is refused as no prediction of the matmul).
+    PolicyAttack("unguarded_exec", "a3_matmul", ("3.4", "3.5"), UPDATE_WRAPPER, kept=8),
     # A real pallas_call with an empty kernel, NumPy's product written into its output.
-    PolicyAttack("overwrite_output", "a3_matmul", ("3.1", "3.2"),
+    PolicyAttack("overwrite_output", "a3_matmul", ("3.1", "3.2", "3.5"),
                  ("what matmul returned is not the output of its pallas_call",)),
     # A legal str of two million newlines once took the grader to 750 MB and 9 s.
     PolicyAttack("gantt_newlines", "a2_pipelining", ("2.2",), ("render_gantt",)),

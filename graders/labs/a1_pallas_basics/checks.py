@@ -22,7 +22,13 @@ from graders.checks.compare import (
     require_ndarray,
     tolerance,
 )
-from graders.checks.framework import CheckFailure, Session, check, run_property
+from graders.checks.framework import (
+    CheckFailure,
+    Session,
+    check,
+    describe_value,
+    run_property,
+)
 from graders.checks.strategies import F32, Case, blocked_2d, make_array, seeds
 from graders.labs.a1_pallas_basics import worked
 from graders.labs.a1_pallas_basics.diagnose import (
@@ -353,6 +359,20 @@ def vmem_property(s: Session) -> None:
         except CheckFailure as failure:
             failure.diagnosis = diagnose_vmem(got, *case.args)
             raise
+    for case in VMEM_EDGES:  # drawn examples need not include these, so they always run
+        try:
+            body(case)
+        except CheckFailure as failure:
+            if failure.input is None:
+                failure.input = describe_value(case)
+            raise
     run_property(vmem_cases(), body, max_examples=30)
+
+
+#: Cases every run of vmem_property checks first: whole arrays with several buffers, and
+#: one buffer of a block.
+VMEM_EDGES = tuple(Case(args, {}, ("shapes", "dtypes", "block_shape", "buffer_count"))
+                   for args in (([(64, 256), (256, 128)], ["float32", "bfloat16"], None, 3),
+                                ([(1024, 1024)], ["int8"], (8, 128), 1)))
 
 

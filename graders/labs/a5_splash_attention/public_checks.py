@@ -23,6 +23,7 @@ from graders.student.public import (
     Mismatch,
     StudentRaised,
     arrays,
+    as_float_array,
     assert_close,
     describe,
     number,
@@ -31,6 +32,8 @@ from graders.student.public import (
 )
 
 A = "a5"
+#: log2(e): base-2 units are natural units times this (lecture §6.6).
+LOG2_E = 1.0 / math.log(2.0)
 FIELDS = ("active_rows", "active_cols", "block_mask", "mask_next", "partial_mask_blocks",
           "bounds_start", "bounds_end")
 DTYPES = {"active_rows": np.int32, "active_cols": np.int32, "block_mask": np.int8,
@@ -432,6 +435,24 @@ def splash_values(api: Api) -> None:
 
 
 
+def _base2_max(m: object, q: np.ndarray, k: np.ndarray, mask: np.ndarray, scale: float,
+               label: str) -> None:
+    """The kernel's final m ([H, L]) is in base-2 units: log2(e) times the row maximum of the
+    scaled scores, taken over the visible keys or (a running maximum before the mask) over
+    all of them; both give the softmax."""
+    s = np.einsum("hid,hjd->hij", q.astype(np.float64), k.astype(np.float64)) * scale
+    low = np.where(mask, s, -np.inf).max(axis=-1) * LOG2_E
+    high = s.max(axis=-1) * LOG2_E
+    got = as_float_array(m, "the final m")
+    with np.errstate(invalid="ignore"):
+        ok = got.shape == low.shape and bool(np.all(
+            (got >= low - 1e-3 - 1e-4 * np.abs(low)) & (got <= high + 1e-3 + 1e-4 * np.abs(high))))
+    if not ok:
+        raise Mismatch("with use_base2_exp=True the final m is not the row maximum in base-2 "
+                       "units (log2(e) times the largest visible scaled score)", input=label,
+                       expected=describe(low), got=describe(got))
+
+
 @public_check(A, "5.4", "use_base2_exp=True: splash_attention_kernel and splash_attention still "
                         "equal dense masked attention (scores pre-scaled by log2(e), exp2; "
                         "lecture §6.6)")
@@ -445,8 +466,9 @@ def splash_base2(api: Api) -> None:
             else example["sm_scale"]
         expected = attention(q, k, v, case.mask, scale)
         fields = _splash_fields(case)
-        got = api.kernel("a5", "splash_attention_kernel", q, k, v, fields, scale,
-                         use_base2_exp=True)
+        got, m = api.kernel("a5", "splash_attention_kernel", q, k, v, fields, scale,
+                            use_base2_exp=True, with_max=True)
+        _base2_max(m, q, k, case.mask, scale, _splash_label(example))
         reply = api.kernel("a5", "splash_attention", q, k, v, fields, example["sm_scale"],
                            use_base2_exp=True)
         out = reply[0] if isinstance(reply, tuple | list) and len(reply) == 4 else reply
