@@ -10,9 +10,9 @@ solution regions, nbgrader style::
         ### END SOLUTION
 
 A release replaces each region, markers included, by one line at the
-indentation of its ``### BEGIN SOLUTION`` marker::
-
-        raise NotImplementedError("Need to implement for Task 1.2")
+indentation of its ``### BEGIN SOLUTION`` marker: a ``raise`` of
+``NotImplementedError`` whose message is ``Need to implement for Task N.M``
+(``STUB_TEMPLATE`` below, with the region's task id),
 
 and leaves every other line (markdown cells, imports, signatures,
 docstrings, example cells) as it is.

@@ -50,8 +50,11 @@ from graders.labs.a5_splash_attention.diagnose import (
 from graders.labs.a5_splash_attention.public_checks import (
     DTYPES,
     KINDS,
+    LOG2_E,
     PREFETCH_ORDER,
     MaskCase,
+    between,
+    row_maxima,
     window_side,
 )
 
@@ -883,27 +886,6 @@ def wrapper_prefetch(s: Session) -> None:
 
 # --- Task 5.4: use_base2_exp (lecture §6.6) ---------------------------------------------------
 
-#: log2(e): under use_base2_exp the scores and m are kept times this.
-LOG2_E = 1.0 / math.log(2.0)
-#: (rtol, atol) of the final m against log2(e) · (the row's maximum score).
-MAX_TOL = (1e-4, 1e-3)
-
-
-def _row_maxima(c: SplashCase) -> tuple[np.ndarray, np.ndarray]:
-    """float64 [H, L] row maxima of the scaled scores over the visible keys and over all
-    keys: a running maximum taken after the mask is the first, one taken before it at most
-    the second (both give the softmax)."""
-    s = np.einsum("hid,hjd->hij", c.q.astype(np.float64), c.k.astype(np.float64)) * c.scale
-    return np.where(c.case.mask, s, -np.inf).max(axis=-1), s.max(axis=-1)
-
-
-def _between(m: np.ndarray, low: np.ndarray, high: np.ndarray) -> bool:
-    rtol, atol = MAX_TOL
-    with np.errstate(invalid="ignore"):
-        return bool(np.all((m >= low - atol - rtol * np.abs(low))
-                           & (m <= high + atol + rtol * np.abs(high))))
-
-
 @check(A, "5.4", 2, "splash_attention_kernel with use_base2_exp=True: the output is still "
                     "masked attention, and the final m is the row maximum times log2(e) "
                     "(scores pre-scaled, exp2; lecture §6.6)")
@@ -922,10 +904,10 @@ def kernel_base2(s: Session) -> None:
         _check_output(value[0], c, "the kernel's attention output with use_base2_exp=True",
                       fields)
         m = np.asarray(value[1], np.float64)
-        masked, unmasked = _row_maxima(c)
-        if m.shape == masked.shape and _between(m, masked * LOG2_E, unmasked * LOG2_E):
+        masked, unmasked = row_maxima(c.q, c.k, c.case.mask, c.scale)
+        if between(m, masked * LOG2_E, unmasked * LOG2_E):
             return
-        natural = m.shape == masked.shape and _between(m, masked, unmasked)
+        natural = between(m, masked, unmasked)
         raise CheckFailure(
             "with use_base2_exp=True the final m is not the row maximum in base-2 units",
             expected=f"m = log2(e) · (the row's largest visible score): "

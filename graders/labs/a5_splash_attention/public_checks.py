@@ -435,22 +435,39 @@ def splash_values(api: Api) -> None:
 
 
 
+#: (rtol, atol) within which a kernel's final m must lie between its two row maxima.
+MAX_TOL = (1e-4, 1e-3)
+
+
+def row_maxima(q: np.ndarray, k: np.ndarray, mask: np.ndarray, scale: float
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """float64 [H, L] row maxima of the scaled scores q·kᵀ·scale over the visible keys
+    (``mask`` bool [L, L]) and over all keys: a running maximum taken after the mask is the
+    first, one taken before it at most the second; both give the softmax (lecture §5.1)."""
+    s = np.einsum("hid,hjd->hij", q.astype(np.float64), k.astype(np.float64)) * scale
+    return np.where(mask, s, -np.inf).max(axis=-1), s.max(axis=-1)
+
+
+def between(m: np.ndarray, low: np.ndarray, high: np.ndarray) -> bool:
+    """Whether ``m`` has ``low``'s shape and lies in [low, high] within ``MAX_TOL``."""
+    rtol, atol = MAX_TOL
+    if np.shape(m) != np.shape(low):
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.all((m >= low - atol - rtol * np.abs(low))
+                           & (m <= high + atol + rtol * np.abs(high))))
+
+
 def _base2_max(m: object, q: np.ndarray, k: np.ndarray, mask: np.ndarray, scale: float,
                label: str) -> None:
-    """The kernel's final m ([H, L]) is in base-2 units: log2(e) times the row maximum of the
-    scaled scores, taken over the visible keys or (a running maximum before the mask) over
-    all of them; both give the softmax."""
-    s = np.einsum("hid,hjd->hij", q.astype(np.float64), k.astype(np.float64)) * scale
-    low = np.where(mask, s, -np.inf).max(axis=-1) * LOG2_E
-    high = s.max(axis=-1) * LOG2_E
+    """The kernel's final m ([H, L]) is in base-2 units: log2(e) times a row maximum of
+    ``row_maxima`` (lecture §6.6)."""
+    masked, unmasked = row_maxima(q, k, mask, scale)
     got = as_float_array(m, "the final m")
-    with np.errstate(invalid="ignore"):
-        ok = got.shape == low.shape and bool(np.all(
-            (got >= low - 1e-3 - 1e-4 * np.abs(low)) & (got <= high + 1e-3 + 1e-4 * np.abs(high))))
-    if not ok:
+    if not between(got, masked * LOG2_E, unmasked * LOG2_E):
         raise Mismatch("with use_base2_exp=True the final m is not the row maximum in base-2 "
                        "units (log2(e) times the largest visible scaled score)", input=label,
-                       expected=describe(low), got=describe(got))
+                       expected=describe(masked * LOG2_E), got=describe(got))
 
 
 @public_check(A, "5.4", "use_base2_exp=True: splash_attention_kernel and splash_attention still "
