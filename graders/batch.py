@@ -29,6 +29,7 @@ resubmitted a file has that file graded again. ``force`` grades every file again
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import multiprocessing
@@ -219,14 +220,30 @@ def _note_lost_interrupt(unraisable: Any) -> None:
     sys.__unraisablehook__(unraisable)
 
 
-def _ignore_interrupts(stop: Any) -> None:
+def _ignore_interrupts(stop: Any, zygote_config: str | None = None) -> None:
     """Pool initializer: an idle grader process ignores Ctrl-C; ``stop`` (an Event the
     batch sets on Ctrl-C) makes the files not yet started return at once; a Ctrl-C lost
-    in a garbage-collector callback still stops the file (``_note_lost_interrupt``)."""
+    in a garbage-collector callback still stops the file (``_note_lost_interrupt``).
+    ``zygote_config``: the batch's worker zygote, which this process's workers fork from
+    (``graders.worker.zygote``; None: they start by exec)."""
     global _STOP
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.unraisablehook = _note_lost_interrupt
     _STOP = stop
+    from graders.worker import zygote
+
+    zygote.use(zygote_config)
+
+
+def _start_zygote(stack: contextlib.ExitStack) -> str | None:
+    """Start the batch's worker zygote (closed with ``stack``); its config file, or None
+    where this machine cannot have one (then every worker starts by exec, as before)."""
+    from graders.worker import zygote
+
+    try:
+        return str(stack.enter_context(zygote.Zygote()).config_path)
+    except zygote.ZygoteUnavailable:
+        return None
 
 
 class BatchInterrupted(Exception):  # noqa: N818 - it is what happened, not a failure
@@ -397,10 +414,11 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
         context.set_forkserver_preload(["graders.grading", "graders.reports.gradescope",
                                         "graders.reports.feedback_files", *labs])
         stop = context.Event()
-        with GradingProgress(err, len(jobs_of)) as progress, \
+        with contextlib.ExitStack() as stack, \
+                GradingProgress(err, len(jobs_of)) as progress, \
                 ProcessPoolExecutor(max_workers=jobs, mp_context=context,
                                     max_tasks_per_child=1, initializer=_ignore_interrupts,
-                                    initargs=(stop,)) as pool:
+                                    initargs=(stop, _start_zygote(stack))) as pool:
             futures = [pool.submit(_grade_submission, sub.student, sub.stem, str(sub.file),
                                    sub.assignment, str(out), timeout, budget, only)
                        for sub in jobs_of]

@@ -37,8 +37,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from graders.worker import cgroups, protocol, sandbox
+from graders.worker import cgroups, protocol, sandbox, zygote
 from graders.worker.policy import policy_enabled
+from graders.worker.zygote import ForkedProcess
 
 WORKER_DIR = Path(__file__).resolve().parent
 HARNESS_DIR = WORKER_DIR.parent / "harnesses"
@@ -57,7 +58,8 @@ _PASSED_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _RESERVED_MODULE_NAMES = frozenset(
     {"numpy", "ml_dtypes", "pallas_sim", "pallas_lab_protocol", "pallas_lab_worker",
-     "pallas_lab_harnesses", "reference", "graders", "solutions"}
+     "pallas_lab_harnesses", "pallas_lab_policy", "pallas_lab_sandbox", "reference",
+     "graders", "solutions"}
 )
 
 
@@ -309,16 +311,19 @@ def _cleanup(live: dict[str, subprocess.Popen[bytes] | None], base: Path,
     shutil.rmtree(base, ignore_errors=True)
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
+def _kill_group(process: subprocess.Popen[bytes] | ForkedProcess) -> None:
     """SIGKILL the worker's whole process group and reap the worker."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        process.kill()
-    except ProcessLookupError:
-        pass
+    if isinstance(process, ForkedProcess):
+        process.kill_group()  # by pidfd: the zygote reaps it, so its pid may be reused
+    else:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            process.kill()
+        except ProcessLookupError:
+            pass
     for stream in (process.stdin, process.stdout):
         if stream is not None:
             try:
@@ -403,6 +408,23 @@ class Worker:
         self._live: dict[str, subprocess.Popen[bytes] | None] = {"process": None}
         self._base = Path(tempfile.mkdtemp(prefix="pallas-lab-"))
         self._finalizer = weakref.finalize(self, _cleanup, self._live, self._base, self._cgroup)
+        #: The batch's worker zygote (``graders.worker.zygote``) this worker forks from, or
+        #: None: then each (re)start execs a new interpreter.
+        self._zygote = zygote.current() if self.sandbox_level == "namespace" else None
+        self._tmp_paths = [str(self._base)]
+        if self._zygote is not None:
+            self.libdir = Path(self._zygote["libdir"])
+            self._binds = list(self._zygote["binds"])
+            self._tmp_paths.append(str(self.libdir.parent))
+        else:
+            self._build_own_libdir()
+        self.workdir = self._base / "work"
+        self.logdir = self._base / "log"
+        self.logdir.mkdir(mode=0o700)
+        if self.sandbox_level == "uid":  # the worker's own uid must reach lib/ and work/
+            self._base.chmod(0o711)
+
+    def _build_own_libdir(self) -> None:
         try:
             self.libdir = self._base / "lib"
             self._binds = build_libdir(
@@ -411,11 +433,6 @@ class Worker:
         except BaseException:
             self.close()
             raise
-        self.workdir = self._base / "work"
-        self.logdir = self._base / "log"
-        self.logdir.mkdir(mode=0o700)
-        if self.sandbox_level == "uid":  # the worker's own uid must reach lib/ and work/
-            self._base.chmod(0o711)
 
     def _make_cgroup(self) -> cgroups.Cgroup | None:
         """This worker's cgroup, or None (and ``tree_level`` one process per worker, or none
@@ -473,9 +490,15 @@ class Worker:
         """The command line that starts the worker at this worker's sandbox level."""
         if self.sandbox_level == "process":
             return [self.python, "-I", "-S", "-B", str(self.libdir / "pallas_lab_worker.py")]
+        plan_path = self.logdir / f"plan-{self._spawned}.json"
+        plan_path.write_text(self._plan().to_json(), encoding="utf-8")
+        return [self.python, "-I", "-S", "-B", str(WORKER_DIR / "sandbox.py"), str(plan_path)]
+
+    def _plan(self) -> sandbox.SandboxPlan:
+        """The sandbox of this (re)start: a fresh root folder, this worker's binds."""
         python, prefix = interpreter()
         root = self._base / f"root-{self._spawned}"
-        root.mkdir()
+        root.mkdir(exist_ok=True)
         plan = sandbox.SandboxPlan(
             level=self.sandbox_level,
             root=str(root),
@@ -488,9 +511,38 @@ class Worker:
             limits=self._limits,
             cgroup_procs=self._cgroup.procs_files if self._cgroup is not None else [],
         )
-        plan_path = self.logdir / f"plan-{self._spawned}.json"
-        plan_path.write_text(plan.to_json(), encoding="utf-8")
-        return [self.python, "-I", "-S", "-B", str(WORKER_DIR / "sandbox.py"), str(plan_path)]
+        return plan
+
+    def _fork_from_zygote(self, output_fd: int) -> ForkedProcess | None:
+        """A worker forked from the batch's zygote, or None (the zygote is gone: from
+        now on this worker execs its own, with a library directory of its own)."""
+        if self._zygote is None:
+            return None
+        try:
+            return zygote.spawn(self._plan(), output_fd)
+        except zygote.ZygoteUnavailable:
+            self._zygote = None
+            self._build_own_libdir()
+            return None
+
+    def _popen(self, output_path: Path, use_prlimit: bool,
+               in_launcher: bool) -> subprocess.Popen[bytes]:
+        """Start the worker by exec: the launcher (or, at the process level, the worker
+        program itself) in a new session, stderr appended to ``output_path``."""
+        command = self._command()
+        with open(output_path, "ab") as output:
+            return subprocess.Popen(
+                command,
+                cwd=self.workdir,
+                env=worker_env(self.workdir),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=output,
+                start_new_session=True,
+                close_fds=True,
+                preexec_fn=None if use_prlimit or in_launcher
+                else functools.partial(_apply_limits, None, self._limits),
+            )
 
     def _spawn(self) -> WorkerFailure | None:
         shutil.rmtree(self.workdir, ignore_errors=True)
@@ -507,20 +559,10 @@ class Worker:
             self._cgroup.kill_all()  # nothing of an earlier process survives into this one
             self._oom_kills = self._cgroup.oom_kills()
         try:
-            command = self._command()
             with open(output_path, "wb") as output:
-                process = subprocess.Popen(
-                    command,
-                    cwd=self.workdir,
-                    env=worker_env(self.workdir),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=output,
-                    start_new_session=True,
-                    close_fds=True,
-                    preexec_fn=None if use_prlimit or in_launcher
-                    else functools.partial(_apply_limits, None, self._limits),
-                )
+                process = self._fork_from_zygote(output.fileno())
+            if process is None:
+                process = self._popen(output_path, use_prlimit, in_launcher)
         except OSError as exc:
             return WorkerFailure(kind=FailureKind.CRASH, type="",
                                  message=f"the worker could not be started: {exc}")
@@ -829,7 +871,9 @@ class Worker:
     def scrub(self, text: str) -> str:
         """Remove what differs between runs from student-facing text: this worker's temp
         paths and object addresses (so the same submission gets the same feedback)."""
-        text = text.replace(f"{self.workdir}{os.sep}", "").replace(str(self._base), "<tmp>")
+        text = text.replace(f"{self.workdir}{os.sep}", "")
+        for path in self._tmp_paths:
+            text = text.replace(path, "<tmp>")
         return _ADDRESS.sub(" at 0x...", text)
 
     def _error_from(self, reply: dict[str, Any], output: str) -> WorkerFailure:

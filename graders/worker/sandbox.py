@@ -54,9 +54,12 @@ import json
 import os
 import resource  # imported before chroot: the new root may not hold lib-dynload
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 LEVELS = ("namespace", "uid", "process")
+#: What a forked (not exec'd) worker runs once sandboxed: ``run(plan)`` -> exit status.
+Runner = Callable[["SandboxPlan"], int]
 ENV_VAR = "PALLAS_LAB_SANDBOX"
 
 #: First user id handed to workers; each worker gets FIRST_UID + the launcher's pid.
@@ -389,14 +392,26 @@ def _drop_privileges(libc, uid: int) -> None:  # noqa: ANN001
     _check(libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
 
 
-def _become_worker(libc, plan: SandboxPlan, uid: int) -> None:  # noqa: ANN001
-    """Lower the limits, drop to ``uid`` and exec the worker: never returns, or raises."""
+def _become_worker(libc, plan: SandboxPlan, uid: int, run: Runner | None = None) -> None:  # noqa: ANN001
+    """Lower the limits, drop to ``uid`` and exec the worker: never returns, or raises.
+
+    With ``run`` (a forked copy of an already-imported worker, ``graders.worker.zygote``)
+    the process instead calls ``run(plan)`` under the same limits and user id and exits
+    with its status: nothing is exec'd, the worker program is already in memory.
+    """
     apply_limits(plan.limits)
     _drop_privileges(libc, uid)
+    if run is not None:
+        code = 1
+        try:
+            code = run(plan)
+        finally:
+            os._exit(code)
     os.execve(plan.argv[0], plan.argv, plan.env)
 
 
-def _enter_uid_level(libc, plan: SandboxPlan, uid: int) -> None:  # noqa: ANN001
+def _enter_uid_level(libc, plan: SandboxPlan, uid: int,  # noqa: ANN001
+                     run: Runner | None = None) -> None:
     os.makedirs(plan.workdir, exist_ok=True)
     for name, host in plan.files.items():
         target = os.path.join(plan.workdir, os.path.basename(name))
@@ -406,10 +421,11 @@ def _enter_uid_level(libc, plan: SandboxPlan, uid: int) -> None:  # noqa: ANN001
     os.chown(plan.workdir, uid, uid)
     os.chmod(plan.workdir, 0o700)
     os.chdir(plan.workdir)
-    _become_worker(libc, plan, uid)
+    _become_worker(libc, plan, uid, run)
 
 
-def _init(libc, plan: SandboxPlan, uid: int, report: int) -> int:  # noqa: ANN001
+def _init(libc, plan: SandboxPlan, uid: int, report: int,  # noqa: ANN001
+          run: Runner | None = None) -> int:
     """PID 1 of the new namespace (root, runs no student code): build the root, fork the
     worker, reap every orphan, and when the worker ends write its raw wait status to
     ``report`` and return; everything left in the namespace then dies with us."""
@@ -420,7 +436,7 @@ def _init(libc, plan: SandboxPlan, uid: int, report: int) -> int:  # noqa: ANN00
     if worker == 0:
         try:
             os.close(report)
-            _become_worker(libc, plan, uid)
+            _become_worker(libc, plan, uid, run)
         except BaseException as exc:  # noqa: BLE001 - report and die, never run unsandboxed
             os.write(2, f"pallas-lab sandbox: {exc}\n".encode())
         os._exit(126)
@@ -436,8 +452,12 @@ def _init(libc, plan: SandboxPlan, uid: int, report: int) -> int:  # noqa: ANN00
             return 0
 
 
-def launch(plan: SandboxPlan) -> int:
+def launch(plan: SandboxPlan, run: Runner | None = None) -> int:
     """Run the worker described by ``plan``; returns the exit status to report.
+
+    ``run``: instead of exec'ing ``plan.argv``, the sandboxed process calls
+    ``run(plan)`` and exits with what it returns (the worker zygote's forked copies,
+    ``graders.worker.zygote``); every other step is the same.
 
     At the ``uid`` level this process becomes the worker (exec). At the
     ``namespace`` level it unshares, forks the namespace's PID 1 (which builds
@@ -451,7 +471,7 @@ def launch(plan: SandboxPlan) -> int:
             handle.write(str(os.getpid()))
     libc = _libc()
     if plan.level != "namespace":
-        _enter_uid_level(libc, plan, uid)
+        _enter_uid_level(libc, plan, uid, run)
         return 127  # pragma: no cover - exec does not return
     _check(libc.unshare(_CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET | _CLONE_NEWIPC
                         | _CLONE_NEWUTS), "unshare")
@@ -461,7 +481,7 @@ def launch(plan: SandboxPlan) -> int:
         code = 126
         try:
             os.close(read_end)
-            code = _init(libc, plan, uid, write_end)
+            code = _init(libc, plan, uid, write_end, run)
         except BaseException as exc:  # noqa: BLE001 - report and die, never run unsandboxed
             os.write(2, f"pallas-lab sandbox: {exc}\n".encode())
         os._exit(code)

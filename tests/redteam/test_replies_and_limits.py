@@ -304,11 +304,15 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> TreeRuns:
         "process": {"PALLAS_LAB_SANDBOX": "off"},
         # namespaces, but no cgroup: one process per worker
         "no-cgroup": {"PALLAS_LAB_CGROUP": "off"},
+        # the full sandbox around workers forked from a batch's zygote (--jobs)
+        "zygote": {},
     }
+    extra = {"zygote": ("--jobs", "1")}
     runs, leftovers = {}, {}
     for name, env in configs.items():
         base = tmp_path_factory.mktemp(f"tree-{name}")
         runs[name] = grade_class(base, _tree_students(), "--timeout", "20",
+                                 *extra.get(name, ()),
                                  env={"PALLAS_LAB_MEMORY": f"{TREE_MEMORY_MIB}M", **env})
         leftovers[name] = _sleepers()
         for pid in leftovers[name]:  # by pid: only what this test's attack started
@@ -323,7 +327,7 @@ def _vmem_feedback(run: Graded, student: str) -> str:
     return feedback(run.of(student, "a1"), "1.5")
 
 
-@pytest.mark.parametrize("config", ["full", "process", "no-cgroup"])
+@pytest.mark.parametrize("config", ["full", "process", "no-cgroup", "zygote"])
 def test_the_tree_runs_finish_and_honest_work_keeps_its_score(tree: TreeRuns, config: str
                                                                ) -> None:
     run = tree.runs[config]
@@ -333,7 +337,7 @@ def test_the_tree_runs_finish_and_honest_work_keeps_its_score(tree: TreeRuns, co
         assert run.of(student, "a1")["score"] == 100 - 6, feedback(run.of(student, "a1"))
 
 
-@pytest.mark.parametrize("config", ["full", "process"])
+@pytest.mark.parametrize("config", ["full", "process", "zygote"])
 def test_forked_children_share_one_memory_limit(tree: TreeRuns, config: str) -> None:
     text = _vmem_feedback(tree.runs[config], "fork_memory")
     held = [int(mib) for mib in re.findall(r"alive holding (\d+) MiB together", text)]
@@ -343,7 +347,7 @@ def test_forked_children_share_one_memory_limit(tree: TreeRuns, config: str) -> 
         f"{TREE_MEMORY_MIB} MiB\n{text}")
 
 
-@pytest.mark.parametrize("config", ["full", "process"])
+@pytest.mark.parametrize("config", ["full", "process", "zygote"])
 def test_the_tree_holds_fewer_processes_than_its_limit_and_none_survive(tree: TreeRuns,
                                                                         config: str) -> None:
     from graders.worker import sandbox
@@ -373,6 +377,7 @@ def test_a_sandbox_weaker_than_the_full_one_is_said_once_and_recorded(tree: Tree
     recorded = {name: run.of("honest", "a1")["extra_data"]["sandbox"]
                 for name, run in tree.runs.items()}
     assert recorded["full"].startswith("namespace, cgroup v"), recorded
+    assert recorded["zygote"] == recorded["full"], recorded
     assert recorded["process"].startswith("process, cgroup v"), recorded
     assert recorded["no-cgroup"] == "namespace, one process per worker", recorded
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from graders.worker import sandbox
+from graders.worker import sandbox, zygote
 from graders.worker.client import Worker, site_package_dirs
 
 # A probe module; the Worker API is used directly with the submission policy off (no static
@@ -78,13 +79,26 @@ needs_namespace = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
+@pytest.fixture(scope="module", params=["exec", "zygote"])
+def worker(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
+    """The probe in a worker started by exec, and in one forked from a batch's zygote
+    (graders.worker.zygote): both must give the same sandbox."""
     folder = tmp_path_factory.mktemp("mallory")
     (folder / "a1_pallas_basics.py").write_text(PROBE, encoding="utf-8")
-    with Worker(folder / "a1_pallas_basics.py", timeout=10.0, policy=False,
-                sandbox_level="namespace" if _namespace_available() else "process") as w:
+    level = "namespace" if _namespace_available() else "process"
+    with contextlib.ExitStack() as stack:
+        if request.param == "zygote":
+            if level != "namespace":
+                pytest.skip("the zygote serves the namespace level only")
+            template = stack.enter_context(zygote.Zygote())
+            zygote.use(template.config_path)
+            stack.callback(zygote.use, None)
+        w = stack.enter_context(Worker(folder / "a1_pallas_basics.py", timeout=10.0,
+                                       policy=False, sandbox_level=level))
         assert w.load_result is not None and w.load_result.ok, w.load_result
+        assert isinstance(w._live["process"], zygote.ForkedProcess) == (
+            request.param == "zygote"), "the worker was not started the way asked"
         yield w
 
 
