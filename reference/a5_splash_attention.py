@@ -11,6 +11,11 @@ handout gives it. The implementation is deliberately unlike the solution:
   search for the next partial tile, modulo the tile count;
 * the Splash kernel keeps its running statistics in float32 scratch as the
   API requires, but computes every tile's scores and weights in float64.
+
+Task 5.7 (performance) adds the trusted side of its grading: the three masks at
+``L = 8192`` (``performance_mask``), an op-counting Splash kernel for
+``pallas_sim.estimate`` (``predicted_splash_time``) and the fastest legal block
+pair per mask (``BEST_SPLASH_BLOCKS``, recomputed by tests/test_reference_a5.py).
 """
 
 import bisect as _bisect
@@ -18,6 +23,7 @@ import functools as _functools
 import math as _math
 from typing import NamedTuple as _NamedTuple
 
+import ml_dtypes as _ml_dtypes
 import numpy as _np
 
 from pallas_sim import jax as _jax
@@ -31,6 +37,7 @@ __all__ = [
     "MaskInfo",
     "build_mask_info",
     "causal_mask",
+    "choose_splash_blocks",
     "classify_blocks",
     "local_mask",
     "mask_stats",
@@ -414,3 +421,183 @@ def splash_attention_computed_mask(q, k, v, mask_info, *, causal=False, window=N
         name="splash_attention_computed_mask")(
             *prefetch, q, k, v, q_pos.reshape(length, 1), kv_pos.reshape(1, length),
             q_ids.reshape(length, 1), kv_ids.reshape(1, length))
+
+
+# --- Task 5.7 (performance): the block size of Splash at L = 8192 -----------------------------
+
+#: Task 5.7: the values each of block_q and block_kv may take (elements); all divide L.
+SPLASH_BLOCK_CANDIDATES = (256, 512, 1024, 2048, 4096)
+#: Task 5.7: the sequence length (issue 15) and the attention shape of the lecture's Splash
+#: configuration (§6.6, DeepSeek-V3: 128 query heads, q/k head dim 192, v head dim 128), bf16.
+PERFORMANCE_LENGTH = 8192
+PERFORMANCE_HEADS, PERFORMANCE_HEAD_DIM, PERFORMANCE_VALUE_DIM = 128, 192, 128
+#: Task 5.7: the chip the time is predicted for (one Ironwood TensorCore).
+PERFORMANCE_CHIP = "v7"
+#: Task 5.7: the local mask is causal with a window of this many earlier keys (lecture §6.4,
+#: §6.6: "causal ∧ window 2048"): q - 2048 <= kv <= q.
+PERFORMANCE_WINDOW = 2048
+#: Task 5.7: the document mask's segment layout: five packed documents, in order (sum 8192,
+#: mean 1638 tokens, near the lecture's mean of about 1820 at L 32768, §6.4; the first three
+#: are Exercise 12's 1000/2000/1096). Document mask only, as Exercise 12 (no causal part).
+PERFORMANCE_DOCUMENTS = (1000, 2000, 1096, 2500, 1596)
+#: Task 5.7: the three masks, by the name the student's chooser receives.
+PERFORMANCE_MASKS = ("causal", "local", "document")
+
+
+def performance_mask(kind: str) -> _np.ndarray:
+    """Task 5.7: the bool [8192, 8192] mask named ``kind`` ("causal", "local", "document").
+
+    Raises:
+      ValueError: an unknown ``kind``.
+    """
+    length = PERFORMANCE_LENGTH
+    if kind == "causal":
+        return causal_mask(length)
+    if kind == "local":
+        return local_mask(length, (PERFORMANCE_WINDOW, 0))
+    if kind == "document":
+        ids = _np.repeat(_np.arange(len(PERFORMANCE_DOCUMENTS)), PERFORMANCE_DOCUMENTS)
+        return segment_mask(ids)
+    raise ValueError(f"mask_kind={kind!r} is not one of {PERFORMANCE_MASKS}")
+
+
+@_functools.lru_cache(maxsize=8)
+def performance_mask_info(kind: str, block_q: int, block_kv: int) -> MaskInfo:
+    """Task 5.7: ``build_mask_info`` of ``performance_mask(kind)`` (cached: a few per process).
+
+    Raises as ``build_mask_info`` and ``performance_mask``.
+    """
+    return build_mask_info(performance_mask(kind), int(block_q), int(block_kv))
+
+
+def _estimate_splash_kernel(rows_ref, cols_ref, next_ref, start_ref, end_ref, kind_ref, q_ref,
+                            k_ref, v_ref, mask_ref, o_ref, m_ref, l_ref, acc_ref, *,
+                            sm_scale) -> None:
+    """One active tile of the lecture's Splash kernel (§5.2, §6.3) in jnp ops, for
+    ``pallas_sim.estimate``: the float64 ``splash_attention_kernel`` needs values, which an
+    abstract run does not have. Per tile: scores q·kᵀ (f32), the mask where the tile is
+    partial, the running max, exp of scores and of the max's change, the row sum, acc
+    rescaled plus p·v; init at bounds_start, one division at bounds_end."""
+    tile = _pl.program_id(1)
+
+    @_pl.when(start_ref[tile] == 1)
+    def _init():
+        m_ref[...] = _jnp.full(m_ref.shape, -_np.inf, _jnp.float32)
+        l_ref[...] = _jnp.zeros(l_ref.shape, _jnp.float32)
+        acc_ref[...] = _jnp.zeros(acc_ref.shape, _jnp.float32)
+
+    scores = _jnp.einsum("qd,kd->qk", q_ref[...], k_ref[...],
+                         preferred_element_type=_jnp.float32) * sm_scale
+    keep = _jnp.logical_or(kind_ref[tile] == 2, mask_ref[...])
+    scores = _jnp.where(keep, scores, -1e30)
+    m_old = m_ref[:, 0:1]
+    m_new = _jnp.maximum(m_old, _jnp.max(scores, axis=-1, keepdims=True))
+    p = _jnp.where(keep, _jnp.exp(scores - m_new), 0.0)
+    rescale = _jnp.exp(m_old - m_new)
+    l_new = rescale * l_ref[:, 0:1] + _jnp.sum(p, axis=-1, keepdims=True)
+    acc_ref[...] = rescale * acc_ref[...] + _jnp.einsum(
+        "qk,kd->qd", p, v_ref[...].astype(_jnp.float32), preferred_element_type=_jnp.float32)
+    m_ref[...] = _jnp.broadcast_to(m_new, m_ref.shape)
+    l_ref[...] = _jnp.broadcast_to(l_new, l_ref.shape)
+
+    @_pl.when(end_ref[tile] == 1)
+    def _finish():
+        o_ref[...] = acc_ref[...] / l_ref[:, 0:1]
+
+
+def predicted_splash_time(kind: str, blocks) -> float:
+    """Task 5.7: predicted seconds of Splash over ``performance_mask(kind)`` with ``blocks`` =
+    (block_q, block_kv): bf16 q, k [128, 8192, 192], v [128, 8192, 128], f32 out, the
+    pallas_call of ``splash_attention`` around ``_estimate_splash_kernel`` on one Ironwood
+    TensorCore (``pallas_sim.estimate``, chip "v7"; docs/performance-model.md; lecture §6.5).
+
+    Raises:
+      ValueError: a block that does not divide L (names it).
+      VmemOOMError: the call's buffers exceed the scoped VMEM, with a real run's message.
+    """
+    import pallas_sim
+
+    block_q, block_kv = (int(b) for b in blocks)
+    info = performance_mask_info(kind, block_q, block_kv)
+    dtype = _np.dtype(_ml_dtypes.bfloat16)
+    shape = (PERFORMANCE_HEADS, PERFORMANCE_LENGTH)
+    q = _jax.ShapeDtypeStruct((*shape, PERFORMANCE_HEAD_DIM), dtype)
+    v = _jax.ShapeDtypeStruct((*shape, PERFORMANCE_VALUE_DIM), dtype)
+    patterns = info.partial_mask_blocks
+    if patterns.shape[0] == 0:
+        patterns = _np.ones((1, block_q, block_kv), dtype=bool)
+    prefetch = tuple(_np.asarray(getattr(info, name)).astype(_np.int32) for name in (
+        "active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end", "block_mask"))
+
+    def by_row(h, g, rows, *_):
+        return h, rows[g], 0
+
+    def by_col(h, g, rows, cols, *_):
+        return h, cols[g], 0
+
+    def by_pattern(h, g, rows, cols, nxt, *_):
+        return nxt[g], 0, 0
+
+    spec = _pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=6, grid=(PERFORMANCE_HEADS, len(prefetch[0])),
+        in_specs=[_pl.BlockSpec((None, block_q, PERFORMANCE_HEAD_DIM), by_row),
+                  _pl.BlockSpec((None, block_kv, PERFORMANCE_HEAD_DIM), by_col),
+                  _pl.BlockSpec((None, block_kv, PERFORMANCE_VALUE_DIM), by_col),
+                  _pl.BlockSpec((None, block_q, block_kv), by_pattern)],
+        out_specs=_pl.BlockSpec((None, block_q, PERFORMANCE_VALUE_DIM), by_row),
+        scratch_shapes=[_pltpu.VMEM((block_q, 128), _jnp.float32),
+                        _pltpu.VMEM((block_q, 128), _jnp.float32),
+                        _pltpu.VMEM((block_q, PERFORMANCE_VALUE_DIM), _jnp.float32)])
+    call = _pl.pallas_call(
+        _functools.partial(_estimate_splash_kernel,
+                           sm_scale=1.0 / _math.sqrt(PERFORMANCE_HEAD_DIM)),
+        grid_spec=spec,
+        out_shape=_jax.ShapeDtypeStruct((*shape, PERFORMANCE_VALUE_DIM), _jnp.float32),
+        compiler_params=_pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
+        name="reference_splash")
+    estimate = pallas_sim.estimate(call, *prefetch, q, q, v, patterns, chip=PERFORMANCE_CHIP)
+    return float(estimate.timelines[0].time_s)
+
+
+def splash_block_candidates() -> list[tuple[int, int]]:
+    """Task 5.7: every (block_q, block_kv) over ``SPLASH_BLOCK_CANDIDATES``; whether it fits
+    VMEM is for ``predicted_splash_time`` to say."""
+    sizes = SPLASH_BLOCK_CANDIDATES
+    return [(bq, bkv) for bq in sizes for bkv in sizes
+            if PERFORMANCE_LENGTH % bq == 0 and PERFORMANCE_LENGTH % bkv == 0]
+
+
+def best_splash_blocks(kind: str) -> tuple[tuple[int, int], float]:
+    """Task 5.7: (the fastest legal candidate for ``kind``, its predicted seconds): the
+    minimum of ``predicted_splash_time`` over ``splash_block_candidates`` that fit VMEM
+    (ties: the first in candidate order). About a second per mask here."""
+    from pallas_sim import VmemOOMError
+
+    best: tuple[tuple[int, int], float] | None = None
+    for blocks in splash_block_candidates():
+        try:
+            seconds = predicted_splash_time(kind, blocks)
+        except VmemOOMError:
+            continue
+        if best is None or seconds < best[1]:
+            best = (blocks, seconds)
+    assert best is not None
+    return best
+
+
+#: Task 5.7: the fastest legal candidate per mask, as ``best_splash_blocks`` finds it (kept
+#: here so grading predicts one time per mask, not 25; tests/test_reference_a5.py recomputes
+#: them).
+BEST_SPLASH_BLOCKS: dict[str, tuple[int, int]] = {
+    "causal": (2048, 2048),
+    "local": (2048, 2048),
+    "document": (2048, 4096),
+}
+
+
+def choose_splash_blocks(mask_kind: str) -> tuple[int, int]:
+    """Task 5.7: (block_q, block_kv) for ``performance_mask(mask_kind)``:
+    ``BEST_SPLASH_BLOCKS``. Raises ``ValueError`` for an unknown mask."""
+    if mask_kind not in BEST_SPLASH_BLOCKS:
+        raise ValueError(f"mask_kind={mask_kind!r} is not one of {PERFORMANCE_MASKS}")
+    return BEST_SPLASH_BLOCKS[mask_kind]

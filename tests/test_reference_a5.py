@@ -44,13 +44,21 @@ sol = load_solution("a5_splash_attention")
 BOTH = pytest.mark.parametrize("impl", [ref, sol], ids=["reference", "solution"])
 API = {"causal_mask", "local_mask", "segment_mask", "classify_blocks", "render_block_mask",
        "build_mask_info", "splash_attention_kernel", "splash_attention", "mask_stats",
-       "splash_computed_mask_kernel", "splash_attention_computed_mask"}
+       "splash_computed_mask_kernel", "splash_attention_computed_mask", "choose_splash_blocks"}
+#: Task 5.7's trusted side of grading (the problem, the op-counting prediction, the kept
+#: bests): public for the grader, outside ``__all__`` (as a3's Task 3.5 names).
+GRADING = {"SPLASH_BLOCK_CANDIDATES", "PERFORMANCE_LENGTH", "PERFORMANCE_HEADS",
+           "PERFORMANCE_HEAD_DIM", "PERFORMANCE_VALUE_DIM", "PERFORMANCE_CHIP",
+           "PERFORMANCE_WINDOW", "PERFORMANCE_DOCUMENTS", "PERFORMANCE_MASKS",
+           "performance_mask", "performance_mask_info", "predicted_splash_time",
+           "splash_block_candidates", "best_splash_blocks", "BEST_SPLASH_BLOCKS"}
 
 
 def test_the_reference_exposes_exactly_the_student_api_and_mask_info():
     assert set(ref.__all__) == API | {"MaskInfo"}
     public = {n for n in vars(ref) if not n.startswith("_")}
-    assert public == API | {"MaskInfo"}, f"unexpected public names: {public - API}"
+    assert public == API | {"MaskInfo"} | GRADING, (
+        f"unexpected public names: {public - API - GRADING}")
     assert ref.MaskInfo._fields == sol.MaskInfo._fields == (
         "active_rows", "active_cols", "block_mask", "mask_next", "partial_mask_blocks",
         "bounds_start", "bounds_end"), "the reference's MaskInfo is the handout's"
@@ -301,3 +309,61 @@ def test_the_lecture_counts_are_written_once():
     assert counts == {"causal": (1, 1.0), "causal & window 2048": (2, 2.0),
                       "documents (the lecture's draw)": (28, 28.0)}, (
         "lecture §6.6: 1 / 2 / 28 patterns of a 1024 x 1024 tile, 1 / 2 / 28 MiB")
+
+
+# --- Task 5.7 (performance): the fastest legal blocks per mask at L 8192 -------------------------
+
+PERF_Q = pallas_sim.jax.ShapeDtypeStruct(
+    (ref.PERFORMANCE_HEADS, ref.PERFORMANCE_LENGTH, ref.PERFORMANCE_HEAD_DIM),
+    pallas_sim.jnp.bfloat16)
+PERF_V = pallas_sim.jax.ShapeDtypeStruct(
+    (ref.PERFORMANCE_HEADS, ref.PERFORMANCE_LENGTH, ref.PERFORMANCE_VALUE_DIM),
+    pallas_sim.jnp.bfloat16)
+
+
+@pytest.mark.parametrize("kind", ref.PERFORMANCE_MASKS)
+def test_the_kept_best_splash_blocks_are_the_fastest_legal_candidate(kind):
+    """The grader reads ``ref.BEST_SPLASH_BLOCKS`` instead of searching 25 candidates per mask;
+    the search must still find it, or the timeline model changed and the constant is stale.
+    Its time is worked.py's PERF_FASTEST_MS (4 decimals), the public check's threshold."""
+    blocks, seconds = ref.best_splash_blocks(kind)
+    assert blocks == ref.BEST_SPLASH_BLOCKS[kind], (
+        f"the fastest legal candidate for {kind} is now {blocks} ({seconds * 1e3:.4f} ms), "
+        f"not {ref.BEST_SPLASH_BLOCKS[kind]}: update reference/a5_splash_attention.py")
+    assert a5_worked.PERF_BEST_BLOCKS[kind] == blocks
+    assert a5_worked.PERF_FASTEST_MS[kind] == round(seconds * 1e3, 4), (
+        f"worked.PERF_FASTEST_MS[{kind!r}] must be the reference's {seconds * 1e3:.4f} ms")
+    assert sol.choose_splash_blocks(kind) == blocks, "the solution chooses the fastest blocks"
+
+
+@pytest.mark.parametrize(("kind", "blocks"), [("causal", (2048, 2048)), ("local", (512, 1024)),
+                                              ("document", (4096, 256))])
+def test_solution_and_reference_predict_the_same_splash_time(kind, blocks):
+    """The reference's op-counting kernel stands for the lecture's kernel: the solution's
+    splash_attention over the same MaskInfo gets the same predicted time."""
+    info = ref.performance_mask_info(kind, *blocks)
+    got = pallas_sim.estimate(sol.splash_attention, PERF_Q, PERF_Q, PERF_V, info,
+                              chip=ref.PERFORMANCE_CHIP).timelines[0].time_s
+    want = ref.predicted_splash_time(kind, blocks)
+    assert abs(got - want) <= 1e-9 * want, (
+        f"{kind} at {blocks}: solution {got * 1e3:.4f} ms, reference {want * 1e3:.4f} ms")
+
+
+def test_the_whole_sequence_tile_does_not_fit_vmem():
+    """(4096, 4096): the double-buffered 16 MiB bool pattern alone takes the 32 MiB."""
+    with pytest.raises(pallas_sim.VmemOOMError, match="limit 32.00M"):
+        ref.predicted_splash_time("causal", (4096, 4096))
+
+
+def test_the_performance_problem_is_stated_once():
+    """worked.py (public checks, handout text) and the reference state the same problem."""
+    assert a5_worked.PERF_BLOCK_CANDIDATES == ref.SPLASH_BLOCK_CANDIDATES
+    assert a5_worked.PERF_MASKS == ref.PERFORMANCE_MASKS
+    assert (a5_worked.PERF_LENGTH, a5_worked.PERF_HEADS, a5_worked.PERF_HEAD_DIM,
+            a5_worked.PERF_VALUE_DIM) == (ref.PERFORMANCE_LENGTH, ref.PERFORMANCE_HEADS,
+                                          ref.PERFORMANCE_HEAD_DIM, ref.PERFORMANCE_VALUE_DIM)
+    assert a5_worked.PERF_WINDOW == ref.PERFORMANCE_WINDOW
+    assert a5_worked.PERF_DOCUMENTS == ref.PERFORMANCE_DOCUMENTS
+    assert sum(ref.PERFORMANCE_DOCUMENTS) == ref.PERFORMANCE_LENGTH
+    local = ref.performance_mask("local")
+    assert local[5000, 5000 - 2048] and not local[5000, 5000 - 2049] and not local[5000, 5001]

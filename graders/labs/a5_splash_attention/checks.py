@@ -1,4 +1,4 @@
-"""Checks of a5_splash_attention (lecture §6): Tasks 5.1–5.6, 100 points.
+"""Checks of a5_splash_attention (lecture §6): Tasks 5.1–5.7, 100 points.
 
 Masks are drawn by kind (causal with offsets, local windows aligned and not
 aligned with the blocks, documents of drawn lengths, random masks with no
@@ -14,13 +14,23 @@ its wrapper only (a kernel that still takes the stored patterns has another
 signature, and its values must still count): values against dense masked
 attention, positions read from the call's arguments, and no argument of its
 pallas_call that carries mask bits and moves from HBM.
+
+Task 5.7 (performance) asks the student's ``choose_splash_blocks(mask_kind)`` for the
+blocks of each of three masks at L 8192, builds that mask's MaskInfo at those blocks with
+the reference (the grader's MaskInfo, as in Task 5.4), runs the student's own
+``splash_attention`` over it through ``pallas_sim.estimate`` in the worker
+(``harness.choose_splash_blocks``: plain numbers back) and compares the predicted time with
+the fastest legal candidate's, which the trusted side predicts with the reference
+(``ref.predicted_splash_time``) once per process and mask.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
+import weakref
 
 import numpy as np
 from hypothesis import assume
@@ -28,6 +38,7 @@ from hypothesis import strategies as st
 
 import pallas_sim
 import reference.a5_splash_attention as ref
+from graders.checks import measures
 from graders.checks.compare import (
     against_own_kernel,
     as_array,
@@ -721,7 +732,7 @@ def kernel_values(s: Session) -> None:
     run_property(splash_cases(), body, max_examples=12)
 
 
-@check(A, "5.4", 5, "the kernel applies mask_ref only where block_mask == 1 (full tiles are "
+@check(A, "5.4", 4, "the kernel applies mask_ref only where block_mask == 1 (full tiles are "
                     "given an all-False pattern and must ignore it)")
 def kernel_masks_only_partial(s: Session) -> None:
     """Task 5.4: the kernel applies mask_ref only where block_mask == 1 (full tiles are given an
@@ -831,7 +842,7 @@ def _compare_splash_trace(got: list, expected: list) -> None:
                            got=f"VMEM {g.vmem_bytes} B, SMEM {g.smem_bytes} B")
 
 
-@check(A, "5.4", 7, "splash_attention's pallas_call: grid (H, A), semantics, blocks chosen "
+@check(A, "5.4", 5, "splash_attention's pallas_call: grid (H, A), semantics, blocks chosen "
                     "through the prefetched table, K/V fetched only when the column changes, "
                     "one write-back per q row, VMEM/SMEM bytes")
 def wrapper_trace(s: Session) -> None:
@@ -848,7 +859,7 @@ def wrapper_trace(s: Session) -> None:
     run_property(splash_cases(), body, max_examples=8)
 
 
-@check(A, "5.4", 5, "the six scalar-prefetch arrays handed to pallas_call are int32 and in "
+@check(A, "5.4", 3, "the six scalar-prefetch arrays handed to pallas_call are int32 and in "
                     "the order active_rows, active_cols, mask_next, bounds_start, bounds_end, "
                     "block_mask")
 def wrapper_prefetch(s: Session) -> None:
@@ -1141,7 +1152,7 @@ def _check_computed_output(reply, out: object, c: ComputedCase) -> None:
                            expected="float32", got=np.asarray(out).dtype.name)
 
 
-@check(A, "5.6", 6, "splash_attention_computed_mask equals dense float64 masked attention for "
+@check(A, "5.6", 4, "splash_attention_computed_mask equals dense float64 masked attention for "
                     "causal, local-window and document masks and their & (drawn tilings, "
                     "heads, head sizes, sm_scale or its default)")
 def computed_values(s: Session) -> None:
@@ -1155,7 +1166,7 @@ def computed_values(s: Session) -> None:
     run_property(computed_cases(), body, max_examples=12)
 
 
-@check(A, "5.6", 3, "the mask is computed from the positions the call is given: queries "
+@check(A, "5.6", 2, "the mask is computed from the positions the call is given: queries "
                     "placed after the keys (q_positions = offset + 0..L-1, offset >= 2) with "
                     "causal, causal & window and causal & documents masks")
 def computed_positions(s: Session) -> None:
@@ -1236,7 +1247,7 @@ def _moved_masks(traces: list, calls: list, c: ComputedCase, info: ref.MaskInfo
     return found
 
 
-@check(A, "5.6", 6, "no mask moves from HBM: the call's inputs are q, k, v and per-token "
+@check(A, "5.6", 4, "no mask moves from HBM: the call's inputs are q, k, v and per-token "
                     "positions and segment ids, never partial_mask_blocks or a dense mask "
                     "(drawn masks and the lecture's causal / window counts scaled by 1/8)")
 def computed_no_mask_from_hbm(s: Session) -> None:
@@ -1302,3 +1313,239 @@ def _worked_computed_cases() -> list[tuple[ComputedCase, str]]:
                           f"({_count(saved.patterns, 'stored pattern')} the call must not "
                           "read)"))
     return out
+
+
+# --- Task 5.7 choose_splash_blocks (performance) -------------------------------------------
+
+#: Full points for a mask within this fraction above its fastest legal candidate's time.
+PERFORMANCE_RTOL = worked.PERFORMANCE_RTOL
+#: Seconds the worker may take for one mask's abstract run: the slowest candidate, (256, 256)
+#: causal, 67 584 grid steps, takes about 0.6 s in-process on this 2-core machine.
+PERFORMANCE_TIMEOUT = 30.0
+MiB = 1 << 20
+_PERF_SHAPE = dict(length=ref.PERFORMANCE_LENGTH, heads=ref.PERFORMANCE_HEADS,
+                   head_dim=ref.PERFORMANCE_HEAD_DIM, value_dim=ref.PERFORMANCE_VALUE_DIM)
+#: How each mask is named in feedback (the problem as worked.py states it).
+_PERF_MASK_TEXT = {
+    "causal": "causal",
+    "local": f"causal with a window of {ref.PERFORMANCE_WINDOW} earlier keys",
+    "document": "documents of " + "/".join(map(str, ref.PERFORMANCE_DOCUMENTS)) + " tokens",
+}
+#: The worker's outcome per session and mask (a reply or a failure): the checks of Task 5.7
+#: read one run per mask.
+_SPLASH_RUNS: weakref.WeakKeyDictionary[Session, dict[str, object]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _perf_label(kind: str) -> str:
+    h, length = ref.PERFORMANCE_HEADS, ref.PERFORMANCE_LENGTH
+    d, dv = ref.PERFORMANCE_HEAD_DIM, ref.PERFORMANCE_VALUE_DIM
+    return (f"choose_splash_blocks({kind!r}): mask {_PERF_MASK_TEXT[kind]}, L {length}; bf16 "
+            f"q, k [{h}, {length}, {d}], v [{h}, {length}, {dv}] on one Ironwood TensorCore "
+            "(lecture §6.5)")
+
+
+@functools.cache
+def best_splash_candidate(kind: str) -> tuple[tuple[int, int], float]:
+    """(the fastest legal candidate for ``kind``, its predicted seconds), predicted with the
+    reference. The search over all 25 candidates takes seconds, so its winners are kept in
+    the reference (``ref.BEST_SPLASH_BLOCKS``, recomputed by tests/test_reference_a5.py);
+    only their times are predicted here, once per grading process."""
+    blocks = tuple(ref.BEST_SPLASH_BLOCKS[kind])
+    return blocks, ref.predicted_splash_time(kind, blocks)
+
+
+@functools.cache
+def _kept_elements(kind: str) -> int:
+    """How many (query, key) pairs the mask keeps."""
+    return int(np.count_nonzero(ref.performance_mask(kind)))
+
+
+def _tiling_note(kind: str, blocks: tuple[int, int]) -> str:
+    """What a tiling costs per lecture §6.5: grid steps (each with about a microsecond's fixed
+    cost and its copies) against score elements computed for masked pairs, next to the
+    fastest candidate's."""
+    def cost(tiling: tuple[int, int]) -> tuple[int, float]:
+        info = ref.performance_mask_info(kind, *tiling)
+        active = len(info.active_rows)
+        return active, active * tiling[0] * tiling[1] / _kept_elements(kind) - 1
+
+    heads = ref.PERFORMANCE_HEADS
+    active, waste = cost(blocks)
+    best, _ = best_splash_candidate(kind)
+    best_active, best_waste = cost(best)
+    return (f"your blocks {blocks} give {active} active tiles per head, {heads * active} grid "
+            f"steps in all, each paying a fixed cost of about a microsecond plus its copies, "
+            f"and compute {waste:.0%} more scores than the mask keeps; the fastest "
+            f"{best} gives {best_active} tiles per head ({heads * best_active} steps) and "
+            f"computes {best_waste:.0%} more (lecture §6.5: small blocks skip more but pay "
+            "per step; large blocks compute masked pairs)")
+
+
+def _vmem_note(blocks: tuple[int, int]) -> str:
+    bq, bkv = blocks
+    d, dv = ref.PERFORMANCE_HEAD_DIM, ref.PERFORMANCE_VALUE_DIM
+    need = 2 * (bq * d * 2 + bkv * d * 2 + bkv * dv * 2 + bq * bkv + bq * dv * 4) \
+        + bq * (128 + 128 + dv) * 4
+    return (f"double buffers of the q, k, v blocks (bf16), the ({bq}, {bkv}) bool pattern and "
+            f"the f32 output block, plus the m, l, acc scratch: {need / MiB:.1f} MiB, more "
+            "than the 32 MiB scoped VMEM")
+
+
+def _splash_run(s: Session, kind: str) -> dict:
+    """The student's choice for ``kind`` and their splash_attention's predicted run at it over
+    the reference's MaskInfo (two worker round trips per session and mask), validated.
+
+    Raises:
+      CheckFailure: not two candidate ints, the chooser changed its answer, their wrapper
+        raised (the VMEM OOM of a real run), or it did not make one pallas_call with grid
+        (H, A) and the chosen blocks.
+    """
+    runs = _SPLASH_RUNS.setdefault(s, {})
+    outcome = runs.get(kind)
+    if outcome is None:
+        try:
+            outcome = _run_choice(s, kind)
+        except CheckFailure as failure:
+            outcome = failure
+        runs[kind] = outcome
+    if isinstance(outcome, CheckFailure):
+        raise outcome.copy()
+    assert isinstance(outcome, dict)
+    return outcome
+
+
+def _run_choice(s: Session, kind: str) -> dict:
+    label = _perf_label(kind)
+    try:
+        chosen = s.invoke("choose_splash_blocks", (kind,)).value
+    except CheckFailure as failure:
+        raise failure.copy(input=label) from None
+    candidates = ref.SPLASH_BLOCK_CANDIDATES
+    if not (isinstance(chosen, tuple | list) and len(chosen) == 2
+            and all(isinstance(b, int) and not isinstance(b, bool) for b in chosen)):
+        raise CheckFailure("choose_splash_blocks(mask_kind) must return a tuple of two ints "
+                           "(block_q, block_kv)", input=label, expected="e.g. (512, 512)",
+                           got=repr(chosen)[:200])
+    blocks = (int(chosen[0]), int(chosen[1]))
+    if not all(b in candidates for b in blocks):
+        raise CheckFailure("choose_splash_blocks returned a block size outside the candidate "
+                           "set", input=label,
+                           expected=f"each of block_q, block_kv one of {list(candidates)}",
+                           got=str(blocks))
+    info = ref.performance_mask_info(kind, *blocks)
+    fields = tuple(getattr(info, name) for name in FIELDS)
+    kwargs = {**_PERF_SHAPE, "chip": ref.PERFORMANCE_CHIP, "candidates": candidates}
+    try:
+        reply = s.invoke("choose_splash_blocks", (kind, fields), kwargs, harness="a5",
+                         timeout=PERFORMANCE_TIMEOUT).value
+    except CheckFailure as failure:
+        failure = failure.copy(input=label)
+        if getattr(failure, "error_type", None) == "VmemOOMError":
+            failure = failure.copy(diagnosis=_vmem_note(blocks))
+        raise failure from None
+    return _validate_splash(kind, blocks, info, reply)
+
+
+def _validate_splash(kind: str, blocks: tuple[int, int], info: ref.MaskInfo,
+                     reply: object) -> dict:
+    """Check the harness's reply (plain data) is a run of the stated problem at ``blocks``;
+    returns it. Raises ``CheckFailure``."""
+    label = _perf_label(kind)
+    if not isinstance(reply, dict) or list(reply.get("blocks") or ()) != list(blocks) \
+            or "info_blocks" in reply:
+        got = reply.get("blocks") if isinstance(reply, dict) else repr(reply)
+        raise CheckFailure("choose_splash_blocks must return the same blocks on every call "
+                           "with the same mask", input=label, expected=str(blocks),
+                           got=f"{blocks}, then {got}")
+    calls = reply.get("calls") or []
+    bq, bkv = blocks
+    h, d, dv = ref.PERFORMANCE_HEADS, ref.PERFORMANCE_HEAD_DIM, ref.PERFORMANCE_VALUE_DIM
+    active = len(info.active_rows)
+    want_grid = [h, active]
+    want_blocks = [[bq, d], [bkv, d], [bkv, dv], [bq, bkv], [bq, dv]]
+    if len(calls) != 1 or calls[0].get("grid") != want_grid \
+            or calls[0].get("block_shapes") != want_blocks:
+        got = "; ".join(f"grid {c.get('grid')}, blocks {c.get('block_shapes')}" for c in calls)
+        raise CheckFailure(
+            f"your splash_attention did not run one pallas_call over the active tiles at the "
+            f"blocks {blocks} you chose", input=label,
+            expected=f"grid {want_grid}, blocks of q, k, v, mask, o {want_blocks}",
+            got=got or "no pallas_call",
+            hint="Task 5.4's wrapper must make one pallas_call with grid (H, A), its block "
+                 "sizes read from mask_info.partial_mask_blocks.shape")
+    # Defence in depth: the time comes from the worker; no prediction can beat the chip's
+    # peak on the active tiles' matmuls (2·bq·bkv·(d + dv) FLOPs each, per head).
+    floor_s = h * active * 2 * bq * bkv * (d + dv) / worked.PERF_PEAK_FLOPS
+    time_s = calls[0].get("time_s")
+    if not isinstance(time_s, float) or not math.isfinite(time_s) or time_s < floor_s:
+        raise CheckFailure("the predicted time of your splash_attention is not a prediction "
+                           "of this call", input=label,
+                           expected=f"at least {floor_s * 1e3:.3f} ms (the active tiles' "
+                                    "FLOPs at peak)", got=str(time_s), status="error")
+    return reply
+
+
+@check(A, "5.7", 1, "performance: choose_splash_blocks(mask_kind) returns candidate blocks "
+                    "(block_q, block_kv) for the causal, local and document masks at L 8192 "
+                    "at which your own splash_attention runs within the 32 MiB scoped VMEM "
+                    "(predicted by pallas_sim.estimate)")
+def splash_blocks_fit(s: Session) -> None:
+    """Task 5.7: performance: choose_splash_blocks(mask_kind) returns candidate blocks
+    (block_q, block_kv) for the causal, local and document masks at L 8192 at which your own
+    splash_attention runs within the 32 MiB scoped VMEM (predicted by pallas_sim.estimate).
+
+    Records the predicted time of the three runs, summed, as the task's predicted ms.
+    """
+    total_s = 0.0
+    for kind in ref.PERFORMANCE_MASKS:
+        total_s += _splash_run(s, kind)["calls"][0]["time_s"]
+    measures.record(s, measures.PREDICTED_MS, total_s * 1e3)
+
+
+def _within_best(s: Session, kind: str) -> None:
+    reply = _splash_run(s, kind)
+    blocks, call = (int(reply["blocks"][0]), int(reply["blocks"][1])), reply["calls"][0]
+    _, best_s = best_splash_candidate(kind)
+    got_s = float(call["time_s"])
+    if not got_s <= best_s * (1 + PERFORMANCE_RTOL):
+        raise CheckFailure(
+            f"your blocks {blocks} for the {kind} mask are predicted {got_s / best_s - 1:.0%} "
+            "slower than the fastest legal candidate", input=_perf_label(kind),
+            expected=f"at most {best_s * (1 + PERFORMANCE_RTOL) * 1e3:.3f} ms (10 % above "
+                     f"the fastest candidate's {best_s * 1e3:.3f} ms)",
+            got=f"{got_s * 1e3:.3f} ms, MFU {call['mfu']:.0%}, VMEM "
+                f"{call['vmem_bytes'] / MiB:.1f} MiB of {call['vmem_limit_bytes'] / MiB:.0f}",
+            diagnosis=_tiling_note(kind, blocks))
+
+
+@check(A, "5.7", 3, "performance: causal mask: the predicted time of your splash_attention at "
+                    "your blocks is within 10 % of the fastest legal candidate's "
+                    "(lecture §6.5)")
+def splash_blocks_fast_causal(s: Session) -> None:
+    """Task 5.7: performance: causal mask: the predicted time of your splash_attention at your
+    blocks is within 10 % of the fastest legal candidate's (lecture §6.5).
+    """
+    _within_best(s, "causal")
+
+
+@check(A, "5.7", 3, "performance: local mask (causal, window 2048): the predicted time of "
+                    "your splash_attention at your blocks is within 10 % of the fastest legal "
+                    "candidate's (lecture §6.5)")
+def splash_blocks_fast_local(s: Session) -> None:
+    """Task 5.7: performance: local mask (causal, window 2048): the predicted time of your
+    splash_attention at your blocks is within 10 % of the fastest legal candidate's
+    (lecture §6.5).
+    """
+    _within_best(s, "local")
+
+
+@check(A, "5.7", 3, "performance: document mask (documents 1000/2000/1096/2500/1596): the "
+                    "predicted time of your splash_attention at your blocks is within 10 % of "
+                    "the fastest legal candidate's (lecture §6.5)")
+def splash_blocks_fast_document(s: Session) -> None:
+    """Task 5.7: performance: document mask (documents 1000/2000/1096/2500/1596): the
+    predicted time of your splash_attention at your blocks is within 10 % of the fastest
+    legal candidate's (lecture §6.5).
+    """
+    _within_best(s, "document")

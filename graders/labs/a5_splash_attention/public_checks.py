@@ -655,3 +655,62 @@ def computed_mask_values(api: Api) -> None:
           "v": arrays((1, length, 8), 3, low=-2, high=2), "kwargs": {"causal": True},
           "case": causal})
     api.run_property(computed_cases(), body, max_examples=8)
+
+
+# -- Task 5.7 ------------------------------------------------------------------------------------
+
+@public_check(A, "5.7", "performance: choose_splash_blocks(mask_kind) returns (block_q, block_kv) "
+                        "from the candidate set for the causal, local and document masks at "
+                        "L 8192, at which your own splash_attention runs within the 32 MiB "
+                        "scoped VMEM, predicted (pallas_sim.estimate) within 10 % of the "
+                        "fastest legal candidate's 10.2619 / 7.1890 / 7.7304 ms")
+def splash_blocks(api: Api) -> None:
+    """Task 5.7: performance: choose_splash_blocks(mask_kind) returns (block_q, block_kv) from
+    the candidate set for the causal, local and document masks at L 8192, at which your own
+    splash_attention runs within the 32 MiB scoped VMEM, predicted (pallas_sim.estimate)
+    within 10 % of the fastest legal candidate's 10.2619 / 7.1890 / 7.7304 ms.
+    """
+    length = worked.PERF_LENGTH
+    ids = np.repeat(np.arange(len(worked.PERF_DOCUMENTS)), worked.PERF_DOCUMENTS)
+    rows, cols = np.arange(length)[:, None], np.arange(length)[None, :]
+    masks = {"causal": rows >= cols,
+             "local": (rows >= cols) & (cols >= rows - worked.PERF_WINDOW),
+             "document": ids[:, None] == ids[None, :]}
+    for kind in worked.PERF_MASKS:
+        label = f"choose_splash_blocks({kind!r}), L {length}"
+        blocks = api.call("choose_splash_blocks", kind).value
+        if not (isinstance(blocks, tuple | list) and len(blocks) == 2
+                and all(isinstance(b, int) for b in blocks)):
+            raise Mismatch("choose_splash_blocks must return a tuple of two ints "
+                           "(block_q, block_kv)", input=label, expected="e.g. (512, 512)",
+                           got=repr(blocks))
+        if not all(b in worked.PERF_BLOCK_CANDIDATES for b in blocks):
+            raise Mismatch("a block size outside the candidate set", input=label,
+                           expected=f"each one of {list(worked.PERF_BLOCK_CANDIDATES)}",
+                           got=str(tuple(blocks)))
+        info = mask_info(masks[kind], int(blocks[0]), int(blocks[1]))
+        try:
+            reply = api.kernel("a5", "choose_splash_blocks", kind,
+                               tuple(info[name] for name in FIELDS), length=length,
+                               heads=worked.PERF_HEADS, head_dim=worked.PERF_HEAD_DIM,
+                               value_dim=worked.PERF_VALUE_DIM, chip="v7",
+                               candidates=worked.PERF_BLOCK_CANDIDATES)
+        except StudentRaised as raised:
+            if raised.error_type == "VmemOOMError":
+                raise raised.copy(input=label, diagnosis="the double-buffered q, k, v, "
+                                  "pattern and output blocks exceed 32 MiB") from None
+            raise
+        calls = reply.get("calls") or []
+        if len(calls) != 1 or calls[0]["vmem_bytes"] > worked.PERF_SCOPED_VMEM:
+            raise Mismatch("your splash_attention should make one pallas_call within the "
+                           "scoped VMEM", input=label, expected="1 pallas_call, at most 32 MiB",
+                           got=", ".join(f"{c['vmem_bytes'] / 2**20:.1f} MiB" for c in calls)
+                           or "no pallas_call")
+        limit_ms = worked.PERF_FASTEST_MS[kind] * (1 + worked.PERFORMANCE_RTOL)
+        got_ms = calls[0]["time_s"] * 1e3
+        if got_ms > limit_ms:
+            raise Mismatch(f"your blocks {tuple(blocks)} for the {kind} mask are predicted "
+                           "more than 10 % slower than the fastest legal candidate",
+                           input=label, expected=f"at most {limit_ms:.4f} ms (fastest "
+                           f"{worked.PERF_FASTEST_MS[kind]} ms)",
+                           got=f"{got_ms:.4f} ms (MFU {calls[0]['mfu']:.0%})")
