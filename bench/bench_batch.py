@@ -12,8 +12,11 @@
 Each line: the case, the best and all runs (wall-clock seconds), and the load averages
 (``os.getloadavg``) before each run: the machine may be shared, so a figure taken under
 load is only comparable with one taken under the same load.
+``--zygote both`` runs each case with the batch's worker zygote and without it
+(``PALLAS_LAB_ZYGOTE=off``: every worker exec'd), alternating, for a before/after
+under the same load.
 Run from the repository root:  python bench/bench_batch.py [--repeat N] [--students N]
-[--stems a1,a4|all] [--only samples|class]
+[--stems a1,a4|all] [--only samples|class] [--zygote on|off|both]
 """
 
 from __future__ import annotations
@@ -52,10 +55,11 @@ def make_class(root: Path, students: int, stems: list[str]) -> Path:
     return root
 
 
-def _timed(command: list[str]) -> tuple[float, str]:
+def _timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
     load = "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr}")
@@ -69,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--students", type=int, default=40, help="students in the class case")
     parser.add_argument("--stems", default="a1", help="assignments of the class: a1,a4 or all")
     parser.add_argument("--only", choices=("samples", "class"), default=None)
+    parser.add_argument("--zygote", choices=("on", "off", "both"), default="on",
+                        help="workers forked from the batch's zygote, exec'd "
+                             "(PALLAS_LAB_ZYGOTE=off), or both, alternating run by run")
     args = parser.parse_args(argv)
     cli = [sys.executable, "-m", "graders.cli", "grade"]
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as folder:
@@ -87,11 +94,17 @@ def main(argv: list[str] | None = None) -> int:
                         str(Path(folder) / f"out{next(serial)}")]
 
             cases.append((label, class_command))
+        modes = ("off", "on") if args.zygote == "both" else (args.zygote,)
         for label, command in cases:
-            runs = [_timed(command()) for _ in range(args.repeat)]
-            best = min(seconds for seconds, _ in runs)
-            shown = "; ".join(f"{seconds:.1f} s ({load})" for seconds, load in runs)
-            print(f"{label:<40} best {best:6.1f} s   {shown}", flush=True)
+            runs: dict[str, list[tuple[float, str]]] = {mode: [] for mode in modes}
+            for _ in range(args.repeat):  # alternating: both modes see the same load
+                for mode in modes:
+                    runs[mode].append(_timed(command(), {"PALLAS_LAB_ZYGOTE": mode}))
+            for mode in modes:
+                best = min(seconds for seconds, _ in runs[mode])
+                shown = "; ".join(f"{seconds:.1f} s ({load})" for seconds, load in runs[mode])
+                name = f"{label}, zygote {mode}"
+                print(f"{name:<52} best {best:6.1f} s   {shown}", flush=True)
     return 0
 
 

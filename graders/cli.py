@@ -29,6 +29,7 @@ options that cannot work; a failed ``--to-gradebook``), 130 after Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import io
 import os
@@ -176,10 +177,14 @@ def _grade_all(
 ) -> tuple[list[SubmissionResult], bool]:
     """Grade ``submissions`` one after the other, with N/M and the time left on ``err``."""
     from graders.reports.progress import GradingProgress
+    from graders.worker import zygote
 
     results: list[SubmissionResult] = []
     failed = False
-    with GradingProgress(err, len(submissions), transient=True) as progress:
+    # Several files: their workers fork from one zygote (one interpreter start, not one
+    # per file and restart); a single file gains nothing from it.
+    serving = zygote.serving() if len(submissions) > 1 else contextlib.nullcontext()
+    with serving, GradingProgress(err, len(submissions), transient=True) as progress:
         for sub in submissions:
             progress.now(f"grading {sub.student}/{sub.file.name} as {sub.assignment}")
             try:

@@ -18,6 +18,7 @@ with ``use(config_path)`` and ``graders.worker.client.Worker`` asks ``spawn``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -27,6 +28,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from graders.worker import sandbox
@@ -230,6 +232,23 @@ def use(config_path: str | Path | None) -> None:
     config = json.loads(Path(config_path).read_text(encoding="utf-8"))
     _current.update(socket=config["socket"], libdir=Path(config["libdir"]),
                     binds=[tuple(pair) for pair in config["binds"]])
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[Zygote | None]:
+    """A zygote for the workers this process starts while the block runs (``use``), or
+    None where none can run here (the workers then start by exec); stopped at the end."""
+    try:
+        running = Zygote()
+    except ZygoteUnavailable:
+        yield None
+        return
+    with running:
+        use(running.config_path)
+        try:
+            yield running
+        finally:
+            use(None)
 
 
 def current() -> dict[str, object] | None:

@@ -298,8 +298,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> TreeRuns:
             pytest.fail(f"{reason}, but CI must run them")
         pytest.skip(reason)
     configs = {
-        # the full sandbox: namespaces and a cgroup for the process tree
-        "full": {},
+        # the full sandbox: namespaces and a cgroup for the process tree, workers exec'd
+        "full": {"PALLAS_LAB_ZYGOTE": "off"},
         # no PID namespace (the sandbox switched off, as root): only the cgroup holds the tree
         "process": {"PALLAS_LAB_SANDBOX": "off"},
         # namespaces, but no cgroup: one process per worker
