@@ -69,8 +69,8 @@ from graders.labs.a4_flash_attention import worked
 from graders.labs.a4_flash_attention.diagnose import (
     ATTENTION_TOL,
     close_to,
-    diagnose_kv_heads,
     diagnose_flash_config,
+    diagnose_kv_heads,
     diagnose_masked,
     diagnose_output,
     diagnose_range,
