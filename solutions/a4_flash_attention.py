@@ -770,3 +770,69 @@ if __name__ == "__main__":
                                  max_logit_const=_c).timelines[0]
         print(f"predicted bq {_bq}, bkv {_bkv}{' + MLE' if _c else ''}: "
               f"{_t.time_s * 1e3:.3f} ms, MFU {_t.mfu * 100:.1f} %")
+
+
+# %% [markdown]
+# ## Task 4.8 — performance: choose the blocks and MLE
+#
+# **Why.** The cell above predicts your `flash_attention` at the slides'
+# three settings. Two forces decide the speed. Taller query blocks mean K
+# and V are streamed from HBM fewer times (Task 4.6) and the grid has fewer
+# steps, each with its fixed cost; wider kv blocks halve the steps too. But
+# every step holds its scores and their exp, two f32 [block_q, block_kv]
+# arrays, in VMEM (Task 4.7): 32 MiB at 2048 × 2048, 128 MiB at 4096 × 4096,
+# and one Ironwood TensorCore has 64 MiB. Max Logit Estimate removes the row
+# maximum and the rescale of l and acc from every step (Task 4.5 says when
+# its constant is safe).
+#
+# **Task.** Write `choose_flash_config()` returning `(block_q, block_kv,
+# max_logit_const)` for the lecture's layer: bf16 q, k [128, 4096, 192],
+# v [128, 4096, 128], non-causal, on one Ironwood TensorCore. block_q and
+# block_kv must each be one of **256, 512, 1024, 2048, 4096** (all divide
+# L = 4096); max_logit_const is **None** (MLE off) or **70.0** (MLE on, the
+# slides' constant). A choice is legal when your kernel's blocks
+# (double-buffered), its scratch and two f32 tiles of the largest array it
+# computes fit in **64 MiB** of VMEM. This is a **performance** task: the
+# grader runs *your own* `flash_attention` (Tasks 4.3 and 4.4) at your
+# choice through `pallas_sim.estimate` and gives full points when its
+# predicted time is within **10 %** of the fastest legal candidate's (3 of
+# its 10 points for a legal choice your wrapper runs).
+#
+# **Try it.** The cell below predicts your choice and the slides' three
+# settings; `pallas-lab profile a4_flash_attention.py` shows a timeline.
+# Which part of a step does MLE remove, and which tiles are too big?
+
+
+# %%
+def choose_flash_config() -> tuple[int, int, float | None]:
+    """Task 4.8 (performance): (block_q, block_kv, max_logit_const).  [lecture §5.3, §5.4]
+
+    For bf16 q, k [128, 4096, 192], v [128, 4096, 128], non-causal, on one
+    Ironwood TensorCore: block_q and block_kv each one of 256, 512, 1024,
+    2048, 4096; max_logit_const None (MLE off) or 70.0 (MLE on). Legal when
+    the double-buffered blocks, the scratch and two f32 [block_q, block_kv]
+    score tiles fit 64 MiB of VMEM. Full points within 10 % of the fastest
+    legal candidate's predicted time. Returns the three values that
+    ``flash_attention`` takes as block_q, block_kv and max_logit_const.
+    """
+    ### BEGIN SOLUTION
+    # Score tiles of 4 Mi elements (two f32 arrays: 32 MiB) are the largest that fit with
+    # the blocks; of those, 1024 x 4096 has the fewest copies per step. MLE saves ~15 %.
+    return (1024, 4096, 70.0)
+    ### END SOLUTION
+
+
+# %%
+if __name__ == "__main__":
+    import pallas_sim  # only for the estimate below
+
+    _q = jax.ShapeDtypeStruct((128, 4096, 192), jnp.bfloat16)
+    _v = jax.ShapeDtypeStruct((128, 4096, 128), jnp.bfloat16)
+    for _config in ((1024, 2048, None), (2048, 2048, None), (2048, 2048, 70.0),
+                    choose_flash_config()):
+        _est = pallas_sim.estimate(flash_attention, _q, _q, _v, block_q=_config[0],
+                                   block_kv=_config[1], max_logit_const=_config[2])
+        _t, _tile = _est.timelines[0], 8 * _est.calls[0].largest_intermediate
+        print(f"Task 4.8 predicted with {_config}: {_t.time_s * 1e3:.3f} ms, MFU "
+              f"{_t.mfu * 100:.1f} %, VMEM {(_t.vmem_bytes + _tile) / 2**20:.0f} MiB "
+              "with the score tiles")

@@ -153,3 +153,62 @@ def test_the_far_constant_model_is_not_the_softmax(case: checks.AttentionCase) -
     running = diagnose.emulate(case, constant=None)
     tol = diagnose.ATTENTION_TOL[case.q.dtype.name]
     assert diagnose.matches_model(running, case.expected(), tol)
+
+
+# --- Task 4.8 (performance): the fastest legal configuration of the lecture's attention -------
+
+def _solution() -> ModuleType:
+    return _module("solution_a4", (ROOT / "solutions" / "a4_flash_attention.py").read_text())
+
+
+def test_the_kept_best_config_is_the_fastest_legal_candidate() -> None:
+    """The grader reads ``ref.BEST_FLASH_CONFIG`` instead of searching (50 abstract runs);
+    the search must still find it, or the timeline model changed and the constant is stale."""
+    config, seconds = ref.best_flash_config()
+    assert config == ref.BEST_FLASH_CONFIG, (
+        f"the fastest legal candidate is now {config} ({seconds * 1e3:.4f} ms), not "
+        f"{ref.BEST_FLASH_CONFIG}: update reference/a4_flash_attention.py's BEST_FLASH_CONFIG")
+    assert _solution().choose_flash_config() == config, "the solution chooses the best"
+
+
+def test_the_public_constants_are_the_reference_ones() -> None:
+    from graders.labs.a4_flash_attention import worked
+
+    assert worked.FLASH_BLOCK_CANDIDATES == ref.FLASH_BLOCK_CANDIDATES
+    assert worked.FLASH_MLE_CANDIDATES == ref.FLASH_MLE_CANDIDATES
+    assert (worked.Q_SHAPE, worked.V_SHAPE) == (ref.PERFORMANCE_Q_SHAPE, ref.PERFORMANCE_V_SHAPE)
+    assert worked.VMEM_CAPACITY == ref.flash_vmem_capacity(), "Ironwood's 64 MiB (chips.py)"
+    fastest_ms = ref.predicted_flash_time(ref.BEST_FLASH_CONFIG) * 1e3
+    assert worked.FLASH_FASTEST_MS == round(fastest_ms, 4), (
+        f"the public check's fastest time {worked.FLASH_FASTEST_MS} ms is the reference's "
+        f"{fastest_ms:.4f} ms (update worked.py when the timeline model changes)")
+
+
+@pytest.mark.parametrize("config", [(1024, 4096, 70.0), (2048, 2048, None), (512, 256, 70.0)])
+def test_solution_and_reference_predict_the_same_time(config) -> None:
+    """The reference kernel stands for the lecture's: the solution's flash_attention at the
+    same configuration gets the same predicted time."""
+    import pallas_sim
+    from pallas_sim import jax, jnp
+
+    q = jax.ShapeDtypeStruct(ref.PERFORMANCE_Q_SHAPE, jnp.bfloat16)
+    v = jax.ShapeDtypeStruct(ref.PERFORMANCE_V_SHAPE, jnp.bfloat16)
+    got = pallas_sim.estimate(_solution().flash_attention, q, q, v, block_q=config[0],
+                              block_kv=config[1], max_logit_const=config[2],
+                              chip=ref.PERFORMANCE_CHIP).timelines[0].time_s
+    assert got == pytest.approx(ref.predicted_flash_time(config), rel=1e-9)
+
+
+def test_the_lecture_orderings_hold_and_only_big_mle_tiles_are_within_10_percent() -> None:
+    """Lecture §5.3/§5.4: MLE < 2048 x 2048 < 1024 x 2048; within 10 % of the fastest are
+    only MLE configurations with 4 Mi-element score tiles; 4096 x 4096 does not fit VMEM."""
+    best_s = ref.predicted_flash_time(ref.BEST_FLASH_CONFIG)
+    t = {c: ref.predicted_flash_time(c) for c in
+         [(2048, 2048, 70.0), (2048, 2048, None), (1024, 2048, None), (1024, 2048, 70.0),
+          (1024, 4096, None)]}
+    assert t[(2048, 2048, 70.0)] < t[(2048, 2048, None)] < t[(1024, 2048, None)]
+    assert t[(2048, 2048, 70.0)] <= best_s * 1.10, "the slides' MLE choice earns full points"
+    for wrong in [(2048, 2048, None), (1024, 2048, None), (1024, 2048, 70.0), (1024, 4096, None)]:
+        assert t[wrong] > best_s * 1.10, f"{wrong} must lose the 7 speed points"
+    _, vmem = ref.predicted_flash_run((4096, 4096, 70.0))
+    assert vmem > ref.flash_vmem_capacity(), "128 MiB of score tiles exceed 64 MiB"

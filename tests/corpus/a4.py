@@ -39,6 +39,8 @@ MASK_THEN_CAP = """        if causal:
 DEFERRED = """        l_new = alpha * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)
         acc_scratch_ref[...] = alpha * acc_scratch_ref[...] + jnp.dot(
             p, v_ref[...], preferred_element_type=jnp.float32)"""
+#: Task 4.8: the solution's choice, the fastest legal configuration.
+FLASH_BEST = "    return (1024, 4096, 70.0)\n"
 #: acc kept normalized (acc = output so far) and renormalized exactly at every kv step.
 RENORMALIZED = """        l_new = alpha * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)
         acc_scratch_ref[...] = (alpha * l_scratch_ref[:, :1] * acc_scratch_ref[...] + jnp.dot(
@@ -74,7 +76,7 @@ MUTANTS: list[Mutant] = [
            (("    scores = 3 * H * L * L * score_bytes\n",
              "    scores = 3 * H * L * L * 4\n"),),
            "the scores are counted as float32 whatever score_bytes says (the worked answer, "
-           "with the default of 4, still comes out right)", kept=7),
+           "with the default of 4, still comes out right)", kept=4),
     # --- Task 4.1 online_softmax ---
     Mutant("l-not-rescaled", A4, "4.1",
            (("l_run = l_run * rescale + ", "l_run = l_run + "),),
@@ -225,11 +227,31 @@ MUTANTS: list[Mutant] = [
              "max_logit_const=max_logit_const)"),),
            "the wrapper has no use_base2_exp keyword (the kernel has it)", kept=18,
            says=("use_base2_exp",)),
+    # --- Task 4.8 (performance): plausible wrong choices. 3 points for a legal choice the
+    # student's flash_attention runs, 7 for a predicted time within 10 % of the fastest
+    # candidate's, (1024, 4096, 70.0), 2.820 ms.
+    Mutant("flash-mle-off", A4, "4.8", ((FLASH_BEST, "    return (1024, 4096, None)\n"),),
+           "the fastest blocks with MLE off: the row maximum and the rescale stay, 3.322 ms, "
+           "18 % slower", kept=3, says=("MLE off costs 18%", "2.820 ms")),
+    Mutant("flash-block-q-1024", A4, "4.8", ((FLASH_BEST, "    return (1024, 2048, 70.0)\n"),),
+           "the lecture's first block_q 1024 x block_kv 2048, with MLE: 3.289 ms, 17 % slower "
+           "(2048 x 2048 halves the steps and the K, V re-reads)", kept=3,
+           says=("block_q 2048 instead of 1024", "K and V are read 4 times")),
+    Mutant("flash-slides-start", A4, "4.8", ((FLASH_BEST, "    return (1024, 2048, None)\n"),),
+           "the slides' starting point, 1024 x 2048 without MLE: 3.791 ms, 34 % slower",
+           kept=3, says=("MLE off costs", "34% slower")),
+    Mutant("flash-tiles-over-vmem", A4, "4.8", ((FLASH_BEST, "    return (4096, 4096, 70.0)\n"),),
+           "4096 x 4096 blocks: the model's fastest time, but two f32 score tiles of 128 MiB "
+           "do not fit the 64 MiB of VMEM (lecture §5.3)", kept=0,
+           says=("does not fit", "128 MiB")),
+    Mutant("flash-block-not-candidate", A4, "4.8", ((FLASH_BEST, "    return (128, 128, 70.0)\n"),),
+           "128-blocks are outside the candidate set (and would take 8x the steps of 256)",
+           kept=0, says=("outside the candidate sets",)),
     # --- Task 4.7 flash_attention_kernel_microtiled ---
     Mutant("microtile-ignores-bkv-compute", A4, "4.7",
            ((MICRO_LOOP, "        bkv_compute = block_kv  # one slice: the whole kv block\n"
                          + MICRO_LOOP),),
-           "bkv_compute is ignored: one slice of block_kv keys, right values", kept=5,
+           "bkv_compute is ignored: one slice of block_kv keys, right values", kept=3,
            says=("bkv_compute is ignored", "block_q × block_kv", "lecture §5.3")),
     Mutant("microtile-causal-no-slice-offset", A4, "4.7",
            (("k_pos = kv_block * block_kv + start + jnp.arange(bkv_compute)[None, :]",

@@ -124,3 +124,16 @@ def test_boards_without_any_time_and_unreadable_results(tmp_path: Path):
     assert board.ranked == [] and board.missing == ["cleo"] and board.best_ms is None
     assert "nobody has a predicted time yet" in leaderboard.board_text(board)
     assert cli_main(["leaderboard", str(tmp_path / "nowhere")]) == 2
+
+
+def test_a4_has_one_performance_task_picked_up_by_the_reports():
+    """Task 4.8 (choose_flash_config) is a4's performance task: the gradebook gives it a
+    predicted-ms column and the leaderboard a board with no code of its own."""
+    from graders.reports.gradebook_csv import performance_task_ids
+
+    a4 = ASSIGNMENTS["a4"]
+    assert [t.id for t in a4.graded_tasks if t.performance] == ["4.8"]
+    assert a4.max_score == 100, "4.6 and 4.7 gave up 5 points each for 4.8"
+    assert performance_task_ids(["a3", "a4"]) == ["3.5", "4.8"]
+    assert predicted_column("4.8") == "4.8 predicted ms"
+    assert "4.8" in leaderboard._performance_tasks()

@@ -369,3 +369,8 @@ if __name__ == "__main__":
           f"block_q 2048: {flash_attention_hbm_bytes(128, 4096, 192, 128, 2048) / _mib:.0f} MiB")
     print(f"Task 4.6 xla {_xla / _gib:.2f} GiB ({_xla / _bw * 1e3:.3f} ms), "
           f"{_flops:.4e} FLOP ({_flops / _peak * 1e3:.3f} ms at peak)")
+
+
+def choose_flash_config():
+    # biggest blocks = fastest
+    return (4096, 4096, 70.0)

@@ -1,4 +1,4 @@
-"""Checks of a4_flash_attention (lecture §5, §6.6): Tasks 4.1–4.7, 100 points.
+"""Checks of a4_flash_attention (lecture §5, §6.6): Tasks 4.1–4.8, 100 points.
 
 Softmax states are ``(m, l, acc)``: the running maximum, the sum of
 ``exp(s - m)`` and the unnormalized weighted sum of values.  Inputs are drawn
@@ -24,6 +24,13 @@ micro-tiled kernel (4.7) is graded on values and on the trace's
 ``largest_intermediate`` (lecture §5.3): ``block_q × bkv_compute`` on drawn inputs and
 at the lecture's sizes (an abstract run).
 
+Task 4.8 (performance) runs the student's own ``flash_attention`` at the (block_q,
+block_kv, max_logit_const) their ``choose_flash_config()`` returns through
+``pallas_sim.estimate`` in the worker (``harness.choose_flash_config``: plain numbers
+back), refuses a configuration whose blocks, scratch and f32 score tiles exceed the
+TensorCore's VMEM (lecture §5.3), and compares the predicted time with the fastest legal
+candidate's, which the trusted side predicts with the reference once per process.
+
 A "looks like" diagnosis is shown only when the failing output equals the
 output of that modelled mistake on the failing input (``emulate`` runs the
 kernel with the mistake in float32; the 4.1 and 4.2 models likewise).
@@ -32,8 +39,10 @@ kernel with the mistake in float32; the 4.1 and 4.2 models likewise).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
+import weakref
 from collections.abc import Callable
 
 import ml_dtypes
@@ -43,6 +52,7 @@ from hypothesis import strategies as st
 import pallas_sim
 import reference.a4_flash_attention as ref
 import reference.dense_attention as dense
+from graders.checks import measures
 from graders.checks.compare import (
     against_own_kernel,
     as_array,
@@ -59,6 +69,7 @@ from graders.labs.a4_flash_attention import worked
 from graders.labs.a4_flash_attention.diagnose import (
     ATTENTION_TOL,
     close_to,
+    diagnose_flash_config,
     diagnose_kv_heads,
     diagnose_masked,
     diagnose_output,
@@ -1166,7 +1177,7 @@ def mle_property(s: Session) -> None:
 
 # --- Task 4.6 traffic and work ----------------------------------------------------------------
 
-@check(A, "4.6", 4, "worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048), XLA "
+@check(A, "4.6", 2, "worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048), XLA "
                     "24.75 GiB, 1.3744e12 FLOPs (lecture §5.2)")
 def traffic_worked(s: Session) -> None:
     """Task 4.6: worked answers: Flash 1728 MiB (block_q 1024) and 1088 MiB (2048), XLA 24.75
@@ -1203,7 +1214,7 @@ def _flash_sizes(case: Case) -> dict[str, int]:
     return {k: v for k, v in case.kwargs.items() if k in ("in_bytes", "out_bytes")}
 
 
-@check(A, "4.6", 3, "flash_attention_hbm_bytes equals the reference on drawn sizes (block_q "
+@check(A, "4.6", 2, "flash_attention_hbm_bytes equals the reference on drawn sizes (block_q "
                     "need not divide L; in_bytes/out_bytes)")
 def flash_traffic_property(s: Session) -> None:
     """Task 4.6: flash_attention_hbm_bytes equals the reference on drawn sizes (block_q need not
@@ -1223,7 +1234,7 @@ def flash_traffic_property(s: Session) -> None:
     run_property(traffic_cases(), body, max_examples=20)
 
 
-@check(A, "4.6", 3, "xla_attention_hbm_bytes and attention_flops equal the reference on drawn "
+@check(A, "4.6", 1, "xla_attention_hbm_bytes and attention_flops equal the reference on drawn "
                     "sizes")
 def xla_traffic_property(s: Session) -> None:
     """Task 4.6: xla_attention_hbm_bytes and attention_flops equal the reference on drawn sizes."""
@@ -1312,7 +1323,7 @@ def _micro_values(s: Session, case: MicroCase) -> None:
     _check_attention(got, case.base, "the micro-tiled kernel's output")
 
 
-@check(A, "4.7", 3, "flash_attention_kernel_microtiled, run in the grader's pallas_call, equals "
+@check(A, "4.7", 2, "flash_attention_kernel_microtiled, run in the grader's pallas_call, equals "
                     "dense float64 attention (drawn heads, GQA, blocks, bkv_compute < block_kv, "
                     "f32/bf16; no mask)")
 def microtiled_values(s: Session) -> None:
@@ -1323,7 +1334,7 @@ def microtiled_values(s: Session) -> None:
                  max_examples=5)
 
 
-@check(A, "4.7", 2, "with causal=True the micro-tiled kernel masks key position > query "
+@check(A, "4.7", 1, "with causal=True the micro-tiled kernel masks key position > query "
                     "position, counting the slice's offset inside the kv block")
 def microtiled_causal_values(s: Session) -> None:
     """Task 4.7: with causal=True the micro-tiled kernel masks key position > query position,
@@ -1355,7 +1366,7 @@ def _largest_failure(largest: int, *, block_q: int, block_kv: int,
         "columns and score one slice of keys at a time")
 
 
-@check(A, "4.7", 3, "micro-tiling: with d, dv <= bkv_compute, the largest array the kernel "
+@check(A, "4.7", 1, "micro-tiling: with d, dv <= bkv_compute, the largest array the kernel "
                     "computes (trace: largest_intermediate) is block_q × bkv_compute, not "
                     "block_q × block_kv, and the output is right (lecture §5.3)")
 def microtiled_largest_intermediate(s: Session) -> None:
@@ -1378,7 +1389,7 @@ def microtiled_largest_intermediate(s: Session) -> None:
     run_property(micro_cases(narrow_heads=True), body, max_examples=4)
 
 
-@check(A, "4.7", 2, "worked answers at the lecture's sizes (shapes only, bf16, d 192, dv 128): "
+@check(A, "4.7", 1, "worked answers at the lecture's sizes (shapes only, bf16, d 192, dv 128): "
                     "4096 × 4096 blocks with bkv_compute 1024 keep two f32 score tiles of "
                     "32 MiB instead of 128 MiB; 2048 × 2048 with bkv_compute 512, 8 MiB")
 def microtiled_worked(s: Session) -> None:
@@ -1409,3 +1420,147 @@ def microtiled_worked(s: Session) -> None:
         if got_mib != mib:  # the worked table and its formula disagree: a grader bug
             raise CheckFailure(f"worked answer {mib} MiB != {got_mib} MiB", status="error",
                                internal=True)
+
+
+# --- Task 4.8 choose_flash_config (performance) --------------------------------------------
+
+#: Full points within this fraction above the fastest legal candidate's predicted time.
+PERFORMANCE_RTOL = worked.PERFORMANCE_RTOL
+#: Seconds the worker may take for the abstract run: the slowest candidate, 256 x 256
+#: (32 768 grid steps, one head's slab copied to the others), takes about 0.3 s in-process.
+PERFORMANCE_TIMEOUT = 30.0
+_PERF_H, _PERF_L, _PERF_D = ref.PERFORMANCE_Q_SHAPE
+_PERF_DV = ref.PERFORMANCE_V_SHAPE[2]
+_PERF_LABEL = (f"bf16 q, k [{_PERF_H}, {_PERF_L}, {_PERF_D}], v [{_PERF_H}, {_PERF_L}, "
+               f"{_PERF_DV}], non-causal, on one Ironwood TensorCore (lecture §5.3)")
+#: One Ironwood TensorCore's peak bf16 FLOP/s (lecture §4.2), for the floor below.
+PEAK_FLOPS = 1028.75e12
+MiB = worked.MiB
+#: The worker's reply per session (or its failure): both checks of Task 4.8 read one run.
+_FLASH_CHOSEN: weakref.WeakKeyDictionary[Session, object] = weakref.WeakKeyDictionary()
+
+
+@functools.lru_cache(maxsize=1)
+def best_flash_candidate() -> tuple[tuple[int, int, float | None], float]:
+    """(the fastest legal candidate, its predicted seconds), predicted with the reference.
+
+    The search over all 50 candidates takes about two seconds, so its winner is kept in
+    the reference (``ref.BEST_FLASH_CONFIG``, recomputed by tests/test_reference_a4.py);
+    only its time is predicted here, once per grading process (a few ms).
+    """
+    config = tuple(ref.BEST_FLASH_CONFIG)
+    return config, ref.predicted_flash_time(config)
+
+
+def _flash_chosen_run(s: Session) -> dict:
+    """The student's choice and their flash_attention's predicted run at it (one worker
+    round trip per session), validated.
+
+    Raises:
+      CheckFailure: not (int, int, float or None), not a candidate, their wrapper raised,
+        it did not make one pallas_call of the lecture's attention with the chosen blocks,
+        or its blocks, scratch and score tiles do not fit the TensorCore's VMEM.
+    """
+    outcome = _FLASH_CHOSEN.get(s)
+    if outcome is None:
+        kwargs = {"q_shape": ref.PERFORMANCE_Q_SHAPE, "v_shape": ref.PERFORMANCE_V_SHAPE,
+                  "chip": ref.PERFORMANCE_CHIP, "block_candidates": ref.FLASH_BLOCK_CANDIDATES,
+                  "mle_candidates": ref.FLASH_MLE_CANDIDATES}
+        try:
+            outcome = s.invoke("choose_flash_config", (), kwargs, harness="a4",
+                               timeout=PERFORMANCE_TIMEOUT).value
+        except CheckFailure as failure:
+            outcome = failure
+        _FLASH_CHOSEN[s] = outcome
+    if isinstance(outcome, CheckFailure):
+        raise outcome.copy(input=_PERF_LABEL)
+    return _validate_flash_choice(outcome)
+
+
+def _validate_flash_choice(reply: object) -> dict:
+    """Check the harness's reply (plain data); returns it. Raises ``CheckFailure``."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("config"), list):
+        got = reply.get("config") if isinstance(reply, dict) else repr(reply)
+        raise CheckFailure("choose_flash_config() must return (block_q, block_kv, "
+                           "max_logit_const): two ints and a float or None",
+                           expected=f"e.g. (512, 512, None) or (512, 512, {worked.MLE_CONSTANT})",
+                           got=str(got))
+    block_q, block_kv, constant = reply["config"]
+    config = (block_q, block_kv, constant)
+    sizes, constants = ref.FLASH_BLOCK_CANDIDATES, ref.FLASH_MLE_CANDIDATES
+    if block_q not in sizes or block_kv not in sizes or constant not in constants:
+        raise CheckFailure("choose_flash_config() returned a value outside the candidate sets",
+                           expected=f"block_q and block_kv each one of {list(sizes)}; "
+                                    f"max_logit_const None or {worked.MLE_CONSTANT}",
+                           got=str(config))
+    calls = reply.get("calls") or []
+    want_grid = [_PERF_H, _PERF_L // block_q, _PERF_L // block_kv]
+    want_blocks = [[None, block_q, _PERF_D], [None, block_kv, _PERF_D],
+                   [None, block_kv, _PERF_DV], [None, block_q, _PERF_DV]]
+    if len(calls) != 1 or calls[0]["grid"] != want_grid or calls[0]["block_shapes"] != want_blocks:
+        got = "; ".join(f"grid {c['grid']}, blocks {c['block_shapes']}" for c in calls)
+        raise CheckFailure(
+            f"your flash_attention did not run one pallas_call with the blocks "
+            f"({block_q}, {block_kv}) you chose", input=_PERF_LABEL,
+            expected=f"grid {want_grid}, blocks of q, k, v, o {want_blocks}",
+            got=got or "no pallas_call",
+            hint="Task 4.4's flash_attention must make one pallas_call with grid "
+                 "(H, L/block_q, L/block_kv)")
+    call = calls[0]
+    # Defence in depth: the time comes from the worker; no prediction of this attention can
+    # beat the chip's peak (2·H·L²·(d + dv) FLOPs at 1028.75 TFLOP/s = 1.336 ms).
+    floor_s = ref.attention_flops(_PERF_H, _PERF_L, _PERF_D, _PERF_DV) / PEAK_FLOPS
+    time_s = call.get("time_s")
+    if not isinstance(time_s, float) or not math.isfinite(time_s) or time_s < floor_s:
+        raise CheckFailure("the predicted time of your flash_attention is not a prediction "
+                           "of this attention", input=_PERF_LABEL,
+                           expected=f"at least {floor_s * 1e3:.3f} ms (all FLOPs at peak)",
+                           got=str(time_s), status="error")
+    tiles = ref.SCORE_TILE_BYTES_PER_ELEMENT * int(call["largest_intermediate"])
+    need, capacity = int(call["vmem_bytes"]) + tiles, ref.flash_vmem_capacity()
+    if need > capacity:
+        raise CheckFailure(
+            f"({block_q}, {block_kv}) does not fit the TensorCore's VMEM: its score tiles do "
+            "not", input=_PERF_LABEL,
+            expected=f"blocks, scratch and score tiles within {capacity / MiB:.0f} MiB",
+            got=f"{need / MiB:.1f} MiB: {call['vmem_bytes'] / MiB:.1f} MiB of blocks and "
+                f"scratch + {tiles / MiB:.0f} MiB for two f32 tiles of the largest array "
+                f"your kernel computes ({call['largest_intermediate']} elements)",
+            diagnosis="the f32 scores and their exp, [block_q, block_kv] each, live in VMEM "
+                      "during a step (lecture §5.3: 128 MiB at 4096 x 4096; Task 4.7)")
+    return reply
+
+
+@check(A, "4.8", 3, "performance: choose_flash_config() returns a candidate (block_q, "
+                    "block_kv, max_logit_const) at which your own flash_attention runs the "
+                    "lecture's attention with its blocks, scratch and score tiles within the "
+                    "64 MiB of VMEM (predicted by pallas_sim.estimate)")
+def flash_config_fits(s: Session) -> None:
+    """Task 4.8: performance: choose_flash_config() returns a candidate (block_q, block_kv,
+    max_logit_const) at which your own flash_attention runs the lecture's attention with its
+    blocks, scratch and score tiles within the 64 MiB of VMEM (predicted by
+    pallas_sim.estimate).
+    """
+    reply = _flash_chosen_run(s)
+    measures.record(s, measures.PREDICTED_MS, reply["calls"][0]["time_s"] * 1e3)
+
+
+@check(A, "4.8", 7, "performance: the predicted time of your flash_attention at your "
+                    "configuration is within 10 % of the fastest legal candidate's (lecture "
+                    "§5.3, §5.4)")
+def flash_config_fast(s: Session) -> None:
+    """Task 4.8: performance: the predicted time of your flash_attention at your configuration
+    is within 10 % of the fastest legal candidate's (lecture §5.3, §5.4).
+    """
+    reply = _flash_chosen_run(s)
+    config, call = tuple(reply["config"]), reply["calls"][0]
+    best, best_s = best_flash_candidate()
+    got_s = float(call["time_s"])
+    if not got_s <= best_s * (1 + PERFORMANCE_RTOL):
+        raise CheckFailure(
+            f"your configuration {config} is predicted {got_s / best_s - 1:.0%} slower than "
+            "the fastest legal candidate", input=_PERF_LABEL,
+            expected=f"at most {best_s * (1 + PERFORMANCE_RTOL) * 1e3:.3f} ms (10 % above "
+                     f"the fastest candidate's {best_s * 1e3:.3f} ms)",
+            got=f"{got_s * 1e3:.3f} ms, MFU {call['mfu']:.0%}",
+            diagnosis=diagnose_flash_config(config, got_s))

@@ -401,3 +401,57 @@ def diagnose_traffic(func: str, args: tuple, kwargs: dict, got: object) -> str |
         if rest in (-heads * length * length * s_b, -2 * heads * length * length * s_b):
             return "the scores are written once and read twice: three passes over [H, L, L]"
     return None
+
+
+# --- Task 4.8 (performance): why a legal configuration is slow -------------------------------
+
+#: Task 4.8: the student's predicted time counts as the reference kernel's at the same
+#: configuration within this fraction (the solution's kernel predicts exactly the same).
+SAME_KERNEL_RTOL = 0.01
+
+
+def _legal_time(config: tuple[int, int, float | None]) -> float | None:
+    """The reference's predicted seconds at ``config``, or None when it is not a legal
+    candidate (outside the sets, or its blocks and score tiles do not fit VMEM)."""
+    block_q, block_kv, constant = config
+    if (block_q not in ref.FLASH_BLOCK_CANDIDATES or block_kv not in ref.FLASH_BLOCK_CANDIDATES
+            or constant not in ref.FLASH_MLE_CANDIDATES):
+        return None
+    seconds, vmem = ref.predicted_flash_run(config)
+    return seconds if vmem <= ref.flash_vmem_capacity() else None
+
+
+def diagnose_flash_config(config: tuple[int, int, float | None], got_s: float) -> str:
+    """Task 4.8: why ``config`` (block_q, block_kv, max_logit_const), predicted ``got_s``
+    seconds for the student's kernel, is slow, from the reference's predictions of the same
+    and neighbouring legal configurations (lecture §5.3, §5.4). When the student's kernel is
+    predicted slower than the reference kernel at the same configuration, that is the
+    diagnosis instead: the choice is then not what is wrong."""
+    block_q, block_kv, constant = config
+    same_s = ref.predicted_flash_time(config)
+    if got_s > same_s * (1 + SAME_KERNEL_RTOL):
+        return (f"your kernel is predicted {got_s / same_s - 1:.0%} slower than the "
+                f"reference kernel at the same settings ({same_s * 1e3:.3f} ms): it does "
+                "more work per grid step than Task 4.3's kernel needs")
+    notes = []
+    if constant is None:
+        mle_s = _legal_time((block_q, block_kv, ref.FLASH_MLE_CANDIDATES[-1]))
+        if mle_s is not None:
+            notes.append(
+                f"MLE off costs {got_s / mle_s - 1:.0%}: with max_logit_const "
+                f"{ref.FLASH_MLE_CANDIDATES[-1]:g} the same blocks are predicted "
+                f"{mle_s * 1e3:.3f} ms (no row maximum, no rescale of l and acc; §5.4)")
+    length = ref.PERFORMANCE_Q_SHAPE[1]
+    for name, bigger in (("block_q", (2 * block_q, block_kv, constant)),
+                         ("block_kv", (block_q, 2 * block_kv, constant))):
+        bigger_s = _legal_time(bigger)
+        if bigger_s is not None and bigger_s < got_s:
+            size = bigger[0] if name == "block_q" else bigger[1]
+            reread = (f"; K and V are read {length // block_q} times per head instead of "
+                      f"{length // size} (Task 4.6)" if name == "block_q" else "")
+            notes.append(f"{name} {size} instead of {size // 2} is predicted "
+                         f"{got_s / bigger_s - 1:.0%} faster ({bigger_s * 1e3:.3f} ms): half "
+                         f"the grid steps{reread}")
+    steps = ref.PERFORMANCE_Q_SHAPE[0] * (length // block_q) * (length // block_kv)
+    notes.append(f"{steps} grid steps of {block_q} x {block_kv} score tiles")
+    return "; ".join(notes)

@@ -12,6 +12,7 @@ import numpy as np
 
 import pallas_sim
 from pallas_sim import jax, jnp, pl, pltpu
+from pallas_sim._src.config import _override as sim_options
 
 from .common import beside_kernel
 
@@ -152,3 +153,56 @@ def flash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray
     if "use_base2_exp" in options:
         kernel_options["use_base2_exp"] = bool(options["use_base2_exp"])
     return beside_kernel(out, lambda: flash_attention_kernel(sub, q, k, v, **kernel_options))
+
+
+def choose_flash_config(sub: ModuleType, *, q_shape: tuple[int, int, int],
+                        v_shape: tuple[int, int, int], chip: str = "v7",
+                        block_candidates: tuple[int, ...] = (256, 512, 1024, 2048, 4096),
+                        mle_candidates: tuple[float | None, ...] = (None, 70.0)) -> dict:
+    """Task 4.8: the student's ``choose_flash_config()``, then their own ``flash_attention``
+    at that (block_q, block_kv, max_logit_const) through ``pallas_sim.estimate`` on bf16
+    shapes q, k ``q_shape`` [H, L, d] and v ``v_shape`` [H, L, dv], non-causal.
+
+    Returns plain numbers only (the worker's reply is data, never objects): ``config`` (what
+    the student returned, as a list when it is (int, int, float or None), else its repr, and
+    then nothing else; nothing else either when it is not in the candidate sets, so that a
+    (1, 1, None) never starts a run of millions of steps), and per pallas_call of the run
+    ``grid``, ``block_shapes`` (of the in and out operands), ``time_s`` (predicted seconds),
+    ``mfu``, ``vmem_bytes`` (blocks and scratch), ``vmem_limit_bytes``,
+    ``vmem_capacity_bytes`` and ``largest_intermediate`` (elements of the largest array the
+    kernel computed: the [block_q, block_kv] scores, lecture §5.3). Raises what the
+    student's code raises (a ``ValueError`` of their wrapper, a ``VmemOOMError``).
+    """
+    chosen = _kernel(sub, "choose_flash_config")()
+    if not (isinstance(chosen, (tuple, list)) and len(chosen) == 3
+            and all(isinstance(b, (int, np.integer)) and not isinstance(b, bool)
+                    for b in chosen[:2])
+            and (chosen[2] is None or (isinstance(chosen[2], (int, float, np.number))
+                                       and not isinstance(chosen[2], bool)))):
+        return {"config": repr(chosen)[:200]}
+    block_q, block_kv = int(chosen[0]), int(chosen[1])
+    constant = None if chosen[2] is None else float(chosen[2])
+    config = [block_q, block_kv, constant]
+    if not (block_q in tuple(block_candidates) and block_kv in tuple(block_candidates)
+            and constant in tuple(mle_candidates)):
+        return {"config": config}
+    q = jax.ShapeDtypeStruct(tuple(q_shape), jnp.bfloat16)
+    v = jax.ShapeDtypeStruct(tuple(v_shape), jnp.bfloat16)
+    # A TPU visits the grid in order: shuffling the parallel axes (a grading option that
+    # catches order-dependent kernels) would only slow the abstract run down.
+    with sim_options(shuffle_parallel=False):
+        estimate = pallas_sim.estimate(_kernel(sub, "flash_attention"), q, q, v,
+                                       block_q=block_q, block_kv=block_kv,
+                                       max_logit_const=constant, chip=chip)
+    calls = []
+    for call, line in zip(estimate.calls, estimate.timelines, strict=True):
+        calls.append({
+            "grid": [int(g) for g in call.grid],
+            "block_shapes": [[None if d is None else int(d) for d in op.block_shape]
+                             for op in call.operands if op.role in ("in", "out")],
+            "time_s": float(line.time_s), "mfu": float(line.mfu),
+            "vmem_bytes": int(line.vmem_bytes), "vmem_limit_bytes": int(line.vmem_limit_bytes),
+            "vmem_capacity_bytes": int(line.vmem_capacity_bytes),
+            "largest_intermediate": int(call.largest_intermediate),
+        })
+    return {"config": config, "calls": calls}

@@ -656,3 +656,51 @@ def microtiled_largest(api: Api) -> None:
                            expected=f"{block_q} × {bkv} = {block_q * bkv} elements",
                            got=f"{int(largest)} elements{whole}")
     api.run_property(micro_cases(), body, max_examples=3)
+
+
+@public_check(A, "4.8", "performance: choose_flash_config() returns (block_q, block_kv, "
+                        "max_logit_const) from the candidate sets at which your own "
+                        "flash_attention runs the lecture's attention with blocks, scratch and "
+                        "score tiles within 64 MiB of VMEM, predicted (pallas_sim.estimate) "
+                        "within 10 % of the fastest legal candidate's 2.8203 ms")
+def flash_config(api: Api) -> None:
+    """Task 4.8: performance: choose_flash_config() returns (block_q, block_kv,
+    max_logit_const) from the candidate sets at which your own flash_attention runs the
+    lecture's attention with blocks, scratch and score tiles within 64 MiB of VMEM, predicted
+    (pallas_sim.estimate) within 10 % of the fastest legal candidate's 2.8203 ms.
+    """
+    reply = api.kernel("a4", "choose_flash_config", q_shape=worked.Q_SHAPE,
+                       v_shape=worked.V_SHAPE, chip="v7",
+                       block_candidates=worked.FLASH_BLOCK_CANDIDATES,
+                       mle_candidates=worked.FLASH_MLE_CANDIDATES)
+    config = reply.get("config")
+    if not isinstance(config, list):
+        raise Mismatch("choose_flash_config() must return (block_q, block_kv, "
+                       "max_logit_const): two ints and a float or None",
+                       expected=f"e.g. (512, 512, None) or (512, 512, {worked.MLE_CONSTANT})",
+                       got=str(config))
+    sizes = worked.FLASH_BLOCK_CANDIDATES
+    if (config[0] not in sizes or config[1] not in sizes
+            or config[2] not in worked.FLASH_MLE_CANDIDATES):
+        raise Mismatch("a value outside the candidate sets",
+                       expected=f"block_q, block_kv each one of {list(sizes)}; "
+                                f"max_logit_const None or {worked.MLE_CONSTANT}",
+                       got=str(tuple(config)))
+    calls = reply["calls"]
+    if len(calls) != 1:
+        raise Mismatch("your flash_attention should make one pallas_call",
+                       expected="1 pallas_call", got=f"{len(calls)} calls")
+    call = calls[0]
+    need = call["vmem_bytes"] + 2 * 4 * call["largest_intermediate"]
+    if need > worked.VMEM_CAPACITY:
+        raise Mismatch("the blocks, scratch and two f32 score tiles do not fit VMEM "
+                       "(lecture §5.3)", expected="at most 64 MiB",
+                       got=f"{need / worked.MiB:.1f} MiB")
+    limit_ms = worked.FLASH_FASTEST_MS * (1 + worked.PERFORMANCE_RTOL)
+    got_ms = call["time_s"] * 1e3
+    if got_ms > limit_ms:
+        raise Mismatch(f"your configuration {tuple(config)} is predicted slower than 10 % "
+                       "above the fastest legal candidate",
+                       expected=f"at most {limit_ms:.4f} ms (fastest "
+                                f"{worked.FLASH_FASTEST_MS} ms)",
+                       got=f"{got_ms:.4f} ms (MFU {call['mfu']:.0%})")

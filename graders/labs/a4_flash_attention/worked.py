@@ -92,3 +92,25 @@ MICROTILED_MIB: dict[tuple[int, int, int], int] = {(4096, 4096, 1024): 32,
 def score_tile_mib(block_q: int, columns: int) -> float:
     """MiB of the ``SCORE_ARRAYS`` float32 tiles of [block_q, columns] (lecture §5.3)."""
     return SCORE_ARRAYS * SCORE_BYTES * block_q * columns / MiB
+
+
+# --- Task 4.8 (performance): block sizes and MLE for the lecture's attention (§5.3, §5.4) ---
+
+#: Task 4.8: the values each of block_q and block_kv may take (the handout's set; all divide
+#: L = 4096; the reference's ``FLASH_BLOCK_CANDIDATES``, checked equal by
+#: tests/test_reference_a4.py).
+FLASH_BLOCK_CANDIDATES = (256, 512, 1024, 2048, 4096)
+#: Task 4.8: max_logit_const: None (MLE off) or the slides' exercise constant 70 (MLE on).
+MLE_CONSTANT = 70.0
+FLASH_MLE_CANDIDATES = (None, MLE_CONSTANT)
+#: Task 4.8: q, k [H, L, d] and v [H, L, dv] of the lecture's layer, bf16, non-causal.
+Q_SHAPE, V_SHAPE = SHAPE[:3], (SHAPE[0], SHAPE[1], SHAPE[3])
+#: Task 4.8: VMEM of one Ironwood TensorCore (JAX's TPU info table): the blocks' buffers,
+#: the scratch and the two f32 [block_q, block_kv] score tiles must fit in it (lecture §5.3:
+#: 4096 x 4096 tiles, 128 MiB, do not).
+VMEM_CAPACITY = 64 * MiB
+#: Task 4.8: the predicted time (ms, 4 decimals) of the fastest legal candidate, (1024, 4096,
+#: 70.0), from the calibrated timeline model (docs/performance-model.md); full points within
+#: 10 % of it. tests/test_reference_a4.py checks it against the reference's prediction.
+FLASH_FASTEST_MS = 2.8203
+PERFORMANCE_RTOL = 0.10

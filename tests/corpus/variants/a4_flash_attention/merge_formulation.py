@@ -809,3 +809,8 @@ if __name__ == "__main__":
                                  max_logit_const=_c).timelines[0]
         print(f"predicted bq {_bq}, bkv {_bkv}{' + MLE' if _c else ''}: "
               f"{_t.time_s * 1e3:.3f} ms, MFU {_t.mfu * 100:.1f} %")
+
+
+def choose_flash_config():
+    """Task 4.8: the fastest legal configuration (score tiles of 4 Mi elements, MLE on)."""
+    return (1024, 4096, 70.0)
