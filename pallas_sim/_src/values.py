@@ -382,13 +382,29 @@ def _method(name: str) -> Callable[..., Any]:
     return method
 
 
+#: Ops with a Python constant that the compiler folds away (MLIR ``arith``'s folders, as
+#: Mosaic lowers a kernel: ``mulf(x, 1) -> x``, ``divf(x, 1) -> x``; XLA's algebraic
+#: simplifier does the same), by ufunc name: (the constant, whether it may stand first).
+_FOLDED_IDENTITIES = {"multiply": (1, True), "divide": (1, False), "true_divide": (1, False)}
+
+
+def _folded(ufunc: np.ufunc, other: Any, reflected: bool) -> bool:
+    """``x <op> other`` is an identity the compiler removes, so no unit does any work:
+    ``other`` is a Python number (a constant in the traced program) equal to the op's
+    identity, on the side where it is one (``x * 1``, ``1 * x``, ``x / 1``; not ``1 / x``)."""
+    rule = _FOLDED_IDENTITIES.get(ufunc.__name__)
+    if rule is None or type(other) not in (int, float) or (reflected and not rule[1]):
+        return False
+    return other == rule[0]
+
+
 def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:
     key = "eup_ops" if ufunc.__name__ in op_accounting.EUP else "vpu_ops"
     counters = op_accounting._STACK
     if reflected:
         def method(self: KernelValue, other: Any) -> Any:
             out = _wrap(ufunc(_operand(other), self._a))
-            if counters and type(out) is KernelValue:
+            if counters and type(out) is KernelValue and not _folded(ufunc, other, True):
                 a = out._a
                 if a.ndim:
                     counters[-1].produced(key, a.size)
@@ -398,7 +414,7 @@ def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:
     else:
         def method(self: KernelValue, other: Any) -> Any:
             out = _wrap(ufunc(self._a, _operand(other)))
-            if counters and type(out) is KernelValue:
+            if counters and type(out) is KernelValue and not _folded(ufunc, other, False):
                 a = out._a
                 if a.ndim:
                     counters[-1].produced(key, a.size)

@@ -233,3 +233,27 @@ def test_largest_intermediate_is_zero_without_compute_and_for_old_records():
     record["ops"].pop("largest_intermediate")
     assert pallas_sim.CallTrace.from_dict(record).largest_intermediate == 0, (
         "a record written before the field existed reads as 0")
+
+
+@pytest.mark.parametrize("body,folded", [
+    (lambda s: s * 1.0, True), (lambda s: 1 * s, True), (lambda s: s / 1.0, True),
+    (lambda s: s * 2.0, False), (lambda s: 1.0 / s, False), (lambda s: s * 1.0000001, False),
+    (lambda s: s * s, False), (lambda s: s + 0.0, False)])
+def test_an_identity_with_a_python_constant_is_folded_like_the_compiler_does(body, folded):
+    """``x * 1``, ``1 * x`` and ``x / 1`` with Python constants cost nothing (Mosaic's MLIR
+    ``arith`` folders and XLA's simplifier remove them: a kernel that scales by a
+    ``log2e`` that is 1 when base-2 is off pays nothing); anything else is a VPU pass. The
+    abstract run counts the same."""
+    rows, cols = 8, 128
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = body(x_ref[...])
+
+    call = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((rows, cols), jnp.float32))
+    with pallas_sim.trace() as t:
+        out = call(np.full((rows, cols), 3.0, np.float32))
+    np.testing.assert_allclose(out, body(np.full((rows, cols), 3.0, np.float32)))
+    expected = 0 if folded else rows * cols
+    assert t.calls[-1].ops.total("vpu_ops") == expected
+    estimated = pallas_sim.estimate(call, jax.ShapeDtypeStruct((rows, cols), jnp.float32))
+    assert estimated.calls[-1].ops.total("vpu_ops") == expected
