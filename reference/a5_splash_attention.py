@@ -240,6 +240,36 @@ def splash_attention_kernel(active_rows_ref, active_cols_ref, mask_next_ref, bou
         o_ref[...] = acc_scratch_ref[...] / l_scratch_ref[:, :1]
 
 
+def _prefetch_arrays(mask_info) -> tuple:
+    """The six scalar-prefetch arrays of Task 5.4's call, int32, in their order."""
+    return tuple(_np.asarray(getattr(mask_info, name)).astype(_np.int32) for name in (
+        "active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end", "block_mask"))
+
+
+def _splash_grid_spec(heads: int, active: int, bq: int, bkv: int, d: int, dv: int):
+    """Task 5.4's ``PrefetchScalarGridSpec``: grid (heads, active tiles); q and o blocks
+    at the tile's row, k and v at its column, the mask block at its pattern id; scratch
+    m, l (bq, 128) and acc (bq, dv), all f32."""
+
+    def by_row(h, g, rows, *_):
+        return h, rows[g], 0
+
+    def by_col(h, g, rows, cols, *_):
+        return h, cols[g], 0
+
+    def by_pattern(h, g, rows, cols, nxt, *_):
+        return nxt[g], 0, 0
+
+    return _pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=6, grid=(heads, active),
+        in_specs=[_pl.BlockSpec((None, bq, d), by_row), _pl.BlockSpec((None, bkv, d), by_col),
+                  _pl.BlockSpec((None, bkv, dv), by_col),
+                  _pl.BlockSpec((None, bq, bkv), by_pattern)],
+        out_specs=_pl.BlockSpec((None, bq, dv), by_row),
+        scratch_shapes=[_pltpu.VMEM((bq, 128), _jnp.float32), _pltpu.VMEM((bq, 128), _jnp.float32),
+                        _pltpu.VMEM((bq, dv), _jnp.float32)])
+
+
 def splash_attention(q, k, v, mask_info, *, sm_scale=None, use_base2_exp=False):
     """Task 5.4 (lecture §6.3): Splash Attention, f32 [H, L, dv], one pallas_call.
 
@@ -255,26 +285,8 @@ def splash_attention(q, k, v, mask_info, *, sm_scale=None, use_base2_exp=False):
     if blocks.shape[0] == 0:
         blocks = _np.ones((1, bq, bkv), dtype=bool)
     scale = 1.0 / _math.sqrt(d) if sm_scale is None else float(sm_scale)
-    prefetch = tuple(_np.asarray(getattr(mask_info, name)).astype(_np.int32) for name in (
-        "active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end", "block_mask"))
-
-    def by_row(h, g, rows, *_):
-        return h, rows[g], 0
-
-    def by_col(h, g, rows, cols, *_):
-        return h, cols[g], 0
-
-    def by_pattern(h, g, rows, cols, nxt, *_):
-        return nxt[g], 0, 0
-
-    spec = _pltpu.PrefetchScalarGridSpec(
-        num_scalar_prefetch=6, grid=(heads, len(prefetch[0])),
-        in_specs=[_pl.BlockSpec((None, bq, d), by_row), _pl.BlockSpec((None, bkv, d), by_col),
-                  _pl.BlockSpec((None, bkv, dv), by_col),
-                  _pl.BlockSpec((None, bq, bkv), by_pattern)],
-        out_specs=_pl.BlockSpec((None, bq, dv), by_row),
-        scratch_shapes=[_pltpu.VMEM((bq, 128), _jnp.float32), _pltpu.VMEM((bq, 128), _jnp.float32),
-                        _pltpu.VMEM((bq, dv), _jnp.float32)])
+    prefetch = _prefetch_arrays(mask_info)
+    spec = _splash_grid_spec(heads, len(prefetch[0]), bq, bkv, d, dv)
     return _pl.pallas_call(
         _functools.partial(splash_attention_kernel, sm_scale=scale, block_q=bq, block_kv=bkv,
                            use_base2_exp=use_base2_exp),
@@ -526,28 +538,9 @@ def predicted_splash_time(kind: str, blocks) -> float:
     patterns = info.partial_mask_blocks
     if patterns.shape[0] == 0:
         patterns = _np.ones((1, block_q, block_kv), dtype=bool)
-    prefetch = tuple(_np.asarray(getattr(info, name)).astype(_np.int32) for name in (
-        "active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end", "block_mask"))
-
-    def by_row(h, g, rows, *_):
-        return h, rows[g], 0
-
-    def by_col(h, g, rows, cols, *_):
-        return h, cols[g], 0
-
-    def by_pattern(h, g, rows, cols, nxt, *_):
-        return nxt[g], 0, 0
-
-    spec = _pltpu.PrefetchScalarGridSpec(
-        num_scalar_prefetch=6, grid=(PERFORMANCE_HEADS, len(prefetch[0])),
-        in_specs=[_pl.BlockSpec((None, block_q, PERFORMANCE_HEAD_DIM), by_row),
-                  _pl.BlockSpec((None, block_kv, PERFORMANCE_HEAD_DIM), by_col),
-                  _pl.BlockSpec((None, block_kv, PERFORMANCE_VALUE_DIM), by_col),
-                  _pl.BlockSpec((None, block_q, block_kv), by_pattern)],
-        out_specs=_pl.BlockSpec((None, block_q, PERFORMANCE_VALUE_DIM), by_row),
-        scratch_shapes=[_pltpu.VMEM((block_q, 128), _jnp.float32),
-                        _pltpu.VMEM((block_q, 128), _jnp.float32),
-                        _pltpu.VMEM((block_q, PERFORMANCE_VALUE_DIM), _jnp.float32)])
+    prefetch = _prefetch_arrays(info)
+    spec = _splash_grid_spec(PERFORMANCE_HEADS, len(prefetch[0]), block_q, block_kv,
+                             PERFORMANCE_HEAD_DIM, PERFORMANCE_VALUE_DIM)
     call = _pl.pallas_call(
         _functools.partial(_estimate_splash_kernel,
                            sm_scale=1.0 / _math.sqrt(PERFORMANCE_HEAD_DIM)),
