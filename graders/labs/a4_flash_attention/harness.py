@@ -189,9 +189,12 @@ def choose_flash_config(sub: ModuleType, *, q_shape: tuple[int, int, int],
     q = jax.ShapeDtypeStruct(tuple(q_shape), jnp.bfloat16)
     v = jax.ShapeDtypeStruct(tuple(v_shape), jnp.bfloat16)
     # A TPU visits the grid in order: shuffling the parallel axes (a grading option that
-    # catches order-dependent kernels) would only slow the abstract run down.
+    # catches order-dependent kernels) would only slow the abstract run down. The scale is
+    # passed, not left to the wrapper's default: a wrong default is Task 4.4's mistake, and
+    # a default of 1 (whose multiply the compiler folds away) must not buy a faster run.
     with sim_options(shuffle_parallel=False):
         estimate = pallas_sim.estimate(_kernel(sub, "flash_attention"), q, q, v,
+                                       sm_scale=float(1.0 / np.sqrt(q_shape[-1])),
                                        block_q=block_q, block_kv=block_kv,
                                        max_logit_const=constant, chip=chip)
     calls = []
