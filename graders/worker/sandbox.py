@@ -103,6 +103,22 @@ _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+#: System calls a worker may not make, by audit architecture: the kernel's key retention
+#: service (``add_key``, ``request_key``, ``keyctl``), which no namespace here covers: keys
+#: made by one worker would outlive it and be readable by later ones (tests/redteam/
+#: test_keyring.py). Compat ABIs a 64-bit process can reach (``int 0x80``, AArch32) are
+#: listed too; x86_64's x32 numbers (bit 30 set) are refused whole; any other architecture
+#: is refused every call.
+DENIED_SYSCALLS: dict[int, tuple[int, ...]] = {
+    0xC000003E: (248, 249, 250),  # x86_64
+    0x40000003: (286, 287, 288),  # i386
+    0xC00000B7: (217, 218, 219),  # aarch64
+    0x40000028: (309, 310, 311),  # arm (EABI)
+}
+_X86_64 = 0xC000003E
+_X32_BIT = 0x40000000
 _SIGKILL = 9
 
 
@@ -390,6 +406,53 @@ def _drop_privileges(libc, uid: int) -> None:  # noqa: ANN001
     _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
     # Set after the uid change (which clears it): the worker dies with its launcher.
     _check(libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
+    _deny_syscalls(libc)
+
+
+def seccomp_program() -> list[tuple[int, int, int, int]]:
+    """The classic-BPF seccomp filter of ``DENIED_SYSCALLS`` as (code, jt, jf, k) rows:
+    load the architecture; per known one, load the call number and return EPERM for a
+    denied number (and, on x86_64, for any x32 number), else allow; EPERM for an unknown
+    architecture (the kernel's ``seccomp_data``: nr at offset 0, arch at 4)."""
+    load, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    rows: list[tuple[int, int, int, int]] = [(load, 0, 0, 4)]
+    denials: list[int] = []  # rows whose jt must reach the final EPERM
+    for arch, numbers in DENIED_SYSCALLS.items():
+        body = 2 + len(numbers) + (arch == _X86_64)  # load nr, checks, allow
+        rows.append((jeq, 0, body, arch))
+        rows.append((load, 0, 0, 0))
+        if arch == _X86_64:
+            denials.append(len(rows))
+            rows.append((jge, 0, 0, _X32_BIT))
+        for number in numbers:
+            denials.append(len(rows))
+            rows.append((jeq, 0, 0, number))
+        rows.append((ret, 0, 0, allow))
+    rows.append((ret, 0, 0, deny))  # unknown architecture, and every denial's target
+    end = len(rows) - 1
+    for index in denials:
+        code, _, jf, k = rows[index]
+        rows[index] = (code, end - index - 1, jf, k)
+    return rows
+
+
+def _deny_syscalls(libc) -> None:  # noqa: ANN001
+    """Install ``seccomp_program`` (needs ``no_new_privs``; kept across exec and fork, and
+    never removable by the worker)."""
+
+    class _Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                    ("k", ctypes.c_uint)]
+
+    class _Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Filter))]
+
+    rows = seccomp_program()
+    filters = (_Filter * len(rows))(*(_Filter(*row) for row in rows))
+    program = _Program(len(rows), filters)
+    _check(libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(program), 0, 0),
+           "prctl(PR_SET_SECCOMP)")
 
 
 def _become_worker(libc, plan: SandboxPlan, uid: int, run: Runner | None = None) -> None:  # noqa: ANN001

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import platform
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,6 +58,16 @@ def interfaces():
 
 def pids():
     return sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+
+
+def syscalls(numbers):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    results = []
+    for number in numbers:
+        ctypes.set_errno(0)
+        results.append((libc.syscall(number, 0, 0, 0, 0, 0), ctypes.get_errno()))
+    return results
 
 
 def no_new_privs():
@@ -163,3 +175,14 @@ def test_the_process_level_still_grades(tmp_path: Path) -> None:
     with Worker(tmp_path / "a1_pallas_basics.py", sandbox_level="process") as w:
         assert w.sandbox_level == "process"
         assert w.call("f").value == 3
+
+
+@needs_namespace
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86_64 system call numbers")
+def test_the_kernel_keyrings_are_out_of_reach(worker: Worker) -> None:
+    """add_key, request_key and keyctl (keys are not namespaced: they would outlive the
+    worker, test_keyring.py) and every x32 call fail with EPERM; other calls still work."""
+    denied = worker.call("syscalls", ([248, 249, 250, 0x40000000 | 39],)).value
+    assert [tuple(result) for result in denied] == [(-1, errno.EPERM)] * 4, denied
+    (pid, error), = worker.call("syscalls", ([39],)).value  # getpid
+    assert pid == 2 and error == 0
