@@ -1,19 +1,18 @@
 """Red-team: the kernel's key retention service is not namespaced, so a worker's keys
-outlive it and are readable by later workers (found against batch grading, branch wt-w).
+would outlive it and be readable by later workers (found against batch grading).
 
-A worker runs as a user id of its own in new mount, PID, network, IPC and UTS namespaces,
-without a seccomp filter (docs/security.md, "Sandbox levels"). ``add_key(2)``/``keyctl(2)``
-need no privilege, and keys belong to the *user* namespace, which the sandbox does not
-change. So a submission can put a key in its user keyring, make it readable by everyone
-(``KEYCTL_SETPERM``) and leave: the key (and the user id's keyrings) stay in the kernel
-after the worker, its cgroup and the whole batch are gone, and the worker of another
-student graded later in the same batch lists it in ``/proc/keys`` and reads it with
-``KEYCTL_READ``: state left behind by one student that another student's worker inherits,
-and a channel between workers that the sandbox claims not to have.
+A worker runs as a user id of its own in new mount, PID, network, IPC and UTS namespaces.
+``add_key(2)``/``keyctl(2)`` need no privilege, and keys belong to the *user* namespace,
+which the sandbox does not change. Without the launcher's seccomp filter
+(``sandbox.seccomp_program``), a submission could put a key in its user keyring, make it
+readable by everyone (``KEYCTL_SETPERM``) and leave: the key (and the user id's keyrings)
+stayed in the kernel after the worker, its cgroup and the whole batch were gone, and the
+worker of another student graded later in the same batch listed it in ``/proc/keys`` and
+read it with ``KEYCTL_READ``. Both tests failed before the filter.
 
 The submissions reach ``ctypes`` with the smuggling trick of ``_smuggle.txt`` and are graded
 with ``PALLAS_LAB_POLICY=off`` (as test_replies_and_limits.py does), so that the sandbox is
-tested on its own. The key written here expires after 60 s, so a failing run leaves little.
+tested on its own. A key written here expires after 60 s, so a failing run leaves little.
 """
 
 from __future__ import annotations
