@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from graders.worker import sandbox
+from graders.worker import libdir, sandbox
 
 #: ``PALLAS_LAB_ZYGOTE=off`` makes every worker start by exec (for comparisons and
 #: debugging); the grades are the same either way.
@@ -53,8 +53,8 @@ class Zygote:
     """One running zygote: its private folder, library directory and socket.
 
     ``Zygote()`` builds a library directory with mount points
-    (``client.build_libdir``), starts ``zygote_main.py`` with the base interpreter
-    (``client.interpreter``) and waits until it has imported the worker program.
+    (``libdir.build_libdir``), starts ``zygote_main.py`` with the base interpreter
+    (``libdir.interpreter``) and waits until it has imported the worker program.
     Raises ``ZygoteUnavailable`` when ``PALLAS_LAB_ZYGOTE=off``, when this machine has no
     namespace sandbox, when
     ``os.pidfd_open`` is missing, or when the process does not become ready within
@@ -63,8 +63,6 @@ class Zygote:
     """
 
     def __init__(self) -> None:
-        from graders.worker import client
-
         if os.environ.get(ENV_VAR, "").strip().lower() == "off":
             raise ZygoteUnavailable(f"{ENV_VAR}=off")
         if not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds"):
@@ -80,7 +78,7 @@ class Zygote:
         self.process: subprocess.Popen[bytes] | None = None
         try:
             self.libdir = self.base / "lib"
-            self.binds = client.build_libdir(self.libdir, mount_points=True)
+            self.binds = libdir.build_libdir(self.libdir, mount_points=True)
             home = self.base / "home"
             home.mkdir()
             self.socket_path = self.base / "socket"
@@ -89,12 +87,12 @@ class Zygote:
                 "socket": str(self.socket_path), "libdir": str(self.libdir),
                 "binds": [list(pair) for pair in self.binds], "home": str(home),
             }), encoding="utf-8")
-            python, _ = client.interpreter()
+            python, _ = libdir.interpreter()
             self.log_path = self.base / "zygote.log"
             with open(self.log_path, "wb") as log:
                 self.process = subprocess.Popen(
                     [python, "-I", "-S", "-B", str(ZYGOTE_MAIN), str(self.config_path)],
-                    cwd=home, env=client.worker_env(home), stdin=subprocess.PIPE,
+                    cwd=home, env=libdir.worker_env(home), stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE, stderr=log, start_new_session=True,
                     close_fds=True)
             self._wait_ready()

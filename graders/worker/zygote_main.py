@@ -7,7 +7,7 @@ sandboxed workers use. It runs no student code. It
 1. enters a mount namespace of its own and bind-mounts numpy, ml_dtypes,
    RestrictedPython and pallas_sim on the empty mount points of its library
    directory, so that it imports them from the very paths every worker's root
-   shows (``graders.worker.client.build_libdir``);
+   shows (``graders.worker.libdir.build_libdir``);
 2. imports the worker program (``pallas_lab_worker``: numpy, ml_dtypes, pallas_sim,
    the protocol, the submission policy) and the harnesses: the ~0.8 s of start-up
    that every exec'd worker pays, paid once;
