@@ -59,7 +59,8 @@ STARTUP_TIMEOUT = 30.0
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _RESERVED_MODULE_NAMES = frozenset(
     {"numpy", "ml_dtypes", "pallas_sim", "pallas_lab_protocol", "pallas_lab_worker",
-     "pallas_lab_harnesses", "pallas_lab_policy", "pallas_lab_sandbox", "reference",
+     "pallas_lab_harnesses", "pallas_lab_policy", "pallas_lab_sandbox", "pallas_lab_zygote",
+     "reference",
      "graders", "solutions"}
 )
 

@@ -79,6 +79,12 @@ class Zygote:
         try:
             self.libdir = self.base / "lib"
             self.binds = libdir.build_libdir(self.libdir, mount_points=True)
+            # Run from the library directory, like the worker program (zygote_main.py's
+            # docstring): nothing a worker can see names the project's folders.
+            script = self.libdir / "pallas_lab_zygote.py"
+            shutil.copyfile(ZYGOTE_MAIN, script)
+            shutil.copyfile(ZYGOTE_MAIN.parent / "sandbox.py",
+                            self.libdir / "pallas_lab_sandbox.py")
             home = self.base / "home"
             home.mkdir()
             self.socket_path = self.base / "socket"
@@ -91,7 +97,7 @@ class Zygote:
             self.log_path = self.base / "zygote.log"
             with open(self.log_path, "wb") as log:
                 self.process = subprocess.Popen(
-                    [python, "-I", "-S", "-B", str(ZYGOTE_MAIN), str(self.config_path)],
+                    [python, "-I", "-S", "-B", str(script), str(self.config_path)],
                     cwd=home, env=libdir.worker_env(home), stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE, stderr=log, start_new_session=True,
                     close_fds=True)

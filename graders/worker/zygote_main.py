@@ -1,8 +1,11 @@
 """The worker zygote: a worker program imported once, forked into a fresh sandbox per worker.
 
 Started by ``graders.worker.zygote.Zygote`` (trusted, as root) as
-``python -I -S -B zygote_main.py CONFIG.json``, with the base interpreter the
-sandboxed workers use. It runs no student code. It
+``python -I -S -B <libdir>/pallas_lab_zygote.py CONFIG.json``, with the base interpreter
+the sandboxed workers use: this file and ``sandbox.py`` (as ``pallas_lab_sandbox.py``) are
+copied into the zygote's library directory, so that a forked worker's command line, its
+stack and its code objects name only that temporary folder, as an exec'd worker's name
+only its own (no path of the project, no ``graders``). It runs no student code. It
 
 1. enters a mount namespace of its own and bind-mounts numpy, ml_dtypes,
    RestrictedPython and pallas_sim on the empty mount points of its library
@@ -23,15 +26,13 @@ sandboxed workers use. It runs no student code. It
    of it (``pidfd_open``), through which the grader kills the tree (each process of
    it dies with its parent: ``PR_SET_PDEATHSIG``).
 
-It exits when its standard input (a pipe from the grader) closes. As a script it
-imports only the standard library, ``graders/worker/sandbox.py`` and what is in its
-library directory.
+It exits when its standard input (a pipe from the grader) closes. It imports only the
+standard library and what is in its library directory.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
 import os
 import select
@@ -44,17 +45,8 @@ _SELF_DIR = os.path.dirname(os.path.abspath(__file__))
 _FDS = 4
 
 
-def _import_sandbox():  # noqa: ANN202 - the sandbox module
-    """``graders/worker/sandbox.py`` under a name no submission can take."""
-    spec = importlib.util.spec_from_file_location(
-        "pallas_lab_sandbox", os.path.join(_SELF_DIR, "sandbox.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["pallas_lab_sandbox"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-sandbox = _import_sandbox()
+sys.path.insert(0, _SELF_DIR)  # the zygote's library directory (-I adds no script folder)
+import pallas_lab_sandbox as sandbox  # noqa: E402 - graders/worker/sandbox.py, copied
 
 
 def _mount_packages(libdir: str, binds: list[list[str]]) -> None:
@@ -70,7 +62,7 @@ def _mount_packages(libdir: str, binds: list[list[str]]) -> None:
 
 def _import_worker(libdir: str) -> object:
     """Import the worker program from ``libdir`` (it restricts ``sys.path`` itself)."""
-    sys.path[:] = [libdir, *(p for p in sys.path if p and p != _SELF_DIR)]
+    sys.path[:] = [libdir, *(p for p in sys.path if p and p not in (_SELF_DIR, libdir))]
     worker = importlib.import_module("pallas_lab_worker")
     harnesses = os.path.join(libdir, "pallas_lab_harnesses")
     for name in sorted(os.listdir(harnesses)):
