@@ -156,7 +156,7 @@ def flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_scratch_ref, l_scratch_
             m_new = _jnp.maximum(m_old, scores.max(axis=1, keepdims=True))
             shrink = power(m_old - m_new)
         else:
-            m_new, shrink = m_old, _jnp.ones_like(m_old)
+            m_new, shrink = m_old, 1.0  # no rescale: the multiplies by 1 fold away
         weights = power(scores - m_new)
         l_new = shrink * l_scratch_ref[:, :1] + weights.sum(axis=1, keepdims=True)
         acc_scratch_ref[...] = shrink * acc_scratch_ref[...] + _jnp.dot(

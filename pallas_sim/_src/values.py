@@ -390,12 +390,14 @@ _FOLDED_IDENTITIES = {"multiply": (1, True), "divide": (1, False), "true_divide"
 
 def _folded(ufunc: np.ufunc, other: Any, reflected: bool) -> bool:
     """``x <op> other`` is an identity the compiler removes, so no unit does any work:
-    ``other`` is a Python number (a constant in the traced program) equal to the op's
+    ``other`` is a Python or NumPy scalar (a literal in the traced program) equal to the op's
     identity, on the side where it is one (``x * 1``, ``1 * x``, ``x / 1``; not ``1 / x``)."""
     rule = _FOLDED_IDENTITIES.get(ufunc.__name__)
-    if rule is None or type(other) not in (int, float) or (reflected and not rule[1]):
+    constant = type(other) in (int, float) or (
+        isinstance(other, np.number) and not isinstance(other, np.bool_))
+    if rule is None or not constant or (reflected and not rule[1]):
         return False
-    return other == rule[0]
+    return bool(other == rule[0])
 
 
 def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:

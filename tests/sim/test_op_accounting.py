@@ -237,6 +237,7 @@ def test_largest_intermediate_is_zero_without_compute_and_for_old_records():
 
 @pytest.mark.parametrize("body,folded", [
     (lambda s: s * 1.0, True), (lambda s: 1 * s, True), (lambda s: s / 1.0, True),
+    (lambda s: s * np.float32(1.0), True),
     (lambda s: s * 2.0, False), (lambda s: 1.0 / s, False), (lambda s: s * 1.0000001, False),
     (lambda s: s * s, False), (lambda s: s + 0.0, False)])
 def test_an_identity_with_a_python_constant_is_folded_like_the_compiler_does(body, folded):
