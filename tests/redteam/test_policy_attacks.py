@@ -73,7 +73,7 @@ ATTACKS = [
     PolicyAttack("decoy_call", "a3_matmul", ("3.2", "3.5"),
                  ("what matmul returned is not the output of its pallas_call",)),
     PolicyAttack("no_call", "a3_matmul", ("3.2", "3.5"), ("matmul made no pallas_call",)),
-    PolicyAttack("no_call", "a4_flash_attention", ("4.4",),
+    PolicyAttack("no_call", "a4_flash_attention", ("4.4", "4.8"),
                  ("flash_attention made no pallas_call",)),
 ]
 #: Found by the red-team review of the policy (whole submissions, "# full submission"):
