@@ -6,7 +6,11 @@
   choose another with hypothesis' own ``--hypothesis-profile``;
 * the ``task("N.M")`` marker naming the assignment task a test belongs to;
 * ``--submission PATH``: the submission file that ``pytest graders --submission
-  PATH`` grades (the pytest integration of design.md, "Integrations").
+  PATH`` grades (the pytest integration of design.md, "Integrations");
+* one worker zygote for the session (``graders.worker.zygote``): the workers this
+  process starts fork from it, as a batch's do, instead of starting an interpreter each.
+  The exec'd workers of single-file grading are still tested where a test asks for them
+  (``zygote.use(None)``) and in every CLI run, which is a process of its own.
 """
 
 from __future__ import annotations
@@ -49,3 +53,12 @@ def submission(request: pytest.FixtureRequest) -> Path | None:
     """The ``--submission`` path, or None when it was not given."""
     value = request.config.getoption("--submission")
     return Path(value) if value else None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def worker_zygote():  # noqa: ANN201 - a generator fixture
+    """The session's worker zygote, or None where this machine cannot run one."""
+    from graders.worker import zygote
+
+    with zygote.serving() as running:
+        yield running

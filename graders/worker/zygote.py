@@ -228,14 +228,17 @@ class ForkedProcess:
             self._status_fd = None
 
 
-def use(config_path: str | Path | None) -> None:
-    """Make workers of this process fork from the zygote of ``config_path`` (None: exec)."""
+def use(config_path: str | Path | None) -> str | None:
+    """Make workers of this process fork from the zygote of ``config_path`` (None: exec);
+    returns the config path selected before (to restore it)."""
+    previous = _current.get("config")
     _current.clear()
     if config_path is None:
-        return
+        return previous  # type: ignore[return-value]
     config = json.loads(Path(config_path).read_text(encoding="utf-8"))
     _current.update(socket=config["socket"], libdir=Path(config["libdir"]),
-                    binds=[tuple(pair) for pair in config["binds"]])
+                    binds=[tuple(pair) for pair in config["binds"]], config=str(config_path))
+    return previous  # type: ignore[return-value]
 
 
 @contextlib.contextmanager
@@ -248,11 +251,11 @@ def serving() -> Iterator[Zygote | None]:
         yield None
         return
     with running:
-        use(running.config_path)
+        previous = use(running.config_path)
         try:
             yield running
         finally:
-            use(None)
+            use(previous)
 
 
 def current() -> dict[str, object] | None:

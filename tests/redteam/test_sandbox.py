@@ -104,8 +104,9 @@ def worker(request: pytest.FixtureRequest,
             if level != "namespace":
                 pytest.skip("the zygote serves the namespace level only")
             template = stack.enter_context(zygote.Zygote())
-            zygote.use(template.config_path)
-            stack.callback(zygote.use, None)
+            stack.callback(zygote.use, zygote.use(template.config_path))
+        else:
+            stack.callback(zygote.use, zygote.use(None))
         w = stack.enter_context(Worker(folder / "a1_pallas_basics.py", timeout=10.0,
                                        policy=False, sandbox_level=level))
         assert w.load_result is not None and w.load_result.ok, w.load_result

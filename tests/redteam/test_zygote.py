@@ -84,13 +84,13 @@ def probe(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def forked(template: zygote.Zygote, probe: Path) -> Iterator[Worker]:
-    zygote.use(template.config_path)
+    previous = zygote.use(template.config_path)
     try:
         with Worker(probe, timeout=5.0, policy=False) as worker:
             assert isinstance(worker._live["process"], zygote.ForkedProcess)
             yield worker
     finally:
-        zygote.use(None)
+        zygote.use(previous)
 
 
 def _normalised(view: dict, worker: Worker) -> dict:
@@ -102,13 +102,13 @@ def _normalised(view: dict, worker: Worker) -> dict:
 
 def test_a_forked_worker_sees_what_an_exec_worker_sees(forked: Worker, probe: Path,
                                                       template: zygote.Zygote) -> None:
-    zygote.use(None)
+    forking = zygote.use(None)
     try:
         with Worker(probe, timeout=5.0, policy=False) as plain:
             assert not isinstance(plain._live["process"], zygote.ForkedProcess)
             expected = _normalised(plain.call("view").value, plain)
     finally:
-        zygote.use(template.config_path)
+        zygote.use(forking)
     got = _normalised(forked.call("view").value, forked)
     assert got["path"] == expected["path"]
     assert got["cwd"] == expected["cwd"] == "<work>"
@@ -150,7 +150,7 @@ def test_a_timeout_kills_the_whole_tree_and_the_next_call_restarts(forked: Worke
 def test_without_the_zygote_workers_start_by_exec(template: zygote.Zygote, probe: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     gone = zygote.Zygote()
-    zygote.use(gone.config_path)
+    previous = zygote.use(gone.config_path)
     try:
         with Worker(probe, timeout=5.0, policy=False) as worker:
             assert isinstance(worker._live["process"], zygote.ForkedProcess)
@@ -159,7 +159,7 @@ def test_without_the_zygote_workers_start_by_exec(template: zygote.Zygote, probe
             assert worker.call("pid").value == 2
             assert not isinstance(worker._live["process"], zygote.ForkedProcess)
     finally:
-        zygote.use(None)
+        zygote.use(previous)
     monkeypatch.setenv(zygote.ENV_VAR, "off")
     with pytest.raises(zygote.ZygoteUnavailable, match="off"):
         zygote.Zygote()
