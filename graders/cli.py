@@ -156,7 +156,7 @@ DEFAULT_TIMEOUT = 10.0
 #: The same for the bundled samples (no PATH): their honest calls take milliseconds (ada's
 #: and ben's scores are the same with 0.5 s) and dev_broken's loops never end, so a shorter
 #: wait changes no score and keeps the README's first command quick.
-SAMPLES_TIMEOUT = 2.0
+SAMPLES_TIMEOUT = 1.5
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
