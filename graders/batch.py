@@ -18,6 +18,14 @@ replaced atomically. ``<student>`` is the student's name, percent-encoded where
 it could collide with the gradebook, a temp file or another student
 (``graders.reports.files.student_folder_name``).
 
+A grader process that dies (SIGKILL from the kernel's out-of-memory killer, a crash in a
+C extension, an operator's kill) breaks the pool, which then ends every file it had not
+finished. The files already finished keep their results; the others are graded again,
+each in a pool of its own (one grader process, the same worker zygote), so that a second
+death is that file's alone. A file whose grader dies again gets no results.json, an
+error in ``BatchOutcome.errors`` ("the grader process died while grading FILE (how)")
+and the note "grader died: FILE" in its student's gradebook row; the batch goes on.
+
 Resuming: a submission that already has a results.json made from a file with the
 same content (SHA-256) is not graded again (temporary files left by a killed
 write are removed), so a batch killed half-way and started again grades only the
@@ -36,8 +44,8 @@ import multiprocessing
 import signal
 import sys
 import traceback
-from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed, wait
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -371,6 +379,76 @@ class BatchOutcome:
     errors: list[str]
 
 
+def _death(workers: Sequence[Any]) -> str:
+    """How a grader process (of ``workers``, a one-worker pool's processes) ended, for the
+    TA: "killed by SIGKILL ...", "exit code 3" or "exit status unknown"."""
+    codes = [p.exitcode for p in workers if p.exitcode is not None]
+    if not codes:
+        return "exit status unknown"
+    if codes[0] >= 0:
+        return f"exit code {codes[0]}"
+    try:
+        name = signal.Signals(-codes[0]).name
+    except ValueError:
+        name = f"signal {-codes[0]}"
+    if name == "SIGKILL":
+        return "killed by SIGKILL, as the kernel's out-of-memory killer does"
+    return f"killed by {name}"
+
+
+def _grade_alone(subs: Sequence[Submission], jobs: int, options: Mapping[str, Any],
+                 grade: Callable[[ProcessPoolExecutor, Submission], Future],
+                 done: Callable[..., None], notes: dict[str, list[str]], stop: Any,
+                 progress: GradingProgress) -> bool:
+    """Grade ``subs`` again, the files a broken pool did not finish, each in a pool of its
+    own (one grader process, ``options`` as the batch's pool: the same zygote), at most
+    ``jobs`` at a time, in order: a grader that dies now took only its own file down.
+    Such a file gets no result, an error for ``done`` and the note "grader died: FILE" in
+    ``notes``; every file is passed to ``done`` (except after Ctrl-C: ``stop`` is set and
+    the files not started are left). Returns whether Ctrl-C stopped the batch."""
+    waiting = list(subs)
+    running: dict[Future, tuple[Submission, ProcessPoolExecutor, list[Any]]] = {}
+    interrupted = False
+    try:
+        while running or (waiting and not interrupted):
+            while waiting and not interrupted and len(running) < jobs:
+                sub = waiting.pop(0)
+                pool = ProcessPoolExecutor(max_workers=1, **options)
+                future = grade(pool, sub)
+                # The pool's one process (started by submit), to tell how it ended.
+                running[future] = (sub, pool, list(getattr(pool, "_processes", {}).values()))
+            ended, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in ended:
+                sub, pool, workers = running.pop(future)
+                pool.shutdown()
+                try:
+                    error = future.result()[3]
+                except BrokenProcessPool:
+                    how = _death(workers)
+                    if interrupted or how == "killed by SIGINT":  # Ctrl-C came first
+                        interrupted = True
+                        continue
+                    name = Path(sub.file).name
+                    notes.setdefault(sub.student, []).append(f"grader died: {name}")
+                    done(sub, f"the grader process died while grading {name} ({how}), "
+                              "also when graded alone; no result was written",
+                         "grader died:")
+                    continue
+                if error == INTERRUPTED:
+                    interrupted = True
+                    continue
+                done(sub, error)
+    except KeyboardInterrupt:
+        interrupted = True
+        stop.set()
+        progress.stop()
+        wait(running)
+    finally:
+        for _, pool, _ in running.values():
+            pool.shutdown()
+    return interrupted
+
+
 def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeout: float,
               err: Console, budget: float | None = None, force: bool = False,
               tasks: Collection[str] | None = None, gradebook: Path | None = None,
@@ -383,6 +461,12 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     The gradebook (``gradebook``, default ``out/gradebook.csv``; ``notes`` as in
     ``gradebook_from_results``) is rewritten each time a student's last file is done and
     once at the end; ``BatchOutcome`` counts students.
+
+    A grader process that dies breaks the pool: the files it had not finished are
+    graded again, each in a one-process pool of its own (``_grade_alone``, at most
+    ``jobs`` at a time). A file whose grader dies again gets no result; it is named in
+    ``BatchOutcome.errors`` and its student's gradebook row has the note "grader died:
+    FILE" (added to a copy of ``notes``). Every file advances the progress once.
     Raises ``ValueError`` when ``jobs`` < 1, and ``BatchInterrupted`` after Ctrl-C (the
     students finished keep their results and the gradebook is rewritten first).
     """
@@ -400,6 +484,8 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     students = {s.student for s in submissions}
     done_before = len(students) - len(pending)
     first_errors: dict[str, tuple[int, str]] = {}  # per student: its first file's error
+    # The caller's notes and the batch's own ("grader died: a1_pallas_basics.py").
+    book_notes = {student: list(lines) for student, lines in (notes or {}).items()}
     finished = 0
     interrupted = False
     if pending:
@@ -414,43 +500,61 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
         context.set_forkserver_preload(["graders.grading", "graders.reports.gradescope",
                                         "graders.reports.feedback_files", *labs])
         stop = context.Event()
+
+        def done(sub: Submission, error: str | None, what: str = "graded") -> None:
+            """Count ``sub`` as done (``error``: its internal error text, or None)."""
+            nonlocal finished
+            student = sub.student
+            if error and (student not in first_errors
+                          or rank[student, sub.stem] < first_errors[student][0]):
+                first_errors[student] = (rank[student, sub.stem], error)
+            left[student] -= 1
+            progress.advance(f"{what} {student}/{Path(sub.file).name}")
+            if not left[student]:  # the student's last file
+                finished += 1
+                atomic_write_text(gradebook, gradebook_from_results(out, book_notes))
+
         with contextlib.ExitStack() as stack, \
-                GradingProgress(err, len(jobs_of)) as progress, \
-                ProcessPoolExecutor(max_workers=jobs, mp_context=context,
-                                    max_tasks_per_child=1, initializer=_ignore_interrupts,
-                                    initargs=(stop, _start_zygote(stack))) as pool:
-            futures = [pool.submit(_grade_submission, sub.student, sub.stem, str(sub.file),
+                GradingProgress(err, len(jobs_of)) as progress:
+            options: dict[str, Any] = {
+                "mp_context": context, "max_tasks_per_child": 1,
+                "initializer": _ignore_interrupts, "initargs": (stop, _start_zygote(stack))}
+
+            def grade(pool: ProcessPoolExecutor, sub: Submission) -> Future:
+                return pool.submit(_grade_submission, sub.student, sub.stem, str(sub.file),
                                    sub.assignment, str(out), timeout, budget, only)
-                       for sub in jobs_of]
-            files = {future: sub for future, sub in zip(futures, jobs_of, strict=True)}
-            try:
-                for future in as_completed(futures):
-                    sub = files[future]
-                    try:
-                        student, stem, _score, error = future.result()
-                    except BrokenProcessPool:
-                        if not interrupted:
-                            raise
-                        continue  # a child Ctrl-C reached before it could ignore it
-                    if error == INTERRUPTED:
-                        interrupted = True
-                        continue
-                    if error and (student not in first_errors
-                                  or rank[student, stem] < first_errors[student][0]):
-                        first_errors[student] = (rank[student, stem], error)
-                    left[student] -= 1
-                    progress.advance(f"graded {student}/{Path(sub.file).name}")
-                    if not left[student]:  # the student's last file
-                        finished += 1
-                        atomic_write_text(gradebook, gradebook_from_results(out, notes))
-            except KeyboardInterrupt:
-                # The running files stop on their own Ctrl-C; the others return at once.
-                # (Futures are not cancelled: Python 3.11's pool can then fail in a thread.)
-                interrupted = True
-                stop.set()
-                progress.stop()
-                wait(futures)
-    atomic_write_text(gradebook, gradebook_from_results(out, notes))
+
+            broken: set[int] = set()  # id() of the files whose grader the broken pool took
+            with ProcessPoolExecutor(max_workers=jobs, **options) as pool:
+                futures = {grade(pool, sub): sub for sub in jobs_of}
+                try:
+                    for future in as_completed(futures):
+                        sub = futures[future]
+                        try:
+                            error = future.result()[3]
+                        except BrokenProcessPool:
+                            # A grader process died (the OOM killer, a crash, a kill; or a
+                            # Ctrl-C that reached it before it could ignore it): the pool
+                            # ends every file not finished yet. Graded again below.
+                            broken.add(id(sub))
+                            continue
+                        if error == INTERRUPTED:
+                            interrupted = True
+                            continue
+                        done(sub, error)
+                except KeyboardInterrupt:
+                    # The running files stop on their own Ctrl-C; the others return at
+                    # once. (Futures are not cancelled: Python 3.11's pool can then fail
+                    # in a thread.)
+                    interrupted = True
+                    stop.set()
+                    progress.stop()
+                    wait(futures)
+            if broken and not interrupted:
+                interrupted = _grade_alone([sub for sub in jobs_of if id(sub) in broken],
+                                           jobs, options, grade, done, book_notes, stop,
+                                           progress)
+    atomic_write_text(gradebook, gradebook_from_results(out, book_notes))
     if pending and interrupted:
         raise BatchInterrupted(finished, len(pending) - finished)
     errors = [f"{student}: {error}" for student, (_, error) in first_errors.items()]

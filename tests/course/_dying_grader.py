@@ -1,0 +1,73 @@
+"""Stand-ins for ``graders.batch._grade_submission`` whose grader process dies (SIGKILL, as
+the kernel's OOM killer does) for the student ``abe``, for tests/course/test_batch_grader_death.py.
+
+They are module-level functions so that a batch's pool can send them to its grader
+processes (by name: the forkserver's children import this module from the parent's
+sys.path); every other student is graded by the real ``_grade_submission``. The state
+they share with the test is kept in marker files in the batch's ``out`` folder (not in
+the environment: forkserver children have the server's, not the test's).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from graders.batch import _grade_submission as _real_grade_submission
+
+DYING = "abe"
+#: Written by ``dies_once`` before it dies: the next attempt grades.
+DIED_ONCE = "abe.died"
+#: Written by ``dies_while_amy_grades`` just before ``abe``'s grader dies.
+DYING_NOW = "abe.dying"
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def always_dies(student: str, stem: str, file: str, assignment: str, out: str,
+                *args: Any) -> Any:
+    """``abe``'s grader process dies every time."""
+    if student == DYING:
+        _die()
+    return _real_grade_submission(student, stem, file, assignment, out, *args)
+
+
+def dies_once(student: str, stem: str, file: str, assignment: str, out: str,
+              *args: Any) -> Any:
+    """``abe``'s grader process dies the first time only (``DIED_ONCE`` in ``out``)."""
+    marker = Path(out) / DIED_ONCE
+    if student == DYING and not marker.exists():
+        marker.write_text("", encoding="utf-8")
+        _die()
+    return _real_grade_submission(student, stem, file, assignment, out, *args)
+
+
+def attempts(out: Path, student: str) -> int:
+    """How many times ``dies_while_amy_grades`` began grading ``student``'s files."""
+    return len(list(out.glob(f"{student}.started.*")))
+
+
+def dies_while_amy_grades(student: str, stem: str, file: str, assignment: str, out: str,
+                          *args: Any) -> Any:
+    """``abe``'s grader dies every time, the first time while ``amy``'s is grading: ``abe``
+    waits until amy's grader has started, amy's grader waits (before grading) until abe's
+    is about to die and then long enough to be still busy when it does."""
+    folder = Path(out)
+    (folder / f"{student}.started.{os.getpid()}").write_text("", encoding="utf-8")
+    if student == DYING:
+        deadline = time.monotonic() + 60
+        while not attempts(folder, "amy") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (folder / DYING_NOW).write_text("", encoding="utf-8")
+        _die()
+    if student == "amy" and attempts(folder, "amy") == 1:
+        deadline = time.monotonic() + 60
+        while not (folder / DYING_NOW).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(3)  # the pool, broken by abe's death, terminates this process meanwhile
+    return _real_grade_submission(student, stem, file, assignment, out, *args)
