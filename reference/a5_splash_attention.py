@@ -584,7 +584,7 @@ def best_splash_blocks(kind: str) -> tuple[tuple[int, int], float]:
 BEST_SPLASH_BLOCKS: dict[str, tuple[int, int]] = {
     "causal": (2048, 2048),
     "local": (2048, 2048),
-    "document": (2048, 4096),
+    "document": (4096, 2048),
 }
 
 

@@ -817,8 +817,9 @@ def choose_flash_config() -> tuple[int, int, float | None]:
     """
     ### BEGIN SOLUTION
     # Score tiles of 4 Mi elements (two f32 arrays: 32 MiB) are the largest that fit with
-    # the blocks; of those, 1024 x 4096 has the fewest copies per step. MLE saves ~15 %.
-    return (1024, 4096, 70.0)
+    # the blocks; of those, the slides' 2048 x 2048 is the fastest (the others are within
+    # 0.4 %). MLE drops the row maximum and the rescale: about 20 % faster.
+    return (2048, 2048, 70.0)
     ### END SOLUTION
 
 

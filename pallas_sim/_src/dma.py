@@ -180,11 +180,14 @@ class AsyncCopy:
         on a non-()-shaped semaphore").
     """
 
-    __slots__ = ("_src", "_dst", "_sem", "_src_name", "_dst_name")
+    __slots__ = ("_src", "_dst", "_sem", "_src_name", "_dst_name", "strided")
 
     def __init__(self, src_ref: object, dst_ref: object, sem: object) -> None:
         self._src, self._src_name = _ref_parts(src_ref, "source")
         self._dst, self._dst_name = _ref_parts(dst_ref, "destination")
+        #: Whether either end is a strided view (``Ref.strided``): the copy moves many
+        #: short runs, which the timeline model times at its strided rate.
+        self.strided = bool(src_ref.strided or dst_ref.strided)  # type: ignore[union-attr]
         if not isinstance(sem, SemaphoreRef):
             raise ValueError(f"{_NOT_REFS} (the semaphore is {sem!r}; pass a DMA semaphore: "
                              "scratch pltpu.SemaphoreType.DMA, or sems.at[i])")

@@ -23,13 +23,20 @@ Counted keys (all per step, int64):
 - ``xlane_elements``: elements fed to reductions that include the last (lane) axis
   (``x.max(axis=-1)``, ``x.sum(-1)``, ``lax.reduce_max(x, (1,))`` on 2-d ``x``).
 - ``cast_elements``: elements converted to another dtype (``astype``,
-  ``lax.convert_element_type``).
+  ``lax.convert_element_type``), and float32 operands of a product, which the MXU takes
+  rounded to bfloat16 (default precision: one bf16 pass).
+- ``vector_ops``: how many vector ops (elementwise, transcendental, cast, reduction
+  results on arrays) ran, whatever their size: each is a loop over the operands' vector
+  registers with its own issue and pipeline fill (the timeline's per-op cost).
 - ``scalar_ops``: ops on 0-d values (grid-index arithmetic, SMEM scalars): the scalar
   unit's work.
 - ``manual_dma_bytes``: bytes moved by the kernel's own DMAs whose ``wait()`` ran in the
   step; ``manual_dma_exposed_bytes``: the part of those whose copy had no compute counted
   between its ``start()`` and its ``wait()`` (``copy.start(); copy.wait()``: nothing to
-  overlap with, lecture §3.2), and ``manual_dma_exposed_count`` how many such copies.
+  overlap with, lecture §3.2), and ``manual_dma_exposed_count`` how many such copies;
+  ``manual_dma_strided_bytes`` and ``manual_dma_exposed_strided_bytes``: the bytes of
+  those copies whose source or destination is a strided view (``Ref.strided``: a tile
+  narrower than its array, many short runs).
 
 Beside the per-step keys, one number per call: ``largest_intermediate``, the elements of
 the largest array a counted op produced inside the kernel body (an elementwise,
@@ -111,6 +118,7 @@ class OpCounter:
         scalar): the result is also a candidate for the largest intermediate."""
         cur = self.cur
         cur[key] = cur.get(key, 0) + n
+        cur["vector_ops"] = cur.get("vector_ops", 0) + 1
         self.work += n
         if n > self.peak:
             self.peak = n
@@ -264,6 +272,7 @@ def reduction(operand: object, axis: object) -> None:
         return
     n = a.size
     c.add("vpu_ops", n)
+    c.add("vector_ops", 1)
     if axis is None:
         lane = True
     elif type(axis) is int:
@@ -343,11 +352,20 @@ def mxu_dtype(a: object, b: object) -> str:
 
 def product(a: object, b: object, out_elements: int, contracted: int) -> None:
     """Count an MXU product of ``a`` and ``b`` giving ``out_elements`` elements, each a sum
-    of ``contracted`` products: 2 * out_elements * contracted flops."""
+    of ``contracted`` products: 2 * out_elements * contracted flops.
+
+    A float32 operand is rounded to bfloat16 before it enters the MXU (JAX's default
+    precision on TPU is one bf16 pass, which the timeline assumes): that rounding is
+    vector work on every element of the operand, counted as cast elements as an explicit
+    ``p.astype(jnp.bfloat16)`` before the product is. It runs in the loop that feeds
+    the MXU, so it is not a vector op of its own (``vector_ops``)."""
     if not _STACK:
         return
     c = _STACK[-1]
     c.add("mxu_flops_" + mxu_dtype(a, b), 2 * int(out_elements) * int(contracted))
+    for operand in (a, b):
+        if np.dtype(getattr(operand, "dtype", np.int8)) == np.float32 and _ndim(operand):
+            c.add("cast_elements", _size(operand))
     if out_elements > c.peak:
         c.peak = int(out_elements)
 
@@ -392,6 +410,12 @@ def dma_waited(copy: object, nbytes: int) -> None:
     began = c._started.pop(id(copy), None)
     cur = c.cur
     cur["manual_dma_bytes"] = cur.get("manual_dma_bytes", 0) + nbytes
+    strided = getattr(copy, "strided", False)
+    if strided:
+        cur["manual_dma_strided_bytes"] = cur.get("manual_dma_strided_bytes", 0) + nbytes
     if began is None or began == c.work:
         cur["manual_dma_exposed_bytes"] = cur.get("manual_dma_exposed_bytes", 0) + nbytes
         cur["manual_dma_exposed_count"] = cur.get("manual_dma_exposed_count", 0) + 1
+        if strided:
+            cur["manual_dma_exposed_strided_bytes"] = (
+                cur.get("manual_dma_exposed_strided_bytes", 0) + nbytes)

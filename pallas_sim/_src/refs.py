@@ -36,13 +36,23 @@ class Ref:
         even of a scalar).
     """
 
-    __slots__ = ("_buf", "_name", "_space", "_reads")
+    __slots__ = ("_buf", "_name", "_space", "_reads", "_strided")
 
-    def __init__(self, buf: np.ndarray, name: str, memory_space: str = "vmem") -> None:
+    def __init__(self, buf: np.ndarray, name: str, memory_space: str = "vmem",
+                 strided: bool = False) -> None:
         self._buf = buf
         self._name = name
         self._space = memory_space
         self._reads = 0
+        self._strided = strided
+
+    @property
+    def strided(self) -> bool:
+        """Whether this ref's elements are not one contiguous range of its buffer (a
+        ``ref.at[...]`` view of a block narrower than the array, e.g. a [1024, 1024] tile
+        of a [4096, 7168] HBM array: one 2 KiB run per row). A DMA to or from such a view
+        is a strided copy (the timeline model's strided rate)."""
+        return self._strided
 
     @property
     def name(self) -> str:
@@ -235,10 +245,29 @@ class _RefIndexer:
         for e in entries:
             if not (e is None or e is Ellipsis or isinstance(e, (slice, int, np.integer))):
                 raise TypeError(f"{ref.name}.at[...] takes ints and slices (pl.ds), got {e!r}")
-        view = ref._buf[ref._checked(idx)]
+        checked = ref._checked(idx)
+        view = ref._buf[checked]
         if not isinstance(view, np.ndarray):  # all ints: NumPy gave a scalar copy
             view = ref._buf[(*entries, Ellipsis)]  # the trailing ... keeps a 0-d view
-        return type(ref)(view, f"{ref.name}.at{_fmt(idx)}", ref.memory_space)
+        strided = ref._strided or _strided_region(ref.shape, checked)
+        return type(ref)(view, f"{ref.name}.at{_fmt(idx)}", ref.memory_space, strided)
+
+
+def _strided_region(shape: tuple[int, ...], idx: object) -> bool:
+    """Whether basic index ``idx`` selects more than one contiguous run of a C-ordered
+    array of ``shape``. Computed on a view with the array's strides over one byte, which
+    NumPy never reads (only views are taken: the index keeps a trailing ``...``)."""
+    entries = idx if isinstance(idx, tuple) else (idx,)
+    if Ellipsis not in entries:
+        entries = (*entries, Ellipsis)
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(int(d), 1)
+    layout = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=shape,
+                                             strides=tuple(reversed(strides)),
+                                             writeable=False)
+    return not layout[entries].flags.c_contiguous
 
 
 class HbmRef(Ref):

@@ -3,25 +3,29 @@ per grid step) turned into predicted time on a chip (:mod:`pallas_sim._src.chips
 
 The model (docs/performance-model.md has the derivation and the calibration):
 
-1. **DMA engine.** One queue per TensorCore moves HBM <-> VMEM blocks at
-   ``dma_efficiency * hbm_bandwidth`` bytes/s, in issue order, each copy also taking
-   ``dma_issue_s``. An input block is copied
-   when its block index changes (lecture §2.2, the trace's rule); an output block is
-   written back when its index changes next, and after the last step.
+1. **DMA engine.** One queue per TensorCore. An input block is copied when its block
+   index changes (lecture §2.2, the trace's rule); an output block is written back when
+   its index changes next, and after the last step. The copies of a step run side by
+   side: together at ``dma_efficiency * hbm_bandwidth`` bytes/s, each strided one
+   (:func:`strided_block`: many short runs) at most at ``strided_efficiency *
+   hbm_bandwidth`` on its own (lecture §3.2: a lone copy reaches a fraction of the
+   peak); each copy also costs ``dma_issue_s``.
 2. **Buffering** (lecture §3.1). The copy for step ``s`` is issued once the buffer it
    lands in is free: with ``B`` buffers (``pl.Buffered(B)``, 2 by default, 1 for a
    single-step grid) after the compute of step ``s - B`` ends. With ``B >= 2`` it
-   therefore overlaps the compute of the steps before it; with ``B = 1`` it cannot.
-3. **Compute per step** = fixed cost + MXU + VPU + EUP time, run one after another
-   (the overlap rule: none between the units inside a step; lecture §5.3, the Pacchetto
-   trace shows the softmax's vector work not hidden behind the MXU and the materialised
-   q·kᵀ acting as a barrier). MXU time = Σ flops / peak(dtype); VPU time = (elementwise
-   ops + cast elements + cross-lane reduction elements) / vpu_rate; EUP time =
-   transcendentals / eup_rate.
+   therefore overlaps the compute of the steps before it; with ``B = 1`` it cannot. A
+   write-back holds the queue for its bytes at the full rate; a strided one ends a
+   strided copy's time after it starts.
+3. **Compute per step** = fixed cost + per-op cost x vector ops + MXU + VPU + EUP time,
+   run one after another (the overlap rule: none between the units inside a step;
+   lecture §5.3, the Pacchetto trace shows the softmax's vector work not hidden behind
+   the MXU and the materialised q·kᵀ acting as a barrier). MXU time = Σ flops /
+   peak(dtype); VPU time = (elementwise ops + cast elements + cross-lane reduction
+   elements) / vpu_rate; EUP time = transcendentals / eup_rate.
 4. **Manual DMAs** (lecture §3.2). Bytes of copies with compute between their
    ``start()`` and ``wait()`` go through the DMA queue at the step's start; copies with
-   none (``start(); wait()``) are exposed: ``dma_latency`` per copy plus their transfer
-   time are added to the step's compute.
+   none (``start(); wait()``) are exposed: their issue cost and transfer time (at the
+   strided rate when strided) are added to the step's compute.
 5. **Prologue / epilogue.** The first step waits for its copies; the call ends when the
    last compute and the last write-back are done.
 6. **TensorCores.** With ``cores > 1`` the steps are split over the cores by the leading
@@ -50,21 +54,31 @@ class Calibration:
     """The model's free constants, for the reference chip (v7, one TensorCore).
 
     Attributes:
-      step_overhead_s: fixed cost of a grid step (seconds; lecture §4.2 reads ~1 µs).
-      dma_efficiency: fraction of the HBM bandwidth the pipelined block copies reach.
-      dma_latency_s: fixed cost of a lone copy (seconds).
-      dma_issue_s: time each pipelined block copy occupies the DMA queue besides its
-        bytes (descriptor issue and completion; seconds).
+      step_overhead_s: fixed cost of a grid step (seconds; lecture §4.2 reads ~1 µs of
+        per-step cost in all, which the model splits between this, the per-op cost and
+        the copies' issue cost).
+      dma_efficiency: fraction of the HBM bandwidth the copies reach in all (contiguous
+        copies alone; strided copies in parallel).
+      strided_efficiency: fraction of the HBM bandwidth one strided copy reaches on its
+        own (a block narrower than its array: one short run per row). Copies of a step
+        run side by side, so two strided blocks move at twice this rate, up to
+        ``dma_efficiency`` (lecture §3.2: slide 50's lone copies reach about 17 % of the
+        peak; the auto pipeline, with several copies in flight, far more).
+      dma_issue_s: time each copy costs besides its bytes (descriptor issue and
+        completion; seconds). A lone ``start(); wait()`` copy pays it on the step.
+      op_overhead_s: fixed cost of each vector op of a step (``vector_ops``; seconds):
+        its issue and pipeline fill, whatever its size.
       vpu_rate: VPU elements per second.
       eup_rate: EUP transcendentals per second.
     """
 
-    step_overhead_s: float = 0.8e-6
+    step_overhead_s: float = 0.5e-6
     dma_efficiency: float = 0.7
-    dma_latency_s: float = 1.0e-6
+    strided_efficiency: float = 0.2
     dma_issue_s: float = 0.2e-6
-    vpu_rate: float = 2.0e12
-    eup_rate: float = 0.5e12
+    op_overhead_s: float = 0.05e-6
+    vpu_rate: float = 8.0e12
+    eup_rate: float = 1.0e15
 
     def for_chip(self, chip: Chip) -> Calibration:
         """The constants scaled to ``chip``: VPU/EUP rates by its bf16 peak relative to
@@ -77,9 +91,9 @@ class Calibration:
 
 #: Fitted by ``bench/calibrate.py`` to the lecture's measured numbers (see
 #: docs/performance-model.md for the fit, the leave-one-out errors and the data).
-CALIBRATION = Calibration(step_overhead_s=8.845e-07, dma_efficiency=0.8181,
-                          dma_latency_s=2.216e-06, dma_issue_s=1.602e-07, vpu_rate=8.557e12,
-                          eup_rate=1e15)
+CALIBRATION = Calibration(step_overhead_s=7.708e-07, dma_efficiency=0.8226,
+                          strided_efficiency=0.2045, dma_issue_s=1.62e-07,
+                          op_overhead_s=6.378e-08, vpu_rate=1.4e13, eup_rate=1e15)
 
 
 @dataclasses.dataclass
@@ -170,14 +184,30 @@ def _dtype(name: str) -> object:
     return as_dtype(name)
 
 
+def strided_block(op: OperandTrace) -> bool:
+    """Whether ``op``'s block is not one contiguous range of its array: some dimension
+    holds more than one element while a later one is cut (a [1024, 1024] tile of a
+    [4096, 7168] matrix: 1024 runs of 2 KiB). A Flash block ``(None, bq, d)`` of a
+    [heads, L, d] array is contiguous."""
+    sizes = [1 if b is None else int(b) for b in op.block_shape]
+    dims = list(op.shape)
+    if len(sizes) != len(dims):
+        return False
+    return any(sizes[d] > 1 and any(sizes[e] < dims[e] for e in range(d + 1, len(dims)))
+               for d in range(len(dims)))
+
+
 def _step_traffic(call: CallTrace) -> tuple[np.ndarray, ...]:
     """Per step: input bytes copied in, output bytes written back, the fewest buffers
-    among the inputs copied (the pipeline depth), input copies, output copies."""
+    among the inputs copied (the pipeline depth), input copies, output copies, and the
+    largest strided input and output copy."""
     n = call.num_steps
     copies_in = np.zeros(n, np.int64)
     copies_out = np.zeros(n, np.int64)
     bytes_in = np.zeros(n, np.int64)
     bytes_out = np.zeros(n, np.int64)
+    strided_in = np.zeros(n, np.int64)
+    strided_out = np.zeros(n, np.int64)
     depth = np.full(n, 1 << 30, np.int64)
     for op in call.operands:
         if op.role not in ("in", "out") or op.memory_space not in ("vmem", "smem"):
@@ -191,17 +221,24 @@ def _step_traffic(call: CallTrace) -> tuple[np.ndarray, ...]:
         elif n > 1:
             changed[1:] = False
         size = _block_bytes(op)
+        strided = strided_block(op)
         if op.role == "in":
-            bytes_in += np.where(changed, size, 0)
+            moved = np.where(changed, size, 0)
+            bytes_in += moved
             copies_in += changed
             depth = np.where(changed, np.minimum(depth, op.buffers), depth)
+            if strided:
+                strided_in = np.maximum(strided_in, moved)
         else:
             writeback = np.ones(n, bool)
             writeback[:-1] = changed[1:]
-            bytes_out += np.where(writeback, size, 0)
+            moved = np.where(writeback, size, 0)
+            bytes_out += moved
             copies_out += writeback
+            if strided:
+                strided_out = np.maximum(strided_out, moved)
     depth[depth == 1 << 30] = 2 if n > 1 else 1
-    return bytes_in, bytes_out, depth, copies_in, copies_out
+    return bytes_in, bytes_out, depth, copies_in, copies_out, strided_in, strided_out
 
 
 def _cores_of(call: CallTrace, cores: int) -> np.ndarray:
@@ -216,17 +253,22 @@ def _cores_of(call: CallTrace, cores: int) -> np.ndarray:
 @dataclasses.dataclass
 class StepFeatures:
     """What the model needs of a call, per grid step (arrays in visiting order):
-    MXU seconds (at the chip's peak), VPU and EUP element counts, exposed manual DMA
-    bytes and count, bytes copied in (pipelined input blocks plus overlapped manual
-    copies) and written back, the pipeline depth, and the TensorCore of each step."""
+    MXU seconds (at the chip's peak), VPU and EUP element counts, vector ops, exposed
+    manual DMA bytes (all, and strided) and count, bytes copied in (pipelined input
+    blocks plus overlapped manual copies) and written back with their copy counts and
+    largest strided copy, the pipeline depth, and the TensorCore of each step."""
 
     mxu: np.ndarray
     vpu_elements: np.ndarray
     eup_elements: np.ndarray
+    vector_ops: np.ndarray
     exposed_bytes: np.ndarray
+    exposed_strided_bytes: np.ndarray
     exposed_count: np.ndarray
     bytes_in: np.ndarray
     bytes_out: np.ndarray
+    strided_in: np.ndarray
+    strided_out: np.ndarray
     depth: np.ndarray
     core: np.ndarray
     copies_in: np.ndarray
@@ -248,30 +290,48 @@ def features(call: CallTrace, chip: Chip, cores: int = 1) -> StepFeatures:
         if key.startswith("mxu_flops_"):
             mxu += ops[key] / chip.flops_rate(key[len("mxu_flops_"):])
     exposed = ops["manual_dma_exposed_bytes"]
-    bytes_in, bytes_out, depth, copies_in, copies_out = _step_traffic(call)
+    exposed_strided = ops["manual_dma_exposed_strided_bytes"]
+    overlapped_strided = ops["manual_dma_strided_bytes"] - exposed_strided
+    (bytes_in, bytes_out, depth, copies_in, copies_out, strided_in,
+     strided_out) = _step_traffic(call)
     return StepFeatures(
         mxu=mxu, vpu_elements=(ops["vpu_ops"] + ops["cast_elements"]
                                + ops["xlane_elements"]).astype(float),
-        eup_elements=ops["eup_ops"].astype(float), exposed_bytes=exposed.astype(float),
+        eup_elements=ops["eup_ops"].astype(float),
+        vector_ops=ops["vector_ops"].astype(float), exposed_bytes=exposed.astype(float),
+        exposed_strided_bytes=exposed_strided.astype(float),
         exposed_count=ops["manual_dma_exposed_count"].astype(float),
         bytes_in=(bytes_in + ops["manual_dma_bytes"] - exposed).astype(float),
-        bytes_out=bytes_out.astype(float), depth=depth, core=_cores_of(call, cores),
+        bytes_out=bytes_out.astype(float),
+        strided_in=np.maximum(strided_in, overlapped_strided).astype(float),
+        strided_out=strided_out.astype(float), depth=depth, core=_cores_of(call, cores),
         copies_in=copies_in.astype(float), copies_out=copies_out.astype(float))
 
 
 def simulate(f: StepFeatures, chip: Chip, cal: Calibration) -> tuple[float, dict[str, Any]]:
     """Run the pipeline model over the steps of ``f``; returns the call's seconds and
     the per-step schedule (arrays: dma_start, dma_end, compute_start, compute_end,
-    writeback_start, writeback_end, vpu, eup, overhead)."""
+    writeback_start, writeback_end, vpu, eup, overhead, dma_time)."""
     n = len(f.mxu)
     bw = chip.hbm_bandwidth * cal.dma_efficiency
+    strided_bw = min(chip.hbm_bandwidth * cal.strided_efficiency, bw)
     vpu = f.vpu_elements / cal.vpu_rate
     eup = f.eup_elements / cal.eup_rate
-    overhead = (cal.step_overhead_s + f.exposed_count * cal.dma_latency_s
-                + f.exposed_bytes / bw)
+    contiguous = f.exposed_bytes - f.exposed_strided_bytes
+    overhead = (cal.step_overhead_s + f.vector_ops * cal.op_overhead_s
+                + f.exposed_count * cal.dma_issue_s + contiguous / bw
+                + f.exposed_strided_bytes / strided_bw)
     work = (overhead + f.mxu + vpu + eup).tolist()
-    t_in = (f.bytes_in / bw + f.copies_in * cal.dma_issue_s).tolist()
-    t_out = (f.bytes_out / bw + f.copies_out * cal.dma_issue_s).tolist()
+    # A step's copies run side by side: all of them at the copy rate, each strided one
+    # at most at the strided rate.
+    t_in_arr = (np.maximum(f.bytes_in / bw, f.strided_in / strided_bw)
+                + f.copies_in * cal.dma_issue_s)
+    t_out_arr = (np.maximum(f.bytes_out / bw, f.strided_out / strided_bw)
+                 + f.copies_out * cal.dma_issue_s)
+    t_in, t_out = t_in_arr.tolist(), t_out_arr.tolist()
+    # A write-back holds the queue for its share of the bandwidth only; a strided one
+    # finishes later (t_out) without holding back the next copies.
+    t_share = (f.bytes_out / bw + f.copies_out * cal.dma_issue_s).tolist()
     depth = f.depth.tolist()
     dma_start = [0.0] * n
     dma_end = [0.0] * n
@@ -285,6 +345,7 @@ def simulate(f: StepFeatures, chip: Chip, cal: Calibration) -> tuple[float, dict
         [np.flatnonzero(core == k).tolist() for k in range(int(core.max()) + 1)]
     for steps in groups:
         engine = 0.0
+        written = 0.0
         prev_end = 0.0
         count = len(steps)
         for pos, s in enumerate(steps):
@@ -303,18 +364,20 @@ def simulate(f: StepFeatures, chip: Chip, cal: Calibration) -> tuple[float, dict
                 dma_end[nxt] = engine = dma_start[nxt] + t_in[nxt]
             if t_out[s]:
                 wb_start[s] = engine if engine > c_end[s] else c_end[s]
-                wb_end[s] = engine = wb_start[s] + t_out[s]
+                engine = wb_start[s] + t_share[s]
+                wb_end[s] = wb_start[s] + t_out[s]
+                if wb_end[s] > written:
+                    written = wb_end[s]
             if nxt >= 0 and depth[nxt] < 2:
                 dma_start[nxt] = engine if engine > c_end[s] else c_end[s]
                 dma_end[nxt] = engine = dma_start[nxt] + t_in[nxt]
         if steps:
-            finish = max(finish, prev_end, engine)
+            finish = max(finish, prev_end, engine, written)
     schedule = {"dma_start": np.array(dma_start), "dma_end": np.array(dma_end),
                 "compute_start": np.array(c_start), "compute_end": np.array(c_end),
                 "writeback_start": np.array(wb_start), "writeback_end": np.array(wb_end),
                 "vpu": vpu, "eup": eup, "overhead": overhead,
-                "dma_time": (f.bytes_in + f.bytes_out) / bw
-                + (f.copies_in + f.copies_out) * cal.dma_issue_s}
+                "dma_time": t_in_arr + t_out_arr}
     return float(finish), schedule
 
 

@@ -30,8 +30,8 @@ def test_fit_recovers_constants_that_generated_the_measurements():
     # Synthetic "measurements" from known constants on three cheap configurations; the
     # fit must explain them (relative error well under 1 %).
     truth = timeline.Calibration(step_overhead_s=0.6e-6, dma_efficiency=0.6,
-                                 dma_latency_s=1.5e-6, dma_issue_s=0.1e-6,
-                                 vpu_rate=4e12, eup_rate=1e12)
+                                 strided_efficiency=0.3, dma_issue_s=0.1e-6,
+                                 op_overhead_s=0.04e-6, vpu_rate=4e12, eup_rate=1e15)
     import pallas_sim
     from pallas_sim import jax, jnp
     x = jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16)

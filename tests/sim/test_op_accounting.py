@@ -102,6 +102,8 @@ def test_softmax_step_counts_eup_vpu_crosslane_and_casts():
     # subtract + divide (one per element each) + the two reductions' inputs
     assert ops.total("vpu_ops") == 2 * n + 2 * n
     assert ops.total("mxu_flops_f32") == 0
+    # two casts, max, subtract, exp, sum, divide: seven vector ops, whatever their size
+    assert ops.total("vector_ops") == 7
 
 
 def test_sublane_reduction_is_not_cross_lane_and_lax_transcendentals_count():
@@ -169,6 +171,45 @@ def test_manual_dma_bytes_and_serialized_copies_are_exposed():
     assert serial.ops.total("manual_dma_exposed_bytes") == 2 * 8 * 128 * 4
     assert hidden.ops.total("manual_dma_bytes") == 8 * 128 * 4
     assert hidden.ops.total("manual_dma_exposed_bytes") == 0
+    # whole rows of x: contiguous copies
+    assert serial.ops.total("manual_dma_strided_bytes") == 0
+
+
+@pytest.mark.parametrize("abstract", [False, True])
+def test_a_copy_of_a_tile_narrower_than_its_array_is_strided(abstract):
+    def kernel(x_hbm, o_ref, tile, rows, sem):
+        narrow = pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8), pl.ds(128, 128)], tile, sem)
+        narrow.start()
+        narrow.wait()
+        whole = pltpu.make_async_copy(x_hbm.at[pl.ds(8, 8)], rows, sem)
+        whole.start()
+        o_ref[...] = tile[...] * 2.0
+        whole.wait()
+        o_ref[...] += rows[:, pl.ds(0, 128)]
+        one_row = pltpu.make_async_copy(x_hbm.at[3, pl.ds(0, 128)], tile.at[0], sem)
+        one_row.start()
+        one_row.wait()
+
+    x = jax.ShapeDtypeStruct((16, 256), jnp.float32) if abstract else \
+        np.ones((16, 256), np.float32)
+    call = pl.pallas_call(kernel, in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                          out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                          scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32),
+                                          pltpu.VMEM((8, 256), jnp.float32),
+                                          pltpu.SemaphoreType.DMA])
+    if abstract:
+        ops = pallas_sim.estimate(call, x).last.ops
+    else:
+        with pallas_sim.trace() as t:
+            call(x)
+        ops = t.calls[-1].ops
+    tile = 8 * 128 * 4
+    # the [8, 128] tile of a [16, 256] array: 8 runs; 8 whole rows and part of one row:
+    # one run each
+    assert ops.total("manual_dma_strided_bytes") == tile
+    assert ops.total("manual_dma_exposed_strided_bytes") == tile
+    assert ops.total("manual_dma_exposed_bytes") == tile + 128 * 4
+    assert ops.total("manual_dma_bytes") == tile + 8 * 256 * 4 + 128 * 4
 
 
 def test_ops_survive_the_json_round_trip_and_host_code_counts_nothing():

@@ -27,9 +27,9 @@ _spec.loader.exec_module(_a3)
 matmul = _a3.matmul
 
 # Round constants so that hand arithmetic is exact: 1 µs per step, VPU 1e12/s, EUP 1e11/s,
-# full bandwidth, no per-copy issue cost.
-CAL = timeline.Calibration(step_overhead_s=1e-6, dma_efficiency=1.0, dma_latency_s=2e-6,
-                           dma_issue_s=0.0, vpu_rate=1e12, eup_rate=1e11)
+# full bandwidth (a strided copy alone: a quarter of it), no per-copy or per-op cost.
+CAL = timeline.Calibration(step_overhead_s=1e-6, dma_efficiency=1.0, strided_efficiency=0.25,
+                           dma_issue_s=0.0, op_overhead_s=0.0, vpu_rate=1e12, eup_rate=1e11)
 V7 = get_chip("v7")
 
 
@@ -140,23 +140,97 @@ def test_eup_time_counts_transcendentals():
     assert math.isclose(t.time_s, dma + 1e-6 + 256 * 256 / 1e11 + dma, rel_tol=1e-9)
 
 
-def test_exposed_manual_dma_adds_latency_and_transfer_to_the_step():
+def _lone_copy(x, columns):
+    """One step: ``x[:, :columns]`` copied with ``start()`` right before ``wait()``."""
     def kernel(x_hbm, o_ref, buf, sem):
-        copy = pltpu.make_async_copy(x_hbm, buf, sem)
+        copy = pltpu.make_async_copy(x_hbm.at[:, pl.ds(0, columns)], buf, sem)
         copy.start()
         copy.wait()
         o_ref[...] = buf[...]
 
-    def call(x):
-        return pl.pallas_call(
-            kernel, in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
-            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-            scratch_shapes=[pltpu.VMEM(x.shape, x.dtype), pltpu.SemaphoreType.DMA])(x)
+    return pl.pallas_call(
+        kernel, in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        out_shape=jax.ShapeDtypeStruct((x.shape[0], columns), x.dtype),
+        scratch_shapes=[pltpu.VMEM((x.shape[0], columns), x.dtype),
+                        pltpu.SemaphoreType.DMA])(x)
 
-    _, t = _predict(call, jax.ShapeDtypeStruct((512, 512), jnp.float32))
+
+def test_exposed_manual_dma_adds_issue_and_transfer_to_the_step():
+    cal = dataclass_replace(CAL, dma_issue_s=2e-6)
+    est = pallas_sim.estimate(_lone_copy, jax.ShapeDtypeStruct((512, 512), jnp.float32), 512)
+    t = timeline.predict(est.last, V7, calibration=cal)
     nbytes = 512 * 512 * 4
-    np.testing.assert_allclose(t.overhead, 1e-6 + 2e-6 + nbytes / V7.hbm_bandwidth)
-    assert math.isclose(t.time_s, t.overhead[0] + nbytes / V7.hbm_bandwidth, rel_tol=1e-9)
+    bw = V7.hbm_bandwidth
+    np.testing.assert_allclose(t.overhead, 1e-6 + 2e-6 + nbytes / bw)
+    # then the output block's write-back: its bytes and its issue cost
+    assert math.isclose(t.time_s, t.overhead[0] + nbytes / bw + 2e-6, rel_tol=1e-9)
+    # Half of every row: a strided copy, alone at a quarter of the bandwidth.
+    est = pallas_sim.estimate(_lone_copy, jax.ShapeDtypeStruct((512, 1024), jnp.float32), 512)
+    assert est.last.ops.total("manual_dma_exposed_strided_bytes") == nbytes
+    t = timeline.predict(est.last, V7, calibration=cal)
+    np.testing.assert_allclose(t.overhead, 1e-6 + 2e-6 + nbytes / (0.25 * bw))
+
+
+def _add_tiles(x, y, block, transposed_out=False):
+    """x + y tile by tile; with ``transposed_out`` tile (i, j) lands at block (j, i) of an
+    array of the transposed shape."""
+    def kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + y_ref[...]
+
+    shape = x.shape[::-1] if transposed_out else x.shape
+    out_map = (lambda i, j: (j, i)) if transposed_out else (lambda i, j: (i, j))
+    return pl.pallas_call(
+        kernel, grid=(x.shape[0] // block[0], x.shape[1] // block[1]),
+        in_specs=[pl.BlockSpec(block, lambda i, j: (i, j))] * 2,
+        out_specs=pl.BlockSpec(block, out_map),
+        out_shape=jax.ShapeDtypeStruct(shape, x.dtype))(x, y)
+
+
+def test_strided_blocks_copy_side_by_side_at_the_strided_rate():
+    cal = dataclass_replace(CAL, vpu_rate=1e15)
+    bw = V7.hbm_bandwidth
+    block = 512 * 512 * 4
+    work = 1e-6 + 512 * 512 / 1e15
+    # [512, 512] tiles of [512, 4096] arrays: strided. The two input tiles of a step move
+    # side by side, each at a quarter of the bandwidth: 1 MiB / (bw / 4) per step. The
+    # output tiles are whole rows of a [4096, 512] array (contiguous: 1 MiB / bw each).
+    wide = jax.ShapeDtypeStruct((512, 4096), jnp.float32)
+    est = pallas_sim.estimate(_add_tiles, wide, wide, (512, 512), transposed_out=True)
+    t = timeline.predict(est.last, V7, calibration=cal)
+    copy, wb = block / (0.25 * bw), block / bw
+    assert wb < work < copy
+    # One queue: in0, in1, wb0, in2, wb1, ..., wb5, in7 back to back (8 copies, 6
+    # write-backs); wb6 follows in7; step 7 computes once in7 has landed, then wb7.
+    assert math.isclose(t.time_s, 8 * copy + 6 * wb + work + wb, rel_tol=1e-9)
+    assert t.dominant_bound == "memory"
+    # The same tiles as whole rows of [4096, 512] arrays: contiguous, both at bw in all.
+    tall = jax.ShapeDtypeStruct((4096, 512), jnp.float32)
+    est = pallas_sim.estimate(_add_tiles, tall, tall, (512, 512))
+    t = timeline.predict(est.last, V7, calibration=cal)
+    assert 2 * block / bw + wb < work
+    assert math.isclose(t.time_s, 2 * block / bw + 8 * work + wb, rel_tol=1e-9)
+    # A strided write-back holds the queue for its bytes at bw only, and ends a strided
+    # copy's time after it starts: with [512, 4096] outputs the last one ends at
+    # in7's landing + work + copy.
+    est = pallas_sim.estimate(_add_tiles, wide, wide, (512, 512))
+    t = timeline.predict(est.last, V7, calibration=cal)
+    assert math.isclose(t.time_s, 8 * copy + 6 * wb + work + copy, rel_tol=1e-9)
+
+
+def test_every_vector_op_pays_the_op_cost():
+    def kernel(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = jnp.exp(x * 2.0 + 1.0).sum(axis=-1, keepdims=True)
+
+    def call(x):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((x.shape[0], 1),
+                                                                     x.dtype))(x)
+
+    est = pallas_sim.estimate(call, jax.ShapeDtypeStruct((256, 256), jnp.float32))
+    assert est.last.ops.total("vector_ops") == 4, "multiply, add, exp, sum"
+    cal = dataclass_replace(CAL, op_overhead_s=0.1e-6)
+    t = timeline.predict(est.last, V7, calibration=cal)
+    np.testing.assert_allclose(t.overhead, 1e-6 + 4 * 0.1e-6)
 
 
 def test_parallel_axis_splits_over_tensorcores():

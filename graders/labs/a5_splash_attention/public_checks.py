@@ -663,12 +663,12 @@ def computed_mask_values(api: Api) -> None:
                         "from the candidate set for the causal, local and document masks at "
                         "L 8192, at which your own splash_attention runs within the 32 MiB "
                         "scoped VMEM, predicted (pallas_sim.estimate) within 10 % of the "
-                        "fastest legal candidate's 10.2619 / 7.1890 / 7.7304 ms")
+                        "fastest legal candidate's 9.6150 / 6.7442 / 6.7505 ms")
 def splash_blocks(api: Api) -> None:
     """Task 5.7: performance: choose_splash_blocks(mask_kind) returns (block_q, block_kv) from
     the candidate set for the causal, local and document masks at L 8192, at which your own
     splash_attention runs within the 32 MiB scoped VMEM, predicted (pallas_sim.estimate)
-    within 10 % of the fastest legal candidate's 10.2619 / 7.1890 / 7.7304 ms.
+    within 10 % of the fastest legal candidate's 9.6150 / 6.7442 / 6.7505 ms.
     """
     length = worked.PERF_LENGTH
     ids = np.repeat(np.arange(len(worked.PERF_DOCUMENTS)), worked.PERF_DOCUMENTS)
