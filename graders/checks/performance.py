@@ -4,8 +4,9 @@ prediction of that problem, and a time within the tolerance of the fastest candi
 
 The harness runs the student's own wrapper through ``pallas_sim.estimate`` in the worker
 and sends back plain numbers; nothing here trusts them beyond what they claim to be: a
-reply whose grid or blocks are not the chosen problem's, or whose time beats the chip's
-peak on the problem's FLOPs, is refused (docs/performance-model.md, "Performance tasks").
+reply whose grid or blocks are not the chosen problem's, whose kernel did fewer MXU FLOPs
+than the problem needs, or whose time beats the chip's peak on the problem's FLOPs, is
+refused (docs/performance-model.md, "Performance tasks").
 """
 
 from __future__ import annotations
@@ -27,6 +28,22 @@ def require_one_call(calls: Sequence[dict], grid: list[int], blocks: list[list[i
                                                           f"{blocks}",
                            got=got or "no pallas_call", hint=hint)
     return calls[0]
+
+
+def require_work(call: dict, flops: int, *, message: str, input: str) -> int:
+    """The call's ``mxu_flops`` (the products its kernel ran, as op accounting counted
+    them), when it is an int of at least ``flops``, the problem's matrix work (a kernel
+    may do more, never less). Raises ``CheckFailure(message)`` otherwise: a call that does
+    not compute the problem (an empty kernel next to an answer computed another way) is
+    not a run of it, however long its copies take."""
+    got = call.get("mxu_flops")
+    if type(got) is not int or got < flops:
+        raise CheckFailure(message, input=input,
+                           expected=f"at least {flops:,} MXU FLOPs (the problem's products)",
+                           got=f"{got:,} MXU FLOPs" if type(got) is int else repr(got)[:80],
+                           hint="the pallas_call's kernel must compute the result it "
+                                "returns")
+    return got
 
 
 def require_time_floor(call: dict, floor_s: float, *, message: str, input: str,

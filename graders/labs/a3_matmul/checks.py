@@ -657,6 +657,10 @@ def _validate_choice(reply: object) -> dict:
         calls, want_grid, want_blocks, operands="x, y, z", input=_PERF_LABEL,
         message=f"your matmul did not run one pallas_call with the blocks {blocks} you chose",
         hint="Task 3.2's matmul must make one pallas_call with block_shape's blocks")
+    performance.require_work(
+        call, 2 * _PERF_M * _PERF_N * _PERF_K, input=_PERF_LABEL,
+        message="your matmul's pallas_call does not compute this matmul: its kernel ran "
+                "fewer MXU FLOPs than 2·M·N·K")
     # Defence in depth: the time comes from the worker; no prediction of this matmul can
     # beat the chip's peak (2·M·N·K FLOPs at 1028.75 TFLOP/s = 1.052 ms).
     performance.require_time_floor(

@@ -80,7 +80,8 @@ def choose_matmul_blocks(sub: ModuleType, *, x_shape: tuple[int, int],
     nothing else; nothing else either when a block is not one of ``candidates``, so that a
     (1, 1, 1) never starts a run of billions of steps), and per pallas_call of the run
     ``grid``, ``block_shapes`` (of the in and out operands), ``time_s`` (predicted
-    seconds), ``mfu``, ``vmem_bytes`` and ``vmem_limit_bytes``. Raises what the student's
+    seconds), ``mfu``, ``mxu_flops`` (the products the kernel ran), ``vmem_bytes`` and
+    ``vmem_limit_bytes``. Raises what the student's
     code raises, e.g. ``VmemOOMError`` with a real run's message when the blocks do not fit.
     """
     import pallas_sim
@@ -108,6 +109,7 @@ def choose_matmul_blocks(sub: ModuleType, *, x_shape: tuple[int, int],
                              for op in call.operands
                              if op.role in ("in", "out")],
             "time_s": float(line.time_s), "mfu": float(line.mfu),
+            "mxu_flops": int(line.mxu_flops),
             "vmem_bytes": int(line.vmem_bytes), "vmem_limit_bytes": int(line.vmem_limit_bytes),
         })
     return {"blocks": list(blocks), "calls": calls}

@@ -1503,6 +1503,10 @@ def _validate_flash_choice(reply: object) -> dict:
                 f"({block_q}, {block_kv}) you chose",
         hint="Task 4.4's flash_attention must make one pallas_call with grid "
              "(H, L/block_q, L/block_kv)")
+    performance.require_work(
+        call, ref.attention_flops(_PERF_H, _PERF_L, _PERF_D, _PERF_DV), input=_PERF_LABEL,
+        message="your flash_attention's pallas_call does not compute this attention: its "
+                "kernel ran fewer MXU FLOPs than 2·H·L²·(d + dv)")
     # Defence in depth: the time comes from the worker; no prediction of this attention can
     # beat the chip's peak (2·H·L²·(d + dv) FLOPs at 1028.75 TFLOP/s = 1.336 ms).
     performance.require_time_floor(

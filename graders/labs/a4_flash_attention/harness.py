@@ -168,7 +168,8 @@ def choose_flash_config(sub: ModuleType, *, q_shape: tuple[int, int, int],
     then nothing else; nothing else either when it is not in the candidate sets, so that a
     (1, 1, None) never starts a run of millions of steps), and per pallas_call of the run
     ``grid``, ``block_shapes`` (of the in and out operands), ``time_s`` (predicted seconds),
-    ``mfu``, ``vmem_bytes`` (blocks and scratch), ``vmem_limit_bytes``,
+    ``mfu``, ``mxu_flops`` (the products the kernel ran), ``vmem_bytes`` (blocks and
+    scratch), ``vmem_limit_bytes``,
     ``vmem_capacity_bytes`` and ``largest_intermediate`` (elements of the largest array the
     kernel computed: the [block_q, block_kv] scores, lecture §5.3). Raises what the
     student's code raises (a ``ValueError`` of their wrapper, a ``VmemOOMError``).
@@ -204,6 +205,7 @@ def choose_flash_config(sub: ModuleType, *, q_shape: tuple[int, int, int],
             "block_shapes": [[None if d is None else int(d) for d in op.block_shape]
                              for op in call.operands if op.role in ("in", "out")],
             "time_s": float(line.time_s), "mfu": float(line.mfu),
+            "mxu_flops": int(line.mxu_flops),
             "vmem_bytes": int(line.vmem_bytes), "vmem_limit_bytes": int(line.vmem_limit_bytes),
             "vmem_capacity_bytes": int(line.vmem_capacity_bytes),
             "largest_intermediate": int(call.largest_intermediate),

@@ -1470,6 +1470,10 @@ def _validate_splash(kind: str, blocks: tuple[int, int], info: ref.MaskInfo,
                 f"the blocks {blocks} you chose",
         hint="Task 5.4's wrapper must make one pallas_call with grid (H, A), its block "
              "sizes read from mask_info.partial_mask_blocks.shape")
+    performance.require_work(
+        call, h * active * 2 * bq * bkv * (d + dv), input=label,
+        message="your splash_attention's pallas_call does not compute the active tiles: its "
+                "kernel ran fewer MXU FLOPs than 2·bq·bkv·(d + dv) per active tile and head")
     # Defence in depth: the time comes from the worker; no prediction can beat the chip's
     # peak on the active tiles' matmuls (2·bq·bkv·(d + dv) FLOPs each, per head).
     performance.require_time_floor(

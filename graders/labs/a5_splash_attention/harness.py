@@ -241,7 +241,8 @@ def choose_splash_blocks(sub: ModuleType, mask_kind: str, fields: tuple, *, leng
     else either when a block is not one of ``candidates`` or differs from the MaskInfo's,
     which is then ``info_blocks``), and per pallas_call of the run ``grid``,
     ``block_shapes`` (of the in and out operands, without squeezed dims), ``time_s``
-    (predicted seconds), ``mfu``, ``vmem_bytes`` and ``vmem_limit_bytes``. Raises what the
+    (predicted seconds), ``mfu``, ``mxu_flops`` (the products the kernel ran),
+    ``vmem_bytes`` and ``vmem_limit_bytes``. Raises what the
     student's code raises, e.g. ``VmemOOMError`` with a real run's message.
     """
     import pallas_sim
@@ -274,6 +275,7 @@ def choose_splash_blocks(sub: ModuleType, mask_kind: str, fields: tuple, *, leng
             "block_shapes": [[int(d) for d in op.block_shape if d is not None]
                              for op in call.operands if op.role in ("in", "out")],
             "time_s": float(line.time_s), "mfu": float(line.mfu),
+            "mxu_flops": int(line.mxu_flops),
             "vmem_bytes": int(line.vmem_bytes), "vmem_limit_bytes": int(line.vmem_limit_bytes),
         })
     return {"blocks": blocks, "calls": calls}
