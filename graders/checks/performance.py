@@ -12,9 +12,31 @@ refused (docs/performance-model.md, "Performance tasks").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from graders.registry import CheckFailure
+
+#: Per grading session: each chooser's reply (or its failure), so that both checks of a
+#: task read one worker round trip (the session keys weakly: the replies go with it).
+_REPLIES: weakref.WeakKeyDictionary[Any, dict[str, object]] = weakref.WeakKeyDictionary()
+
+
+def invoke_once(s: Any, name: str, kwargs: Mapping[str, object], *, harness: str,
+                timeout: float) -> object:
+    """The reply of the harness function ``name`` (``s.invoke(name, (), kwargs, ...)``) for
+    grading session ``s``, invoked once per session; later calls return the kept reply.
+    A ``CheckFailure`` the call raised is kept and returned, not raised: the caller raises
+    it with its own ``input``."""
+    kept = _REPLIES.setdefault(s, {})
+    if name not in kept:
+        try:
+            kept[name] = s.invoke(name, (), dict(kwargs), harness=harness,
+                                  timeout=timeout).value
+        except CheckFailure as failure:
+            kept[name] = failure
+    return kept[name]
 
 
 def require_one_call(calls: Sequence[dict], grid: list[int], blocks: list[list[int | None]],

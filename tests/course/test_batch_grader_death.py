@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,30 +21,16 @@ from graders.batch import run_batch
 from graders.discovery import discover
 
 from . import _dying_grader
+from ._batch_class import make_class, results_without_timing
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = ROOT / "examples" / "submissions"
 A1, A2 = "a1_pallas_basics", "a2_pipelining"
 TIMEOUT = 3.0
 
 
 def _class(root: Path, students: dict[str, tuple[str, ...]]) -> Path:
     """``students``: name -> the stems of ``cleo_untouched`` (cheap to grade) to copy."""
-    for name, stems in students.items():
-        (root / name).mkdir(parents=True)
-        for stem in stems:
-            shutil.copyfile(SAMPLES / "cleo_untouched" / f"{stem}.py", root / name / f"{stem}.py")
-    return root
-
-
-def _results(out: Path) -> dict[str, dict]:
-    """Every results.json under ``out`` without its timing, by relative path."""
-    found = {}
-    for path in sorted(out.glob("*/*/results.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        data.pop("execution_time", None)
-        found[str(path.relative_to(out))] = data
-    return found
+    return make_class(root, {name: ("cleo_untouched", stems)
+                             for name, stems in students.items()})
 
 
 def _book(out: Path) -> dict[str, dict[str, str]]:
@@ -74,7 +58,7 @@ def test_a_grader_that_always_dies_costs_only_its_own_file(
     out = tmp_path / "out"
     outcome, log = _batch(klass, out, jobs=1)  # returns: no BrokenProcessPool
 
-    assert _results(out) == _results(tmp_path / "normal"), (
+    assert results_without_timing(out) == results_without_timing(tmp_path / "normal"), (
         "amy's results are those of a batch without abe; abe has no results.json")
     assert not (out / "abe").exists() or not list((out / "abe").rglob("results.json"))
     book, reference = _book(out), _book(tmp_path / "normal")
@@ -99,7 +83,7 @@ def test_a_grader_that_dies_once_is_graded_again(
     outcome, log = _batch(klass, out, jobs=2)
     assert (out / _dying_grader.DIED_ONCE).exists(), "abe's grader did die the first time"
     assert outcome == normal, "no error: the second attempt graded abe's file"
-    assert _results(out) == _results(tmp_path / "normal")
+    assert results_without_timing(out) == results_without_timing(tmp_path / "normal")
     assert (out / "gradebook.csv").read_bytes() == (
         tmp_path / "normal" / "gradebook.csv").read_bytes()
     assert "[2/2]" in log and "[3/2]" not in log
@@ -116,7 +100,7 @@ def test_a_file_graded_beside_a_dying_grader_keeps_its_result(
     outcome, log = _batch(klass, out, jobs=2)
     assert _dying_grader.attempts(out, "amy") == 2, (
         "amy's grader was cut short by the broken pool, then graded her file alone")
-    assert _results(out) == _results(tmp_path / "normal")
+    assert results_without_timing(out) == results_without_timing(tmp_path / "normal")
     assert _book(out)["abe"]["notes"] == f"grader died: {A2}.py"
     assert [e.split(" (")[0] for e in outcome.errors] == [
         f"abe: the grader process died while grading {A2}.py"]

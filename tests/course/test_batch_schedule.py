@@ -18,33 +18,16 @@ from rich.console import Console
 from graders.batch import pending_students, run_batch, schedule
 from graders.discovery import discover
 
+from ._batch_class import make_class, results_without_timing
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "examples" / "submissions"
 A1, A2, A4 = "a1_pallas_basics", "a2_pipelining", "a4_flash_attention"
 
 
-def _class(root: Path, students: dict[str, tuple[str, tuple[str, ...]]]) -> Path:
-    """``students``: name -> (the sample to copy, the stems to copy)."""
-    for name, (sample, stems) in students.items():
-        (root / name).mkdir(parents=True)
-        for stem in stems:
-            shutil.copyfile(SAMPLES / sample / f"{stem}.py", root / name / f"{stem}.py")
-    return root
-
-
-def _results(out: Path) -> dict[str, dict]:
-    """Every results.json under ``out`` without its timing, by relative path."""
-    found = {}
-    for path in sorted(out.glob("*/*/results.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        data.pop("execution_time", None)
-        found[str(path.relative_to(out))] = data
-    return found
-
-
 def test_the_schedule_is_per_file_most_expensive_first_in_student_order(
         tmp_path: Path) -> None:
-    klass = _class(tmp_path / "class", {"amy": ("cleo_untouched", (A1, A2, A4)),
+    klass = make_class(tmp_path / "class", {"amy": ("cleo_untouched", (A1, A2, A4)),
                                         "bob": ("cleo_untouched", (A2, A4))})
     pending = pending_students(discover([klass]).submissions, tmp_path / "out")
     order = [(s.student, s.stem) for s in schedule(pending)]
@@ -64,7 +47,7 @@ def test_the_schedule_is_per_file_most_expensive_first_in_student_order(
 @pytest.mark.slow
 def test_jobs_1_and_2_give_the_same_results_and_progress_counts_files(
         tmp_path: Path) -> None:
-    klass = _class(tmp_path / "class", {"amy": ("cleo_untouched", (A1, A2)),
+    klass = make_class(tmp_path / "class", {"amy": ("cleo_untouched", (A1, A2)),
                                         "bob": ("ada_correct", (A2,)),
                                         "cal": ("ben_typical_mistakes", (A1,))})
     subs = discover([klass]).submissions
@@ -74,7 +57,7 @@ def test_jobs_1_and_2_give_the_same_results_and_progress_counts_files(
         out = tmp_path / f"out{jobs}"
         outcomes.append(run_batch(subs, out=out, jobs=jobs, timeout=3.0,
                                   err=Console(file=log, width=200)))
-        results.append(_results(out))
+        results.append(results_without_timing(out))
         logs.append(log.getvalue())
         assert (out / "gradebook.csv").is_file()
     assert outcomes[0] == outcomes[1]
@@ -91,7 +74,7 @@ def test_jobs_1_and_2_give_the_same_results_and_progress_counts_files(
 @pytest.mark.slow
 def test_a_resumed_batch_grades_only_the_files_without_a_current_result(
         tmp_path: Path) -> None:
-    klass = _class(tmp_path / "class", {"amy": ("cleo_untouched", (A1, A2)),
+    klass = make_class(tmp_path / "class", {"amy": ("cleo_untouched", (A1, A2)),
                                         "bob": ("cleo_untouched", (A2,))})
     out = tmp_path / "out"
     err = Console(file=io.StringIO())

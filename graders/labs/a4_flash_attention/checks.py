@@ -42,7 +42,6 @@ import dataclasses
 import functools
 import math
 import re
-import weakref
 from collections.abc import Callable
 
 import ml_dtypes
@@ -1436,8 +1435,6 @@ _PERF_LABEL = (f"bf16 q, k [{_PERF_H}, {_PERF_L}, {_PERF_D}], v [{_PERF_H}, {_PE
 #: One Ironwood TensorCore's peak bf16 FLOP/s (lecture §4.2), for the floor below.
 PEAK_FLOPS = 1028.75e12
 MiB = worked.MiB
-#: The worker's reply per session (or its failure): both checks of Task 4.8 read one run.
-_FLASH_CHOSEN: weakref.WeakKeyDictionary[Session, object] = weakref.WeakKeyDictionary()
 
 
 @functools.lru_cache(maxsize=1)
@@ -1461,17 +1458,11 @@ def _flash_chosen_run(s: Session) -> dict:
         it did not make one pallas_call of the lecture's attention with the chosen blocks,
         or its blocks, scratch and score tiles do not fit the TensorCore's VMEM.
     """
-    outcome = _FLASH_CHOSEN.get(s)
-    if outcome is None:
-        kwargs = {"q_shape": ref.PERFORMANCE_Q_SHAPE, "v_shape": ref.PERFORMANCE_V_SHAPE,
-                  "chip": ref.PERFORMANCE_CHIP, "block_candidates": ref.FLASH_BLOCK_CANDIDATES,
-                  "mle_candidates": ref.FLASH_MLE_CANDIDATES}
-        try:
-            outcome = s.invoke("choose_flash_config", (), kwargs, harness="a4",
-                               timeout=PERFORMANCE_TIMEOUT).value
-        except CheckFailure as failure:
-            outcome = failure
-        _FLASH_CHOSEN[s] = outcome
+    kwargs = {"q_shape": ref.PERFORMANCE_Q_SHAPE, "v_shape": ref.PERFORMANCE_V_SHAPE,
+              "chip": ref.PERFORMANCE_CHIP, "block_candidates": ref.FLASH_BLOCK_CANDIDATES,
+              "mle_candidates": ref.FLASH_MLE_CANDIDATES}
+    outcome = performance.invoke_once(s, "choose_flash_config", kwargs, harness="a4",
+                                      timeout=PERFORMANCE_TIMEOUT)
     if isinstance(outcome, CheckFailure):
         raise outcome.copy(input=_PERF_LABEL)
     return _validate_flash_choice(outcome)

@@ -1,0 +1,46 @@
+"""``graders.checks.performance.invoke_once``: both checks of a performance task (3.5, 4.8)
+read one worker round trip per grading session, failures included."""
+
+from __future__ import annotations
+
+import gc
+from types import SimpleNamespace
+
+from graders.checks import performance
+from graders.registry import CheckFailure
+
+
+class FakeSession:
+    """Counts invocations; answers with the function's name, or fails for "broken"."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def invoke(self, name, args, kwargs, *, harness, timeout):
+        self.calls.append(name)
+        if name == "broken":
+            raise CheckFailure("the student's chooser raised")
+        return SimpleNamespace(value={"name": name, "kwargs": kwargs, "harness": harness})
+
+
+def test_each_chooser_is_invoked_once_per_session_and_its_failure_is_kept():
+    s = FakeSession()
+    first = performance.invoke_once(s, "choose", {"a": 1}, harness="a3", timeout=1.0)
+    again = performance.invoke_once(s, "choose", {"a": 1}, harness="a3", timeout=1.0)
+    assert first is again and first == {"name": "choose", "kwargs": {"a": 1}, "harness": "a3"}
+    failure = performance.invoke_once(s, "broken", {}, harness="a3", timeout=1.0)
+    assert isinstance(failure, CheckFailure), "returned for the caller to raise, not raised"
+    assert performance.invoke_once(s, "broken", {}, harness="a3", timeout=1.0) is failure
+    assert s.calls == ["choose", "broken"]
+    other = FakeSession()
+    performance.invoke_once(other, "choose", {}, harness="a3", timeout=1.0)
+    assert other.calls == ["choose"], "another session (student) invokes again"
+
+
+def test_the_kept_replies_go_with_the_session():
+    s = FakeSession()
+    performance.invoke_once(s, "choose", {}, harness="a3", timeout=1.0)
+    before = len(performance._REPLIES)
+    del s
+    gc.collect()
+    assert len(performance._REPLIES) == before - 1
