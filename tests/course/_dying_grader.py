@@ -55,19 +55,26 @@ def attempts(out: Path, student: str) -> int:
 def dies_while_amy_grades(student: str, stem: str, file: str, assignment: str, out: str,
                           *args: Any) -> Any:
     """``abe``'s grader dies every time, the first time while ``amy``'s is grading: ``abe``
-    waits until amy's grader has started, amy's grader waits (before grading) until abe's
-    is about to die and then long enough to be still busy when it does."""
+    waits until the graders of ``amy`` and ``al`` have started, amy's first grader waits
+    (before grading) until abe's is about to die and then until the broken pool ends it.
+
+    ``al`` is graded once abe's grader is dying: its result wakes the pool's manager
+    thread. (Python 3.11's pool wakes that thread before it starts a process for a new
+    task, so it may be waiting on the processes it knew before, without abe's: a death
+    it does not watch is seen at the next result, and amy's, still waiting, is not one.)"""
     folder = Path(out)
     (folder / f"{student}.started.{os.getpid()}").write_text("", encoding="utf-8")
+    deadline = time.monotonic() + 60
     if student == DYING:
-        deadline = time.monotonic() + 60
-        while not attempts(folder, "amy") and time.monotonic() < deadline:
+        while (not (attempts(folder, "amy") and attempts(folder, "al"))
+               and time.monotonic() < deadline):
             time.sleep(0.02)
         (folder / DYING_NOW).write_text("", encoding="utf-8")
         _die()
-    if student == "amy" and attempts(folder, "amy") == 1:
-        deadline = time.monotonic() + 60
+    if student in ("amy", "al") and attempts(folder, student) == 1:
         while not (folder / DYING_NOW).exists() and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(3)  # the pool, broken by abe's death, terminates this process meanwhile
+        if student == "amy":  # the pool, broken by abe's death, terminates this process
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
     return _real_grade_submission(student, stem, file, assignment, out, *args)

@@ -92,16 +92,16 @@ def test_a_grader_that_dies_once_is_graded_again(
 @pytest.mark.slow
 def test_a_file_graded_beside_a_dying_grader_keeps_its_result(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    klass = _class(tmp_path / "class", {"abe": (A2,), "amy": (A1,)})
-    expected = _class(tmp_path / "without_abe", {"amy": (A1,)})
+    klass = _class(tmp_path / "class", {"abe": (A2,), "amy": (A1,), "al": (A1,)})
+    expected = _class(tmp_path / "without_abe", {"amy": (A1,), "al": (A1,)})
     _batch(expected, tmp_path / "normal", jobs=1)
     monkeypatch.setattr(batch, "_grade_submission", _dying_grader.dies_while_amy_grades)
     out = tmp_path / "out"
-    outcome, log = _batch(klass, out, jobs=2)
+    outcome, log = _batch(klass, out, jobs=3)
     assert _dying_grader.attempts(out, "amy") == 2, (
         "amy's grader was cut short by the broken pool, then graded her file alone")
     assert results_without_timing(out) == results_without_timing(tmp_path / "normal")
     assert _book(out)["abe"]["notes"] == f"grader died: {A2}.py"
     assert [e.split(" (")[0] for e in outcome.errors] == [
         f"abe: the grader process died while grading {A2}.py"]
-    assert "[2/2]" in log and "[3/2]" not in log
+    assert "[3/3]" in log and "[4/3]" not in log
