@@ -22,9 +22,12 @@ A grader process that dies (SIGKILL from the kernel's out-of-memory killer, a cr
 C extension, an operator's kill) breaks the pool, which then ends every file it had not
 finished. The files already finished keep their results; the others are graded again,
 each in a pool of its own (one grader process, the same worker zygote), so that a second
-death is that file's alone. A file whose grader dies again gets no results.json, an
-error in ``BatchOutcome.errors`` ("the grader process died while grading FILE (how)")
-and the note "grader died: FILE" in its student's gradebook row; the batch goes on.
+death is that file's alone. A file whose grader dies again gets no result, an error in
+``BatchOutcome.errors`` ("the grader process died while grading FILE (how)") and the
+note "grader died: FILE" in its student's gradebook row; the batch goes on. A
+results.json left by an earlier batch is removed with its feedback files when it was
+made from other content (the file was resubmitted: its old score is not this file's),
+and kept when it was made from this very content (``force``, ``tasks``).
 
 Resuming: a submission that already has a results.json made from a file with the
 same content (SHA-256) is not graded again (temporary files left by a killed
@@ -270,6 +273,19 @@ def _is_current(out: Path, sub: Submission) -> bool:
         previous.sha256 == file_digest(sub.file)[0])
 
 
+def _drop_stale_result(out: Path, sub: Submission) -> bool:
+    """After ``sub``'s grader died for good: remove a results.json (and the feedback
+    files beside it) made from other content than ``sub.file``'s present one, so the
+    gradebook shows no score rather than an earlier submission's. Returns whether a
+    result of this very content is kept."""
+    if _is_current(out, sub):
+        return True
+    path = result_path(out, sub.student, sub.stem)
+    for stale in (path, path.with_name("feedback.md"), path.with_name("feedback.html")):
+        stale.unlink(missing_ok=True)
+    return False
+
+
 def pending_students(submissions: Sequence[Submission], out: Path, *, force: bool = False
                      ) -> dict[str, list[Submission]]:
     """Students to grade, in order, each with the submissions of theirs to grade: with
@@ -396,15 +412,17 @@ def _death(workers: Sequence[Any]) -> str:
     return f"killed by {name}"
 
 
-def _grade_alone(subs: Sequence[Submission], jobs: int, options: Mapping[str, Any],
+def _grade_alone(out: Path, subs: Sequence[Submission], jobs: int,
+                 options: Mapping[str, Any],
                  grade: Callable[[ProcessPoolExecutor, Submission], Future],
                  done: Callable[..., None], notes: dict[str, list[str]], stop: Any,
                  progress: GradingProgress) -> bool:
     """Grade ``subs`` again, the files a broken pool did not finish, each in a pool of its
     own (one grader process, ``options`` as the batch's pool: the same zygote), at most
     ``jobs`` at a time, in order: a grader that dies now took only its own file down.
-    Such a file gets no result, an error for ``done`` and the note "grader died: FILE" in
-    ``notes``; every file is passed to ``done`` (except after Ctrl-C: ``stop`` is set and
+    Such a file gets no result (``_drop_stale_result`` under the batch folder ``out``),
+    an error for ``done`` and the note "grader died: FILE" in ``notes``;
+    every file is passed to ``done`` (except after Ctrl-C: ``stop`` is set and
     the files not started are left). Returns whether Ctrl-C stopped the batch."""
     waiting = list(subs)
     running: dict[Future, tuple[Submission, ProcessPoolExecutor, list[Any]]] = {}
@@ -430,9 +448,10 @@ def _grade_alone(subs: Sequence[Submission], jobs: int, options: Mapping[str, An
                         continue
                     name = Path(sub.file).name
                     notes.setdefault(sub.student, []).append(f"grader died: {name}")
+                    kept = ("an earlier result of the same content is kept"
+                            if _drop_stale_result(out, sub) else "no result was written")
                     done(sub, f"the grader process died while grading {name} ({how}), "
-                              "also when graded alone; no result was written",
-                         "grader died:")
+                              f"also when graded alone; {kept}", "grader died:")
                     continue
                 if error == INTERRUPTED:
                     interrupted = True
@@ -551,7 +570,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                     progress.stop()
                     wait(futures)
             if broken and not interrupted:
-                interrupted = _grade_alone([sub for sub in jobs_of if id(sub) in broken],
+                interrupted = _grade_alone(out, [sub for sub in jobs_of if id(sub) in broken],
                                            jobs, options, grade, done, book_notes, stop,
                                            progress)
     atomic_write_text(gradebook, gradebook_from_results(out, book_notes))

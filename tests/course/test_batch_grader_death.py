@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from graders.batch import run_batch
 from graders.discovery import discover
 
 from . import _dying_grader
-from ._batch_class import make_class, results_without_timing
+from ._batch_class import SAMPLES, make_class, results_without_timing
 
 A1, A2 = "a1_pallas_basics", "a2_pipelining"
 TIMEOUT = 3.0
@@ -38,10 +39,11 @@ def _book(out: Path) -> dict[str, dict[str, str]]:
         return {row["student"]: row for row in csv.DictReader(handle)}
 
 
-def _batch(klass: Path, out: Path, jobs: int) -> tuple[batch.BatchOutcome, str]:
+def _batch(klass: Path, out: Path, jobs: int, force: bool = False
+           ) -> tuple[batch.BatchOutcome, str]:
     log = io.StringIO()
     outcome = run_batch(discover([klass]).submissions, out=out, jobs=jobs, timeout=TIMEOUT,
-                        err=Console(file=log, width=300))
+                        err=Console(file=log, width=300), force=force)
     return outcome, log.getvalue()
 
 
@@ -105,3 +107,30 @@ def test_a_file_graded_beside_a_dying_grader_keeps_its_result(
     assert [e.split(" (")[0] for e in outcome.errors] == [
         f"abe: the grader process died while grading {A2}.py"]
     assert "[3/3]" in log and "[4/3]" not in log
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("resubmitted", [True, False], ids=["resubmitted", "forced"])
+def test_a_dead_graders_earlier_result_is_kept_only_for_the_same_content(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resubmitted: bool) -> None:
+    klass = make_class(tmp_path / "class", {"abe": ("ada_correct", (A1,))})
+    out = tmp_path / "out"
+    first, _ = _batch(klass, out, jobs=1)
+    assert first.errors == [] and _book(out)["abe"]["a1"] == "100"
+    if resubmitted:  # abe hands in another file: the earlier 100 is not this file's
+        shutil.copyfile(SAMPLES / "cleo_untouched" / f"{A1}.py", klass / "abe" / f"{A1}.py")
+    monkeypatch.setattr(batch, "_grade_submission", _dying_grader.always_dies)
+    outcome, _ = _batch(klass, out, jobs=1, force=not resubmitted)
+
+    folder = out / "abe" / A1
+    row = _book(out)["abe"]
+    assert row["notes"] == f"grader died: {A1}.py"
+    [error] = outcome.errors
+    if resubmitted:
+        assert not [p.name for p in folder.iterdir()], "no results.json nor feedback left"
+        assert row.get("a1", "") == "" and row["total"] == "", row
+        assert error.endswith("no result was written"), error
+    else:  # graded again on request (--force): the result of this very content stays
+        assert (folder / "results.json").exists() and (folder / "feedback.md").exists()
+        assert row["a1"] == "100", row
+        assert error.endswith("an earlier result of the same content is kept"), error
