@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import memory
-from .errors import NoGridError
+from .errors import NoGridError, OutsideKernelError
 from .values import KERNELS, KernelValue, concrete
 
 
@@ -131,3 +131,18 @@ def when(condition: object) -> Callable[[Callable[[], None]], None]:
             body()
         return None
     return decorate
+
+
+def require_kernel(what: str) -> KernelContext:
+    """The running kernel's context.
+
+    Raises:
+      OutsideKernelError: no kernel is running (JAX: "Evaluation rule for 'run_scoped' not
+        implemented").
+    """
+    ctx = running()
+    if ctx is None:
+        raise OutsideKernelError(
+            f"Evaluation rule for 'run_scoped' not implemented ({what} works only inside a "
+            "kernel run by pl.pallas_call or pl.kernel)")
+    return ctx

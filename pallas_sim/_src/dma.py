@@ -303,9 +303,7 @@ def sync_copy(src_ref: object, dst_ref: object, *, add: bool = False) -> None:
       UnsupportedJaxUsageError: ``add=True`` (see :meth:`AsyncCopy.start`).
       OutsideKernelError: called outside a running kernel.
     """
-    from .scoped import require_kernel
-
-    require_kernel("pltpu.sync_copy")
+    context.require_kernel("pltpu.sync_copy")
     srcs, src_def = flatten(src_ref)
     if not srcs:
         return

@@ -41,12 +41,13 @@ from typing import Any
 import numpy as np
 
 from . import block_dims, memory
+from .context import require_kernel
 from .errors import UnsupportedJaxUsageError
 from .memory_spaces import HBM_SPACES
 from .operands import Operand, allocate_buffers, vectorized_grid
 from .pytrees import flatten
 from .refs import Ref
-from .scoped import allocated, require_kernel
+from .scoped import allocated
 from .values import concrete
 
 

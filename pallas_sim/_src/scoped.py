@@ -31,25 +31,9 @@ from . import abstract, context, dma, memory
 from .abstract import AbstractArray
 from .config import OPTIONS
 from .dtypes import fill_value
-from .errors import OutsideKernelError
 from .memory_spaces import HBM_SPACES, ScratchShape
 from .pytrees import flatten
 from .refs import Ref, make_ref
-
-
-def require_kernel(what: str) -> context.KernelContext:
-    """The running kernel's context.
-
-    Raises:
-      OutsideKernelError: no kernel is running (JAX: "Evaluation rule for 'run_scoped' not
-        implemented").
-    """
-    ctx = context.running()
-    if ctx is None:
-        raise OutsideKernelError(
-            f"Evaluation rule for 'run_scoped' not implemented ({what} works only inside a "
-            "kernel run by pl.pallas_call or pl.kernel)")
-    return ctx
 
 
 def run_scoped(f: Callable[..., Any], *types: Any,
@@ -79,7 +63,7 @@ def run_scoped(f: Callable[..., Any], *types: Any,
       VmemOOMError: the call's VMEM with these buffers exceeds the limit.
       UnwaitedDMAError: a copy started on a scoped semaphore was not waited.
     """
-    ctx = require_kernel("pl.run_scoped")
+    ctx = context.require_kernel("pl.run_scoped")
     leaves, tree = flatten((types, kw_types))
     for t in leaves:
         if not isinstance(t, ScratchShape):
