@@ -465,7 +465,7 @@ class Worker:
             self._cgroup.kill_all()  # nothing of an earlier process survives into this one
             self._oom_kills = self._cgroup.oom_kills()
         try:
-            with open(output_path, "wb") as output:
+            with open(output_path, "ab") as output:
                 process = self._fork_from_zygote(output.fileno())
             if process is None:
                 process = self._popen(output_path, use_prlimit, in_launcher)
