@@ -10,6 +10,9 @@ a TPU would read garbage, and a student deserves an error naming the ref
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import numpy as np
 
 from .abstract import AbstractArray
@@ -254,16 +257,28 @@ class _RefIndexer:
 
 
 def _strided_region(shape: tuple[int, ...], idx: object) -> bool:
-    """Whether basic index ``idx`` selects more than one contiguous run of a C-ordered
-    array of ``shape``. Computed on a view with the array's strides over one byte, which
-    NumPy never reads (only views are taken: the index keeps a trailing ``...``)."""
+    """Whether basic index ``idx`` (ints, slices, None, ``...``) selects more than one
+    contiguous run of a C-ordered array of ``shape``. A kernel indexes the same way on
+    every grid step, so the answer is cached per (shape, index)."""
     entries = idx if isinstance(idx, tuple) else (idx,)
+    # Slices are not hashable before Python 3.12: a slice is keyed as its 3-tuple (no
+    # other entry of a basic index is a tuple).
+    key = tuple((e.start, e.stop, e.step) if type(e) is slice else e for e in entries)
+    return _strided_layout(tuple(int(d) for d in shape), key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _strided_layout(shape: tuple[int, ...], key: tuple[Any, ...]) -> bool:
+    """``_strided_region`` for a hashable index ``key``, computed on a view with the
+    array's strides over one byte, which NumPy never reads (only views are taken: the
+    index keeps a trailing ``...``)."""
+    entries = tuple(slice(*e) if type(e) is tuple else e for e in key)
     if Ellipsis not in entries:
         entries = (*entries, Ellipsis)
     strides, step = [], 1
     for d in reversed(shape):
         strides.append(step)
-        step *= max(int(d), 1)
+        step *= max(d, 1)
     layout = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=shape,
                                              strides=tuple(reversed(strides)),
                                              writeable=False)

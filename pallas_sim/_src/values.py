@@ -388,40 +388,49 @@ def _method(name: str) -> Callable[..., Any]:
 _FOLDED_IDENTITIES = {"multiply": (1, True), "divide": (1, False), "true_divide": (1, False)}
 
 
-def _folded(ufunc: np.ufunc, other: Any, reflected: bool) -> bool:
-    """``x <op> other`` is an identity the compiler removes, so no unit does any work:
-    ``other`` is a Python or NumPy scalar (a literal in the traced program) equal to the op's
-    identity, on the side where it is one (``x * 1``, ``1 * x``, ``x / 1``; not ``1 / x``)."""
+def _identity_of(ufunc: np.ufunc, reflected: bool) -> int | None:
+    """The constant ``c`` for which ``x <op> c`` (``c <op> x`` when ``reflected``) is an
+    identity the compiler removes (``x * 1``, ``1 * x``, ``x / 1``; not ``1 / x``), or None
+    for an op that has none on that side. Resolved once per op method, not per call."""
     rule = _FOLDED_IDENTITIES.get(ufunc.__name__)
+    if rule is None or (reflected and not rule[1]):
+        return None
+    return rule[0]
+
+
+def _is_constant(other: Any, identity: int) -> bool:
+    """``other`` is a Python or NumPy scalar (a literal in the traced program) equal to
+    ``identity``: the op is folded, so no unit does any work."""
     constant = type(other) in (int, float) or (
         isinstance(other, np.number) and not isinstance(other, np.bool_))
-    if rule is None or not constant or (reflected and not rule[1]):
-        return False
-    return bool(other == rule[0])
+    return constant and bool(other == identity)
 
 
 def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:
     key = "eup_ops" if ufunc.__name__ in op_accounting.EUP else "vpu_ops"
     counters = op_accounting._STACK
+    identity = _identity_of(ufunc, reflected)
+
+    def count(out: Any, other: Any) -> None:
+        if type(out) is KernelValue and (identity is None
+                                         or not _is_constant(other, identity)):
+            a = out._a
+            if a.ndim:
+                counters[-1].produced(key, a.size)
+            else:
+                counters[-1].add("scalar_ops", 1)
+
     if reflected:
         def method(self: KernelValue, other: Any) -> Any:
             out = _wrap(ufunc(_operand(other), self._a))
-            if counters and type(out) is KernelValue and not _folded(ufunc, other, True):
-                a = out._a
-                if a.ndim:
-                    counters[-1].produced(key, a.size)
-                else:
-                    counters[-1].add("scalar_ops", 1)
+            if counters:
+                count(out, other)
             return out
     else:
         def method(self: KernelValue, other: Any) -> Any:
             out = _wrap(ufunc(self._a, _operand(other)))
-            if counters and type(out) is KernelValue and not _folded(ufunc, other, False):
-                a = out._a
-                if a.ndim:
-                    counters[-1].produced(key, a.size)
-                else:
-                    counters[-1].add("scalar_ops", 1)
+            if counters:
+                count(out, other)
             return out
     return method
 
