@@ -52,7 +52,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, as_
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 
@@ -412,6 +412,22 @@ def _death(workers: Sequence[Any]) -> str:
     return f"killed by {name}"
 
 
+def _finish(future: Future, sub: Submission, done: Callable[..., None]
+            ) -> Literal["done", "interrupted", "died"]:
+    """How ``sub``'s ended ``future`` (a ``_grade_submission`` call) went: "done" (passed
+    to ``done`` with its error text or None), "interrupted" (its grader stopped on Ctrl-C,
+    ``INTERRUPTED``) or "died" (``BrokenProcessPool``: its grader process, or another of
+    the pool's, died before it finished; no result came back)."""
+    try:
+        error = future.result()[3]
+    except BrokenProcessPool:
+        return "died"
+    if error == INTERRUPTED:
+        return "interrupted"
+    done(sub, error)
+    return "done"
+
+
 def _grade_alone(out: Path, subs: Sequence[Submission], jobs: int,
                  options: Mapping[str, Any],
                  grade: Callable[[ProcessPoolExecutor, Submission], Future],
@@ -439,24 +455,20 @@ def _grade_alone(out: Path, subs: Sequence[Submission], jobs: int,
             for future in ended:
                 sub, pool, workers = running.pop(future)
                 pool.shutdown()
-                try:
-                    error = future.result()[3]
-                except BrokenProcessPool:
-                    how = _death(workers)
-                    if interrupted or how == "killed by SIGINT":  # Ctrl-C came first
-                        interrupted = True
-                        continue
-                    name = Path(sub.file).name
-                    notes.setdefault(sub.student, []).append(f"grader died: {name}")
-                    kept = ("an earlier result of the same content is kept"
-                            if _drop_stale_result(out, sub) else "no result was written")
-                    done(sub, f"the grader process died while grading {name} ({how}), "
-                              f"also when graded alone; {kept}", "grader died:")
+                ending = _finish(future, sub, done)
+                if ending != "died":
+                    interrupted |= ending == "interrupted"
                     continue
-                if error == INTERRUPTED:
+                how = _death(workers)
+                if interrupted or how == "killed by SIGINT":  # Ctrl-C came first
                     interrupted = True
                     continue
-                done(sub, error)
+                name = Path(sub.file).name
+                notes.setdefault(sub.student, []).append(f"grader died: {name}")
+                kept = ("an earlier result of the same content is kept"
+                        if _drop_stale_result(out, sub) else "no result was written")
+                done(sub, f"the grader process died while grading {name} ({how}), "
+                          f"also when graded alone; {kept}", "grader died:")
     except KeyboardInterrupt:
         interrupted = True
         stop.set()
@@ -549,18 +561,13 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                 try:
                     for future in as_completed(futures):
                         sub = futures[future]
-                        try:
-                            error = future.result()[3]
-                        except BrokenProcessPool:
+                        ending = _finish(future, sub, done)
+                        if ending == "died":
                             # A grader process died (the OOM killer, a crash, a kill; or a
                             # Ctrl-C that reached it before it could ignore it): the pool
                             # ends every file not finished yet. Graded again below.
                             broken.add(id(sub))
-                            continue
-                        if error == INTERRUPTED:
-                            interrupted = True
-                            continue
-                        done(sub, error)
+                        interrupted |= ending == "interrupted"
                 except KeyboardInterrupt:
                     # The running files stop on their own Ctrl-C; the others return at
                     # once. (Futures are not cancelled: Python 3.11's pool can then fail
