@@ -398,7 +398,7 @@ def _identity_of(ufunc: np.ufunc, reflected: bool) -> int | None:
     return rule[0]
 
 
-def _is_constant(other: Any, identity: int) -> bool:
+def _is_identity_literal(other: Any, identity: int) -> bool:
     """``other`` is a Python or NumPy scalar (a literal in the traced program) equal to
     ``identity``: the op is folded, so no unit does any work."""
     constant = type(other) in (int, float) or (
@@ -413,7 +413,7 @@ def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:
 
     def count(out: Any, other: Any) -> None:
         if type(out) is KernelValue and (identity is None
-                                         or not _is_constant(other, identity)):
+                                         or not _is_identity_literal(other, identity)):
             a = out._a
             if a.ndim:
                 counters[-1].produced(key, a.size)
