@@ -551,6 +551,19 @@ def _dims(value: object) -> tuple[int, ...]:
     return tuple(int(d) for d in value)  # type: ignore[attr-defined]
 
 
+def _dot_general_out_elements(sl: tuple[int, ...], sr: tuple[int, ...], lc: tuple[int, ...],
+                              lb: tuple[int, ...], rc: tuple[int, ...],
+                              rb: tuple[int, ...]) -> int:
+    """Elements of ``dot_general``'s result, a Python int: batch x lhs free x rhs free.
+
+    It used to be (lhs size x rhs size) // (contracted**2 x batch) through this module's
+    ``max``, which is ``lax.max``: its int32 array overflowed at lecture sizes.
+    """
+    lhs_free = math.prod(sl[d] for d in range(len(sl)) if d not in lc and d not in lb)
+    rhs_free = math.prod(sr[d] for d in range(len(sr)) if d not in rc and d not in rb)
+    return math.prod(sl[d] for d in lb) * lhs_free * rhs_free
+
+
 def dot_general(lhs: object, rhs: object, dimension_numbers: Any, precision: object = None,
                 preferred_element_type: object = None, *, out_sharding: object = None) -> Any:
     """``jax.lax.dot_general``: contract ``lhs`` and ``rhs`` over the given dimensions.
@@ -589,9 +602,8 @@ def dot_general(lhs: object, rhs: object, dimension_numbers: Any, precision: obj
     out_dtype = (canonical_dtype(preferred_element_type) if preferred_element_type is not None
                  else canonical_dtype(np.result_type(dl, dr)))
     if op_accounting._STACK:
-        op_accounting.product(lhs, rhs, math.prod(sl) * math.prod(sr) // max(
-            math.prod(sl[d] for d in lc) ** 2 * math.prod(sl[d] for d in lb), 1),
-            math.prod(sl[d] for d in lc))
+        op_accounting.product(lhs, rhs, _dot_general_out_elements(sl, sr, lc, lb, rc, rb),
+                              math.prod(sl[d] for d in lc))
     acc = _accumulation_dtype((dl, dr))
     a, b = _value(lhs, dl).astype(acc), _value(rhs, dr).astype(acc)
     if not lb and lc == (len(sl) - 1,) and rc == (0,) and len(sr) <= 2:
