@@ -118,6 +118,11 @@ MUTANTS: list[Mutant] = [
 VARIANTS: list[Variant] = [
     Variant("str_format_messages", A3,
             "its ValueError messages use str.format, which the policy once refused"),
+    Variant("dot_general", A3,
+            "every product is jax.lax.dot_general, the lecture's §5.2 spelling "
+            "(z += x @ y as dot_general over (((1,), (0,)), ((), ()))); "
+            "it counts the FLOPs jnp.dot counts, so Task 3.5 is "
+            "graded at the lecture's size as the solution is"),
     Variant("scratch_accumulator", A3,
             "the wrapper accumulates in an f32 VMEM scratch buffer and writes z once at the "
             "last k step; run with only z (the standard call) the kernel accumulates in z. "

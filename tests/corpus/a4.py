@@ -331,6 +331,11 @@ VARIANTS: list[Variant] = [
                           "            start = index * bkv_compute\n"),
              (MICRO_STORE, MICRO_STORE + "            return carry\n\n"
                            "        jax.lax.fori_loop(0, block_kv // bkv_compute, _slice, 0)\n"),)),
+    Variant("dot_general", A4,
+            "every product is jax.lax.dot_general, the lecture's §5.2 spelling "
+            "(q @ kᵀ contracts d of both, no .T; p @ v); "
+            "it counts the FLOPs jnp.dot counts, so Task 4.8 is "
+            "graded at the lecture's size as the solution is"),
     Variant("merge_formulation", A4,
             "each tile's own state (m, l, acc) is merged into the running one with the "
             "symmetric merge of Task 4.2, in jnp, guarding rows a tile masks completely. "

@@ -159,6 +159,11 @@ OWN_CLASSIFY = """    nq, nkv = mask.shape[0] // block_q, mask.shape[1] // block
 """
 
 VARIANTS: list[Variant] = [
+    Variant("dot_general", A5,
+            "every product is jax.lax.dot_general, the lecture's §5.2 spelling "
+            "(q @ kᵀ contracts d of both, no .T; p @ v); "
+            "it counts the FLOPs jnp.dot counts, so Task 5.7 is "
+            "graded at the lecture's size as the solution is"),
     Variant("builder-classifies-itself", A5,
             "build_mask_info classifies the tiles with its own loop instead of calling "
             "classify_blocks",
