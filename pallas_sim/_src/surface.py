@@ -12,6 +12,7 @@ and what to write instead, never a bare ``AttributeError``.
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -20,6 +21,25 @@ from .jax_names import JAX_VERSION, NAMES
 
 #: How code spells the Pallas namespaces.
 _SHORT = {"jax.experimental.pallas": "pl", "jax.experimental.pallas.tpu": "pltpu"}
+
+#: Where a name missing from one namespace may live instead, in the order they are tried:
+#: (JAX namespace, how code spells it, the pallas_sim module that mirrors it). A name is
+#: suggested there when JAX 0.10.2 has it there (:data:`~pallas_sim._src.jax_names.NAMES`)
+#: and that module offers it (its ``__all__``): ``pl.make_async_copy`` is
+#: ``pltpu.make_async_copy``, ``jnp.dot_general`` is ``jax.lax.dot_general``,
+#: ``pltpu.program_id`` is ``pl.program_id``.
+HOMES: tuple[tuple[str, str, str], ...] = (
+    ("jax.experimental.pallas", "pl", "pallas_sim.pl"),
+    ("jax.experimental.pallas.tpu", "pltpu", "pallas_sim.pltpu"),
+    ("jax.numpy", "jnp", "pallas_sim.jnp"),
+    ("jax.lax", "jax.lax", "pallas_sim.lax"),
+    ("jax.nn", "jax.nn", "pallas_sim.nn"),
+    ("jax", "jax", "pallas_sim.jax"),
+    ("jax.random", "jax.random", "pallas_sim.random"),
+    ("jax.tree", "jax.tree", "pallas_sim.tree"),
+    ("jax.tree_util", "jax.tree_util", "pallas_sim.tree_util"),
+)
+_SPELLING = {namespace: spelled for namespace, spelled, _ in HOMES}
 
 _NO_AUTODIFF = ("pallas_sim runs kernels forward only, with no automatic differentiation; "
                 "test a backward pass by calling its kernels directly (jax.custom_vjp is "
@@ -92,17 +112,54 @@ def _spelled(namespace: str, name: str) -> str:
     return f"{full} (`{short}.{name}`)" if short else full
 
 
+def home_of(namespace: str, name: str) -> str | None:
+    """``name`` as spelled in the first namespace of :data:`HOMES` other than
+    ``namespace`` where JAX 0.10.2 has it and pallas_sim offers it (``"pltpu.VMEM"``
+    for ``("jax.experimental.pallas", "VMEM")``), else None.
+
+    Source: the names of the installed JAX's namespaces (``jax_names.NAMES``, checked
+    against JAX by ``tests/fidelity/test_surface_jax.py``) and the modules' ``__all__``.
+    """
+    for other, spelled, module in HOMES:
+        if other == namespace or name not in NAMES.get(other, ()):
+            continue
+        if name in getattr(importlib.import_module(module), "__all__", ()):
+            return f"{spelled}.{name}"
+    return None
+
+
+def elsewhere(namespace: str, name: str) -> str | None:
+    """What to write for ``name``, which JAX's ``namespace`` lacks, when another namespace
+    has it (:func:`home_of`): "pl.make_async_copy is pltpu.make_async_copy in Pallas TPU",
+    "jnp.dot_general is jax.lax.dot_general in JAX"; else None."""
+    home = home_of(namespace, name)
+    if home is None:
+        return None
+    pallas = home.startswith(("pl.", "pltpu."))
+    return (f"{_SPELLING.get(namespace, namespace)}.{name} is {home} in "
+            f"{'Pallas TPU' if pallas else 'JAX'}")
+
+
 def message(namespace: str, name: str) -> str:
-    """Why ``namespace.name`` is missing here, and what to write instead."""
+    """Why ``namespace.name`` is missing here, and what to write instead: a hint of
+    :data:`HINTS`, else the namespace where JAX has the name (:func:`elsewhere`), else
+    JAX's names that are spelled alike."""
     qualified = f"{namespace}.{name}"
     hint = HINTS.get(qualified)
     if name in NAMES.get(namespace, ()):
+        if hint is None:
+            home = home_of(namespace, name)
+            if home is not None:  # pl.CompilerParams, JAX's base class of pltpu's
+                hint = f"write {home}, which pallas_sim has, as JAX does"
         return (f"{_spelled(namespace, name)} is not supported by pallas_sim: "
                 f"{hint or HINTS.get(namespace, HINTS['jax'])}")
     text = (f"{_spelled(namespace, name)} does not exist in JAX {JAX_VERSION}, so pallas_sim "
             f"does not offer it either")
     if hint:
         return f"{text}: {hint}"
+    home = elsewhere(namespace, name)
+    if home:
+        return f"{text}: {home}"
     close = difflib.get_close_matches(name, sorted(NAMES.get(namespace, ())), n=3)
     if close:
         return f"{text}; did you mean {', '.join(f'{namespace}.{c}' for c in close)}?"

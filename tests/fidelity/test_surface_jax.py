@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import importlib
 import typing
 
 import jax as real_jax
@@ -366,3 +367,42 @@ def test_a_name_jax_lacks_too_says_so(namespace):
     with pytest.raises(AttributeError) as info:
         module._private_probe  # noqa: B018
     assert not isinstance(info.value, UnsupportedJaxAPIError), "private names: plain errors"
+
+
+# -- the right namespace for a name (issue 23 item 10) ------------------------------------------
+
+
+def _in_jax(spelled: str) -> bool:
+    """Whether the installed JAX has ``spelled`` ("pltpu.make_async_copy", "jnp.exp",
+    "jax.lax.fori_loop")."""
+    from pallas_sim._src.surface import HOMES
+
+    prefix, _, name = spelled.rpartition(".")
+    namespace = next(ns for ns, short, _ in HOMES if short == prefix)
+    return hasattr(importlib.import_module(namespace), name)
+
+
+def test_every_suggested_spelling_exists_in_jax_and_the_refused_one_does_not():
+    """Each name pallas_sim offers somewhere, asked for in another namespace that JAX 0.10.2
+    lacks it in: the refusal names where it is, and that spelling exists in the installed
+    JAX (``pl.make_async_copy`` -> ``pltpu.make_async_copy``, ``jnp.dot_general`` ->
+    ``jax.lax.dot_general``, ...)."""
+    from pallas_sim._src.surface import HOMES, elsewhere
+
+    offered = {name for _, _, module in HOMES
+               for name in importlib.import_module(module).__all__}
+    checked = 0
+    for namespace, _, module in HOMES:
+        sim_module, real_names = importlib.import_module(module), public_names(namespace)
+        for name in sorted(offered - set(sim_module.__all__) - real_names):
+            home = elsewhere(namespace, name)
+            if home is None or name in vars(sim_module):  # a helper import (random.Array)
+                continue
+            suggested = home.split(" is ")[1].split(" in ")[0]
+            assert _in_jax(suggested), f"{home}: JAX has no {suggested}"
+            with pytest.raises(UnsupportedJaxAPIError) as info:
+                getattr(sim_module, name)
+            # the table's sentence, or a hand-written hint (HINTS) naming the same spelling
+            assert home in str(info.value) or suggested in str(info.value), str(info.value)
+            checked += 1
+    assert checked > 100, f"only {checked} cross-namespace names were checked"

@@ -55,6 +55,30 @@ def test_a_missing_jax_name_raises_a_pallas_sim_error_saying_what_to_do(spelled,
         "(hasattr and getattr(ns, name, default) keep working)")
 
 
+@pytest.mark.parametrize(("get", "says"), [
+    (lambda: pl.make_async_copy, "pl.make_async_copy is pltpu.make_async_copy in Pallas TPU"),
+    (lambda: pl.VMEM, "pl.VMEM is pltpu.VMEM in Pallas TPU"),
+    (lambda: pl.SemaphoreType, "pl.SemaphoreType is pltpu.SemaphoreType in Pallas TPU"),
+    (lambda: pltpu.program_id, "pltpu.program_id is pl.program_id in Pallas TPU"),
+    (lambda: pltpu.BlockSpec, "pltpu.BlockSpec is pl.BlockSpec in Pallas TPU"),
+    (lambda: jax.pallas_call, "jax.pallas_call is pl.pallas_call in Pallas TPU"),
+    (lambda: jnp.dot_general, "jnp.dot_general is jax.lax.dot_general in JAX"),
+    (lambda: jnp.fori_loop, "jnp.fori_loop is jax.lax.fori_loop in JAX"),
+    (lambda: lax.where, "jax.lax.where is jnp.where in JAX"),
+    (lambda: jax.exp, "jax.exp is jnp.exp in JAX"),
+    (lambda: jax.nn.exp, "jax.nn.exp is jnp.exp in JAX"),
+    (lambda: jax.softmax, "jax.softmax is jax.nn.softmax in JAX"),
+    (lambda: pl.CompilerParams, "write pltpu.CompilerParams, which pallas_sim has"),
+])
+def test_a_name_of_another_namespace_says_where_it_is(get, says):
+    """Issue 23 item 10: the lecture's ``pl.make_async_copy`` and its kind say what to write
+    (before: only that JAX lacks the name, or a "did you mean" of an unrelated name)."""
+    with pytest.raises(UnsupportedJaxAPIError) as info:
+        get()
+    assert says in str(info.value), str(info.value)
+    assert "did you mean" not in str(info.value)
+
+
 def test_a_typo_says_jax_has_no_such_name_and_suggests_one():
     with pytest.raises(UnsupportedJaxAPIError,
                        match=r"`jax\.numpy\.maximun` does not exist in JAX .*jax\.numpy\.maximum"):
