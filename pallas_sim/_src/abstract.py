@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
+from .dtypes import REFUSED, refuse
 from .errors import PallasSimError
 
 #: True while :func:`pallas_sim.estimate` runs its function (pallas_call then allocates
@@ -239,7 +240,8 @@ class AbstractArray(NDArrayOperatorsMixin):
 
     def __init__(self, shape: tuple[int, ...], dtype: object) -> None:
         self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
+        dt = np.dtype(dtype)
+        self.dtype = refuse(dt) if dt in REFUSED else dt
 
     # -- attributes -----------------------------------------------------------------------
     @property
@@ -350,7 +352,7 @@ class AbstractArray(NDArrayOperatorsMixin):
         """The same shape (a same-size dtype) or itself."""
         if dtype is None:
             return self
-        dt = np.dtype(dtype)  # type: ignore[call-overload]
+        dt = refuse(np.dtype(dtype))  # type: ignore[call-overload]
         last = self.shape[-1] * self.dtype.itemsize // dt.itemsize if self.shape else 1
         return AbstractArray((*self.shape[:-1], last) if self.shape else (), dt)
 

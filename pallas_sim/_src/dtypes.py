@@ -9,19 +9,50 @@ bfloat16 = ml_dtypes.bfloat16
 
 _NAMED = {"bfloat16": np.dtype(bfloat16), "bf16": np.dtype(bfloat16)}
 
+#: The dtypes JAX 0.10.2's ``jax.numpy`` names that pallas_sim's does not offer (and that
+#: 64-bit truncation does not turn into one it offers): the 8-, 6- and 4-bit floats, the
+#: 1- and 2-bit integers, complex. They are refused by every spelling, ``jnp.<name>``, the
+#: string ``"<name>"``, ``np.dtype("<name>")`` or an array of that dtype, with the message
+#: of the name (:func:`refuse`). JAX Pallas TPU does run some of them (fp8 products on
+#: v6e and v7, per JAX's ``tpu_info``); pallas_sim models none of them, so a kernel cannot
+#: use one to be counted at another rate than the one it computes at.
+REFUSED_NAMES: tuple[str, ...] = (
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn",
+    "float4_e2m1fn", "int1", "int2", "uint1", "uint2", "complex64", "complex128")
+REFUSED: frozenset[np.dtype] = frozenset(
+    np.dtype(getattr(ml_dtypes, n, None) or n) for n in REFUSED_NAMES)
+
+
+def refuse(dt: np.dtype) -> np.dtype:
+    """``dt`` itself when pallas_sim models it.
+
+    Raises:
+      UnsupportedJaxAPIError: ``dt`` is one of :data:`REFUSED`, with the message that
+        ``jnp.<its name>`` gets (pallas_sim/_src/surface.py).
+    """
+    if dt in REFUSED:
+        from .errors import UnsupportedJaxAPIError
+        from .surface import message
+
+        raise UnsupportedJaxAPIError(message("jax.numpy", dt.name))
+    return dt
+
 
 def as_dtype(dtype: object) -> np.dtype:
     """Turn a dtype-like (numpy dtype or type, ``jnp.bfloat16``, a name) into ``np.dtype``.
 
     Raises:
       TypeError: ``dtype`` names no dtype.
+      UnsupportedJaxAPIError: a dtype pallas_sim refuses by name (:data:`REFUSED`).
     """
     if isinstance(dtype, str) and dtype in _NAMED:
         return _NAMED[dtype]
     try:
-        return np.dtype(dtype)
+        dt = np.dtype(dtype)
     except TypeError as exc:
         raise TypeError(f"{dtype!r} is not a dtype") from exc
+    return refuse(dt) if dt in REFUSED else dt
 
 
 def is_floating(dtype: np.dtype) -> bool:

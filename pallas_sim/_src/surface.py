@@ -16,6 +16,7 @@ import importlib
 from collections.abc import Callable
 from typing import NoReturn
 
+from .dtypes import REFUSED_NAMES
 from .errors import UnsupportedJaxAPIError
 from .jax_names import JAX_VERSION, NAMES
 
@@ -51,8 +52,14 @@ _NO_TRACING = ("pallas_sim runs functions eagerly on NumPy and never traces them
 _NO_REGISTRY = ("pallas_sim keeps no registry of pytree node types (it would be state shared "
                 "with the grader); carry values in a tuple, list, dict or NamedTuple")
 
+_DTYPES = ("pallas_sim models the dtypes bool, int4, int8, int16, int32, uint4, uint8, uint16, "
+           "uint32, bfloat16, float16 and float32 (a float64, int64 or uint64 request becomes "
+           "32-bit, as JAX's with x64 off) and refuses {0} by every spelling: jnp.{0}, the "
+           "string '{0}', np.dtype('{0}') or an array of that dtype")
+
 #: What to write instead, by full JAX name (checked first) or by namespace.
 HINTS: dict[str, str] = {
+    **{f"jax.numpy.{name}": _DTYPES.format(name) for name in REFUSED_NAMES},
     **dict.fromkeys(
         ["jax.grad", "jax.value_and_grad", "jax.vjp", "jax.jvp", "jax.linearize", "jax.jacfwd",
          "jax.jacrev", "jax.jacobian", "jax.hessian", "jax.checkpoint", "jax.remat",

@@ -42,6 +42,7 @@ import numpy as np
 
 from . import op_accounting
 from .abstract import AbstractArray
+from .dtypes import REFUSED, refuse
 from .errors import CapturedConstantError, TracerConversionError
 
 _CANONICAL = {
@@ -104,8 +105,15 @@ def traced(a: np.ndarray) -> KernelValue:
 
 def canonical_dtype(dtype: object) -> np.dtype:
     """The dtype JAX computes in for ``dtype`` with 64-bit types off (float64 → float32,
-    int64 → int32, uint64 → uint32, complex128 → complex64; others unchanged)."""
+    int64 → int32, uint64 → uint32; others unchanged).
+
+    Raises:
+      UnsupportedJaxAPIError: a dtype pallas_sim refuses by name (fp8, complex, ...:
+        ``dtypes.REFUSED``), whatever its spelling.
+    """
     dt = np.dtype(dtype)
+    if dt in REFUSED:
+        refuse(dt)
     return _CANONICAL.get(dt, dt)
 
 
@@ -138,6 +146,8 @@ def _wrap(a: Any) -> Any:
     """A NumPy result as a kernel value (32-bit dtypes); other results unchanged."""
     if isinstance(a, np.ndarray):
         dt = _CANONICAL.get(a.dtype)
+        if dt is None and a.dtype in REFUSED:  # x.view("float8_e4m3fn")
+            refuse(a.dtype)
         return KernelValue(a if dt is None else a.astype(dt))
     if isinstance(a, np.generic):
         dt = _CANONICAL.get(a.dtype)
