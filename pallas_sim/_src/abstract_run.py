@@ -22,6 +22,7 @@ from typing import Any
 from . import tracing
 from .abstract import AbstractArray, abstract_mode, from_struct
 from .chips import Chip, get_chip
+from .memory import on_chip
 from .pytrees import flatten
 from .specs import ShapeDtypeStruct
 
@@ -96,7 +97,9 @@ def estimate(fn: Callable[..., Any], *args: Any, chip: str | Chip | None = "v7",
         (Python control flow on loaded data, ``pl.when`` on it, a data-dependent ref
         index); the message names the file and line.
       VmemOOMError, BlockIndexError, ValueError, ...: what a real run raises for the same
-        shapes, with the same messages.
+        shapes, with the same messages; the VMEM bound is the chip's (a
+        ``vmem_limit_bytes`` above ``chip``'s VMEM raises ``VmemOOMError``, as a compile
+        for that chip does, and one up to it is allowed: 128 MiB on v5e and v6e).
     """
     the_chip = get_chip(chip)
     if not 1 <= cores <= the_chip.tensorcores:
@@ -107,7 +110,8 @@ def estimate(fn: Callable[..., Any], *args: Any, chip: str | Chip | None = "v7",
     outer = tracing._ACTIVE[:]  # an abstract run is not a real call: outer traces skip it
     tracing._ACTIVE.clear()
     try:
-        with abstract_mode(), tracing.trace() as t:
+        with abstract_mode(), on_chip(the_chip.name, the_chip.vmem_bytes), \
+                tracing.trace() as t:
             out = fn(*a_args, **a_kwargs)
     finally:
         tracing._ACTIVE[:] = outer

@@ -30,8 +30,10 @@ class Options:
         ragged padding with NaN (floats), the dtype's minimum (ints) or False
         (bool), as TPU interpret mode does with uninitialized memory; "zero"
         fills them with zeros.
-      vmem_capacity_bytes: physical VMEM of one core in bytes (64 MiB, as on
-        v5e/v6e); it caps ``vmem_limit_bytes``.
+      vmem_capacity_bytes: physical VMEM of one core in bytes in concrete runs (64 MiB,
+        one v7 (Ironwood) TensorCore, ``estimate``'s default chip; an estimate uses its
+        chip's): it caps the default scoped limit, and a ``vmem_limit_bytes`` above it
+        raises ``VmemOOMError``, as a real compile does.
       default_vmem_limit_bytes: the scoped VMEM limit when CompilerParams
         gives none (32 MiB, Mosaic's default).
       shuffle_parallel: visit the leading "parallel" grid axes in a seeded

@@ -3,13 +3,15 @@
 VMEM bytes = Σ over VMEM operands (block bytes × buffers) + Σ VMEM scratch
 bytes; SMEM (scalar prefetch, SMEM blocks and scratch) is counted apart.  The
 limit is ``vmem_limit_bytes`` from CompilerParams, else the default scoped
-limit (32 MiB), capped by the physical capacity (pallas-sim.md, "Memory
-accounting"; lecture §2.1).
+limit (32 MiB) capped by the physical capacity; a ``vmem_limit_bytes`` above the
+physical capacity of the chip is a compile error, as on a TPU (lecture §2.1).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Iterator
 
 from .config import OPTIONS
 from .errors import VmemOOMError
@@ -41,10 +43,55 @@ def default_buffers(num_steps: int, buffer_count: int | None) -> int:
     return 1 if num_steps == 1 else 2
 
 
-def scoped_limit(vmem_limit_bytes: int | None) -> int:
-    """The VMEM limit in force, in bytes."""
-    limit = OPTIONS.default_vmem_limit_bytes if vmem_limit_bytes is None else int(vmem_limit_bytes)
-    return min(limit, OPTIONS.vmem_capacity_bytes)
+#: The chips whose VMEM bounds the calls running now, innermost last: (name, VMEM bytes of
+#: one TensorCore). ``pallas_sim.estimate`` pushes its chip for the abstract run
+#: (:func:`on_chip`); a concrete run has none and uses the config's capacity.
+_CHIPS: list[tuple[str, int]] = []
+
+
+@contextlib.contextmanager
+def on_chip(name: str, vmem_bytes: int) -> Iterator[None]:
+    """Bound the calls made inside by the VMEM of chip ``name`` (``vmem_bytes`` per
+    TensorCore), as ``pallas_sim.estimate(..., chip=name)`` does."""
+    _CHIPS.append((name, int(vmem_bytes)))
+    try:
+        yield
+    finally:
+        _CHIPS.pop()
+
+
+def capacity() -> tuple[int, str]:
+    """(VMEM bytes of one TensorCore, what it is) for the calls running now: the chip of the
+    running ``pallas_sim.estimate``, else the config's ``vmem_capacity_bytes`` (64 MiB by
+    default: one Ironwood (v7) TensorCore, ``estimate``'s default chip)."""
+    if _CHIPS:
+        name, nbytes = _CHIPS[-1]
+        return nbytes, f"one {name} TensorCore"
+    return (OPTIONS.vmem_capacity_bytes,
+            "the simulated TensorCore (pallas_sim.config vmem_capacity_bytes; by default "
+            "one v7 TensorCore's)")
+
+
+def scoped_limit(vmem_limit_bytes: int | None, call_name: str = "pallas_call") -> int:
+    """The VMEM limit in force, in bytes: ``vmem_limit_bytes`` (CompilerParams), else the
+    default scoped limit (32 MiB), which the physical VMEM caps.
+
+    Raises:
+      VmemOOMError: ``vmem_limit_bytes`` above the physical VMEM of the chip
+        (:func:`capacity`): a real compile for that chip fails too, whatever the
+        kernel needs (lecture §2.1: the scoped limit is a part of the physical VMEM).
+    """
+    total, what = capacity()
+    if vmem_limit_bytes is None:
+        return min(OPTIONS.default_vmem_limit_bytes, total)
+    limit = int(vmem_limit_bytes)
+    if limit > total:
+        raise VmemOOMError(
+            f"vmem_limit_bytes={limit} ({limit / MiB:.2f}M) is above the {total / MiB:.2f}M "
+            f"of VMEM of {what}, in pallas_call {call_name!r}: a compile for this chip "
+            f"fails. Ask for at most {total} bytes (pltpu.CompilerParams(vmem_limit_bytes=...)"
+            ", lecture §2.1).")
+    return limit
 
 
 def totals(allocations: list[Allocation]) -> tuple[int, int]:

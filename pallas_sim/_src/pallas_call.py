@@ -298,7 +298,8 @@ class _Call:
         self.aliases = {int(k): int(v) for k, v in aliases.items()}
         self.semantics = () if mesh_axes is not None else _semantics(
             params.dimension_semantics, grid)
-        self.vmem_limit = memory.scoped_limit(params.vmem_limit_bytes)
+        self.vmem_request = params.vmem_limit_bytes
+        self.vmem_limit = 0  # set when the call runs: the chip is known then (estimate)
 
     def _names(self, rest: tuple[Any, ...]) -> tuple[list[str], list[str], list[str],
                                                       list[str]]:
@@ -327,6 +328,7 @@ class _Call:
         return pre, ins, outs, scratch
 
     def __call__(self, args: tuple[object, ...]) -> object:
+        self.vmem_limit = memory.scoped_limit(self.vmem_request, self.name)
         n_pre = self.n_prefetch
         if len(args) < n_pre:
             raise ValueError(f"{self.name}: {n_pre} scalar-prefetch arguments expected, "

@@ -164,14 +164,47 @@ def test_default_limit_is_32_mib_in_the_trace():
     )
 
 
-def test_physical_capacity_caps_vmem_limit_bytes():
-    x = np.zeros((2048, 4096), np.float32)
+def test_a_vmem_limit_above_the_physical_vmem_fails_as_a_compile_does():
+    """Issue 23: a vmem_limit_bytes above the chip's VMEM used to be capped silently (and
+    reported, never checked); a real compile for that chip fails, whatever the kernel
+    needs. A concrete run has no chip: the config's capacity (64 MiB, one v7 TensorCore)."""
+    x = np.zeros((16, 128), np.float32)  # needs a few KiB
+    for limit in (64 * MiB + 1, 128 * MiB):
+        with pytest.raises(pallas_sim.VmemOOMError) as info:
+            unblocked_add(x, x, compiler_params=pltpu.CompilerParams(vmem_limit_bytes=limit))
+        assert first_line(info.value).startswith(
+            f"vmem_limit_bytes={limit} ({limit / MiB:.2f}M) is above the 64.00M of VMEM of "
+            "the simulated TensorCore"), first_line(info.value)
+    _, call = traced(unblocked_add, x, x,
+                     compiler_params=pltpu.CompilerParams(vmem_limit_bytes=64 * MiB))
+    assert call.vmem_limit_bytes == 64 * MiB, "up to the physical VMEM is a legal limit"
+
+
+@pytest.mark.parametrize(("chip", "vmem_mib"), [("v7", 64), ("v6e", 128), ("v5e", 128)])
+def test_estimate_holds_vmem_limit_bytes_to_its_chips_vmem(chip, vmem_mib):
+    x = jax.ShapeDtypeStruct((16, 128), jnp.float32)
+
+    def run(limit):
+        return pallas_sim.estimate(
+            lambda a, b: unblocked_add(
+                a, b, compiler_params=pltpu.CompilerParams(vmem_limit_bytes=limit)),
+            x, x, chip=chip)
+
     with pytest.raises(pallas_sim.VmemOOMError) as info:
-        unblocked_add(x, x, compiler_params=pltpu.CompilerParams(vmem_limit_bytes=128 * MiB))
-    assert first_line(info.value) == "Scoped allocation with size 96.00M and limit 64.00M", (
-        f"got {first_line(info.value)!r}; 3 x f32[2048,4096] = 3 x 32 MiB = 96 MiB; "
-        "vmem_limit_bytes=128 MiB is capped by the 64 MiB physical VMEM"
-    )
+        run(vmem_mib * MiB + 1)
+    assert f"is above the {vmem_mib}.00M of VMEM of one {chip} TensorCore" in str(info.value)
+    assert run(vmem_mib * MiB).last.vmem_limit_bytes == vmem_mib * MiB
+
+
+def test_a_call_made_outside_estimate_is_held_to_the_chip_it_runs_on():
+    """The limit is checked when the call runs (a compile), so a pallas_call built before
+    ``estimate`` is bounded by the estimate's chip."""
+    x = jax.ShapeDtypeStruct((16, 128), jnp.float32)
+    call = pl.pallas_call(add_kernel, out_shape=x,
+                          compiler_params=pltpu.CompilerParams(vmem_limit_bytes=100 * MiB))
+    assert pallas_sim.estimate(call, x, x, chip="v6e").last.vmem_limit_bytes == 100 * MiB
+    with pytest.raises(pallas_sim.VmemOOMError, match="64.00M of VMEM of one v7"):
+        pallas_sim.estimate(call, x, x, chip="v7")
 
 
 def test_physical_capacity_is_configurable():
@@ -198,7 +231,7 @@ def test_oom_first_line_follows_mosaic_with_two_decimals(mib, limit_mib):
         o_ref[0, 0] = x_ref[0, 0]
 
     params = None if limit_mib is None else pltpu.CompilerParams(vmem_limit_bytes=limit_mib * MiB)
-    limit = 32 if limit_mib is None else min(limit_mib, 64)
+    limit = 32 if limit_mib is None else limit_mib
     out_bytes = 8 * 128 * 4
     size = (mib * MiB + out_bytes) / MiB
     call_fn = pl.pallas_call(
@@ -206,6 +239,10 @@ def test_oom_first_line_follows_mosaic_with_two_decimals(mib, limit_mib):
         out_shape=jax.ShapeDtypeStruct((8, 128), np.float32),
         compiler_params=params,
     )
+    if limit > 64:  # above the physical VMEM: the limit itself fails to compile
+        with pytest.raises(pallas_sim.VmemOOMError, match="is above the 64.00M of VMEM"):
+            call_fn(x)
+        return
     if mib * MiB + out_bytes <= limit * MiB:
         _, call = traced(call_fn, x)
         assert call.vmem_bytes == mib * MiB + out_bytes
@@ -231,13 +268,11 @@ def test_over_the_limit_fails_before_any_grid_step_runs():
     assert ran == [], "a scoped allocation failure is a compile-time error: no step runs"
 
 
-def test_trace_reports_the_capped_limit():
+def test_trace_reports_the_default_limit_capped_by_the_physical_vmem():
     x = np.zeros((16, 128), np.float32)
-    _, call = traced(
-        blocked_add, x, x, (8, 128),
-        compiler_params=pltpu.CompilerParams(vmem_limit_bytes=128 * MiB),
-    )
+    with pallas_sim.config(default_vmem_limit_bytes=128 * MiB):
+        _, call = traced(blocked_add, x, x, (8, 128))
     assert call.vmem_limit_bytes == 64 * MiB, (
-        f"vmem_limit_bytes {call.vmem_limit_bytes}; 128 MiB asked, capped by the 64 MiB "
-        "physical VMEM"
+        f"vmem_limit_bytes {call.vmem_limit_bytes}; a default of 128 MiB (none asked) is "
+        "capped by the 64 MiB physical VMEM"
     )
