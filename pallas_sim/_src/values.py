@@ -51,6 +51,10 @@ _CANONICAL = {
     np.dtype(np.uint64): np.dtype(np.uint32),
     np.dtype(np.complex128): np.dtype(np.complex64),
 }
+_REFUSED_MARK = np.dtype([("refused", np.int8)])  # a dtype no array of the run has
+#: What :func:`_wrap` does with a result's dtype: the 32-bit dtype to compute in, or
+#: ``_REFUSED_MARK`` for a dtype pallas_sim refuses by name (``dtypes.REFUSED``).
+_WRAPPED = {**_CANONICAL, **dict.fromkeys(REFUSED, _REFUSED_MARK)}
 _X64_WARNING = ("Explicitly requested dtype {} requested in {} is not available, and will be "
                 "truncated to dtype {}. pallas_sim follows JAX's default (jax_enable_x64 "
                 "off); TPUs have no 64-bit floats.")
@@ -145,16 +149,22 @@ def _refuse(kind: str, value: KernelValue) -> TracerConversionError:
 def _wrap(a: Any) -> Any:
     """A NumPy result as a kernel value (32-bit dtypes); other results unchanged."""
     if isinstance(a, np.ndarray):
-        dt = _CANONICAL.get(a.dtype)
-        if dt is None and a.dtype in REFUSED:  # x.view("float8_e4m3fn")
+        dt = _WRAPPED.get(a.dtype)  # one lookup: kept, 64-bit (to 32) or refused
+        if dt is None:
+            return KernelValue(a)
+        if dt is _REFUSED_MARK:  # jnp.zeros(shape, "float8_e4m3fn"), x.view(...)
             refuse(a.dtype)
-        return KernelValue(a if dt is None else a.astype(dt))
+        return KernelValue(a.astype(dt))
     if isinstance(a, np.generic):
         dt = _CANONICAL.get(a.dtype)
         return KernelValue(np.asarray(a if dt is None else a.astype(dt)))
     if type(a) is AbstractArray:  # an abstract run's shape-only value
-        dt = _CANONICAL.get(a.dtype)
-        return KernelValue(a if dt is None else a.astype(dt))
+        dt = _WRAPPED.get(a.dtype)  # one lookup: kept, 64-bit (to 32) or refused
+        if dt is None:
+            return KernelValue(a)
+        if dt is _REFUSED_MARK:  # jnp.zeros(shape, "float8_e4m3fn"), x.view(...)
+            refuse(a.dtype)
+        return KernelValue(a.astype(dt))
     if isinstance(a, tuple):
         return tuple(_wrap(x) for x in a)
     if isinstance(a, list):
