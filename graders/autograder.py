@@ -28,8 +28,8 @@ at its top level:
 ``.ipynb``, unless its name is another assignment's. When both of the pair
 exist, the one rule of ``graders.student.which_file`` picks one: the one that
 differs from the handout; when both differ, the one that differs more
-(``GRADESCOPE_DECIDE``: Gradescope writes the files itself, so their times say
-nothing); when neither does, the ``.py``. The choice, and every other
+(``GRADESCOPE_DECIDE``: Gradescope writes the files itself, so their times need
+not be the student's); when neither does, the ``.py``. The choice, and every other
 ``.py``/``.ipynb`` that was not graded, is said in the results' ``output`` and
 in a ``visible`` 0-point test, "which file was graded", shown at once.
 
@@ -80,9 +80,10 @@ PUBLIC_VISIBILITY = "visible"
 UV_VERSION = "0.13.9"
 VENV = "pallas-lab-venv"
 #: How the rule of which file is graded breaks a tie between a changed .py and a changed
-#: .ipynb here: Gradescope writes the files itself (a browser upload carries no file times,
-#: a Git checkout keeps none), so their times say nothing; the one that differs more from
-#: the handout is graded.
+#: .ipynb here: Gradescope writes the files itself and documents nothing about their times
+#: (a browser upload sends none, a Git checkout keeps none, a zip's unpacking is not
+#: described), so they need not be the student's; the one that differs more from the
+#: handout is graded.
 GRADESCOPE_DECIDE: Decide = "changes"
 
 SETUP_SH = """#!/usr/bin/env bash

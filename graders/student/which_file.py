@@ -6,9 +6,10 @@ student or class folder, the Gradescope autograder and its dry run:
 
 1. the one whose code differs from the handout is graded;
 2. when both differ, the most recently modified one (``decide="mtime"``); on
-   Gradescope, where the files' times are when Gradescope wrote them (a
-   browser upload carries no file times, a Git checkout keeps none), the one
-   that differs more from the handout, in changed lines (``decide="changes"``);
+   Gradescope, which writes the files itself and documents nothing about
+   their times (a browser upload sends none, a Git checkout keeps none), the
+   one that differs more from the handout, in changed lines
+   (``decide="changes"``);
 3. when neither differs, the ``.py`` (either would do: the assignment is not
    started).
 

@@ -163,8 +163,8 @@ def test_a_filled_notebook_beside_an_untouched_py_is_graded_and_a_visible_test_s
 def test_when_both_differ_the_one_further_from_the_handout_is_graded(
         archive: Path, tree: Path, tmp_path: Path) -> None:
     """ben's .py (a few mistakes) and the whole solution as a notebook both differ from
-    the handout; Gradescope keeps no file times, so the one that changes more lines is
-    graded, whichever was saved last (the .py here)."""
+    the handout; Gradescope's file times need not be the student's, so the one that
+    changes more lines is graded, whichever was saved last (the .py here)."""
     import jupytext
 
     notebook = tmp_path / f"{STEM}.ipynb"
