@@ -9,7 +9,10 @@
 ``check`` runs the public checks (``graders.student.selfcheck``) of each FILE
 (default: every handout found in the current folder or ``assignments/``);
 ``--task 4.1`` runs one task (finding its file the same way when no FILE is
-given). ``status`` prints the progress table over all assignments. Exit
+given). ``status`` prints the progress table over all assignments. Where both
+``<stem>.py`` and ``<stem>.ipynb`` are found, both commands check the one the
+grader grades (``graders.student.which_file``) and print which and why; ``check
+FILE`` on the other one says so. Exit
 status of ``check``: 0 when every task checked passed, 1 otherwise, 2 for
 usage errors; ``status`` exits 0, or 2 when it finds no handout at all.
 
@@ -93,7 +96,7 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``pallas-lab check``."""
     parser.add_argument("files", nargs="*", type=Path, metavar="FILE",
                         help="your .py or .ipynb handouts (default: those found in the current "
-                             "folder or in assignments/)")
+                             "folder or in assignments/; of a .py and an .ipynb, the one graded)")
     parser.add_argument("--task", default=None, metavar="N.M", help="check only this task")
     parser.add_argument("--assignment", choices=sorted(ASSIGNMENTS), default=None,
                         help="treat FILE as this assignment whatever it is called")
