@@ -395,19 +395,24 @@ def _notebooks_only(found: list[Submission], out: Discovery) -> list[Submission]
 
 
 def _one_of_each_pair(found: list[Submission], out: Discovery) -> list[Submission]:
-    """``found`` with one file of each pair ``<name>.py``/``<name>.ipynb`` of a student's
-    folder, chosen by ``graders.student.which_file.choose_file`` (newer wins when both
-    differ from the handout); the other is a problem line, the choice a note."""
-    pairs: dict[tuple[str, Path, str, str], list[Submission]] = {}
+    """``found`` with one file of each pair of a ``.py`` and an ``.ipynb`` of one assignment in
+    a student's folder (of each suffix the correctly named file, else the first renamed
+    one), chosen by ``graders.student.which_file.choose_file`` (the newer wins when both
+    differ from the handout); the other is a problem line, the choice a note. Further
+    renamed copies are left to ``discover``'s one-file-per-assignment rule."""
+    groups: dict[tuple[str, Path, str], list[Submission]] = {}
     for sub in found:
-        pairs.setdefault((sub.student, sub.file.parent.resolve(), sub.file.stem, sub.stem),
-                         []).append(sub)
+        groups.setdefault((sub.student, sub.file.parent.resolve(), sub.stem), []).append(sub)
     dropped: set[int] = set()
-    for (student, _, _, stem), subs in pairs.items():
-        if sorted(s.file.suffix for s in subs) != [".ipynb", ".py"]:
+    for (student, _, stem), subs in groups.items():
+        best = [min((s for s in subs if s.file.suffix == suffix),
+                    key=lambda s: (bool(s.note), s.file.name), default=None)
+                for suffix in (".py", ".ipynb")]
+        if None in best:
             continue
-        choice = choose_file([s.file for s in subs], stem)
-        loser = next(s for s in subs if s.file != choice.graded)
+        pair = [s for s in best if s is not None]
+        choice = choose_file([s.file for s in pair], stem)
+        loser = next(s for s in pair if s.file != choice.graded)
         dropped.add(id(loser))
         out.problems.append(f"{student}/{loser.file.name}: not graded, "
                             f"{choice.graded.name} is ({choice.why})")  # type: ignore[union-attr]

@@ -219,6 +219,17 @@ def test_grade_discovery_in_a_student_and_a_class_folder(tmp_path: Path) -> None
     assert found.notes["dan"] == [f"not graded: {PY} (a folder, not a file)"]
 
 
+def test_a_renamed_filled_notebook_beside_an_untouched_py_is_graded(tmp_path: Path) -> None:
+    """A browser's copy name ("(1)") on the notebook does not make the untouched .py win."""
+    alice = handout(tmp_path / "alice", PY)
+    renamed = f"{STEM} (1).ipynb"
+    filled_notebook(alice / renamed)
+    found = discover([alice])
+    assert [s.file.name for s in found.submissions] == [renamed]
+    assert found.notes["alice"] == [f"graded {renamed} ({PY} is unchanged from the handout)",
+                                    f"renamed: {renamed}"]
+
+
 def test_grade_cli_grades_the_notebook_and_the_gradebook_notes_say_so(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from graders.cli import main
