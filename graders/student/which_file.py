@@ -261,7 +261,9 @@ def _decide(py: Candidate, nb: Candidate, stem: str,
         too = f"{other.path.name} differs from the handout too"
         too += f" ({other.problem})" if other.problem else ""
     if verdict == 0:
-        return graded, other, f"{too}; neither is newer nor further from it: the .py is graded"
+        tie = "neither is newer nor further from it" if decide == "mtime" else (
+            "neither is further from it")
+        return graded, other, f"{too}; {tie}: the .py is graded"
     if reason == "time":
         return graded, other, f"{too}, but {graded.path.name} was saved later"
     same = "; both were saved at the same time" if decide == "mtime" else ""

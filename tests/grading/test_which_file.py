@@ -186,6 +186,20 @@ def test_without_a_handout_to_compare_with_the_newer_file_is_graded(tmp_path: Pa
                           "t9_fake.ipynb was saved later")
 
 
+def test_a_full_tie_goes_to_the_py(tmp_path: Path) -> None:
+    py, nb = tmp_path / "t9_fake.py", tmp_path / "t9_fake.ipynb"
+    py.write_text("x = 1\n", encoding="utf-8")
+    filled_notebook(nb)
+    os.utime(py, (1_000_000_000, 1_000_000_000))
+    os.utime(nb, (1_000_000_000, 1_000_000_000))
+    for decide, tie in (("mtime", "neither is newer nor further from it"),
+                        ("changes", "neither is further from it")):
+        choice = choose_file([nb, py], "t9_fake", decide=decide)
+        assert choice.graded == py
+        assert choice.why == (f"there is no handout of t9_fake to compare t9_fake.ipynb with; "
+                              f"{tie}: the .py is graded")
+
+
 def test_the_recorded_handouts_are_the_released_ones_and_the_limits_the_graders() -> None:
     recorded = (ROOT / "graders" / "student" / "handout_fingerprints.py").read_text(
         encoding="utf-8")
