@@ -22,12 +22,16 @@ at its top level:
   broken submission a zero score with the reason, and if Python itself
   cannot run, a fallback written by the shell script.
 
-**Which file is graded** (:func:`find_submission`): ``<stem>.py`` (e.g.
-``a1_pallas_basics.py``), else ``<stem>.ipynb``, anywhere in the submission
-(the shallowest first); else the only ``.py`` file, else the only
-``.ipynb``, unless its name is another assignment's. A ``.py`` is graded
-before an ``.ipynb``; the results' ``output`` names the file graded and
-every other ``.py``/``.ipynb`` that was not.
+**Which file is graded** (:func:`find_submission`): ``<stem>.py`` and
+``<stem>.ipynb`` (e.g. ``a1_pallas_basics.py``) anywhere in the submission
+(the shallowest of each); without either, the only ``.py`` and the only
+``.ipynb``, unless its name is another assignment's. When both of the pair
+exist, the one rule of ``graders.student.which_file`` picks one: the one that
+differs from the handout; when both differ, the one that differs more
+(``GRADESCOPE_DECIDE``: Gradescope writes the files itself, so their times need
+not be the student's); when neither does, the ``.py``. The choice, and every other
+``.py``/``.ipynb`` that was not graded, is said in the results' ``output`` and
+in a ``visible`` 0-point test, "which file was graded", shown at once.
 
 results.json follows Gradescope's documented schema (``score``,
 ``execution_time``, ``output``, ``visibility``, ``tests[]`` with ``name``,
@@ -64,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from graders.assignments import ASSIGNMENTS, Assignment, assignment_for_stem
+from graders.student.which_file import Decide, choose_file
 
 #: The packages shipped in the zip's ``pallas-lab/`` folder (found where they are installed,
 #: editable or not).
@@ -74,6 +79,12 @@ PUBLIC_VISIBILITY = "visible"
 #: The uv release setup.sh fetches from PyPI when none is on PATH.
 UV_VERSION = "0.13.9"
 VENV = "pallas-lab-venv"
+#: How the rule of which file is graded breaks a tie between a changed .py and a changed
+#: .ipynb here: Gradescope writes the files itself and documents nothing about their times
+#: (a browser upload sends none, a Git checkout keeps none, a zip's unpacking is not
+#: described), so they need not be the student's; the one that differs more from the
+#: handout is graded.
+GRADESCOPE_DECIDE: Decide = "changes"
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image.
@@ -209,10 +220,11 @@ class Chosen:
 def find_submission(folder: Path, assignment: str) -> Chosen | str:
     """The file under ``folder`` to grade as ``assignment``, or the reason there is none.
 
-    The rule (module docstring): ``<stem>.py``, ``<stem>.ipynb``, the only
-    ``.py``, the only ``.ipynb`` (not another assignment's file); the
-    shallowest first. ``Chosen.note`` names the file graded and the other
-    ``.py``/``.ipynb`` files that were not.
+    The rule (module docstring): the pair ``<stem>.py``/``<stem>.ipynb`` (else the
+    only ``.py``/``.ipynb``, not another assignment's file), the shallowest first,
+    decided between by ``graders.student.which_file.choose_file``. ``Chosen.note``
+    names the file graded, why, and the other ``.py``/``.ipynb`` files that were not
+    ("" when the submission held only that file, under its own name).
     """
     info = ASSIGNMENTS[assignment]
     files = sorted((p for p in folder.rglob("*") if p.is_file()
@@ -224,30 +236,37 @@ def find_submission(folder: Path, assignment: str) -> Chosen | str:
     if not files:
         return f"no .py or .ipynb file was submitted ({expected})"
     others = [p for p in files if assignment_for_stem(p.stem) not in (None, info)]
-    choices = [p for p in files if p.name == f"{info.stem}.py"] or [
-        p for p in files if p.name == f"{info.stem}.ipynb"]
+    pair = [next(iter(p for p in files if p.name == f"{info.stem}{suffix}"), None)
+            for suffix in (".py", ".ipynb")]
     why = ""
-    if not choices:
-        for suffix in (".py", ".ipynb"):
+    if not any(pair):
+        for index, suffix in enumerate((".py", ".ipynb")):
             candidates = [p for p in files if p.suffix == suffix and p not in others]
-            if len(candidates) == 1:
-                choices, why = candidates, f" as {info.stem}{suffix}"
-                break
-    if not choices:
+            pair[index] = candidates[0] if len(candidates) == 1 else None
+        why = " as {stem}{suffix}"
+    present = [p for p in pair if p is not None]
+    if not present:
         wrong = [f"{p.name} is {assignment_for_stem(p.stem).id}'s file"  # type: ignore[union-attr]
                  for p in others]
         detail = "; ".join(wrong) if wrong else f"got {', '.join(shown)}"
         return (f"this autograder grades {info.id} ({info.title}): {expected} ({detail})")
-    chosen = choices[0]
+    choice = choose_file(present, info.stem, decide=GRADESCOPE_DECIDE)
+    chosen = choice.graded if choice.graded is not None else present[0]
+    why = why.format(stem=info.stem, suffix=chosen.suffix)
     skipped = [p.relative_to(folder).as_posix() for p in files if p != chosen]
-    note = ""
+    head = f"Graded {chosen.relative_to(folder).as_posix()}{why}"
+    head += f" ({choice.why})" if choice.why else ""
     if skipped:
-        note = (f"Graded {chosen.relative_to(folder).as_posix()}{why}; not graded: "
-                f"{', '.join(skipped)} (one file is graded: {info.stem}.py before "
-                f"{info.stem}.ipynb).")
-    elif why:
-        note = f"Graded {chosen.relative_to(folder).as_posix()}{why}."
-    return Chosen(chosen, info, note)
+        return Chosen(chosen, info, f"{head}; not graded: {', '.join(skipped)}.")
+    return Chosen(chosen, info, f"{head}." if why or choice.why else "")
+
+
+def choice_test(note: str) -> dict[str, Any]:
+    """The visible, 0-point Gradescope test that names the file graded and why (the rule of
+    ``graders.student.which_file``), so the student sees it before the grades are published."""
+    return {"name": "which file was graded", "number": "0", "score": 0, "max_score": 0,
+            "status": "passed", "output": note, "tags": ["submission"],
+            "visibility": PUBLIC_VISIBILITY}
 
 
 class SessionApi:
@@ -334,6 +353,7 @@ def run(root: Path, assignment: str, timeout: float) -> int:
             if found.note:
                 document["output"] = "\n".join(
                     part for part in (found.note, document.get("output", "")) if part)
+                document["tests"] = [choice_test(found.note), *document["tests"]]
     except Exception:  # noqa: BLE001 - whatever happens, Gradescope gets a results.json
         traceback.print_exc()
         document = failure_results("The autograder failed on this submission; please tell "

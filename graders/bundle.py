@@ -242,7 +242,10 @@ set aside by the grader; `check` tells you when it sets aside an import.
 
 ## Submit
 
-Submit `<stem>.py` or `<stem>.ipynb` under its original name.
+Submit `<stem>.py` or `<stem>.ipynb` under its original name. Work in one of them:
+when both are there, the one whose code differs from the handout is graded (both
+changed: the one saved last; on Gradescope, the one that changes more of the
+handout). `check` and `status` check that same file and say which.
 """
 
 

@@ -21,8 +21,14 @@ a folder that holds submission files as a student folder does and student
 folders as a class folder does, and two student folders (in different
 places) whose names would share one row of the gradebook.
 
-When a folder holds both ``<stem>.py`` and ``<stem>.ipynb``, the ``.py`` is
-graded and the notebook is listed as skipped.
+When a folder holds both ``<stem>.py`` and ``<stem>.ipynb`` (or both ``a1.py``
+and ``a1.ipynb``), one is graded by the one rule of
+``graders.student.which_file`` (the one that differs from the handout; both
+changed: the newer); the other is listed as skipped and the choice goes into
+the student's gradebook notes ("graded a1_pallas_basics.ipynb
+(a1_pallas_basics.py is unchanged from the handout)"). In an nbgrader course
+only notebooks are graded, as ``nbgrader autograde`` grades only
+``<stem>.ipynb``: a ``.py`` there is skipped with a note.
 
 No PATH means the repository's ``examples/submissions/``. Files whose stem
 names no assignment are reported, never crashed on. Results are sorted by
@@ -44,6 +50,7 @@ from graders.assignments import (
     known_stems,
 )
 from graders.safe_text import terminal_text
+from graders.student.which_file import choose_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO_ROOT / "examples" / "submissions"
@@ -219,6 +226,11 @@ def _from_student_folder(folder: Path, assignment: str | None, out: Discovery) -
     before = len(out.submissions)
     for path in files:
         _from_file(path, folder.name, folder, assignment, out, explicit=False)
+    for odd in _entries(folder):  # a folder named like a submission file: say so
+        if odd.is_dir() and odd.suffix.casefold() in SUFFIXES and (
+                assignment_for_stem(odd.stem) is not None):
+            out.problems.append(f"{folder.name}/{odd.name}: a folder, not a file: not graded")
+            out.note(folder.name, f"not graded: {odd.name} (a folder, not a file)")
     if len(out.submissions) == before and not files:
         out.problems.append(f"{folder.name}/: no submission files found")
         if not any(out.notes.get(folder.name, [])):
@@ -311,6 +323,7 @@ def discover(
             root / "submitted").is_dir()
         if course:
             root = root / "submitted"
+        before = len(out.submissions)
         if root.is_file():
             _from_file(root, student_of(root), student_folder_of(root), assignment, out,
                        explicit=True)
@@ -333,6 +346,9 @@ def discover(
                     _from_student_folder(folder, assignment, out)
         else:
             out.problems.append(f"{root}: no such file or folder")
+        if course:
+            out.submissions[before:] = _notebooks_only(out.submissions[before:], out)
+    out.submissions = _one_of_each_pair(out.submissions, out)
     order = {a: i for i, a in enumerate(ASSIGNMENTS)}
     seen: set[Path] = set()
     graded: dict[tuple[str, Path, str], Submission] = {}
@@ -361,6 +377,47 @@ def discover(
     out.submissions = unique
     out.ambiguities.extend(_name_clashes(unique))
     return out
+
+
+def _notebooks_only(found: list[Submission], out: Discovery) -> list[Submission]:
+    """An nbgrader course's submissions: its notebooks (``nbgrader autograde`` grades only
+    ``<notebook>.ipynb`` and copies every other file unchanged); each ``.py`` is skipped,
+    with a problem line and a note saying so."""
+    kept = []
+    for sub in found:
+        if sub.file.suffix == ".ipynb":
+            kept.append(sub)
+            continue
+        why = f"nbgrader grades notebooks only: {sub.stem}.ipynb"
+        out.problems.append(f"{sub.student}/{sub.file.name}: not graded ({why})")
+        out.note(sub.student, f"not graded: {sub.file.name} ({why})")
+    return kept
+
+
+def _one_of_each_pair(found: list[Submission], out: Discovery) -> list[Submission]:
+    """``found`` with one file of each pair of a ``.py`` and an ``.ipynb`` of one assignment in
+    a student's folder (of each suffix the correctly named file, else the first renamed
+    one), chosen by ``graders.student.which_file.choose_file`` (the newer wins when both
+    differ from the handout); the other is a problem line, the choice a note. Further
+    renamed copies are left to ``discover``'s one-file-per-assignment rule."""
+    groups: dict[tuple[str, Path, str], list[Submission]] = {}
+    for sub in found:
+        groups.setdefault((sub.student, sub.file.parent.resolve(), sub.stem), []).append(sub)
+    dropped: set[int] = set()
+    for (student, _, stem), subs in groups.items():
+        best = [min((s for s in subs if s.file.suffix == suffix),
+                    key=lambda s: (bool(s.note), s.file.name), default=None)
+                for suffix in (".py", ".ipynb")]
+        if None in best:
+            continue
+        pair = [s for s in best if s is not None]
+        choice = choose_file([s.file for s in pair], stem)
+        loser = next(s for s in pair if s.file != choice.graded)
+        dropped.add(id(loser))
+        out.problems.append(f"{student}/{loser.file.name}: not graded, "
+                            f"{choice.graded.name} is ({choice.why})")  # type: ignore[union-attr]
+        out.note(student, choice.note)
+    return [sub for sub in found if id(sub) not in dropped]
 
 
 def _name_clashes(submissions: Iterable[Submission]) -> list[str]:

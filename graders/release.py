@@ -73,8 +73,35 @@ def _atomic_write(target: Path, text: str) -> None:
     temporary.replace(target)
 
 
+#: Where the handouts' code is recorded for the rule of which file is graded
+#: (``graders.student.which_file``), relative to the repository.
+FINGERPRINTS = Path("graders/student/handout_fingerprints.py")
+
+
+def _fingerprints(root: Path, *, check: bool) -> list[Path]:
+    """Write (or with ``check`` only compare) ``FINGERPRINTS`` from ``root/assignments``;
+    returns ``[its path]`` when it was stale, else []."""
+    from graders.student.which_file import fingerprints_text
+
+    target = root / FINGERPRINTS
+    if not (root / "assignments").is_dir():
+        return []
+    text = fingerprints_text(root / "assignments")
+    current = target.read_text(encoding="utf-8") if target.is_file() else None
+    if current == text:
+        print(f"up to date  {FINGERPRINTS}")
+        return []
+    if check:
+        print(f"{'stale' if current is not None else 'missing':<11} {FINGERPRINTS}")
+    else:
+        _atomic_write(target, text)
+        print(f"wrote       {FINGERPRINTS}")
+    return [target]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Regenerate ``assignments/<stem>.py`` and ``<stem>.ipynb`` from ``solutions/<stem>.py``.
+    """Regenerate ``assignments/<stem>.py`` and ``<stem>.ipynb`` from ``solutions/<stem>.py``,
+    and the record of their code that decides which file is graded (``FINGERPRINTS``).
 
     ``--bundle DIR`` then writes the student bundle (``graders.bundle``).
     Returns 0 on success, 1 when ``--check`` finds a missing or stale handout,
@@ -126,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             _atomic_write(target, text)
             print(f"wrote       {target.relative_to(root)}")
+    stale += _fingerprints(root, check=args.check)
     if args.check and stale:
         print("run `pallas-lab release` to regenerate the handouts", file=sys.stderr)
         return 1

@@ -9,7 +9,10 @@
 ``check`` runs the public checks (``graders.student.selfcheck``) of each FILE
 (default: every handout found in the current folder or ``assignments/``);
 ``--task 4.1`` runs one task (finding its file the same way when no FILE is
-given). ``status`` prints the progress table over all assignments. Exit
+given). ``status`` prints the progress table over all assignments. Where both
+``<stem>.py`` and ``<stem>.ipynb`` are found, both commands check the one the
+grader grades (``graders.student.which_file``) and print which and why; ``check
+FILE`` on the other one says so. Exit
 status of ``check``: 0 when every task checked passed, 1 otherwise, 2 for
 usage errors; ``status`` exits 0, or 2 when it finds no handout at all.
 
@@ -39,8 +42,9 @@ from graders.student.selfcheck import (
     assignment_of_file,
     assignment_of_task,
     check_file,
-    find_file,
+    find_choice,
     no_file_report,
+    twin_choice,
 )
 
 EXIT_OK, EXIT_FAILING, EXIT_USAGE = 0, 1, 2
@@ -92,7 +96,7 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``pallas-lab check``."""
     parser.add_argument("files", nargs="*", type=Path, metavar="FILE",
                         help="your .py or .ipynb handouts (default: those found in the current "
-                             "folder or in assignments/)")
+                             "folder or in assignments/; of a .py and an .ipynb, the one graded)")
     parser.add_argument("--task", default=None, metavar="N.M", help="check only this task")
     parser.add_argument("--assignment", choices=sorted(ASSIGNMENTS), default=None,
                         help="treat FILE as this assignment whatever it is called")
@@ -127,22 +131,30 @@ def _targets(args: argparse.Namespace, err: Console) -> list | None:
             err.print(f"pallas-lab check: {exc}", markup=False)
             return None
     files: list = []
+    args.choices = {}
     if args.files:
         for path in args.files:
             if not path.is_file():
-                err.print(f"pallas-lab check: no such file: {path}", markup=False)
+                what = (f"{path} is a folder, not a file" if path.is_dir() else
+                        f"{path} is not a regular file" if path.exists() else
+                        f"no such file: {path}")
+                err.print(f"pallas-lab check: {what}", markup=False)
                 return None
             try:
                 files.append((path, assignment_of_file(path, args.assignment)))
             except ValueError as exc:
                 err.print(f"pallas-lab check: {exc}", markup=False)
                 return None
+            args.choices[path] = twin_choice(path, files[-1][1])
         if args.task is not None:
             files = [(p, a) for p, a in files if a.id == owner.id]
     else:
         wanted = [owner] if args.task is not None else list(ASSIGNMENTS.values())
-        files = [(find_file(a), a) for a in wanted]
-        files = [(p, a) for p, a in files if p is not None]
+        for assignment in wanted:
+            choice = find_choice(assignment)
+            if choice is not None and choice.graded is not None:
+                files.append((choice.graded, assignment))
+                args.choices[choice.graded] = choice.note
     if not files:
         what = f"the file of Task {args.task}" if args.task else "a handout"
         err.print(f"pallas-lab check: cannot find {what} here or in assignments/; "
@@ -155,6 +167,8 @@ def print_report(report: FileReport, con: Console) -> None:
     """One file's per-task outcome, with the details of failing tasks."""
     name = report.file.name if report.file else "(no file)"
     con.print(Text(f"{report.assignment.id} {report.assignment.title} — {name}", style="bold"))
+    if report.choice:
+        con.print(Text(f"  {report.choice}", style="cyan"), soft_wrap=True)
     for warning in report.warnings:
         con.print(Text(f"  note: {warning}", style="yellow"))
     for task in report.tasks:
@@ -180,6 +194,8 @@ def run_check(args: argparse.Namespace, con: Console, err: Console) -> int:
         err.print(f"pallas-lab check: {exc}", markup=False, soft_wrap=True)
         return EXIT_USAGE
     for report in reports:
+        if report.file is not None and not report.choice:
+            report.choice = args.choices.get(report.file, "")
         print_report(report, con)
     statuses = {t.status for r in reports for t in r.tasks} - {Status.NO_SELF_CHECK}
     return EXIT_OK if statuses <= {"passed"} else EXIT_FAILING
@@ -214,7 +230,7 @@ def run_status(args: argparse.Namespace, con: Console, err: Console | None = Non
     folder) says so in one line on ``err`` (stderr by default) and returns 2.
     """
     folders = [args.folder] if args.folder is not None else []
-    found = {a.id: find_file(a, folders) for a in ASSIGNMENTS.values()}
+    found = {a.id: find_choice(a, folders) for a in ASSIGNMENTS.values()}
     if not any(found.values()):
         where = " or ".join(str(f) for f in folders) or (
             f"{Path.cwd()} or its assignments/ folder")
@@ -226,9 +242,18 @@ def run_status(args: argparse.Namespace, con: Console, err: Console | None = Non
         return EXIT_USAGE
     reports = []
     for assignment in ASSIGNMENTS.values():
-        path = found[assignment.id]
-        reports.append(check_file(path, assignment) if path else no_file_report(assignment))
+        choice = found[assignment.id]
+        if choice is None or choice.graded is None:
+            reports.append(no_file_report(assignment))
+            continue
+        report = check_file(choice.graded, assignment)
+        report.choice = choice.note
+        reports.append(report)
     con.print(status_table(reports))
+    for report in reports:
+        if report.choice:
+            con.print(Text(f"{report.assignment.id}: {report.choice}", style="cyan"),
+                      soft_wrap=True)
     return EXIT_OK
 
 

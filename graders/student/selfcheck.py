@@ -38,6 +38,7 @@ from graders.assignments import ASSIGNMENTS, Assignment, assignment_for_stem, lo
 from graders.registry import EXPLORATORY_SETTINGS, CheckFailure, StudentRaised, run_property
 from graders.status import SELF_CHECK_STATUSES, Status
 from graders.student.public import Result, load_public_checks
+from graders.student.which_file import Choice, choose_in
 from graders.worker.static_check import check_source
 from pallas_sim._src.config import GRADING_SANITIZERS
 
@@ -97,12 +98,16 @@ class TaskOutcome:
 @dataclass
 class FileReport:
     """Self-check of one file: the ``assignment``, the ``file`` (None when not found),
-    ``warnings`` (what the grader would reject or set aside) and per-task ``tasks``."""
+    ``warnings`` (what the grader would reject or set aside), per-task ``tasks`` and the
+    ``choice`` of file the grader makes."""
 
     assignment: Assignment
     file: Path | None
     tasks: list[TaskOutcome]
     warnings: list[str] = field(default_factory=list)
+    #: Which file of the pair <stem>.py/<stem>.ipynb the grader grades and why
+    #: (``graders.student.which_file``); "" when there was no choice to make.
+    choice: str = ""
 
 
 # -- loading the student's module ----------------------------------------------------------------
@@ -290,16 +295,37 @@ def _run_task(task: str, title: str, checks: list, api: InProcessApi,
 
 # -- finding files ------------------------------------------------------------------------------
 
-def find_file(assignment: Assignment, folders: Sequence[Path] = ()) -> Path | None:
-    """The student's file of ``assignment``: ``<stem>.py`` then ``<stem>.ipynb`` in the
-    current folder, then in ``assignments/`` (or in ``folders``)."""
+def find_choice(assignment: Assignment, folders: Sequence[Path] = ()) -> Choice | None:
+    """Which file of ``assignment`` the grader would grade: in the current folder, then in
+    ``assignments/`` (or in ``folders``), the first folder holding ``<stem>.py`` or
+    ``<stem>.ipynb`` as a file, the pair decided by the one rule
+    (``graders.student.which_file.choose_in``: the one that differs from the handout,
+    else the newer). None when no folder holds either."""
     search = list(folders) or [Path.cwd(), Path.cwd() / "assignments"]
     for folder in search:
-        for suffix in (".py", ".ipynb"):
-            candidate = folder / f"{assignment.stem}{suffix}"
-            if candidate.is_file():
-                return candidate
+        choice = choose_in(folder, assignment.stem)
+        if choice is not None and choice.graded is not None:
+            return choice
     return None
+
+
+def find_file(assignment: Assignment, folders: Sequence[Path] = ()) -> Path | None:
+    """The student's file of ``assignment`` (:func:`find_choice`'s), or None."""
+    choice = find_choice(assignment, folders)
+    return choice.graded if choice is not None else None
+
+
+def twin_choice(path: Path, assignment: Assignment) -> str:
+    """For a FILE named on the command line: what the student is told when the grader
+    would grade the other file of its pair instead (its ``.ipynb`` or ``.py`` beside it),
+    "" otherwise."""
+    if path.stem != assignment.stem or path.suffix not in (".py", ".ipynb"):
+        return ""
+    choice = choose_in(path.parent, assignment.stem)
+    if choice is None or choice.graded is None or choice.graded.name == path.name:
+        return choice.note if choice is not None else ""
+    return (f"the grader grades {choice.graded.name}, not this file ({choice.why}); "
+            f"check that one: pallas-lab check {choice.graded}")
 
 
 def assignment_of_file(path: Path, override: str | None = None) -> Assignment:

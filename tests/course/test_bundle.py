@@ -9,11 +9,13 @@ installed commands run from a fresh virtual environment with relative paths.
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 import venv
 from pathlib import Path
 
+import jupytext
 import pytest
 
 from graders.bundle import DEPENDENCIES, HIDDEN, JAX_DEPENDENCIES, write_bundle
@@ -44,6 +46,18 @@ def test_bundle_installs_and_checks_without_hidden_parts(tmp_path: Path) -> None
                            cwd=work, capture_output=True, text=True, timeout=300, env=env)
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.count(": passed") == 5
+    # the installed bundle knows the handouts (graders/student/handout_fingerprints.py):
+    # a filled notebook beside the untouched .py is the file checked, and it says so
+    both = tmp_path / "both"
+    both.mkdir()
+    shutil.copyfile(bundle / "assignments" / "a1_pallas_basics.py", both / "a1_pallas_basics.py")
+    jupytext.write(jupytext.read(ROOT / "solutions" / "a1_pallas_basics.py"),
+                   both / "a1_pallas_basics.ipynb")
+    picked = subprocess.run([str(env_dir / "bin" / "pallas-lab"), "check", "--task", "1.1"],
+                            cwd=both, capture_output=True, text=True, timeout=300, env=env)
+    assert picked.returncode == 0, picked.stdout + picked.stderr
+    assert ("graded a1_pallas_basics.ipynb (a1_pallas_basics.py is unchanged from the "
+            "handout)") in picked.stdout
     probe = ("import importlib.util as u; print([m for m in ('reference', 'graders.checks', "
              "'graders.grading', 'graders.worker.client', 'solutions') if u.find_spec(m)])")
     absent = subprocess.run([str(python), "-c", probe], cwd=work, capture_output=True,

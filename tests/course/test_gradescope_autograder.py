@@ -17,7 +17,6 @@ import jsonschema
 import pytest
 
 from graders.autograder import main as gradescope_main
-from tests.samples import expected_score
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "examples" / "submissions"
@@ -134,23 +133,50 @@ def test_a_correct_submission_scores_full_with_public_tests_visible(
     assert not data["output"].startswith("Graded"), "one file: nothing to say about a choice"
 
 
+def _choice_test(data: dict) -> dict:
+    """The visible test that names the file graded (graders.autograder.choice_test)."""
+    [test] = [t for t in data["tests"] if t["name"] == "which file was graded"]
+    assert test["visibility"] == "visible" and test["score"] == test["max_score"] == 0
+    return test
+
+
 @pytest.mark.slow
-def test_with_both_a_py_and_a_notebook_the_py_is_graded_and_the_output_says_so(
+def test_a_filled_notebook_beside_an_untouched_py_is_graded_and_a_visible_test_says_so(
         archive: Path, tree: Path, tmp_path: Path) -> None:
-    """The .py (ben's) is graded, not the notebook beside it (the solution, which would
-    score 100): the rule, not the better score, picks the file, and the student is told."""
+    """The one rule (graders/student/which_file.py): the file that differs from the
+    handout is graded. Before it, the untouched .py was graded (0/100) and only the
+    after_published output named the notebook left out."""
     import jupytext
 
     notebook = tmp_path / f"{STEM}.ipynb"
     jupytext.write(jupytext.read(ROOT / "solutions" / f"{STEM}.py"), notebook)
     data, log = dry_run(archive, tree, folder(tmp_path, {
-        f"{STEM}.py": SAMPLES / "ben_typical_mistakes" / f"{STEM}.py",
-        f"{STEM}.ipynb": notebook}))
-    assert data["score"] == expected_score("ben_typical_mistakes", STEM)
-    note = (f"Graded {STEM}.py; not graded: {STEM}.ipynb (one file is graded: {STEM}.py "
-            f"before {STEM}.ipynb).")
+        f"{STEM}.py": ROOT / "assignments" / f"{STEM}.py", f"{STEM}.ipynb": notebook}))
+    assert data["score"] == 100
+    note = (f"Graded {STEM}.ipynb ({STEM}.py is unchanged from the handout); not graded: "
+            f"{STEM}.py.")
     assert data["output"].startswith(note), data["output"]
-    assert note in log
+    assert _choice_test(data)["output"] == note and note in log
+
+
+@pytest.mark.slow
+def test_when_both_differ_the_one_further_from_the_handout_is_graded(
+        archive: Path, tree: Path, tmp_path: Path) -> None:
+    """ben's .py (a few mistakes) and the whole solution as a notebook both differ from
+    the handout; Gradescope's file times need not be the student's, so the one that
+    changes more lines is graded, whichever was saved last (the .py here)."""
+    import jupytext
+
+    notebook = tmp_path / f"{STEM}.ipynb"
+    jupytext.write(jupytext.read(ROOT / "solutions" / f"{STEM}.py"), notebook)
+    submission = folder(tmp_path, {f"{STEM}.py": SAMPLES / "ben_typical_mistakes" / f"{STEM}.py",
+                                   f"{STEM}.ipynb": notebook})
+    os.utime(submission / f"{STEM}.ipynb", (1_000_000_000, 1_000_000_000))  # 2001
+    data, _ = dry_run(archive, tree, submission)
+    assert data["score"] == 100, "the notebook, not ben's .py, is graded"
+    said = _choice_test(data)["output"]
+    assert said.startswith(f"Graded {STEM}.ipynb ({STEM}.py differs from the handout too; "
+                           f"{STEM}.ipynb differs more from it: "), said
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ from graders.discovery import discover
 
 A1 = "a1_pallas_basics.py"
 A2 = "a2_pipelining.py"
+NB1 = "a1_pallas_basics.ipynb"  # an nbgrader course grades notebooks only
 
 
 def put(folder: Path, *files: str) -> Path:
@@ -59,8 +60,8 @@ def test_a_student_named_like_an_assignment_in_nbgrader_layout_is_a_student(
     assert sorted(graded(discover([klass]))) == [("a1", A1), ("bob", A1)]
     course = tmp_path / "course"
     put(course, "nbgrader_config.py")
-    put(course / "submitted" / "a1" / "a1_pallas_basics", A1)
-    assert graded(discover([course])) == [("a1", A1)], (
+    put(course / "submitted" / "a1" / "a1_pallas_basics", NB1)
+    assert graded(discover([course])) == [("a1", NB1)], (
         "an nbgrader course's submitted/ is always a class folder")
 
 
