@@ -180,7 +180,7 @@ class InProcessApi:
         return Result(value, list(recorded.calls), returned)
 
     def kernel(self, harness: str, func: str, *args: Any, **kwargs: Any) -> Any:
-        """Run ``func`` in ``graders.harnesses.<harness>``'s standard pallas_call."""
+        """Run ``graders.harnesses.<harness>.<func>`` on the module (``Api.kernel``)."""
         self._function(func)
         runner = getattr(load_harness(harness), func)
         return self._run(func, lambda: runner(self.module, *args, **kwargs))
@@ -261,17 +261,34 @@ def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
             status = Status.NOT_STARTED if task.id in stubs else Status.NO_SELF_CHECK
             report.tasks.append(TaskOutcome(task=task.id, title=task.title, status=status))
             continue
-        report.tasks.append(_run_task(task.id, task.title, mine, api, timeout))
+        report.tasks.append(_run_task(task.id, task.title, mine, api, timeout,
+                                      started=task.id not in stubs))
     return report
 
 
 def _run_task(task: str, title: str, checks: list, api: InProcessApi,
-              timeout: float | None) -> TaskOutcome:
+              timeout: float | None, *, started: bool = False) -> TaskOutcome:
+    """Run a task's public checks in order; the first that does not pass decides.
+
+    A check that meets a ``NotImplementedError`` makes the task ``not started``, unless
+    the stub raising it is another task's (its message names that task) and this task's
+    own stub is gone (``started``): a public check may run this task's code through
+    another task's function (a kernel through the student's own wrapper), and then it is
+    ``failing`` and says which task to write first.
+    """
     for check in checks:
         try:
             with _time_limit(timeout):
                 check.run(api)
-        except NotStarted:
+        except NotStarted as stub:
+            other = _stub_tasks(f'NotImplementedError("{stub}")') - {task}
+            if started and other:
+                names = ", ".join(f"Task {t}" for t in sorted(other))
+                return TaskOutcome(task=task, title=title, status=Status.FAILING,
+                                   check=check.name, detail=[
+                                       f"this check runs your code through {names}, which is "
+                                       f"not started yet (it raises NotImplementedError): it "
+                                       f"depends on {names}, write that first"])
             return TaskOutcome(task=task, title=title, status=Status.NOT_STARTED, check=check.name)
         except CheckTimeout:
             return TaskOutcome(task=task, title=title, status=Status.FAILING, check=check.name,

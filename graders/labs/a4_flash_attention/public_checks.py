@@ -362,21 +362,41 @@ def _kernel_options(case: dict) -> dict:
                                        "max_logit_const")}
 
 
+#: The harness the public checks run (``public_harness.py``: the kernels through the
+#: student's own flash_attention, never the grader's standard call).
+HARNESS = "a4_public"
+
+
+def run_kernel(api: Api, func: str, case: dict, **options: object) -> dict:
+    """``public_harness.<func>`` on the case: the student's kernel through their own
+    flash_attention. Raises ``Mismatch`` (saying the check depends on Task 4.4) when the
+    wrapper's pallas_call is not Task 4.4's, so that the kernel is not blamed for it (a
+    wrapper that is still a stub raises NotImplementedError naming Task 4.4, which
+    ``pallas-lab check`` reports as such)."""
+    reply = api.kernel(HARNESS, func, case["q"], case["k"], case["v"], **options)
+    if not isinstance(reply, dict) or "out" not in reply:
+        raise Mismatch(f"the run of {func} gave no output", got=type(reply).__name__)
+    if reply.get("problem"):
+        raise Mismatch(f"this check runs your kernel through your flash_attention (Task 4.4), "
+                       f"and {reply['problem']}: it depends on Task 4.4, fix that first")
+    return reply
+
+
 def _kernel_against_dense(api: Api, strategy: st.SearchStrategy, max_examples: int) -> None:
     def body(case: dict) -> None:
-        got = api.kernel("a4", "flash_attention_kernel", case["q"], case["k"], case["v"],
-                         **_kernel_options(case))
+        got = run_kernel(api, "flash_attention_kernel", case, **_kernel_options(case))["out"]
         rtol, atol = TOL[case["q"].dtype.name]
         assert_close(got, dense_attention(case), rtol=rtol, atol=atol,
                      what="the attention output")
     api.run_property(strategy, body, max_examples=max_examples)
 
 
-@public_check(A, "4.3", "flash_attention_kernel in the standard (head, q block, kv block) "
-                        "pallas_call equals dense softmax attention (GQA; no mask)")
+@public_check(A, "4.3", "flash_attention_kernel, run through your flash_attention's (head, q "
+                        "block, kv block) pallas_call, equals dense softmax attention (GQA; no "
+                        "mask)")
 def flash_kernel_values(api: Api) -> None:
-    """Task 4.3: flash_attention_kernel in the standard (head, q block, kv block) pallas_call
-    equals dense softmax attention (GQA; no mask).
+    """Task 4.3: flash_attention_kernel, run through your flash_attention's (head, q block, kv
+    block) pallas_call (``public_harness``), equals dense softmax attention (GQA; no mask).
     """
     _kernel_against_dense(api, attention_cases(causal=False), 3)
 
@@ -427,9 +447,8 @@ def flash_kernel_constant_used(api: Api) -> None:
     """
     def body(case: dict) -> None:
         with np.errstate(invalid="ignore", divide="ignore"):  # 0 / 0 is what c = 800 gives
-            got = as_float_array(api.kernel("a4", "flash_attention_kernel", case["q"],
-                                            case["k"], case["v"], **_kernel_options(case)),
-                                 "the output")
+            got = as_float_array(run_kernel(api, "flash_attention_kernel", case,
+                                            **_kernel_options(case))["out"], "the output")
         expected = dense_attention(case)
         if got.shape == expected.shape and np.allclose(got, expected, rtol=1e-4, atol=1e-4):
             raise Mismatch("with max_logit_const = 800 the kernel still returns the exact "
@@ -450,9 +469,9 @@ def flash_kernel_base2(api: Api) -> None:
     times log2(e) (scores pre-scaled, exp2; lecture §6.6).
     """
     def body(case: dict) -> None:
-        got = api.kernel("a4", "flash_attention_kernel", case["q"], case["k"], case["v"],
-                         **_kernel_options(case), use_base2_exp=True, with_max=True)
-        out, m = got
+        got = run_kernel(api, "flash_attention_kernel", case, **_kernel_options(case),
+                         use_base2_exp=True)
+        out, m = got["out"], got["m"]
         rtol, atol = TOL[case["q"].dtype.name]
         assert_close(out, dense_attention(case), rtol=rtol, atol=atol,
                      what="the attention output with use_base2_exp=True")
@@ -622,15 +641,17 @@ def _micro_options(case: dict) -> dict:
                                        "bkv_compute")}
 
 
-@public_check(A, "4.7", "flash_attention_kernel_microtiled in the standard pallas_call equals "
+@public_check(A, "4.7", "flash_attention_kernel_microtiled, run through your flash_attention's "
+                        "pallas_call in place of Task 4.3's kernel, equals "
                         "dense softmax attention, causal or not (lecture §5.3)")
 def microtiled_values(api: Api) -> None:
-    """Task 4.7: flash_attention_kernel_microtiled in the standard pallas_call equals dense
+    """Task 4.7: flash_attention_kernel_microtiled, run through your flash_attention's
+    pallas_call in place of Task 4.3's kernel (``public_harness``), equals dense
     softmax attention, causal or not (lecture §5.3).
     """
     def body(case: dict) -> None:
-        got = api.kernel("a4", "flash_attention_kernel_microtiled", case["q"], case["k"],
-                         case["v"], **_micro_options(case))
+        got = run_kernel(api, "flash_attention_kernel_microtiled", case,
+                         **_micro_options(case))["out"]
         rtol, atol = TOL[case["q"].dtype.name]
         assert_close(got, dense_attention(case), rtol=rtol, atol=atol,
                      what="the micro-tiled kernel's output")
@@ -645,9 +666,8 @@ def microtiled_largest(api: Api) -> None:
     largest_intermediate) is block_q × bkv_compute, not block_q × block_kv (lecture §5.3).
     """
     def body(case: dict) -> None:
-        _, largest = api.kernel("a4", "flash_attention_kernel_microtiled", case["q"],
-                                case["k"], case["v"], **_micro_options(case),
-                                report_largest=True)
+        largest = run_kernel(api, "flash_attention_kernel_microtiled", case,
+                             **_micro_options(case))["largest"]
         block_q, block_kv, bkv = case["block_q"], case["block_kv"], case["bkv_compute"]
         if int(largest) != block_q * bkv:
             whole = " — the whole kv block at once: bkv_compute is ignored" if (
@@ -669,7 +689,7 @@ def flash_config(api: Api) -> None:
     lecture's attention with blocks, scratch and score tiles within 64 MiB of VMEM, predicted
     (pallas_sim.estimate) within 10 % of the fastest legal candidate's 2.7281 ms.
     """
-    reply = api.kernel("a4", "choose_flash_config", q_shape=worked.Q_SHAPE,
+    reply = api.kernel(HARNESS, "choose_flash_config", q_shape=worked.Q_SHAPE,
                        v_shape=worked.V_SHAPE, chip="v7",
                        block_candidates=worked.FLASH_BLOCK_CANDIDATES,
                        mle_candidates=worked.FLASH_MLE_CANDIDATES)
