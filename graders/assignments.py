@@ -20,7 +20,8 @@ from types import ModuleType
 from graders.records import Assignment, Task
 
 __all__ = ["ASSIGNMENTS", "Assignment", "LABS_DIR", "Task", "assignment_for_stem",
-           "discover", "get_assignment", "harness_files", "known_stems", "load_harness"]
+           "dependency_list", "discover", "get_assignment", "harness_files", "known_stems",
+           "load_harness"]
 
 #: The folder holding one package per assignment.
 LABS_DIR = Path(__file__).resolve().parent / "labs"
@@ -77,6 +78,17 @@ def assignment_for_stem(stem: str) -> Assignment | None:
         if assignment.stem == stem:
             return assignment
     return None
+
+
+def dependency_list(assignments: dict[str, Assignment] | None = None) -> str:
+    """The tasks that declare dependencies (``Task.depends``) as the README lists them, in
+    course order: ``"1.2 on 1.1, ..., 5.5 on 5.2 and 5.3, ..."`` (default: the discovered
+    labs). ``tests/course/test_readme_dependencies.py`` fails when the README's list is
+    not this text."""
+    found = assignments if assignments is not None else ASSIGNMENTS
+    return ", ".join(f"{task.id} on {' and '.join(task.depends)}"
+                     for assignment in found.values() for task in assignment.tasks
+                     if task.depends)
 
 
 def known_stems() -> tuple[str, ...]:

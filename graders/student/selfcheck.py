@@ -11,6 +11,10 @@ Per task the outcome is ``passed``, ``failing`` (with the check, the smallest
 failing input, expected and got), ``not started`` (a stub still raises
 ``NotImplementedError``), ``error`` (the file does not load) or ``no
 self-check`` (the task has no public check yet; its stub is still detected).
+A failing task that calls another task's functions (``Task.depends``, the records the
+grade uses) says so when that task is failing or not started too ("depends on Task
+N.M ..., which is failing too"), as the grade's feedback does; ``--task`` runs the
+dependencies' checks as well to know (``note_dependencies``).
 
 The checks run as grading runs them (``self_check_environment``): pallas_sim
 with poisoned memory and the parallel grid axes visited in the grader's seeded
@@ -21,6 +25,7 @@ that ``pallas-lab check`` writes nothing into the student's folder.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import tempfile
 import traceback
@@ -35,6 +40,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from graders.assignments import ASSIGNMENTS, Assignment, assignment_for_stem, load_harness
+from graders.records import Task
 from graders.registry import EXPLORATORY_SETTINGS, CheckFailure, StudentRaised, run_property
 from graders.status import SELF_CHECK_STATUSES, Status
 from graders.student.public import Result, load_public_checks
@@ -239,9 +245,62 @@ def check_file(path: Path, assignment: Assignment, *, tasks: Sequence[str] | Non
         return _check_file(path, assignment, tasks, timeout, profile)
 
 
+def _with_dependencies(assignment: Assignment, chosen: Sequence[Task]) -> list[Task]:
+    """The ``chosen`` tasks and, transitively, the tasks they declare as dependencies
+    (``Task.depends``), in the assignment's order."""
+    wanted = {t.id for t in chosen}
+    frontier = list(wanted)
+    while frontier:
+        for dependency in assignment.task(frontier.pop()).depends:
+            if dependency not in wanted:
+                wanted.add(dependency)
+                frontier.append(dependency)
+    return [t for t in assignment.tasks if t.id in wanted]
+
+
+#: Outcomes of a dependency that may be why its dependant fails (as the grade counts a
+#: dependency that did not pass): "passed" and "no self-check" are not.
+UNSETTLED = (Status.FAILING, Status.ERROR, Status.NOT_STARTED)
+
+
+def note_dependencies(assignment: Assignment, outcomes: Sequence[TaskOutcome]
+                      ) -> list[TaskOutcome]:
+    """The outcomes with, on each failing task that declares dependencies (``Task.depends``:
+    the records the grade's feedback uses), a last detail line naming those that are
+    failing or not started too: "depends on Task N.M (...), which is failing too: ...".
+
+    The grade adds the same note ("which failed too", ``graders.grading``) and charges a
+    kernel's mistake to the kernel's task; here the wrapper's public check compares with
+    plain math, so it fails too, and the note says where the fault may be. A dependency
+    whose own failure says it depends on this task (a kernel check run through this
+    wrapper) is not named: the fault is this task's.
+    """
+    status = {o.task: o.status for o in outcomes}
+    blames = {o.task: " ".join(o.detail) for o in outcomes}
+    noted = []
+    for outcome in outcomes:
+        task = assignment.task(outcome.task)
+        # a dependency whose own check says it fails through this task is not the cause
+        broken = [d for d in task.depends if status.get(d) in UNSETTLED
+                  and f"depends on Task {task.id}" not in blames[d]]
+        if outcome.status != Status.FAILING or not broken:
+            noted.append(outcome)
+            continue
+        names = ", ".join(f"Task {d} ({assignment.task(d).title}), which is "
+                          f"{'not started' if status[d] == Status.NOT_STARTED else 'failing'}"
+                          f"{'' if status[d] == Status.NOT_STARTED else ' too'}"
+                          for d in broken)
+        line = (f"depends on {names}: your {task.title} calls it, so fix that first; this "
+                "check may pass once it does")
+        noted.append(dataclasses.replace(outcome, detail=[*outcome.detail, line]))
+    return noted
+
+
 def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
                 timeout: float | None, profile: settings) -> FileReport:
-    chosen = [t for t in assignment.tasks if tasks is None or t.id in tasks]
+    asked = [t for t in assignment.tasks if tasks is None or t.id in tasks]
+    # the tasks asked for are run with their dependencies, to tell whether those fail too
+    chosen = _with_dependencies(assignment, asked)
     report = FileReport(assignment, path, [])
     try:
         source, report.warnings = module_source(path)
@@ -250,7 +309,7 @@ def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
         detail = [f"{type(exc).__name__}: {exc}"]
         report.tasks = [TaskOutcome(task=t.id, title=t.title, status=Status.ERROR,
                                     check="the file loads", detail=detail)
-                        for t in chosen]
+                        for t in asked]
         return report
     api = InProcessApi(module, path, profile)
     checks = load_public_checks(assignment.id)
@@ -263,6 +322,8 @@ def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
             continue
         report.tasks.append(_run_task(task.id, task.title, mine, api, timeout,
                                       started=task.id not in stubs))
+    shown = {t.id for t in asked}
+    report.tasks = [t for t in note_dependencies(assignment, report.tasks) if t.task in shown]
     return report
 
 

@@ -410,6 +410,28 @@ def flash_kernel_causal(api: Api) -> None:
     _kernel_against_dense(api, attention_cases(causal=True), 6)
 
 
+@public_check(A, "4.3", "with causal=True the kernel reads neither k_ref nor v_ref at the grid "
+                        "steps whose tile is fully masked (pl.when around the update; the "
+                        "trace's kernel_reads, lecture §5.2)")
+def flash_kernel_skips(api: Api) -> None:
+    """Task 4.3: with causal=True the kernel reads neither k_ref nor v_ref at the grid steps
+    whose tile is fully masked (pl.when around the update; the trace's kernel_reads of the
+    call the kernel ran in, lecture §5.2).
+    """
+    def body(case: dict) -> None:
+        masked, wasted = run_kernel(api, "flash_attention_kernel", case,
+                                    **_kernel_options(case))["masked_reads"]
+        if wasted:
+            raise Mismatch(f"the kernel reads k_ref or v_ref at {wasted} of {masked} fully "
+                           "masked grid steps", expected="no reads there: skip the update with "
+                           "pl.when when the tile's first key comes after its last query",
+                           got=f"{wasted} steps with reads")
+    # L of two blocks or more, so that some tile lies wholly above the diagonal
+    api.run_property(attention_cases(causal=True).filter(
+        lambda c: c["q"].shape[1] >= 2 * max(c["block_q"], c["block_kv"])), body,
+        max_examples=3)
+
+
 @public_check(A, "4.3", "rows whose scores all lie below -100 (float32 exp underflows there) "
                         "still get their softmax: m starts at -inf, not 0 (lecture §5.2, §5.4)")
 def flash_kernel_deep_rows(api: Api) -> None:
@@ -599,6 +621,48 @@ def traffic_worked(api: Api) -> None:
         if got != answer.value:
             raise Mismatch(f"{answer.func} differs from the lecture's", input=f"{answer.args}",
                            expected=f"{answer.value} ({answer.why})", got=repr(got))
+
+
+@public_check(A, "4.6", "the traffic formulas at drawn shapes and byte widths: Flash reads Q "
+                        "once and K, V once per q block and writes O; XLA writes the scores "
+                        "once and reads them twice; FLOPs 2·H·L²·(d + dv) (lecture §5.2)")
+def traffic_formulas(api: Api) -> None:
+    """Task 4.6: the traffic formulas of the task at drawn shapes and byte widths (the
+    worked answers use the default widths only, so a width that is ignored passes them)."""
+    @st.composite
+    def shapes(draw) -> dict:
+        return {"H": draw(st.integers(1, 64)), "L": draw(st.integers(1, 8192)),
+                "d": draw(st.sampled_from([64, 128, 192])),
+                "dv": draw(st.sampled_from([64, 128])),
+                "block_q": draw(st.sampled_from([128, 512, 1000, 2048])),
+                "in_bytes": draw(st.sampled_from([1, 2, 4])),
+                "score_bytes": draw(st.sampled_from([2, 4])),
+                "out_bytes": draw(st.sampled_from([2, 4]))}
+
+    def body(c: dict) -> None:
+        heads, length, d, dv = c["H"], c["L"], c["d"], c["dv"]
+        per_head_in = length * c["in_bytes"]
+        expected = {
+            "flash_attention_hbm_bytes": heads * per_head_in * (
+                d + math.ceil(length / c["block_q"]) * (d + dv))
+            + heads * length * dv * c["out_bytes"],
+            "xla_attention_hbm_bytes": heads * (3 * c["score_bytes"] * length ** 2
+                                                + per_head_in * (d + d + dv)
+                                                + length * dv * c["out_bytes"]),
+            "attention_flops": 2 * heads * length ** 2 * (d + dv)}
+        calls = {
+            "flash_attention_hbm_bytes": api.call(
+                "flash_attention_hbm_bytes", heads, length, d, dv, c["block_q"],
+                in_bytes=c["in_bytes"], out_bytes=c["out_bytes"]),
+            "xla_attention_hbm_bytes": api.call(
+                "xla_attention_hbm_bytes", heads, length, d, dv, in_bytes=c["in_bytes"],
+                score_bytes=c["score_bytes"], out_bytes=c["out_bytes"]),
+            "attention_flops": api.call("attention_flops", heads, length, d, dv)}
+        for func, result in calls.items():
+            if result.value != expected[func]:
+                raise Mismatch(f"{func} differs from the formula of the task",
+                               expected=str(expected[func]), got=repr(result.value))
+    api.run_property(shapes(), body)
 
 
 @public_check(A, "4.4", "flash_attention(..., use_base2_exp=True) accepts the option and still "

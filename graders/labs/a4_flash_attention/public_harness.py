@@ -44,6 +44,38 @@ class _KernelNotStarted(BaseException):
     BaseException, so that a wrapper's ``except Exception`` does not swallow it)."""
 
 
+class _KernelRaised(BaseException):
+    """The student's kernel raised ``error`` inside their wrapper (re-raised as it was)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _WrapperProblem(BaseException):
+    """The refs the wrapper's call hands the kernel are not Task 4.4's (the message)."""
+
+
+def _refs_problem(refs: tuple, q: np.ndarray, v: np.ndarray, block_q: int,
+                  block_kv: int) -> str | None:
+    """What in the refs of one kernel step differs from Task 4.4's call, or None: q (block_q,
+    d), k (block_kv, d), v (block_kv, dv), a float32 output (block_q, dv) and float32
+    scratch of block_q rows."""
+    d, dv = q.shape[-1], v.shape[-1]
+    want = ((block_q, d), (block_kv, d), (block_kv, dv), (block_q, dv))
+    names = ("q_ref", "k_ref", "v_ref", "o_ref")
+    for ref, shape, name in zip(refs[:4], want, names, strict=True):
+        if tuple(ref.shape) != shape:
+            return f"the kernel gets {name} of shape {tuple(ref.shape)}, not {shape}"
+    for ref, name in zip(refs[3:], ("o_ref", "m_scratch_ref", "l_scratch_ref",
+                                    "acc_scratch_ref"), strict=True):
+        if np.dtype(ref.dtype) != np.float32:
+            return f"the kernel gets {name} of dtype {np.dtype(ref.dtype).name}, not float32"
+        if ref.shape[0] != block_q:
+            return f"the kernel gets {name} with {ref.shape[0]} rows, not block_q = {block_q}"
+    return None
+
+
 def _wrapper_problem(calls: list, q: np.ndarray, k: np.ndarray, block_q: int,
                      block_kv: int) -> str | None:
     """What in the wrapper's trace differs from Task 4.4's call, or None."""
@@ -83,11 +115,13 @@ def _through_wrapper(sub: ModuleType, kernel: Callable[..., Any], options: dict,
     spy calling ``kernel`` with ``options``. A ``NotImplementedError`` of the wrapper or of
     the kernel propagates with its own message (naming its task).
 
-    Returns ``{"out", "m", "problem", "largest"}``: ``out`` the wrapper's result, or with
+    Returns ``{"out", "m", "problem", "largest", "masked_reads"}``: ``out`` the wrapper's
+    result, or with
     ``capture`` the kernel's own output blocks, f32 [H, L, dv]; ``m`` (with ``capture``)
     the m scratch's first lane after each row's last kv step, f32 [H, L]; ``problem`` what
     in the wrapper's call differs from Task 4.4's, or None; ``largest`` the call's largest
-    intermediate (elements).
+    intermediate (elements); ``masked_reads`` (None with a ``problem``) as
+    :func:`_masked_reads`.
     """
     wrapper = _function(sub, "flash_attention")
     heads, length, _ = q.shape
@@ -96,10 +130,16 @@ def _through_wrapper(sub: ModuleType, kernel: Callable[..., Any], options: dict,
     m = np.full((heads, length), np.nan, np.float32)
 
     def spy(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, **_ignored):
+        problem = _refs_problem((q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref), q, v,
+                                block_q, block_kv)
+        if problem is not None:
+            raise _WrapperProblem(problem)
         try:
             kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, **options)
         except NotImplementedError as exc:
             raise _KernelNotStarted(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - the kernel's own error, re-raised as is
+            raise _KernelRaised(exc) from None
         step = [int(concrete(pl.program_id(axis))) for axis in range(3)]
         if capture and step[2] == int(concrete(pl.num_programs(2))) - 1:
             rows = slice(step[1] * block_q, (step[1] + 1) * block_q)
@@ -114,13 +154,36 @@ def _through_wrapper(sub: ModuleType, kernel: Callable[..., Any], options: dict,
                              block_kv=block_kv)
     except _KernelNotStarted as exc:
         raise NotImplementedError(str(exc)) from None  # the kernel's task is not started
+    except _KernelRaised as raised:
+        raise raised.error from None  # the kernel's own error: its task's
+    except _WrapperProblem as problem:
+        return {"out": None, "m": None, "largest": 0, "masked_reads": None,
+                "problem": str(problem)}
+    except NotImplementedError:
+        raise  # the wrapper's stub (its message names Task 4.4)
+    except Exception as exc:  # noqa: BLE001 - raised outside the kernel: the wrapper's call
+        return {"out": None, "m": None, "largest": 0, "masked_reads": None,
+                "problem": f"it raised {type(exc).__name__}: {str(exc)[:300]}"}
     finally:
         setattr(sub, KERNEL, original)
     calls = list(recorded.calls)
     problem = _wrapper_problem(calls, q, k, block_q, block_kv)
     largest = int(calls[-1].largest_intermediate) if calls else 0
     return {"out": out if capture else result, "m": m if capture else None,
-            "problem": problem, "largest": largest}
+            "problem": problem, "largest": largest,
+            "masked_reads": None if problem else _masked_reads(calls[0], block_q, block_kv)}
+
+
+def _masked_reads(call: Any, block_q: int, block_kv: int) -> list[int]:
+    """``[fully masked steps, steps of them at which the kernel read k_ref or v_ref]`` of a
+    call whose BlockSpecs are Task 4.4's (a tile is fully masked under the causal mask when
+    its first key comes after its last query: j·block_kv > (i + 1)·block_q - 1)."""
+    q_op, k_op, v_op = (op for op in call.operands if op.role == "in")
+    q_block = np.asarray(q_op.block_indices)[:, 1]
+    kv_block = np.asarray(k_op.block_indices)[:, 1]
+    masked = kv_block * block_kv > (q_block + 1) * block_q - 1
+    read = (np.asarray(k_op.kernel_reads) > 0) | (np.asarray(v_op.kernel_reads) > 0)
+    return [int(masked.sum()), int((masked & read).sum())]
 
 
 def flash_attention_kernel(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray, *,
