@@ -20,7 +20,8 @@ from types import ModuleType
 from graders.records import Assignment, Task
 
 __all__ = ["ASSIGNMENTS", "Assignment", "LABS_DIR", "Task", "assignment_for_stem",
-           "discover", "get_assignment", "harness_files", "known_stems", "load_harness"]
+           "dependency_list", "discover", "get_assignment", "harness_files", "known_stems",
+           "load_harness"]
 
 #: The folder holding one package per assignment.
 LABS_DIR = Path(__file__).resolve().parent / "labs"
@@ -79,33 +80,59 @@ def assignment_for_stem(stem: str) -> Assignment | None:
     return None
 
 
+def dependency_list(assignments: dict[str, Assignment] | None = None) -> str:
+    """The tasks that declare dependencies (``Task.depends``) as the README lists them, in
+    course order: ``"1.2 on 1.1, ..., 5.5 on 5.2 and 5.3, ..."`` (default: the discovered
+    labs). ``tests/course/test_readme_dependencies.py`` fails when the README's list is
+    not this text."""
+    found = assignments if assignments is not None else ASSIGNMENTS
+    return ", ".join(f"{task.id} on {' and '.join(task.depends)}"
+                     for assignment in found.values() for task in assignment.tasks
+                     if task.depends)
+
+
 def known_stems() -> tuple[str, ...]:
     """Every assignment's file stem, in course order."""
     return tuple(assignment.stem for assignment in ASSIGNMENTS.values())
 
 
-def harness_files() -> dict[str, Path]:
-    """Each lab's ``harness.py`` by assignment id (labs without one are left out).
+#: A lab's harness files and the suffix of their module names: ``harness.py`` (the grader's
+#: standard calls, as ``<id>``; never shipped to students) and ``public_harness.py`` (what
+#: the public checks run, as ``<id>_public``; shipped in the student bundle).
+HARNESS_FILES = (("harness.py", ""), ("public_harness.py", "_public"))
 
-    The worker receives them as ``pallas_lab_harnesses.<id>`` beside
+
+def harness_files() -> dict[str, Path]:
+    """Each lab's harness files by module name: ``harness.py`` as ``<id>`` and
+    ``public_harness.py`` as ``<id>_public`` (files a lab does not have are left out; the
+    student bundle has no ``harness.py``).
+
+    The worker receives them as ``pallas_lab_harnesses.<name>`` beside
     ``graders/harnesses/common.py``; in the grader's (or the student's) own process
-    ``graders.harnesses.load(id)`` loads the same file under the same package layout.
+    :func:`load_harness` loads the same file under the same package layout.
     """
-    return {a.id: LABS_DIR / a.stem / "harness.py" for a in ASSIGNMENTS.values()
-            if (LABS_DIR / a.stem / "harness.py").is_file()}
+    return {f"{a.id}{suffix}": LABS_DIR / a.stem / file
+            for a in ASSIGNMENTS.values() for file, suffix in HARNESS_FILES
+            if (LABS_DIR / a.stem / file).is_file()}
 
 
 def load_harness(assignment_id: str) -> ModuleType:
-    """The lab's ``harness.py`` as the module ``graders.harnesses.<id>`` (loaded once).
+    """A lab's harness file (:func:`harness_files`: ``<id>`` or ``<id>_public``) as the
+    module ``graders.harnesses.<name>`` (loaded once).
 
     That is the layout the worker gives it (``pallas_lab_harnesses.<id>`` beside
-    ``common.py``), so its relative import of ``.common`` works the same in both places.
-    Raises ``KeyError`` for an unknown id or an assignment without a harness.
+    ``common.py`` and ``<id>_public``), so its relative imports of ``.common`` and
+    ``.<id>_public`` (loaded first) work the same in both places.
+    Raises ``KeyError`` for an unknown name or a harness file the lab (or the student
+    bundle) does not have.
     """
     name = f"graders.harnesses.{assignment_id}"
     if name in sys.modules:
         return sys.modules[name]
     path = harness_files()[assignment_id]
+    public = f"{assignment_id}_public"
+    if public in harness_files():  # a lab's harness may import its public one, as ``.<id>_public``
+        load_harness(public)
     importlib.import_module("graders.harnesses")
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None

@@ -4,8 +4,10 @@
 
 * ``assignments/`` (the handouts, ``.py`` and ``.ipynb``);
 * the code, chosen by a rule on paths (:func:`shipped_files`), not a list: the
-  roots ``pallas_sim/`` (the simulator), ``graders/labs/`` (records, public checks,
-  harnesses, worked answers; not a lab's hidden ``checks.py``) and ``graders/student/`` (
+  roots ``pallas_sim/`` (the simulator), ``graders/labs/`` (of each lab only the files
+  named in :data:`LAB_SHIPPED`: its record, public checks, public harness, worked answers
+  and fidelity cases; never its ``harness.py``, whose standard calls are the wrapper
+  tasks' answers, nor its hidden checks) and ``graders/student/`` (
   self-check, notebook conversion, the ``check``/``status`` commands), the
   program ``python -m graders.fidelity.run`` that ``check --backend jax``
   starts, and every repository module those import, transitively, read from
@@ -16,8 +18,8 @@
   ``status`` only, and a student ``README.md``.
 
 Left out on purpose, and refused should the rule ever reach them (:data:`HIDDEN`):
-``reference/``, ``solutions/``, the hidden checks (``graders/checks/``,
-``graders/labs/<stem>/checks.py``), grading
+``reference/``, ``solutions/``, the hidden checks (``graders/checks/``), every lab file
+not in :data:`LAB_SHIPPED` (``checks.py``, ``diagnose.py``, ``harness.py``), grading
 and the worker (``graders/grading.py``, ``graders/worker/client.py``, ...), tests
 and sample submissions.
 """
@@ -33,7 +35,7 @@ from graders.student.jax_backend import RUNNER as JAX_RUNNER
 
 #: The bundle's roots, relative to the repository: the simulator, the student's
 #: commands and the assignments' packages, each a whole folder (every file in it ships,
-#: but a lab's hidden checks, :data:`LAB_HIDDEN`).
+#: but of a lab only :data:`LAB_SHIPPED`).
 ROOTS = ("pallas_sim", "graders/student", "graders/labs")
 #: Modules the shipped commands run as programs (``python -m``) instead of importing:
 #: the ``--backend jax`` subprocess.
@@ -42,9 +44,15 @@ PROGRAMS = (JAX_RUNNER,)
 #: depends on keeping these hidden.
 HIDDEN = ("reference", "solutions", "graders/checks", "graders/grading.py",
           "graders/worker/client.py", "graders/worker/main.py", "examples", "tests")
-#: The assignments' packages, and the file of each that never ships: its hidden checks.
+#: The assignments' packages, and the only files of a lab that ship (an allowlist, so a
+#: file added to a lab stays with the grader until it is named here): the record, the
+#: public checks and what they run (``public_harness.py``, never ``harness.py``: its
+#: standard calls are the wrapper tasks' answers), the worked answers and the cases of
+#: ``check --backend jax``. ``tests/course/test_bundle_answers.py`` fails on any shipped
+#: line that is a solution line the handout does not show.
 LABS = Path("graders/labs")
-LAB_HIDDEN = ("checks.py", "diagnose.py")
+LAB_SHIPPED = ("__init__.py", "public_checks.py", "public_harness.py", "worked.py",
+               "fidelity.py")
 #: The repository's own top-level packages: an import of one of them is followed.
 FIRST_PARTY = ("pallas_sim", "graders", "reference", "solutions")
 
@@ -135,8 +143,7 @@ def shipped_files(root: Path) -> list[Path]:
             raise ValueError(f"missing from {root}: {part}")
         for path in sorted(folder.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" \
-                    and not (path.relative_to(root).is_relative_to(LABS)
-                             and path.name in LAB_HIDDEN):
+                    and not _lab_hidden(path.relative_to(root)):
                 add(path)
     for program in PROGRAMS:
         path = _module_file(root, program)
@@ -146,8 +153,8 @@ def shipped_files(root: Path) -> list[Path]:
     while queue:
         path = queue.pop()
         name = _module_name(root, path)
-        if path.name == "harness.py" and path.relative_to(root).is_relative_to(LABS):
-            # a lab's harness runs in the worker beside graders/harnesses/ (client.py
+        if path.name.endswith("harness.py") and path.relative_to(root).is_relative_to(LABS):
+            # a lab's harness runs in the worker beside graders/harnesses/ (libdir.py
             # copies it there), so its relative imports are that package's
             name = f"graders.harnesses.{path.parent.name}"
         for module in sorted(imported_modules(path, name)):
@@ -167,8 +174,7 @@ def shipped_files(root: Path) -> list[Path]:
     relative = sorted(path.relative_to(root) for path in files)
     leaked = sorted({part for part in HIDDEN for path in relative
                      if path == Path(part) or path.is_relative_to(part)}
-                    | {str(path) for path in relative if path.is_relative_to(LABS)
-                       and path.name in LAB_HIDDEN})
+                    | {str(path) for path in relative if _lab_hidden(path)})
     if leaked:
         raise ValueError(f"the bundle would contain hidden parts: {', '.join(leaked)}")
     return relative
@@ -249,11 +255,16 @@ handout). `check` and `status` check that same file and say which.
 """
 
 
+def _lab_hidden(relative: Path) -> bool:
+    """Whether a repository-relative path is a lab's file that never ships (inside
+    ``graders/labs/<stem>/`` and not in :data:`LAB_SHIPPED`)."""
+    return (relative.is_relative_to(LABS) and len(relative.parts) > len(LABS.parts) + 1
+            and relative.name not in LAB_SHIPPED)
+
+
 def _copy(source: Path, target: Path) -> None:
-    if source.is_dir():
-        hidden = LAB_HIDDEN if source.name == "labs" else ()
-        shutil.copytree(source, target,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *hidden))
+    if source.is_dir():  # pragma: no cover - shipped_files lists files only
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)

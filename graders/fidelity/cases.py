@@ -55,9 +55,10 @@ class FidelityCase:
       covers: other functions of the file this call runs (its kernels).
       max_examples: hypothesis examples per JAX mode.
       driver: for a kernel the file does not wrap itself (a handout task that is only a
-        kernel), ``driver(module, *args, **kwargs)`` builds the pallas_call around
-        ``module.<func>`` with the module's own ``pl``/``pltpu``/``jax``/``jnp`` (so it runs
-        on either backend); None calls ``module.<func>(*args, **kwargs)``.
+        kernel), ``driver(module, *args, **kwargs)`` runs ``module.<func>`` through code of
+        the module itself (e.g. its own wrapper, with the kernel swapped in), so that it
+        runs on either backend and no grader's call ships in the student bundle; None
+        calls ``module.<func>(*args, **kwargs)``.
     """
 
     func: str

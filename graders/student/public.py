@@ -58,9 +58,11 @@ class Api(Protocol):
         """Run the student's ``func(*args, **kwargs)`` under ``pallas_sim.trace()``."""
 
     def kernel(self, harness: str, func: str, *args: Any, **kwargs: Any) -> Any:
-        """Run the student's kernel ``func`` in the grader's standard pallas_call
-        (``graders/labs/<stem>/harness.py``: ``<func>(module, *args, **kwargs)``); returns
-        its value."""
+        """Run ``<func>(module, *args, **kwargs)`` of the harness module ``harness``
+        (``graders.assignments.load_harness``); public checks name a lab's public one,
+        ``<id>_public`` (``graders/labs/<stem>/public_harness.py``: the student's kernel
+        in a call the handout shows, or through their own wrapper; never the grader's
+        standard call, which does not ship). Returns its value."""
 
     def run_property(self, strategy: st.SearchStrategy[Any], body: Callable[[Any], None],
                      *, max_examples: int = 10) -> None:

@@ -11,6 +11,10 @@ Per task the outcome is ``passed``, ``failing`` (with the check, the smallest
 failing input, expected and got), ``not started`` (a stub still raises
 ``NotImplementedError``), ``error`` (the file does not load) or ``no
 self-check`` (the task has no public check yet; its stub is still detected).
+A failing task that calls another task's functions (``Task.depends``, the records the
+grade uses) says so when that task is failing or not started too ("depends on Task
+N.M ..., which is failing too"), as the grade's feedback does; ``--task`` runs the
+dependencies' checks as well to know (``note_dependencies``).
 
 The checks run as grading runs them (``self_check_environment``): pallas_sim
 with poisoned memory and the parallel grid axes visited in the grader's seeded
@@ -21,6 +25,7 @@ that ``pallas-lab check`` writes nothing into the student's folder.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import tempfile
 import traceback
@@ -35,6 +40,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from graders.assignments import ASSIGNMENTS, Assignment, assignment_for_stem, load_harness
+from graders.records import Task
 from graders.registry import EXPLORATORY_SETTINGS, CheckFailure, StudentRaised, run_property
 from graders.status import SELF_CHECK_STATUSES, Status
 from graders.student.public import Result, load_public_checks
@@ -185,7 +191,7 @@ class InProcessApi:
         return Result(value, list(recorded.calls), returned)
 
     def kernel(self, harness: str, func: str, *args: Any, **kwargs: Any) -> Any:
-        """Run ``func`` in ``graders.harnesses.<harness>``'s standard pallas_call."""
+        """Run ``graders.harnesses.<harness>.<func>`` on the module (``Api.kernel``)."""
         self._function(func)
         runner = getattr(load_harness(harness), func)
         return self._run(func, lambda: runner(self.module, *args, **kwargs))
@@ -244,9 +250,62 @@ def check_file(path: Path, assignment: Assignment, *, tasks: Sequence[str] | Non
         return _check_file(path, assignment, tasks, timeout, profile)
 
 
+def _with_dependencies(assignment: Assignment, chosen: Sequence[Task]) -> list[Task]:
+    """The ``chosen`` tasks and, transitively, the tasks they declare as dependencies
+    (``Task.depends``), in the assignment's order."""
+    wanted = {t.id for t in chosen}
+    frontier = list(wanted)
+    while frontier:
+        for dependency in assignment.task(frontier.pop()).depends:
+            if dependency not in wanted:
+                wanted.add(dependency)
+                frontier.append(dependency)
+    return [t for t in assignment.tasks if t.id in wanted]
+
+
+#: Outcomes of a dependency that may be why its dependant fails (as the grade counts a
+#: dependency that did not pass): "passed" and "no self-check" are not.
+UNSETTLED = (Status.FAILING, Status.ERROR, Status.NOT_STARTED)
+
+
+def note_dependencies(assignment: Assignment, outcomes: Sequence[TaskOutcome]
+                      ) -> list[TaskOutcome]:
+    """The outcomes with, on each failing task that declares dependencies (``Task.depends``:
+    the records the grade's feedback uses), a last detail line naming those that are
+    failing or not started too: "depends on Task N.M (...), which is failing too: ...".
+
+    The grade adds the same note ("which failed too", ``graders.grading``) and charges a
+    kernel's mistake to the kernel's task; here the wrapper's public check compares with
+    plain math, so it fails too, and the note says where the fault may be. A dependency
+    whose own failure says it depends on this task (a kernel check run through this
+    wrapper) is not named: the fault is this task's.
+    """
+    status = {o.task: o.status for o in outcomes}
+    blames = {o.task: " ".join(o.detail) for o in outcomes}
+    noted = []
+    for outcome in outcomes:
+        task = assignment.task(outcome.task)
+        # a dependency whose own check says it fails through this task is not the cause
+        broken = [d for d in task.depends if status.get(d) in UNSETTLED
+                  and f"depends on Task {task.id}" not in blames[d]]
+        if outcome.status != Status.FAILING or not broken:
+            noted.append(outcome)
+            continue
+        names = ", ".join(f"Task {d} ({assignment.task(d).title}), which is "
+                          f"{'not started' if status[d] == Status.NOT_STARTED else 'failing'}"
+                          f"{'' if status[d] == Status.NOT_STARTED else ' too'}"
+                          for d in broken)
+        line = (f"depends on {names}: your {task.title} calls it, so fix that first; this "
+                "check may pass once it does")
+        noted.append(dataclasses.replace(outcome, detail=[*outcome.detail, line]))
+    return noted
+
+
 def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
                 timeout: float | None, profile: settings) -> FileReport:
-    chosen = [t for t in assignment.tasks if tasks is None or t.id in tasks]
+    asked = [t for t in assignment.tasks if tasks is None or t.id in tasks]
+    # the tasks asked for are run with their dependencies, to tell whether those fail too
+    chosen = _with_dependencies(assignment, asked)
     report = FileReport(assignment, path, [])
     try:
         source, report.warnings = module_source(path)
@@ -255,7 +314,7 @@ def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
         detail = [f"{type(exc).__name__}: {exc}"]
         report.tasks = [TaskOutcome(task=t.id, title=t.title, status=Status.ERROR,
                                     check="the file loads", detail=detail)
-                        for t in chosen]
+                        for t in asked]
         return report
     api = InProcessApi(module, path, profile)
     checks = load_public_checks(assignment.id)
@@ -266,17 +325,36 @@ def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
             status = Status.NOT_STARTED if task.id in stubs else Status.NO_SELF_CHECK
             report.tasks.append(TaskOutcome(task=task.id, title=task.title, status=status))
             continue
-        report.tasks.append(_run_task(task.id, task.title, mine, api, timeout))
+        report.tasks.append(_run_task(task.id, task.title, mine, api, timeout,
+                                      started=task.id not in stubs))
+    shown = {t.id for t in asked}
+    report.tasks = [t for t in note_dependencies(assignment, report.tasks) if t.task in shown]
     return report
 
 
 def _run_task(task: str, title: str, checks: list, api: InProcessApi,
-              timeout: float | None) -> TaskOutcome:
+              timeout: float | None, *, started: bool = False) -> TaskOutcome:
+    """Run a task's public checks in order; the first that does not pass decides.
+
+    A check that meets a ``NotImplementedError`` makes the task ``not started``, unless
+    the stub raising it is another task's (its message names that task) and this task's
+    own stub is gone (``started``): a public check may run this task's code through
+    another task's function (a kernel through the student's own wrapper), and then it is
+    ``failing`` and says which task to write first.
+    """
     for check in checks:
         try:
             with _time_limit(timeout):
                 check.run(api)
-        except NotStarted:
+        except NotStarted as stub:
+            other = _stub_tasks(f'NotImplementedError("{stub}")') - {task}
+            if started and other:
+                names = ", ".join(f"Task {t}" for t in sorted(other))
+                return TaskOutcome(task=task, title=title, status=Status.FAILING,
+                                   check=check.name, detail=[
+                                       f"this check runs your code through {names}, which is "
+                                       f"not started yet (it raises NotImplementedError): it "
+                                       f"depends on {names}, write that first"])
             return TaskOutcome(task=task, title=title, status=Status.NOT_STARTED, check=check.name)
         except CheckTimeout:
             return TaskOutcome(task=task, title=title, status=Status.FAILING, check=check.name,

@@ -3,9 +3,10 @@
 * every graded task has a public check (``pallas-lab status`` shows no ``?`` for a correct
   solution);
 * the public checks run with the grader's pallas_sim options (parallel grid axes shuffled
-  with the grading seed) and draw from the families grading draws from: every single-mistake
-  mutant of the a1, a2, a3 and a5 corpus fails its task's public check, and every correct
-  variant passes them all;
+  with the grading seed) and draw from the families grading draws from: every correct
+  variant of the a1, a2, a3 and a5 corpus passes them all (that every single-mistake
+  mutant of all five fails its own task's public check, and no other task's unless that
+  task says it depends on it, is ``tests/corpus/test_public_parity.py``);
 * ``pallas-lab check`` and ``pallas-lab status`` write nothing into the student's folder
   (no ``.hypothesis/``).
 """
@@ -23,8 +24,8 @@ from hypothesis import settings
 from graders.assignments import ASSIGNMENTS, assignment_for_stem
 from graders.student.public import load_public_checks
 from graders.student.selfcheck import SELF_CHECK_SETTINGS, check_file
-from tests.corpus.everything import MUTANTS, VARIANTS
-from tests.corpus.test_corpus import _base_source, _mutant_source
+from tests.corpus.everything import VARIANTS
+from tests.corpus.test_corpus import _base_source
 
 ROOT = Path(__file__).resolve().parents[2]
 MINE = ("a1_pallas_basics", "a2_pipelining", "a3_matmul", "a5_splash_attention")
@@ -71,19 +72,6 @@ def test_public_checks_run_with_the_grading_options() -> None:
         f"inside the self-check the parallel axis is visited as grading visits it: "
         f"{shuffled} vs {graded}")
     assert order() == list(range(8)), "the options are restored afterwards"
-
-
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the mutants' own 0/0 and inf - inf
-@pytest.mark.parametrize("mutant", [m for m in MUTANTS if m.stem in MINE],
-                         ids=lambda m: f"{m.stem[:2]}-{m.task}-{m.name}")
-def test_the_public_check_of_a_mutant_s_task_fails(mutant, tmp_path: Path) -> None:
-    path = tmp_path / f"{mutant.stem}.py"
-    path.write_text(_mutant_source(mutant), encoding="utf-8")
-    info = assignment_for_stem(mutant.stem)
-    (outcome,) = check_file(path, info, tasks=[mutant.task], timeout=60, profile=PINNED).tasks
-    assert outcome.status == "failing", (
-        f"{mutant.name} ({mutant.why}) loses points on Task {mutant.task} when graded; "
-        f"`pallas-lab check` must flag it too, but says {outcome.status}")
 
 
 @pytest.mark.parametrize("variant", [v for v in VARIANTS if v.stem in MINE],

@@ -108,15 +108,19 @@ def schedule_property(api: Api) -> None:
 
 
 def chart(dma: np.ndarray, comp: np.ndarray, width: int) -> str:
-    """The Gantt chart of student-api.md, Task 2.2."""
+    """The Gantt chart of student-api.md, Task 2.2, as a table: cell c of a row shows the
+    digit k % 10 of the last block k with round(start·width/T) <= c < round(end·width/T)
+    (rounding half to even, as Python's ``round``), or a space."""
     total = comp[-1, 1]
+    cell = np.arange(width)
     rows = []
     for intervals in (dma, comp):
-        cells = [" "] * width
-        for k, (start, end) in enumerate(intervals):
-            for cell in range(round(start * width / total), round(end * width / total)):
-                cells[cell] = str(k % 10)
-        rows.append("".join(cells))
+        first = np.rint(intervals[:, 0] * width / total)[:, None]
+        last = np.rint(intervals[:, 1] * width / total)[:, None]
+        covered = (first <= cell) & (cell < last)  # [blocks, width]
+        owner = len(intervals) - 1 - covered[::-1].argmax(axis=0)
+        rows.append("".join(str(k % 10) if hit else " "
+                            for k, hit in zip(owner, covered.any(axis=0), strict=True)))
     return f"DMA     |{rows[0]}|\ncompute |{rows[1]}|"
 
 

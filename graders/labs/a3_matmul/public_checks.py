@@ -48,10 +48,10 @@ class Matmul(dict):
 
 
 @st.composite
-def matmuls(draw) -> Matmul:
-    """Strategy: x [M, K], y [K, N] (f32 or bf16) with (M, N, K) multiples of a drawn block,
-    at least two k steps and at least two output blocks."""
-    bm, bn, bk = (draw(st.sampled_from([8, 16, 32])) for _ in range(3))
+def matmuls(draw, blocks: tuple[int, ...] = (8, 16, 32)) -> Matmul:
+    """Strategy: x [M, K], y [K, N] (f32 or bf16) with (M, N, K) multiples of a block drawn
+    per axis from ``blocks``, at least two k steps and at least two output blocks."""
+    bm, bn, bk = (draw(st.sampled_from(list(blocks))) for _ in range(3))
     blocks_m, blocks_n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     if blocks_m * blocks_n < 2:
         blocks_n = 2
@@ -87,18 +87,20 @@ def _close(got: object, case: Matmul, rel: float, what: str) -> None:
                        got=f"{array[where]:.6g} (allowed error {bound[where]:.3g})")
 
 
-@public_check(A, "3.1", "matmul_kernel in the standard 3D-grid pallas_call (fresh output "
-                        "buffers poisoned) gives x @ y, and relu(x @ y), within float32 "
-                        "accumulation (lecture §4.1, §4.3)")
+@public_check(A, "3.1", "matmul_kernel in the handout's example call (64 x 64 blocks, fresh "
+                        "output buffers poisoned) gives x @ y, and relu(x @ y), within "
+                        "float32 accumulation (lecture §4.1, §4.3)")
 def kernel_values(api: Api) -> None:
-    """Task 3.1: matmul_kernel in the standard 3D-grid pallas_call (fresh output buffers
-    poisoned) gives x @ y, and relu(x @ y), within float32 accumulation (lecture §4.1, §4.3).
+    """Task 3.1: matmul_kernel in the handout's example 3D-grid call (64 x 64 blocks; fresh
+    output buffers poisoned) gives x @ y, and relu(x @ y), within float32 accumulation
+    (lecture §4.1, §4.3). ``public_harness.matmul_kernel``: the grader's call at any block
+    shape is Task 3.2's answer and does not ship.
     """
     def body(case: Matmul) -> None:
-        got = api.kernel("a3", "matmul_kernel", case["x"], case["y"],
-                         block_shape=case["block_shape"], activation=case["activation"])
+        got = api.kernel("a3_public", "matmul_kernel", case["x"], case["y"],
+                         activation=case["activation"])
         _close(got, case, F32_ACCUMULATION, "z")
-    api.run_property(matmuls(), body)
+    api.run_property(matmuls(blocks=(64,)), body)
 
 
 @public_check(A, "3.2", "matmul(x, y, block_shape=..., activation=...) equals x @ y (then "
@@ -289,7 +291,7 @@ def blocks_fit(api: Api) -> None:
     predicted (pallas_sim.estimate) within 10 % of the fastest legal candidate's 1.6030 ms.
     """
     try:
-        reply = api.kernel("a3", "choose_matmul_blocks", x_shape=worked.X_SHAPE,
+        reply = api.kernel("a3_public", "choose_matmul_blocks", x_shape=worked.X_SHAPE,
                            y_shape=worked.Y_SHAPE, chip="v7",
                            candidates=worked.BLOCK_CANDIDATES)
     except StudentRaised as raised:

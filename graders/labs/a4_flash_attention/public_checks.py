@@ -362,21 +362,41 @@ def _kernel_options(case: dict) -> dict:
                                        "max_logit_const")}
 
 
+#: The harness the public checks run (``public_harness.py``: the kernels through the
+#: student's own flash_attention, never the grader's standard call).
+HARNESS = "a4_public"
+
+
+def run_kernel(api: Api, func: str, case: dict, **options: object) -> dict:
+    """``public_harness.<func>`` on the case: the student's kernel through their own
+    flash_attention. Raises ``Mismatch`` (saying the check depends on Task 4.4) when the
+    wrapper's pallas_call is not Task 4.4's, so that the kernel is not blamed for it (a
+    wrapper that is still a stub raises NotImplementedError naming Task 4.4, which
+    ``pallas-lab check`` reports as such)."""
+    reply = api.kernel(HARNESS, func, case["q"], case["k"], case["v"], **options)
+    if not isinstance(reply, dict) or "out" not in reply:
+        raise Mismatch(f"the run of {func} gave no output", got=type(reply).__name__)
+    if reply.get("problem"):
+        raise Mismatch(f"this check runs your kernel through your flash_attention (Task 4.4), "
+                       f"and {reply['problem']}: it depends on Task 4.4, fix that first")
+    return reply
+
+
 def _kernel_against_dense(api: Api, strategy: st.SearchStrategy, max_examples: int) -> None:
     def body(case: dict) -> None:
-        got = api.kernel("a4", "flash_attention_kernel", case["q"], case["k"], case["v"],
-                         **_kernel_options(case))
+        got = run_kernel(api, "flash_attention_kernel", case, **_kernel_options(case))["out"]
         rtol, atol = TOL[case["q"].dtype.name]
         assert_close(got, dense_attention(case), rtol=rtol, atol=atol,
                      what="the attention output")
     api.run_property(strategy, body, max_examples=max_examples)
 
 
-@public_check(A, "4.3", "flash_attention_kernel in the standard (head, q block, kv block) "
-                        "pallas_call equals dense softmax attention (GQA; no mask)")
+@public_check(A, "4.3", "flash_attention_kernel, run through your flash_attention's (head, q "
+                        "block, kv block) pallas_call, equals dense softmax attention (GQA; no "
+                        "mask)")
 def flash_kernel_values(api: Api) -> None:
-    """Task 4.3: flash_attention_kernel in the standard (head, q block, kv block) pallas_call
-    equals dense softmax attention (GQA; no mask).
+    """Task 4.3: flash_attention_kernel, run through your flash_attention's (head, q block, kv
+    block) pallas_call (``public_harness``), equals dense softmax attention (GQA; no mask).
     """
     _kernel_against_dense(api, attention_cases(causal=False), 3)
 
@@ -388,6 +408,28 @@ def flash_kernel_causal(api: Api) -> None:
     the skipped tiles right (GQA).
     """
     _kernel_against_dense(api, attention_cases(causal=True), 6)
+
+
+@public_check(A, "4.3", "with causal=True the kernel reads neither k_ref nor v_ref at the grid "
+                        "steps whose tile is fully masked (pl.when around the update; the "
+                        "trace's kernel_reads, lecture §5.2)")
+def flash_kernel_skips(api: Api) -> None:
+    """Task 4.3: with causal=True the kernel reads neither k_ref nor v_ref at the grid steps
+    whose tile is fully masked (pl.when around the update; the trace's kernel_reads of the
+    call the kernel ran in, lecture §5.2).
+    """
+    def body(case: dict) -> None:
+        masked, wasted = run_kernel(api, "flash_attention_kernel", case,
+                                    **_kernel_options(case))["masked_reads"]
+        if wasted:
+            raise Mismatch(f"the kernel reads k_ref or v_ref at {wasted} of {masked} fully "
+                           "masked grid steps", expected="no reads there: skip the update with "
+                           "pl.when when the tile's first key comes after its last query",
+                           got=f"{wasted} steps with reads")
+    # L of two blocks or more, so that some tile lies wholly above the diagonal
+    api.run_property(attention_cases(causal=True).filter(
+        lambda c: c["q"].shape[1] >= 2 * max(c["block_q"], c["block_kv"])), body,
+        max_examples=3)
 
 
 @public_check(A, "4.3", "rows whose scores all lie below -100 (float32 exp underflows there) "
@@ -427,9 +469,8 @@ def flash_kernel_constant_used(api: Api) -> None:
     """
     def body(case: dict) -> None:
         with np.errstate(invalid="ignore", divide="ignore"):  # 0 / 0 is what c = 800 gives
-            got = as_float_array(api.kernel("a4", "flash_attention_kernel", case["q"],
-                                            case["k"], case["v"], **_kernel_options(case)),
-                                 "the output")
+            got = as_float_array(run_kernel(api, "flash_attention_kernel", case,
+                                            **_kernel_options(case))["out"], "the output")
         expected = dense_attention(case)
         if got.shape == expected.shape and np.allclose(got, expected, rtol=1e-4, atol=1e-4):
             raise Mismatch("with max_logit_const = 800 the kernel still returns the exact "
@@ -450,9 +491,9 @@ def flash_kernel_base2(api: Api) -> None:
     times log2(e) (scores pre-scaled, exp2; lecture §6.6).
     """
     def body(case: dict) -> None:
-        got = api.kernel("a4", "flash_attention_kernel", case["q"], case["k"], case["v"],
-                         **_kernel_options(case), use_base2_exp=True, with_max=True)
-        out, m = got
+        got = run_kernel(api, "flash_attention_kernel", case, **_kernel_options(case),
+                         use_base2_exp=True)
+        out, m = got["out"], got["m"]
         rtol, atol = TOL[case["q"].dtype.name]
         assert_close(out, dense_attention(case), rtol=rtol, atol=atol,
                      what="the attention output with use_base2_exp=True")
@@ -582,6 +623,48 @@ def traffic_worked(api: Api) -> None:
                            expected=f"{answer.value} ({answer.why})", got=repr(got))
 
 
+@public_check(A, "4.6", "the traffic formulas at drawn shapes and byte widths: Flash reads Q "
+                        "once and K, V once per q block and writes O; XLA writes the scores "
+                        "once and reads them twice; FLOPs 2·H·L²·(d + dv) (lecture §5.2)")
+def traffic_formulas(api: Api) -> None:
+    """Task 4.6: the traffic formulas of the task at drawn shapes and byte widths (the
+    worked answers use the default widths only, so a width that is ignored passes them)."""
+    @st.composite
+    def shapes(draw) -> dict:
+        return {"H": draw(st.integers(1, 64)), "L": draw(st.integers(1, 8192)),
+                "d": draw(st.sampled_from([64, 128, 192])),
+                "dv": draw(st.sampled_from([64, 128])),
+                "block_q": draw(st.sampled_from([128, 512, 1000, 2048])),
+                "in_bytes": draw(st.sampled_from([1, 2, 4])),
+                "score_bytes": draw(st.sampled_from([2, 4])),
+                "out_bytes": draw(st.sampled_from([2, 4]))}
+
+    def body(c: dict) -> None:
+        heads, length, d, dv = c["H"], c["L"], c["d"], c["dv"]
+        per_head_in = length * c["in_bytes"]
+        expected = {
+            "flash_attention_hbm_bytes": heads * per_head_in * (
+                d + math.ceil(length / c["block_q"]) * (d + dv))
+            + heads * length * dv * c["out_bytes"],
+            "xla_attention_hbm_bytes": heads * (3 * c["score_bytes"] * length ** 2
+                                                + per_head_in * (d + d + dv)
+                                                + length * dv * c["out_bytes"]),
+            "attention_flops": 2 * heads * length ** 2 * (d + dv)}
+        calls = {
+            "flash_attention_hbm_bytes": api.call(
+                "flash_attention_hbm_bytes", heads, length, d, dv, c["block_q"],
+                in_bytes=c["in_bytes"], out_bytes=c["out_bytes"]),
+            "xla_attention_hbm_bytes": api.call(
+                "xla_attention_hbm_bytes", heads, length, d, dv, in_bytes=c["in_bytes"],
+                score_bytes=c["score_bytes"], out_bytes=c["out_bytes"]),
+            "attention_flops": api.call("attention_flops", heads, length, d, dv)}
+        for func, result in calls.items():
+            if result.value != expected[func]:
+                raise Mismatch(f"{func} differs from the formula of the task",
+                               expected=str(expected[func]), got=repr(result.value))
+    api.run_property(shapes(), body)
+
+
 @public_check(A, "4.4", "flash_attention(..., use_base2_exp=True) accepts the option and still "
                         "equals dense softmax attention (lecture §6.6)")
 def flash_attention_base2(api: Api) -> None:
@@ -622,15 +705,17 @@ def _micro_options(case: dict) -> dict:
                                        "bkv_compute")}
 
 
-@public_check(A, "4.7", "flash_attention_kernel_microtiled in the standard pallas_call equals "
+@public_check(A, "4.7", "flash_attention_kernel_microtiled, run through your flash_attention's "
+                        "pallas_call in place of Task 4.3's kernel, equals "
                         "dense softmax attention, causal or not (lecture §5.3)")
 def microtiled_values(api: Api) -> None:
-    """Task 4.7: flash_attention_kernel_microtiled in the standard pallas_call equals dense
+    """Task 4.7: flash_attention_kernel_microtiled, run through your flash_attention's
+    pallas_call in place of Task 4.3's kernel (``public_harness``), equals dense
     softmax attention, causal or not (lecture §5.3).
     """
     def body(case: dict) -> None:
-        got = api.kernel("a4", "flash_attention_kernel_microtiled", case["q"], case["k"],
-                         case["v"], **_micro_options(case))
+        got = run_kernel(api, "flash_attention_kernel_microtiled", case,
+                         **_micro_options(case))["out"]
         rtol, atol = TOL[case["q"].dtype.name]
         assert_close(got, dense_attention(case), rtol=rtol, atol=atol,
                      what="the micro-tiled kernel's output")
@@ -645,9 +730,8 @@ def microtiled_largest(api: Api) -> None:
     largest_intermediate) is block_q × bkv_compute, not block_q × block_kv (lecture §5.3).
     """
     def body(case: dict) -> None:
-        _, largest = api.kernel("a4", "flash_attention_kernel_microtiled", case["q"],
-                                case["k"], case["v"], **_micro_options(case),
-                                report_largest=True)
+        largest = run_kernel(api, "flash_attention_kernel_microtiled", case,
+                             **_micro_options(case))["largest"]
         block_q, block_kv, bkv = case["block_q"], case["block_kv"], case["bkv_compute"]
         if int(largest) != block_q * bkv:
             whole = " — the whole kv block at once: bkv_compute is ignored" if (
@@ -669,7 +753,7 @@ def flash_config(api: Api) -> None:
     lecture's attention with blocks, scratch and score tiles within 64 MiB of VMEM, predicted
     (pallas_sim.estimate) within 10 % of the fastest legal candidate's 2.7281 ms.
     """
-    reply = api.kernel("a4", "choose_flash_config", q_shape=worked.Q_SHAPE,
+    reply = api.kernel(HARNESS, "choose_flash_config", q_shape=worked.Q_SHAPE,
                        v_shape=worked.V_SHAPE, chip="v7",
                        block_candidates=worked.FLASH_BLOCK_CANDIDATES,
                        mle_candidates=worked.FLASH_MLE_CANDIDATES)

@@ -4,7 +4,9 @@
 (active_rows, active_cols, block_mask, mask_next, partial_mask_blocks,
 bounds_start, bounds_end), as the trusted grader built them: a NamedTuple
 crosses the worker pipe as a plain tuple, so the harness rebuilds an object
-with the MaskInfo attribute names before handing it to the student.
+with the MaskInfo attribute names before handing it to the student. What the public
+checks run too (the MaskInfo record, the prefetch orders, the recording of Task 5.6's
+calls) is in ``public_harness.py`` (``a5_public``, shipped to students), imported here.
 """
 
 from __future__ import annotations
@@ -12,29 +14,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 from types import ModuleType
-from typing import NamedTuple
 
 import numpy as np
 
 from pallas_sim import jax, jnp, pl, pltpu
 
+from .a5_public import (  # noqa: F401 - re-exported: the grader's checks name them here
+    COMPUTED_PREFETCH_ORDER,
+    PREFETCH_ORDER,
+    GraderMaskInfo,
+    splash_attention_computed_mask,
+)
 from .common import beside_kernel
-
-#: The order of the six scalar-prefetch arrays (student-api.md, Task 5.4).
-PREFETCH_ORDER = ("active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end",
-                  "block_mask")
-
-
-class GraderMaskInfo(NamedTuple):
-    """MaskInfo as the handout defines it (same field names and order)."""
-
-    active_rows: np.ndarray
-    active_cols: np.ndarray
-    block_mask: np.ndarray
-    mask_next: np.ndarray
-    partial_mask_blocks: np.ndarray
-    bounds_start: np.ndarray
-    bounds_end: np.ndarray
 
 
 def _function(sub: ModuleType, name: str):
@@ -175,53 +166,6 @@ def splash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarra
         out, lambda: splash_attention_kernel(sub, q, k, v, kernel_fields, scale,
                                              use_base2_exp=use_base2_exp))
     return out, recorded, kernel_out, kernel_error
-
-
-#: Task 5.6: the five scalar-prefetch arrays of the computed-mask call, in order (no
-#: mask_next: no stored pattern is chosen).
-COMPUTED_PREFETCH_ORDER = ("active_rows", "active_cols", "bounds_start", "bounds_end",
-                           "block_mask")
-
-
-def splash_attention_computed_mask(sub: ModuleType, q: np.ndarray, k: np.ndarray,
-                                   v: np.ndarray, fields: tuple, kwargs: dict) -> tuple:
-    """Call the student's Task 5.6 wrapper and record what each of its pallas_calls got.
-
-    ``fields``: the seven MaskInfo arrays (handout order) of the mask, *with* its stored
-    patterns, which the wrapper must not hand to its call; ``kwargs``: the keyword
-    arguments of the call (causal, window, positions, segment ids, sm_scale).
-    Returns ``(output, calls)``: the wrapper's result and, per pallas_call it made (in
-    order), one ``(shape, dtype name, values or None)`` per argument, scalar-prefetch
-    arrays first, as passed. Values are kept for integer and bool arguments (per-token
-    arrays, tables, masks: what the grader inspects for mask bits), not for floats.
-    ``pl.pallas_call`` is wrapped only for the duration of the call.
-    """
-    wrapper = _function(sub, "splash_attention_computed_mask")
-    info = GraderMaskInfo(*fields)
-    original = pl.pallas_call
-    calls: list[list[tuple]] = []
-
-    def recording_pallas_call(*args, **call_kwargs):
-        call = original(*args, **call_kwargs)
-
-        @functools.wraps(call)
-        def run(*operands):
-            seen = []
-            for operand in operands:
-                array = np.asarray(operand)
-                keep = array.dtype.kind in "biu"
-                seen.append((tuple(array.shape), str(array.dtype),
-                             np.array(array) if keep else None))
-            calls.append(seen)
-            return call(*operands)
-        return run
-
-    pl.pallas_call = recording_pallas_call
-    try:
-        out = wrapper(q, k, v, info, **kwargs)
-    finally:
-        pl.pallas_call = original
-    return out, calls
 
 
 def choose_splash_blocks(sub: ModuleType, mask_kind: str, fields: tuple, *, length: int,

@@ -1,0 +1,43 @@
+"""The README's list of task dependencies is the labs' records (issue 23, item 9).
+
+The grade charges a mistake to its task and to the tasks that declare it
+(``Task.depends`` in ``graders/labs/<stem>/__init__.py``), and ``pallas-lab check`` notes
+the same dependencies; the README's TA guide lists them. The list is
+``graders.assignments.dependency_list()``: this test fails when the README says anything
+else (the list once left out 3.5 on 3.1 and 3.2 and 4.8 on 4.3 and 4.4).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from graders.assignments import dependency_list
+from graders.records import Assignment, Task
+
+ROOT = Path(__file__).resolve().parents[2]
+#: What precedes the list in the README (the record's field), and what ends it.
+LEAD, END = "(`Task.depends`): ", " (the records' list"
+
+
+def readme_dependency_list(text: str) -> str:
+    """The dependency list the README states, whitespace collapsed."""
+    flat = re.sub(r"\s+", " ", text)
+    start = flat.index(LEAD) + len(LEAD)
+    return flat[start:flat.index(END, start)]
+
+
+def test_the_readme_lists_the_records_dependencies() -> None:
+    stated = readme_dependency_list((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert stated == dependency_list(), (
+        "README.md's dependency list differs from the labs' records; write:\n"
+        f"{LEAD}{dependency_list()}.")
+
+
+def test_the_list_is_read_from_the_records() -> None:
+    toy = Assignment(id="a9", stem="a9_toy", title="Toy", lecture="§9", tasks=(
+        Task(id="9.1", functions=("k",), points=50),
+        Task(id="9.2", functions=("w",), points=30, depends=("9.1",)),
+        Task(id="9.3", functions=("c",), points=20, depends=("9.1", "9.2"))))
+    assert dependency_list({"a9": toy}) == "9.2 on 9.1, 9.3 on 9.1 and 9.2"
+    assert "3.5 on 3.1 and 3.2" in dependency_list() and "4.8 on 4.3 and 4.4" in dependency_list()
