@@ -183,6 +183,15 @@ def test_min_block_diagnoses() -> None:
     assert a3_diagnose.diagnose_block(568, peak, bandwidth, 2, 8) is None
 
 
+@pytest.mark.task("3.4")
+def test_a_tie_is_diagnosed_as_not_strictly_greater() -> None:
+    # 1000e12 / 4000e9 · 4 = 1000, a multiple of 8: 1000 is the tie, 1008 the answer.
+    text = a3_diagnose.diagnose_block(1000, 1000e12, 4000e9, 4, 8)
+    assert text is not None and "not strictly greater" in text and "1008" in text
+    # Away from a tie the rounding-down diagnosis is unchanged.
+    assert "rounded down" in a3_diagnose.diagnose_block(1000, 1000e12, 3990e9, 4, 8)
+
+
 # --- a1: the bias add's grid order, vmem_bytes ------------------------------------------------
 
 
