@@ -1,5 +1,5 @@
 """Diagnoses are shown only when the student's output is what the named mistake computes
-(issue 12, "Diagnoses"): the models of a1, a2, a3 and a5 on their own, in the trusted
+(issue 12, "Diagnoses"): the models of a1 to a5 on their own, in the trusted
 process, without a worker.
 
 Each test computes a mistake's output with the checks' own model (or with pallas_sim, as
@@ -82,6 +82,50 @@ def test_an_output_no_mistake_computes_gets_no_diagnosis() -> None:
     nan = np.full_like(expected, np.nan)
     assert a5_diagnose.diagnose_kernel(nan, _CASE, fields, expected) is None, (
         "all-NaN is not what any modelled mistake computes on this mask")
+
+
+@pytest.mark.task("5.4")
+def test_reinitialising_every_tile_is_told_from_masking_full_tiles_by_the_true_maskinfo(
+) -> None:
+    # Causal, square tiles: with all-False patterns handed to the full tiles, masking them
+    # and keeping only each row's last (diagonal) tile give the same output; the same
+    # kernel over the true MaskInfo tells the two apart (issue 23).
+    case = _splash_case(ref5.causal_mask(8), 2, "causal")
+    info = case.info
+    full = info.block_mask == 2
+    blocks = info.partial_mask_blocks
+    poisoned = tuple(info._replace(
+        partial_mask_blocks=np.concatenate([blocks, np.zeros((1, *blocks.shape[1:]), bool)]),
+        mask_next=np.where(full, len(blocks), info.mask_next).astype(np.int32)))
+    real = a5._kernel_fields(info)
+    every_tile = next(m for m in a5_diagnose.KERNEL_MISTAKES if m.init_every_tile)
+    on_full = a5_diagnose.KERNEL_MISTAKES[0]
+    got = a5_diagnose.splash_model(case, poisoned, every_tile)
+    alone = a5_diagnose.diagnose_kernel(got, case, poisoned, _expected(case))
+    assert alone is not None and on_full.text in alone and every_tile.text in alone, (
+        "over the poisoned arrays alone both mistakes compute this output")
+    real_out = a5_diagnose.splash_model(case, real, every_tile)
+    both = a5_diagnose.diagnose_kernel(got, case, poisoned, _expected(case),
+                                       ((real_out, real),))
+    assert both == every_tile.text
+
+
+@pytest.mark.task("5.6")
+def test_the_positions_diagnosis_reads_what_the_call_was_handed() -> None:
+    length = 4
+    q_pos = np.arange(length, dtype=np.int32) + 2
+    every = np.arange(length, dtype=np.int32)
+    case = a5.ComputedCase(*(np.zeros((1, length, 4), np.float32),) * 3,
+                           {"q_positions": q_pos, "causal": True},
+                           ref5.causal_mask(length), 2, 2, "causal")
+
+    def call(kv: np.ndarray) -> list:
+        return [[((length, 1), "int32", q_pos.reshape(length, 1)),
+                 ((1, length), "int32", kv.reshape(1, length))]]
+
+    assert a5._positions_diagnosis(call(q_pos), case) == a5.KV_POSITIONS_FROM_Q
+    assert a5._positions_diagnosis(call(every), case) == a5.POSITIONS_FROM_GRID
+    assert a5._positions_diagnosis(call(every * 3), case) is None
 
 
 @pytest.mark.task("5.3")
@@ -183,6 +227,15 @@ def test_min_block_diagnoses() -> None:
     assert a3_diagnose.diagnose_block(568, peak, bandwidth, 2, 8) is None
 
 
+@pytest.mark.task("3.4")
+def test_a_tie_is_diagnosed_as_not_strictly_greater() -> None:
+    # 1000e12 / 4000e9 · 4 = 1000, a multiple of 8: 1000 is the tie, 1008 the answer.
+    text = a3_diagnose.diagnose_block(1000, 1000e12, 4000e9, 4, 8)
+    assert text is not None and "not strictly greater" in text and "1008" in text
+    # Away from a tie the rounding-down diagnosis is unchanged.
+    assert "rounded down" in a3_diagnose.diagnose_block(1000, 1000e12, 3990e9, 4, 8)
+
+
 # --- a1: the bias add's grid order, vmem_bytes ------------------------------------------------
 
 
@@ -258,3 +311,57 @@ def test_bandwidth_diagnoses() -> None:
     inverted = 100.0 * (1 - 0.25) / (2.0 * 0.25)
     assert "upside down" in a2.diagnose_bandwidth(inverted, 100.0, 2.0, 0.25)
     assert a2.diagnose_bandwidth(1.0, 100.0, 2.0, 0.25) is None
+
+
+# --- a4: the strict skip test and base 2 with an unconverted constant ------------------------
+
+
+def _flash_case(block_q: int, block_kv: int, length: int, *, high: bool = False):
+    import graders.labs.a4_flash_attention.checks as a4
+
+    rng = np.random.default_rng(3)
+    q, k = rng.uniform(-4, 4, (2, length, 8)), rng.uniform(-4, 4, (1, length, 8))
+    v = rng.uniform(-4, 4, (1, length, 8)).astype(np.float32)
+    scale = 8 ** -0.5
+    if high:
+        q, k = np.round(2 * q) / 16, np.round(2 * k) / 16
+        q[..., 0] = k[..., 0] = a4.HIGH_FEATURE
+        scale = a4.HIGH_SCALE
+    case = a4.AttentionCase(q.astype(np.float32), k.astype(np.float32), v, scale, True,
+                            block_q, block_kv, None, None, 3, "high" if high else "")
+    if high:
+        import dataclasses
+        case = dataclasses.replace(case, max_logit_const=round(float(case.scores().max()) + 1,
+                                                               1))
+    return case
+
+
+@pytest.mark.task("4.3")
+def test_a_strict_skip_test_is_named_only_with_odd_blocks() -> None:
+    import graders.labs.a4_flash_attention.diagnose as a4_diagnose
+
+    odd = _flash_case(3, 2, 12)  # kv block 1 starts at key 2, q block 0's last query
+    got = a4_diagnose.emulate(odd, skip_strict=True)
+    tol = a4_diagnose.ATTENTION_TOL["float32"]
+    assert not a4_diagnose.matches_model(got, a4_diagnose.emulate(odd), tol)
+    assert "the skip test is off by one" in a4_diagnose.diagnose_kernel(got, odd, tol)
+    even = _flash_case(4, 2, 16)
+    assert a4_diagnose.matches_model(a4_diagnose.emulate(even, skip_strict=True),
+                                     a4_diagnose.emulate(even), tol), (
+        "with even blocks the strict test skips nothing more")
+
+
+@pytest.mark.task("4.3")
+def test_an_unconverted_base2_constant_is_named_where_it_overflows() -> None:
+    import math
+
+    import graders.labs.a4_flash_attention.diagnose as a4_diagnose
+
+    case = _flash_case(4, 4, 16, high=True)
+    const = case.max_logit_const
+    natural_const = a4_diagnose.emulate(case, constant=const * math.log(2.0))
+    assert np.isnan(natural_const).all(), "exp2(s·log2 e - c) overflows for scores near 342"
+    text = a4_diagnose.diagnose_base2_constant(natural_const, case)
+    assert text is not None and "not converted to base-2 units" in text
+    right = a4_diagnose.emulate(case)
+    assert np.isfinite(right).all() and a4_diagnose.diagnose_base2_constant(right, case) is None

@@ -68,6 +68,14 @@ MUTANTS: list[Mutant] = [
            "returns acc, counting on an in-place update; JAX arrays are immutable, so acc "
            "still holds its old values", says=("returned its argument 0 itself",
                                                 "JAX arrays are immutable")),
+    Mutant("bias-no-valueerror", A1, "1.3",
+           (("    for name, dim, block in ((\"M\", rows, bm), (\"N\", cols, bn)):\n"
+             "        if dim % block:\n"
+             "            raise ValueError(f\"{name}={dim} is not a multiple of its block size "
+             "{block}\")\n", ""),),
+           "no ValueError for shapes that are not multiples of the block (the handout's "
+           "Raises): the floor grid leaves the ragged edge uncomputed", kept=23,
+           says=("returned a result although",)),
     Mutant("vmem-unblocked-buffers", A1, "1.5",
            (("return sum(elements(s) * itemsize(d) for s, d",
              "return sum(buffer_count * elements(s) * itemsize(d) for s, d"),),

@@ -85,6 +85,12 @@ MUTANTS: list[Mutant] = [
              "    return int(balance * dtype_bytes // multiple_of) * multiple_of"),),
            "the block rounded down to a multiple instead of up", kept=12,
            says=("rounded down",)),
+    Mutant("min-block-at-balance", A3, "3.4",
+           (("    while arithmetic_intensity(candidate, dtype_bytes) <= balance:",
+             "    while arithmetic_intensity(candidate, dtype_bytes) < balance:"),),
+           "an intensity equal to the balance point counted as compute-bound (>= where the "
+           "handout says strictly greater): wrong only where the bound is a multiple",
+           kept=16, says=("strictly greater",)),
     Mutant("min-block-any-multiple", A3, "3.4",
            (("        candidate += multiple_of", "        candidate += 1"),),
            "the search steps by 1 after its first candidate: not a multiple of multiple_of",

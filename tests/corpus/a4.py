@@ -156,6 +156,18 @@ MUTANTS: list[Mutant] = [
              "            # masked tiles are skipped, so nothing to mask here\n"),),
            "fully masked tiles are skipped but the diagonal tiles are not masked",
            says=("only whole tiles are skipped",)),
+    Mutant("skip-off-by-one", A4, "4.3",
+           (("has_visible_keys = kv_block * block_kv <= (q_block + 1) * block_q - 1",
+             "has_visible_keys = kv_block * block_kv < (q_block + 1) * block_q - 1"),),
+           "the skip test is strict: a tile whose first key is the q block's last query is "
+           "skipped; with even block sizes that never happens, with odd ones it drops a key",
+           says=("the kernel skips",)),
+    Mutant("base2-mle-constant-natural", A4, "4.3",
+           (("        if use_base2_exp:\n            first_m = first_m * LOG2_E"
+             "                     # c in base-2 units\n", ""),),
+           "under use_base2_exp and max_logit_const the constant is not converted to base-2 "
+           "units: exp2(s·log2(e) - c) is exp(s - c·ln 2), which overflows for large logits",
+           kept=27, says=("not converted to base-2 units",)),
     Mutant("skip-uses-block-q", A4, "4.3",
            (("has_visible_keys = kv_block * block_kv <= (q_block + 1) * block_q - 1",
              "has_visible_keys = kv_block * block_q <= (q_block + 1) * block_q - 1"),),
@@ -218,6 +230,12 @@ MUTANTS: list[Mutant] = [
     Mutant("default-scale-1-over-d", A4, "4.4",
            (("        sm_scale = d ** -0.5\n", "        sm_scale = 1.0 / d\n"),),
            "sm_scale defaults to 1/d instead of 1/sqrt(d)"),
+    Mutant("wrapper-base2-not-forwarded", A4, "4.4",
+           (("max_logit_const=max_logit_const, use_base2_exp=use_base2_exp)",
+             "max_logit_const=max_logit_const)"),),
+           "the wrapper accepts use_base2_exp but does not pass it on to its kernel (the "
+           "values are the same, the kernel never runs in base 2)", kept=18,
+           says=("does not reach the kernel",)),
     Mutant("wrapper-without-base2", A4, "4.4",
            (("                    soft_cap: float | None = None, max_logit_const: float | None = "
              "None,\n                    use_base2_exp: bool = False) -> np.ndarray:",
@@ -316,13 +334,15 @@ VARIANTS: list[Variant] = [
             (("work = x.astype(np.promote_types(x.dtype, np.float32))",
               "work = x.astype(np.float64)"),)),
     Variant("mle-constant-direct", A4,
-            "under max_logit_const the kernel subtracts the constant itself and keeps m "
-            "at -inf in the scratch (the scratch's m is then unused)",
+            "under max_logit_const the kernel subtracts the constant itself (in base-2 units "
+            "under use_base2_exp) and keeps m at -inf in the scratch (the scratch's m is then "
+            "unused)",
             (("first_m = -np.inf if max_logit_const is None else max_logit_const",
               "first_m = -np.inf"),
              ("            m_new = m_prev                                 # the constant c, "
               "never changes",
-              "            m_new = jnp.full_like(m_prev, max_logit_const)"),)),
+              "            m_new = jnp.full_like(m_prev, max_logit_const * LOG2_E if "
+              "use_base2_exp\n                                  else max_logit_const)"),)),
     Variant("microtiled-fori-loop", A4,
             "the micro-tiled kernel walks the slices with jax.lax.fori_loop (a traced slice "
             "start in pl.ds) instead of a Python loop over static starts",

@@ -104,6 +104,18 @@ MUTANTS: list[Mutant] = [
            (("    exp = jnp.exp2 if use_base2_exp else jnp.exp\n", "    exp = jnp.exp\n"),),
            "under use_base2_exp the scores are scaled by log2(e) but exp, not exp2, is taken",
            kept=28),
+    Mutant("wrapper-base2-not-forwarded", A5, "5.4",
+           (("                          block_kv=block_kv, use_base2_exp=use_base2_exp),",
+             "                          block_kv=block_kv),"),),
+           "the wrapper accepts use_base2_exp but does not pass it on to its kernel (the "
+           "values are the same, the kernel never runs in base 2)", kept=28,
+           says=("does not reach the kernel",)),
+    Mutant("init-every-tile", A5, "5.4",
+           (("    @pl.when(bounds_start_ref[g] == 1)", "    @pl.when(True)"),),
+           "m, l and acc re-initialised at every active tile: each row of output is the "
+           "attention over its last tile only", kept=16,
+           says=("initialised at every grid step",),
+           never=("the mask is applied on full tiles too",)),
     Mutant("wrapper-without-base2", A5, "5.4",
            (("                     sm_scale: float | None = None, use_base2_exp: bool = False) "
              "-> np.ndarray:",
@@ -241,6 +253,12 @@ MUTANTS += [
            (("        allowed = jnp.logical_and(allowed, q_pos >= kv_pos)",
              "        allowed = jnp.logical_and(allowed, q_pos > kv_pos)"),),
            "causal comparison strict: a query does not see its own key"),
+    Mutant("computed-mask-kv-positions-default-q", A5, "5.6",
+           (("    kv_pos = every if kv_positions is None else",
+             "    kv_pos = q_pos if kv_positions is None else"),),
+           "kv_positions defaults to q_positions instead of 0..L-1 (the kernel reads the "
+           "positions it is given)", kept=8, says=("kv_positions defaults to q_positions",),
+           never=("computes positions from the grid",)),
     Mutant("computed-mask-kv-ids-default-zero", A5, "5.6",
            (("    kv_ids = q_ids if kv_segment_ids is None else np.asarray(kv_segment_ids, "
              "np.int32)",

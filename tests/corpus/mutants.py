@@ -8,7 +8,9 @@ that declare the mistaken one as a dependency in the assignments table (a
 wrapper and its kernel, mask_stats and the MaskInfo builder): one fault, one
 charge. ``kept`` pins the points the task keeps where the checks are known
 to split; ``says`` lists phrases its feedback must contain (a diagnosis is
-shown only where it is true of the failing input).
+shown only where it is true of the failing input); ``elsewhere`` pins phrases
+the feedback of a dependant task must contain, and ``never`` phrases that no
+task's feedback may contain (a diagnosis of another mistake).
 
 The corpus itself is data, one module per assignment (``tests/corpus/a1.py``
 ... ``a5.py``: ``MUTANTS`` and ``VARIANTS``); ``tests/corpus/test_corpus.py``
@@ -28,7 +30,9 @@ class Mutant:
     """One mistake: ``name`` (unique per stem), ``stem``, the ``task`` that must lose
     points, ``edits`` ((old, new) text replacements on the base), ``why`` (the mistake in
     words), ``base`` ("solution" or a variant's name), ``kept`` (exact points the task
-    keeps, or None) and ``says`` (phrases the task's feedback must contain)."""
+    keeps, or None), ``says`` (phrases the task's feedback must contain), ``elsewhere``
+    ((task, phrase) pairs: a dependant task's feedback must contain the phrase) and
+    ``never`` (phrases no task's feedback may contain)."""
 
     name: str
     stem: str
@@ -38,6 +42,8 @@ class Mutant:
     base: str = "solution"
     kept: float | None = None
     says: tuple[str, ...] = ()
+    elsewhere: tuple[tuple[str, str], ...] = ()
+    never: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

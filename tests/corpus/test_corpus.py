@@ -156,6 +156,14 @@ def test_a_mistake_costs_points_on_its_task_and_only_there(
             f"(the checks this mistake does not touch); got {got[mutant.task]}\n{text}")
     for phrase in mutant.says:
         assert phrase in text, f"{mutant.name}: the feedback does not say {phrase!r}:\n{text}"
+    for task, phrase in mutant.elsewhere:
+        other = _feedback(result, task)
+        assert phrase in other, (f"{mutant.name}: Task {task}'s feedback does not say "
+                                 f"{phrase!r}:\n{other}")
+    everything = "\n".join(t.get("output", "") for t in result["tests"])
+    for phrase in mutant.never:
+        assert phrase not in everything, (f"{mutant.name}: the feedback says {phrase!r}, "
+                                          f"which names another mistake:\n{everything}")
 
 
 @pytest.mark.parametrize(("stem", "name"), _variants())

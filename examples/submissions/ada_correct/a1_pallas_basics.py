@@ -200,6 +200,8 @@ def bias_add(x: np.ndarray, bias: np.ndarray, *,
     """
     M, N = x.shape
     bm, bn = block_shape
+    if M % bm or N % bn:
+        raise ValueError(f"x of shape {x.shape} is not made of whole {block_shape} blocks")
     n_col_blocks = N // bn
     n_row_blocks = M // bm
     # column blocks OUTSIDE, row blocks inside -> the bias block index stays the

@@ -190,6 +190,8 @@ def bias_add(x: np.ndarray, bias: np.ndarray, *,
     """
     M, N = x.shape
     bm, bn = block_shape
+    if M % bm != 0 or N % bn != 0:
+        raise ValueError("M and N must be multiples of the block shape")
     grid = (M // bm, N // bn)  # rows, then columns, like the array
     x_spec = pl.BlockSpec((bm, bn), lambda i, j: (i, j))
     b_spec = pl.BlockSpec((1, bn), lambda i, j: (0, j))  # bias only depends on the column

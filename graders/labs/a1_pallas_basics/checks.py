@@ -29,7 +29,7 @@ from graders.checks.framework import (
     describe_value,
     run_property,
 )
-from graders.checks.strategies import F32, Case, blocked_2d, make_array, seeds
+from graders.checks.strategies import BF16, F32, I32, Case, blocked_2d, make_array, seeds
 from graders.labs.a1_pallas_basics import worked
 from graders.labs.a1_pallas_basics.diagnose import (
     column_inner_dmas,
@@ -211,7 +211,7 @@ def blocked_add_worked(s: Session) -> None:
 
 # --- Task 1.3 bias_add ---------------------------------------------------------------------
 
-@check(A, "1.3", 10, "bias_add(x, bias) equals x + bias broadcast over rows, in x's dtype")
+@check(A, "1.3", 8, "bias_add(x, bias) equals x + bias broadcast over rows, in x's dtype")
 def bias_add_values(s: Session) -> None:
     """Task 1.3: bias_add(x, bias) equals x + bias broadcast over rows, in x's dtype."""
     def body(case: Case) -> None:
@@ -253,6 +253,79 @@ def bias_add_trace(s: Session) -> None:
     """
     check_trace_against_reference(s, "bias_add", ref.bias_add, bias_cases(),
                                   diagnose=column_inner_trace)
+
+
+@st.composite
+def ragged_bias_cases(draw) -> Case:
+    """Strategy: x [M, N] and bias [1, N] where M, N or both are not multiples of a drawn
+    block (the handout's ``Raises``: "M or N is not a multiple of its block size")."""
+    ragged = draw(st.sampled_from(["N", "M", "both"]))
+    bm = draw(st.sampled_from([8, 16, 32]))
+    bn = draw(st.sampled_from([128, 8, 256]))
+
+    def dim(block: int, is_ragged: bool) -> int:
+        blocks = draw(st.integers(1, 3))
+        return blocks * block + (draw(st.integers(1, block - 1)) if is_ragged else 0)
+
+    m, n = dim(bm, ragged in ("M", "both")), dim(bn, ragged in ("N", "both"))
+    dtype = draw(st.sampled_from([F32, BF16, I32]))
+    x = make_array((m, n), dtype, draw(seeds))
+    bias = make_array((1, n), dtype, draw(seeds))
+    return Case((x, bias), {"block_shape": (bm, bn)}, ("x", "bias"))
+
+
+def _require_bias_pallas_call(s: Session) -> None:
+    """The ValueError check counts for a bias_add that computes through pallas_call (as a3's
+    argument checks do): on a shape of whole blocks its result must be its own
+    pallas_call's output. One that fails there is charged by the other checks."""
+    x, bias = make_array((16, 256), F32, 5), make_array((1, 256), F32, 6)
+    try:
+        reply = s.invoke("bias_add", (x, bias), {"block_shape": (8, 128)})
+    except CheckFailure as failure:
+        if failure.status == "failed":
+            return
+        raise
+    try:
+        reply.own_call()
+    except CheckFailure as failure:
+        raise failure.copy(input="x = f32[16, 256], bias = f32[1, 256], "
+                                 "block_shape = (8, 128)") from None
+
+
+@check(A, "1.3", 2, "bias_add raises ValueError when M or N is not a multiple of its block "
+                    "size (the handout's Raises), on drawn ragged shapes")
+def bias_add_errors(s: Session) -> None:
+    """Task 1.3: bias_add raises ValueError when M or N is not a multiple of its block size
+    (the handout's ``Raises``), on drawn shapes ragged in M, in N or in both. Returning
+    anything (NaN from padded edge blocks, or a partial sum from a grid that rounds down)
+    fails.
+    """
+    _require_bias_pallas_call(s)
+
+    def body(case: Case) -> None:
+        x, _ = case.args
+        bm, bn = case.kwargs["block_shape"]
+        bad = " and ".join(f"{name}={dim} is not a multiple of {block}" for name, dim, block
+                           in (("M", x.shape[0], bm), ("N", x.shape[1], bn)) if dim % block)
+        try:
+            s.invoke("bias_add", case.args, case.kwargs)
+        except CheckFailure as failure:
+            if failure.status != "failed":
+                raise
+            if not failure.what.startswith("bias_add raised ValueError"):
+                raise failure.copy(what=f"bias_add must raise ValueError when {bad}",
+                                   expected="ValueError (the handout's Raises)",
+                                   got=failure.what) from None
+            return
+        raise CheckFailure(f"bias_add returned a result although {bad}",
+                           expected="ValueError: M or N is not a multiple of its block size "
+                                    "(the handout's Raises)",
+                           got="a result",
+                           hint="check both dimensions against block_shape before the "
+                                "pallas_call and raise ValueError; a grid of rows // bm "
+                                "leaves the ragged edge uncomputed, one of pl.cdiv(rows, bm) "
+                                "adds past the array's end")
+    run_property(ragged_bias_cases(), body, max_examples=8)
 
 
 # --- Task 1.4 accumulate_inplace -----------------------------------------------------------

@@ -322,14 +322,49 @@ def _closed_form(dma, compute) -> float:
     return 1.0 if total == 0 else float(c.sum() / total)
 
 
+def _own_schedule_diagnosis(s: Session, got: float, dma, compute, buffers: int
+                            ) -> str | None:
+    """When ``got`` is the utilization of the student's own pipeline_schedule on this input
+    and that schedule is wrong here, say so (Task 2.3 depends on Task 2.1): the utilization
+    follows the schedule, the mistake is in the schedule. Verified on this input: their
+    pipeline_schedule is run on it in the worker. None otherwise (also when it raises or
+    returns something that is not a schedule)."""
+    try:
+        dma_iv, comp_iv = _intervals(s.invoke("pipeline_schedule", (dma, compute, buffers)).value,
+                                     len(dma))
+    except CheckFailure as failure:
+        if failure.status in ("failed", "not started"):
+            return None
+        raise
+    want_dma, want_comp = ref.pipeline_schedule(dma, compute, buffers)
+    if close_times(dma_iv, want_dma) and close_times(comp_iv, want_comp):
+        return None
+    finish = float(comp_iv[-1, 1])
+    own = 1.0 if finish == 0 else float(np.sum(comp_iv[:, 1] - comp_iv[:, 0])) / finish
+    if not math.isclose(got, own, rel_tol=1e-9, abs_tol=1e-12):
+        return None
+    return (f"this is the utilization of the schedule your pipeline_schedule returns here "
+            f"(its last compute step ends at {finish:.6g}, the model's at "
+            f"{float(want_comp[-1, 1]):.6g}): pipeline_utilization follows the schedule, and "
+            "the schedule is wrong (Task 2.1); fix pipeline_schedule first")
+
+
 def _expect_utilization(got: float, expected: float, label: str, dma, compute,
-                        rtol: float, atol: float = 0.0, shown: str | None = None) -> None:
+                        rtol: float, atol: float = 0.0, shown: str | None = None, *,
+                        s: Session | None = None, buffers: int | None = None) -> None:
+    """``got`` must equal ``expected``; the failure's diagnosis is, first, the student's own
+    wrong schedule when ``got`` follows it (``_own_schedule_diagnosis``, with ``s`` and
+    ``buffers``), else a modelled formula mistake whose value ``got`` is."""
     if math.isclose(got, expected, rel_tol=rtol, abs_tol=atol):
         return
     diagnosis = None
     d, c = np.asarray(dma, np.float64), np.asarray(compute, np.float64)
     busy = float(c.sum() + d.sum())
-    if math.isclose(got, _closed_form(dma, compute), rel_tol=1e-9, abs_tol=1e-12):
+    if s is not None and buffers is not None:
+        diagnosis = _own_schedule_diagnosis(s, got, dma, compute, buffers)
+    if diagnosis is not None:
+        pass
+    elif math.isclose(got, _closed_form(dma, compute), rel_tol=1e-9, abs_tol=1e-12):
         diagnosis = ("this is the double-buffer shortcut d + Σ max(d, c) + c, which ignores "
                      "n_buffers and varying durations; compute the schedule instead "
                      "(lecture §3.1, §3.3)")
@@ -351,7 +386,8 @@ def utilization_worked_single(s: Session) -> None:
     dma, compute = [STEP_DMA] * STEPS, [STEP_COMPUTE] * STEPS
     label = "504 steps of DMA 1.138e-6 s and compute 2.087e-6 s, n_buffers = 1"
     got = _utilization(s, dma, compute, 1, label)
-    _expect_utilization(got, 0.6472, label, dma, compute, WORKED_RTOL, shown="0.6472 (64.72 %)")
+    _expect_utilization(got, 0.6472, label, dma, compute, WORKED_RTOL, shown="0.6472 (64.72 %)",
+                        s=s, buffers=1)
 
 
 @check(A, "2.3", 3, "worked answers: double-buffered, the same steps reach 99.89 %; with the "
@@ -365,7 +401,7 @@ def utilization_worked_double(s: Session) -> None:
         label = f"504 steps of DMA {dma_time:.4g} s and compute 2.087e-6 s, n_buffers = 2"
         got = _utilization(s, dma, compute, 2, label)
         _expect_utilization(got, expected, label, dma, compute, WORKED_RTOL,
-                            shown=f"{expected} ({expected:.2%})")
+                            shown=f"{expected} ({expected:.2%})", s=s, buffers=2)
 
 
 #: The lecture's stochastic experiment: compute 1.0, DMA ~ max(0, N(0.8, 1.0)) (lecture §3.3).
@@ -395,7 +431,8 @@ def utilization_stochastic(s: Session) -> None:
         got = _utilization(s, dma, compute, buffers, label)
         expected = ref.pipeline_utilization(dma, compute, buffers)
         _expect_utilization(got, expected, label, dma, compute, 1e-9,
-                            shown=f"{expected:.4f} (the lecture: about {lecture:.1%})")
+                            shown=f"{expected:.4f} (the lecture: about {lecture:.1%})",
+                            s=s, buffers=buffers)
         if abs(expected - lecture) > STOCHASTIC_TOL:  # pragma: no cover - a grader bug
             raise AssertionError(f"reference utilization {expected} is not near {lecture}")
 
@@ -409,12 +446,14 @@ def utilization_matches_reference(s: Session) -> None:
     zero_label = "dma_times = [0.0, 0.0], compute_times = [0.0, 0.0], n_buffers = 2"
     got = _utilization(s, [0.0, 0.0], [0.0, 0.0], 2, zero_label)
     _expect_utilization(got, 1.0, zero_label, [0.0, 0.0], [0.0, 0.0], 0.0,
-                        shown="1.0 (a pipeline that takes no time counts as fully used)")
+                        shown="1.0 (a pipeline that takes no time counts as fully used)",
+                        s=s, buffers=2)
 
     def body(case: Case) -> None:
         got = _utilization(s, *case.args, repr(case))
         _expect_utilization(got, ref.pipeline_utilization(*case.args), repr(case),
-                            case.args[0], case.args[1], 1e-9, 1e-12)
+                            case.args[0], case.args[1], 1e-9, 1e-12, s=s,
+                            buffers=case.args[2])
     run_property(schedule_cases(), body, max_examples=25)
 
 

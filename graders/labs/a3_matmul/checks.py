@@ -494,23 +494,43 @@ def roofline_cases(draw) -> Case:
 
 
 @check(A, "3.4", 4, "min_compute_bound_block equals the reference's on drawn peaks, bandwidths, "
-                    "dtype sizes and multiples")
+                    "dtype sizes and multiples, including bounds that fall exactly on a "
+                    "multiple (strictly greater: the next multiple)")
 def min_block_property(s: Session) -> None:
     """Task 3.4: min_compute_bound_block equals the reference's on drawn peaks, bandwidths, dtype
-    sizes and multiples.
+    sizes and multiples, including ties: where peak / bandwidth · dtype_bytes is exactly a
+    multiple, that block's intensity equals the balance point and is not strictly greater,
+    so the answer is the next multiple (the handout).
     """
     def body(case: Case) -> None:
         got = _block(s, case.args, case.kwargs, repr(case))
+        # Drawn peaks and bandwidths are whole numbers of FLOP/s and B/s, so the bound
+        # b > peak / bandwidth · dtype_bytes is exact: a bound on a multiple (a tie) is one,
+        # not a float rounding, and the handout's "strictly greater" decides it.
         expected = ref.min_compute_bound_block(*case.args, **case.kwargs)
-        threshold = case.args[0] / case.args[1] * case.kwargs["dtype_bytes"]
-        multiple = case.kwargs["multiple_of"]
-        # A threshold within float rounding of a multiple is ambiguous; accept both sides.
-        if got != expected and not (abs(threshold / multiple - round(threshold / multiple))
-                                    < 1e-9 and abs(got - expected) == multiple):
+        if got != expected:
             raise CheckFailure("the smallest compute-bound block is wrong",
                                expected=str(expected), got=str(got),
                                diagnosis=diagnose_block(got, *case.args, **case.kwargs))
+    for case in TIE_CASES:  # drawn examples need not include a tie, so these always run
+        try:
+            body(case)
+        except CheckFailure as failure:
+            if failure.input is None:
+                failure.input = repr(case)
+            raise
     run_property(roofline_cases(), body, max_examples=20)
+
+
+#: Arguments of min_compute_bound_block whose bound falls exactly on a multiple (peak /
+#: bandwidth · dtype_bytes = 1000, 512, 250): the block there has an intensity equal to the
+#: balance point, which is not strictly greater (the handout), so the answer is the next
+#: multiple: 1008, 640, 251.
+TIE_CASES = tuple(Case((peak, bandwidth), {"dtype_bytes": size, "multiple_of": multiple},
+                       ("peak_flops", "hbm_bandwidth"))
+                  for peak, bandwidth, size, multiple in ((1000e12, 4000e9, 4, 8),
+                                                          (512e12, 2000e9, 2, 128),
+                                                          (250e12, 1000e9, 1, 1)))
 
 
 def _time(s: Session, args: tuple, kwargs: dict, label: str) -> float:

@@ -9,6 +9,7 @@ here, in the trusted grader, on NumPy or in the intended pallas_call.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 import numpy as np
 
@@ -236,6 +237,14 @@ def diagnose_block(got: int, peak: float, bandwidth: float, dtype_bytes: int,
     expected = ref.min_compute_bound_block(peak, bandwidth, dtype_bytes, multiple_of)
     if got == expected:
         return None
+    exact = Fraction(peak) / Fraction(bandwidth) * dtype_bytes
+    if exact.denominator == 1 and exact % multiple_of == 0 and got == exact:
+        return (f"the bound falls exactly on a multiple here: {got} / {dtype_bytes} = "
+                f"{float(exact / dtype_bytes):g} FLOP/B equals the balance point "
+                f"peak / bandwidth, which is not strictly greater, so {got} is not "
+                f"compute-bound; the answer is the next multiple, {expected} (a test with >= "
+                "instead of >, or the bound rounded down to a multiple, gives this) "
+                "(lecture §4.2)")
     if got == int(threshold // multiple_of) * multiple_of:
         return (f"the block is rounded down: {got} is the largest multiple of {multiple_of} at "
                 f"or below the bound b > {threshold:.5g}, so its intensity does not exceed "

@@ -68,6 +68,7 @@ from graders.labs.a4_flash_attention import worked
 from graders.labs.a4_flash_attention.diagnose import (
     ATTENTION_TOL,
     close_to,
+    diagnose_base2_constant,
     diagnose_flash_config,
     diagnose_kv_heads,
     diagnose_masked,
@@ -493,6 +494,15 @@ MLE_MARGIN = 4.0
 #: (Hkv, H / Hkv) pairs drawn: no GQA, one kv head for all, and 1 < Hkv < H with H / Hkv
 #: different from Hkv (6 = 2 x 3, 3 x 2), where h // (H // Hkv), h // Hkv and h % Hkv differ.
 HEAD_GROUPS = [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 3), (3, 2)]
+#: Block sizes drawn for block_q and block_kv: the handout asks only that they divide L, and
+#: with even sizes kv_block·block_kv (even) never equals (q_block + 1)·block_q - 1 (odd), so
+#: a skip test off by one at that boundary would go unseen without the odd ones.
+BLOCKS = [8, 16, 32, 3, 5]
+#: The "high" construction (Task 4.3, base 2 with MLE): every score is about
+#: 2.375 · 12 · 12 = 342 (the other features as in "deep", so scores stay exact), and the
+#: constant is just above the largest score. A base-2 kernel that subtracts that constant
+#: in natural units computes exp2(342 · log2(e) - 343) = 2^150: float32 overflows.
+HIGH_FEATURE, HIGH_SCALE = 12.0, 2.375
 #: The "deep" construction (lecture §5.4's float32 limits): the even query rows score about
 #: 0.875 · (-12 · 12) = -126 against every key, below ln(f32 tiny) = -87.3 and even below
 #: -103.97, where float32 exp(s) is exactly 0; the odd rows score within about ±8. The
@@ -511,7 +521,8 @@ class AttentionCase:
     wrapper (``wrapper_kwargs``; ``sm_scale`` None means "use the default").
     ``deep``: q and k follow the deep construction (``DEEP_FEATURE``): "all", every score
     of the even query rows is far below -87; "first-tile", only their scores against the
-    first kv tile are (the other keys score near 0); "" for plain uniform draws."""
+    first kv tile are (the other keys score near 0); "high", every score is near 342
+    (``HIGH_FEATURE``); "" for plain uniform draws."""
 
     q: np.ndarray
     k: np.ndarray
@@ -562,11 +573,16 @@ class AttentionCase:
         where = {"all": "every score of the even query rows is below -100",
                  "first-tile": "the even query rows score below -100 against the first kv "
                                "tile, near 0 against the others"}
-        made = ("q, k, v = rng.uniform(-4, 4, shape) in that order, cast to the dtype"
-                if not self.deep else
-                f"q, k, v = rng.uniform(-4, 4, shape) in that order; q = np.round(2 * q) / 16; "
-                f"k = np.round(2 * k) / 16; {keys[self.deep]}; q[:, ::2, 0] = "
-                f"-{DEEP_FEATURE:g} ({where[self.deep]}); cast to the dtype")
+        rounded = ("q, k, v = rng.uniform(-4, 4, shape) in that order; q = np.round(2 * q) / "
+                   "16; k = np.round(2 * k) / 16")
+        if not self.deep:
+            made = "q, k, v = rng.uniform(-4, 4, shape) in that order, cast to the dtype"
+        elif self.deep == "high":
+            made = (f"{rounded}; q[..., 0] = k[..., 0] = {HIGH_FEATURE:g} (every score near "
+                    f"{HIGH_SCALE:g} · {HIGH_FEATURE * HIGH_FEATURE:g}); cast to the dtype")
+        else:
+            made = (f"{rounded}; {keys[self.deep]}; q[:, ::2, 0] = -{DEEP_FEATURE:g} "
+                    f"({where[self.deep]}); cast to the dtype")
         parts = [f"q = {fmt_array(self.q)}, k = {fmt_array(self.k)}, v = {fmt_array(self.v)}"
                  f" (rng = np.random.default_rng({self.seed}); {made})",
                  f"sm_scale = {'None (1/sqrt(d))' if self.sm_scale is None else self.sm_scale}",
@@ -594,7 +610,8 @@ def _safe_constant(scores: np.ndarray, length: int, frac: float) -> float | None
 #: (no mask; the even rows' first kv tile far below the rest, a constant from the safe range:
 #: every exp(s - c) of that tile is 0 for those rows); and the single-purpose "deep" (rows
 #: far below -87), "small-cap" (caps 1, 2, 5) and "far-constant" (max_logit_const =
-#: FAR_CONSTANT).
+#: FAR_CONSTANT); and "high+mle" (every score near 342, a constant 1 above the largest:
+#: ``HIGH_FEATURE``).
 OPTION_FLAVORS = ("mle", "cap", "cap+mle", "large", "deep+mle")
 
 
@@ -604,7 +621,8 @@ def attention_cases(draw, *, causal: bool | None = None, options: bool = False,
                     flavor: str | None = None) -> AttentionCase:
     """Drawn attention problems (Tasks 4.3/4.4).
 
-    H 1-6 with a drawn GQA group (``HEAD_GROUPS``), blocks 8/16/32, L a multiple of both
+    H 1-6 with a drawn GQA group (``HEAD_GROUPS``), blocks from ``BLOCKS`` (odd ones
+    too: the handout asks only that they divide L), L a multiple of both
     blocks (two or more blocks per axis in many draws, at least ``min_q_blocks`` q
     blocks), d and dv 8-128, f32 or bf16, ``causal`` drawn unless given. ``options``
     also draws large logits, a soft cap and a Max-Logit-Estimate constant chosen inside
@@ -616,8 +634,8 @@ def attention_cases(draw, *, causal: bool | None = None, options: bool = False,
         flavor = draw(st.sampled_from(OPTION_FLAVORS if options else ("plain",)))
     kv_heads, group = draw(st.sampled_from(HEAD_GROUPS))
     heads = kv_heads * group
-    block_q = draw(st.sampled_from([8, 16, 32]))
-    block_kv = draw(st.sampled_from([8, 16, 32]))
+    block_q = draw(st.sampled_from(BLOCKS))
+    block_kv = draw(st.sampled_from(BLOCKS))
     unit = math.lcm(block_q, block_kv)
     least = max(1, -(-min_q_blocks * block_q // unit))
     if flavor == "deep+mle":  # a first kv tile and at least one more
@@ -634,9 +652,12 @@ def attention_cases(draw, *, causal: bool | None = None, options: bool = False,
     q = rng.uniform(-4, 4, (heads, length, d))
     k = rng.uniform(-4, 4, (kv_heads, length, d))
     v = rng.uniform(-4, 4, (kv_heads, length, dv)).astype(dtype)
-    deep = {"deep": "all", "deep+mle": "first-tile"}.get(flavor, "")
+    deep = {"deep": "all", "deep+mle": "first-tile", "high+mle": "high"}.get(flavor, "")
     if deep:
         q, k = np.round(2 * q) / 16, np.round(2 * k) / 16
+    if deep == "high":
+        q[..., 0], k[..., 0] = HIGH_FEATURE, HIGH_FEATURE
+    elif deep:
         k[..., 0] = DEEP_FEATURE
         if deep == "first-tile":
             k[:, block_kv:, 0] = 0.0
@@ -644,7 +665,8 @@ def attention_cases(draw, *, causal: bool | None = None, options: bool = False,
     q, k = q.astype(dtype), k.astype(dtype)
     large = flavor in ("mle", "large")
     logit_scale = 10.0 if large else draw(st.sampled_from([1.0, 0.25, 2.0]))
-    sm_scale: float | None = DEEP_SCALE if deep else round(logit_scale / math.sqrt(d), 6)
+    sm_scale: float | None = (HIGH_SCALE if deep == "high" else DEEP_SCALE if deep
+                              else round(logit_scale / math.sqrt(d), 6))
     if default_scale and logit_scale == 1.0 and not deep and draw(st.booleans()):
         sm_scale = None
     case = AttentionCase(q, k, v, sm_scale, is_causal, block_q, block_kv, None, None, seed,
@@ -653,7 +675,10 @@ def attention_cases(draw, *, causal: bool | None = None, options: bool = False,
         case = dataclasses.replace(case, soft_cap=draw(st.sampled_from([20.0, 5.0, 50.0])))
     if flavor == "small-cap":
         case = dataclasses.replace(case, soft_cap=draw(st.sampled_from([1.0, 5.0, 2.0])))
-    if flavor.endswith("mle"):
+    if flavor == "high+mle":  # an upper bound of the logits, inside the safe range
+        case = dataclasses.replace(case, max_logit_const=round(
+            float(np.max(case.scores())) + 1.0, 1))
+    elif flavor.endswith("mle"):
         frac = draw(st.sampled_from([0.5, 0.1, 0.9, 0.3]))
         case = dataclasses.replace(
             case, max_logit_const=_safe_constant(case.scores(), length, frac))
@@ -902,19 +927,31 @@ def _final_max(reply_value: object, case: AttentionCase) -> tuple[np.ndarray, np
 
 
 @check(A, "4.3", 3, "use_base2_exp=True: the output is still softmax attention (causal or "
-                    "not), and m holds the row maximum in base-2 units, log2(e) · max s: "
-                    "scores pre-scaled by log2(e), exp2 in the kernel (lecture §6.6)")
+                    "not, and with max_logit_const near large logits, where the constant "
+                    "must be in base-2 units too), and m holds the row maximum in base-2 "
+                    "units, log2(e) · max s: scores pre-scaled by log2(e), exp2 in the "
+                    "kernel (lecture §6.6)")
 def kernel_base2(s: Session) -> None:
     """Task 4.3: use_base2_exp=True: the output is still softmax attention (causal or not), and
     m holds the row maximum in base-2 units, log2(e) · max s: scores pre-scaled by log2(e),
-    exp2 in the kernel (lecture §6.6).
+    exp2 in the kernel (lecture §6.6). Then with max_logit_const c just above scores near
+    342 ("high+mle"): c must be converted too (m = c·log2(e)); exp2(s·log2(e) - c) would
+    overflow float32 there.
     """
     def body(case: AttentionCase) -> None:
         reply = s.invoke("flash_attention_kernel", case.args,
                          {**case.kwargs, "use_base2_exp": True, "with_max": True},
                          harness="a4")
         got, m = _final_max(reply.value, case)
-        _check_attention(got, case, "the kernel's output with use_base2_exp=True")
+        try:
+            _check_attention(got, case, "the kernel's output with use_base2_exp=True")
+        except CheckFailure as failure:
+            diagnosis = diagnose_base2_constant(got, case)
+            if diagnosis is not None:
+                failure.diagnosis, failure.what = diagnosis, _without_nan_guess(failure.what)
+            raise
+        if case.max_logit_const is not None:
+            return  # m is the constant there (in base-2 units), or unused: values decide
         masked = case.scores().max(axis=-1)                           # [H, L], natural units
         unmasked = dataclasses.replace(case, causal=False).scores().max(axis=-1)
         if m.shape != masked.shape or _between(m, masked * LOG2_E, unmasked * LOG2_E):
@@ -931,6 +968,9 @@ def kernel_base2(s: Session) -> None:
                        "capped) scores by log2(e), keep m in those units and use jnp.exp2 "
                        "for p and alpha (lecture §6.6)") if natural else None)
     run_property(attention_cases(), body, max_examples=5)
+    # With max_logit_const the constant must be in base-2 units too (m = c·log2(e)); the
+    # values show it only where exp2(s·log2(e) - c) overflows: scores near 342.
+    run_property(attention_cases(flavor="high+mle"), body, max_examples=3)
 
 
 # --- Task 4.4 flash_attention ----------------------------------------------------------------
@@ -956,12 +996,15 @@ def wrapper_values(s: Session) -> None:
                         max_examples=14, wrapper=True)
 
 
-@check(A, "4.4", 2, "flash_attention(..., use_base2_exp=True) accepts the option and "
-                    "computes what its kernel computes with it in the grader's standard call "
-                    "(lecture §6.6)")
+@check(A, "4.4", 2, "flash_attention(..., use_base2_exp=True) accepts the option, computes "
+                    "what its kernel computes with it in the grader's standard call, and "
+                    "passes it on: its pallas_call's work changes with the option as the "
+                    "kernel's does (lecture §6.6)")
 def wrapper_base2(s: Session) -> None:
     """Task 4.4: flash_attention(..., use_base2_exp=True) accepts the option and computes what
-    its kernel computes with it in the grader's standard call (lecture §6.6).
+    its kernel computes with it in the grader's standard call (lecture §6.6). The values
+    alone cannot show that the option reaches the kernel (base 2 gives the same softmax),
+    so the op counts of the wrapper's own call are compared with the option on and off.
     """
     def body(case: AttentionCase, seen: dict[str, object]) -> None:
         reply = s.invoke("flash_attention", case.args,
@@ -975,6 +1018,69 @@ def wrapper_base2(s: Session) -> None:
                          kernel_out=kernel_out, wrapper=True)
     _attention_property(attention_cases(default_scale=True), body, max_examples=8,
                         wrapper=True)
+    _require_base2_forwarded(s)
+
+
+#: The case on which the forwarding of use_base2_exp is observed: H 2, Hkv 1, L 32, d = dv
+#: = 8, causal, blocks 16 (f32, seed 7).
+def _forwarding_case() -> AttentionCase:
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.uniform(-4, 4, shape).astype(F32)
+               for shape in ((2, 32, 8), (1, 32, 8), (1, 32, 8)))
+    return AttentionCase(q, k, v, None, True, 16, 16, None, None, 7)
+
+
+def _work(call) -> dict[str, int]:
+    """What the kernel computed over a whole call: each op count summed over the steps
+    (``CallTrace.ops``; the order the steps ran in does not matter)."""
+    return {} if call.ops is None else {key: call.ops.total(key) for key in call.ops.keys()}
+
+
+def _require_base2_forwarded(s: Session) -> None:
+    """The wrapper's own pallas_call must run the kernel with the use_base2_exp it was
+    given: observed on the call it makes. The student's kernel in the grader's standard call
+    does different work with the option on and off (the scores are multiplied by log2(e));
+    the wrapper's call must differ the same way. A kernel whose work does not change (or
+    that refuses the option) leaves nothing to observe: that is Task 4.3's to charge.
+
+    Raises:
+      CheckFailure: the wrapper's call does the same work with the option on and off.
+    """
+    case = _forwarding_case()
+    kernel_work = {}
+    for flag in (False, True):
+        try:
+            reply = s.invoke("flash_attention_kernel", case.args,
+                             {**case.kwargs, "use_base2_exp": flag}, harness="a4")
+        except CheckFailure as failure:
+            if failure.status == "failed":
+                return
+            raise
+        kernel_work[flag] = _work(reply.trace)
+    if kernel_work[True] == kernel_work[False]:
+        return
+    wrapper_work = {}
+    for flag in (False, True):
+        try:
+            reply = s.invoke("flash_attention", case.args,
+                             {**case.wrapper_kwargs, "use_base2_exp": flag})
+        except CheckFailure as failure:
+            raise failure.copy(input=f"{case!r}, use_base2_exp = {flag}") from None
+        wrapper_work[flag] = _work(reply.own_call())
+    if wrapper_work[True] != wrapper_work[False]:
+        return
+    changed = sorted(key for key in set(kernel_work[True]) | set(kernel_work[False])
+                     if kernel_work[True].get(key, 0) != kernel_work[False].get(key, 0))
+    key = changed[0]
+    raise CheckFailure(
+        "use_base2_exp does not reach the kernel: flash_attention's pallas_call does the same "
+        "work with use_base2_exp=True and False",
+        input=repr(case),
+        expected=f"the kernel's {key} change with the option, as in the grader's standard "
+                 f"call: {kernel_work[False].get(key, 0)} -> {kernel_work[True].get(key, 0)}",
+        got=f"{key} {wrapper_work[False].get(key, 0)} with either value",
+        hint="pass use_base2_exp on to flash_attention_kernel (functools.partial(..., "
+             "use_base2_exp=use_base2_exp)); accepting the keyword is not enough")
 
 
 def _require_a_pallas_call(s: Session, q: np.ndarray) -> None:

@@ -126,7 +126,8 @@ def emulate(case: Any, *, mask: str | None = None, skip: bool | None = None,
              m0: float | None = None, constant: object = _UNSET, rescale_l: bool = True,
              rescale_acc: bool = True, cap: str = "before-mask", sm_scale: float | None = None,
              renormalize: bool = False, write_in_update: bool = False,
-             kv_head: np.ndarray | None = None, mask_value: float = -np.inf) -> np.ndarray:
+             kv_head: np.ndarray | None = None, mask_value: float = -np.inf,
+             skip_strict: bool = False) -> np.ndarray:
     """float64 [H, L, dv]: what a float32 Flash kernel with one modelled mistake outputs.
 
     The kernel is the handout's, step by step over the kv tiles in float32, with NaN
@@ -142,7 +143,9 @@ def emulate(case: Any, *, mask: str | None = None, skip: bool | None = None,
     ``write_in_update``: the final division inside the causal pl.when; ``kv_head``: the
     kv head each query head reads (default h // (H // Hkv)); ``mask_value``: what a
     masked score becomes (-inf, or a finite stand-in such as -1e30, which changes what a
-    row with no visible key in a tile computes, not what a right mask computes).
+    row with no visible key in a tile computes, not what a right mask computes);
+    ``skip_strict``: the skip test is off by one (``<`` for ``<=``), so a tile whose first
+    key is the q block's last query is skipped too (only with ``skip``).
     """
     f32 = np.float32
     heads, length, _ = case.q.shape
@@ -177,7 +180,12 @@ def emulate(case: Any, *, mask: str | None = None, skip: bool | None = None,
         n_kv = length // case.block_kv
         for j in range(n_kv):
             cut = slice(j * case.block_kv, (j + 1) * case.block_kv)
-            work = (j * case.block_kv <= q_end) if skip else np.ones(length, bool)
+            if not skip:
+                work = np.ones(length, bool)
+            elif skip_strict:
+                work = j * case.block_kv < q_end
+            else:
+                work = j * case.block_kv <= q_end
             tile = s[:, :, cut]
             if const is None:
                 m_new = np.maximum(m, tile.max(axis=-1, keepdims=True))
@@ -249,6 +257,12 @@ def kernel_models(case: Any) -> list[tuple[dict, str]]:
                 "mask inside the others is still needed (lecture §5.2)")),
             ({"mask": "none", "skip": False}, "the causal mask is not applied (causal=True "
                                               "was ignored)"),
+            ({"skip_strict": True}, (
+                "the skip test is off by one: the kernel skips a kv tile whose first key is "
+                "the q block's last query (kv_block·block_kv == (q_block + 1)·block_q - 1), "
+                "where that query still sees its own key; skip only when kv_block·block_kv > "
+                "(q_block + 1)·block_q - 1 (with even block sizes the two never differ; the "
+                "handout allows any block size that divides L) (lecture §5.2)")),
             ({"write_in_update": True}, (
                 "NaN exactly in the q blocks whose LAST kv tile is fully masked: the output is "
                 "written inside the causal pl.when, so for these blocks it is never written. "
@@ -338,6 +352,32 @@ def diagnose_wrapper(got: np.ndarray, case: Any, tol: tuple[float, float]
             return (f"query head h reads kv head {name}; with grouped-query attention it must "
                     "read kv head h // (H // Hkv): consecutive query heads share one kv head "
                     "(lecture §5.2)")
+    return None
+
+
+#: The diagnosis of a base-2 kernel that subtracts the natural-unit max_logit_const.
+BASE2_CONSTANT_NATURAL = (
+    "under use_base2_exp the constant is not converted to base-2 units: the scores are "
+    "multiplied by log2(e) but max_logit_const c is subtracted as it is, so p = "
+    "exp2(s·log2(e) - c) = exp(s - c·ln 2), which overflows float32 once s·log2(e) - c "
+    "passes 128 (here the scores are near {top:.4g}). Keep m in base-2 units from kv block "
+    "0 on: m = c·log2(e) (lecture §5.4, §6.6)")
+
+
+def diagnose_base2_constant(got: object, case: Any) -> str | None:
+    """``BASE2_CONSTANT_NATURAL`` when ``got`` is what a base-2 kernel computes with the
+    constant left in natural units on this case: exp2(s·log2 e - c) = exp(s - c·ln 2), i.e.
+    the natural-unit kernel with the constant c·ln 2 (``emulate``), NaN where it overflows;
+    None otherwise (and for a case without a constant)."""
+    const = case.max_logit_const
+    if const is None or not isinstance(got, np.ndarray) or got.dtype.kind != "f":
+        return None
+    model = emulate(case, constant=const * math.log(2.0))
+    if got.shape != model.shape or not np.isnan(model).any():
+        return None
+    if matches_model(got.astype(np.float64), model, ATTENTION_TOL[case.q.dtype.name]):
+        top = float(np.nanmax(case.scores()))
+        return BASE2_CONSTANT_NATURAL.format(top=top)
     return None
 
 

@@ -31,6 +31,7 @@ import functools
 import math
 import re
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 from hypothesis import assume
@@ -706,15 +707,18 @@ def _kernel_fields(info: ref.MaskInfo) -> tuple:
 #: solution's -0.7 x float32 max): exp of it minus any finite maximum is 0, never NaN.
 
 
-def _check_output(got: object, c: SplashCase, what: str, fields: tuple) -> None:
+def _check_output(got: object, c: SplashCase, what: str, fields: tuple,
+                  also: Callable[[], tuple[tuple[object, tuple], ...]] | None = None) -> None:
     """``got`` equals dense float64 masked attention; on failure the diagnosis is the
     modelled kernel mistake (``KERNEL_MISTAKES``) that computes ``got`` from ``fields``,
-    the MaskInfo arrays the kernel was handed."""
+    the MaskInfo arrays the kernel was handed, and, when ``also`` is given, each of the
+    other runs (output, arrays) it returns (``diagnose_kernel``)."""
     expected = _dense_attention(c.q, c.k, c.v, c.case.mask, c.scale)
     try:
         assert_close(got, expected, SPLASH_RTOL, SPLASH_ATOL, what=what)
     except CheckFailure as failure:
-        failure.diagnosis = diagnose_kernel(got, c, fields, expected)
+        failure.diagnosis = diagnose_kernel(got, c, fields, expected,
+                                            also() if also is not None else ())
         raise
 
 
@@ -748,7 +752,20 @@ def kernel_masks_only_partial(s: Session) -> None:
         fields = tuple(info._replace(partial_mask_blocks=poisoned, mask_next=nxt))
         got = s.invoke("splash_attention_kernel", (c.q, c.k, c.v, fields, c.scale),
                        harness="a5").value
-        _check_output(got, c, "the kernel's attention output", fields)
+
+        def real_run() -> tuple[tuple[object, tuple], ...]:
+            # The same kernel over the true MaskInfo: a mistake that matches the run with
+            # all-False full-tile patterns (masking full tiles, or re-initialising at every
+            # tile, which agree there on many masks) must match this one too.
+            real = _kernel_fields(info)
+            try:
+                out = s.invoke("splash_attention_kernel", (c.q, c.k, c.v, real, c.scale),
+                               harness="a5").value
+            except CheckFailure:
+                return ()
+            return ((out, real),)
+
+        _check_output(got, c, "the kernel's attention output", fields, also=real_run)
     run_property(splash_cases(kinds=("causal", "full", "local & documents", "causal & local")),
                  body, max_examples=8)
 
@@ -931,12 +948,15 @@ def kernel_base2(s: Session) -> None:
     run_property(splash_cases(), body, max_examples=6)
 
 
-@check(A, "5.4", 2, "splash_attention(..., use_base2_exp=True) accepts the option and computes "
-                    "what its kernel computes with it in the grader's standard call "
-                    "(lecture §6.6)")
+@check(A, "5.4", 2, "splash_attention(..., use_base2_exp=True) accepts the option, computes "
+                    "what its kernel computes with it in the grader's standard call, and "
+                    "passes it on: its pallas_call's work changes with the option as the "
+                    "kernel's does (lecture §6.6)")
 def wrapper_base2(s: Session) -> None:
     """Task 5.4: splash_attention(..., use_base2_exp=True) accepts the option and computes what
-    its kernel computes with it in the grader's standard call (lecture §6.6).
+    its kernel computes with it in the grader's standard call (lecture §6.6). The values
+    alone cannot show that the option reaches the kernel (base 2 gives the same softmax),
+    so the op counts of the wrapper's own call are compared with the option on and off.
     """
     def body(c: SplashCase) -> None:
         reply = s.invoke("splash_attention", (c.q, c.k, c.v, tuple(c.info), c.sm_scale, False,
@@ -958,6 +978,69 @@ def wrapper_base2(s: Session) -> None:
                                   "splash_attention_kernel") from None
         reply.own_call(0)
     run_property(splash_cases(), body, max_examples=4)
+    _require_base2_forwarded(s)
+
+
+def _forwarding_case() -> SplashCase:
+    """The case on which the forwarding of use_base2_exp is observed: causal_mask(16) in
+    4-blocks, one head, d 8, dv 4 (f32, seeds 7, 8, 9)."""
+    q, k, v = (make_array((1, 16, n), np.dtype(np.float32), seed, low=-2, high=2)
+               for n, seed in ((8, 7), (8, 8), (4, 9)))
+    return SplashCase(q, k, v, MaskCase(ref.causal_mask(16), 4, 4, "causal_mask(16)"), None,
+                      (7, 8, 9))
+
+
+def _work(call) -> dict[str, int]:
+    """What the kernel computed over a whole call: each op count summed over the steps."""
+    return {} if call.ops is None else {key: call.ops.total(key) for key in call.ops.keys()}
+
+
+def _require_base2_forwarded(s: Session) -> None:
+    """The wrapper's own pallas_call must run the kernel with the use_base2_exp it was
+    given, observed on the call it makes: the student's kernel in the grader's standard call
+    does different work with the option on and off (the scores times log2(e)), and the
+    wrapper's call must differ too. A kernel whose work does not change, or that refuses the
+    option, leaves nothing to observe here (its own base-2 check charges it).
+
+    Raises:
+      CheckFailure: the wrapper's call does the same work with the option on and off.
+    """
+    c = _forwarding_case()
+    fields = _kernel_fields(c.info)
+    kernel_work = {}
+    for flag in (False, True):
+        try:
+            reply = s.invoke("splash_attention_kernel", (c.q, c.k, c.v, fields, c.scale),
+                             {"use_base2_exp": flag}, harness="a5")
+        except CheckFailure as failure:
+            if failure.status == "failed":
+                return
+            raise
+        kernel_work[flag] = _work(reply.trace)
+    if kernel_work[True] == kernel_work[False]:
+        return
+    wrapper_work = {}
+    for flag in (False, True):
+        try:
+            reply = s.invoke("splash_attention", (c.q, c.k, c.v, tuple(c.info), c.sm_scale,
+                                                  False, None),
+                             {"use_base2_exp": flag}, harness="a5")
+            wrapper_work[flag] = _work(reply.own_call(0))
+        except CheckFailure as failure:
+            raise failure.copy(input=f"{c!r}, use_base2_exp = {flag}") from None
+    if wrapper_work[True] != wrapper_work[False]:
+        return
+    key = sorted(k for k in set(kernel_work[True]) | set(kernel_work[False])
+                 if kernel_work[True].get(k, 0) != kernel_work[False].get(k, 0))[0]
+    raise CheckFailure(
+        "use_base2_exp does not reach the kernel: splash_attention's pallas_call does the "
+        "same work with use_base2_exp=True and False",
+        input=repr(c),
+        expected=f"the kernel's {key} change with the option, as in the grader's standard "
+                 f"call: {kernel_work[False].get(key, 0)} -> {kernel_work[True].get(key, 0)}",
+        got=f"{key} {wrapper_work[False].get(key, 0)} with either value",
+        hint="pass use_base2_exp on to splash_attention_kernel (functools.partial(..., "
+             "use_base2_exp=use_base2_exp)); accepting the keyword is not enough")
 
 
 # --- Task 5.5 mask_stats ---------------------------------------------------------------------
@@ -1175,7 +1258,7 @@ def computed_positions(s: Session) -> None:
     and causal & documents masks.
     """
     def body(c: ComputedCase) -> None:
-        reply, out, _ = _computed_reply(s, c)
+        reply, out, calls = _computed_reply(s, c)
         try:
             _check_computed_output(reply, out, c)
         except CheckFailure as failure:
@@ -1193,14 +1276,51 @@ def computed_positions(s: Session) -> None:
                 model = masked_dense_attention(c.q, c.k, c.v, seen,
                                                sm_scale=c.kwargs.get("sm_scale"))
                 if explains(out, _computed_expected(c), model, strict_nan=True):
-                    failure.diagnosis = (
-                        "the output is attention with queries at positions 0..L-1: the kernel "
-                        "computes positions from the grid (program_id x block size) instead of "
-                        "reading q_positions / kv_positions; the mask rule compares the "
-                        "positions the call is given (lecture §6.3, §6.6)")
+                    failure.diagnosis = _positions_diagnosis(calls, c)
             raise
     run_property(computed_cases(kinds=("causal", "causal & local", "causal & documents"),
                                 offsets=True), body, max_examples=8)
+
+
+#: The output is attention with queries and keys at the same positions: which of two
+#: mistakes gives it is read from the arguments the wrapper handed its pallas_call.
+POSITIONS_FROM_GRID = (
+    "the output is attention with queries at positions 0..L-1: the kernel computes positions "
+    "from the grid (program_id x block size) instead of reading the q_positions / "
+    "kv_positions its call is given (they are there: one argument holds q_positions, one "
+    "0..L-1); the mask rule compares the positions the call is given (lecture §6.3, §6.6)")
+KV_POSITIONS_FROM_Q = (
+    "kv_positions defaults to q_positions: with q_positions given and kv_positions left out, "
+    "the call is handed the queries' positions twice (no argument holds the keys' default "
+    "0..L-1), so every key sits at its query's position and the queries are not after the "
+    "keys; the default of kv_positions is 0..L-1 whatever q_positions is (the handout) "
+    "(lecture §6.6)")
+
+
+def _positions_diagnosis(calls: object, c: ComputedCase) -> str | None:
+    """Which mistake gives attention at positions 0..L-1 here (the caller verified the output):
+    read from the per-token arguments the wrapper handed its pallas_call(s) (``calls``, the
+    harness's record: shape, dtype, values of every integer argument). q_positions handed in
+    twice and no 0..L-1: the keys were given the queries' positions (``KV_POSITIONS_FROM_Q``);
+    q_positions once and 0..L-1 beside it: the kernel ignores what it was given
+    (``POSITIONS_FROM_GRID``). Anything else: no diagnosis."""
+    length = c.q.shape[1]
+    q_pos = np.asarray(c.kwargs.get("q_positions", np.arange(length)))
+    every = np.arange(length)
+    tokens = []
+    for call in calls if isinstance(calls, (list, tuple)) else ():
+        for arg in call if isinstance(call, (list, tuple)) else ():
+            if isinstance(arg, (list, tuple)) and len(arg) == 3 and arg[2] is not None:
+                values = np.asarray(arg[2])
+                if values.size == length:
+                    tokens.append(values.ravel())
+    as_queries = sum(np.array_equal(t, q_pos) for t in tokens)
+    as_default = any(np.array_equal(t, every) for t in tokens)
+    if "kv_positions" not in c.kwargs and as_queries >= 2 and not as_default:
+        return KV_POSITIONS_FROM_Q
+    if as_queries == 1 and as_default:
+        return POSITIONS_FROM_GRID
+    return None
 
 
 def _mask_operand(values: np.ndarray | None, shape: tuple, dtype: str, info: ref.MaskInfo,

@@ -85,7 +85,9 @@ class KernelMistake:
     ``mask_full_tiles``: mask_ref is applied where block_mask == 2 too;
     ``unmasked_partials``: partial tiles are computed without mask_ref;
     ``neg_inf``: masked scores are -inf and nothing keeps exp's arguments finite;
-    ``init_at_g0``: m, l and acc are initialised at g == 0 only, not at bounds_start.
+    ``init_at_g0``: m, l and acc are initialised at g == 0 only, not at bounds_start;
+    ``init_every_tile``: they are initialised at every grid step (each row's output is the
+    attention over its last active tile).
     ``strict_nan``: the model's NaN are part of the mistake (the student's output must be
     NaN exactly there); otherwise a NaN of the model (a row with no visible key) leaves
     that element unconstrained. ``text``: the diagnosis.
@@ -96,6 +98,7 @@ class KernelMistake:
     unmasked_partials: bool = False
     neg_inf: bool = False
     init_at_g0: bool = False
+    init_every_tile: bool = False
     strict_nan: bool = True
 
 
@@ -121,7 +124,7 @@ def splash_model(c: Any, fields: tuple, mistake: KernelMistake) -> np.ndarray:
         for h in range(heads):
             m = l_sum = acc = None
             for g, (r, col, kind, nxt, start, end) in enumerate(steps):
-                if (g == 0) if mistake.init_at_g0 else bool(start):
+                if mistake.init_every_tile or ((g == 0) if mistake.init_at_g0 else bool(start)):
                     m, l_sum, acc = np.full((bq, 1), -np.inf), np.zeros((bq, 1)), np.zeros(
                         (bq, dv))
                 if m is None:  # never initialised: the poisoned scratch
@@ -166,6 +169,10 @@ KERNEL_MISTAKES = (
                   "(g == 0), so every later q row of tiles starts from the previous row's "
                   "running max, sum and output; initialise them where bounds_start is set "
                   "(lecture §6.2, §6.3)", init_at_g0=True),
+    KernelMistake("m, l and acc are initialised at every grid step (the pl.when around the "
+                  "initialisation is always true), so each row of the output is the attention "
+                  "over the last active tile of its q row only; initialise them only where "
+                  "bounds_start is set (lecture §6.2, §6.3)", init_every_tile=True),
 )
 
 
@@ -193,12 +200,34 @@ def explains(got: object, expected: np.ndarray, model: np.ndarray, strict_nan: b
     return bool((close | undefined).all() and explained.any())
 
 
-def diagnose_kernel(got: object, c: Any, fields: tuple, expected: np.ndarray
-                     ) -> str | None:
+def accounts_for(got: object, model: np.ndarray, strict_nan: bool) -> bool:
+    """Whether ``got`` is what ``model`` (a mistake's output) computes: within the Splash
+    tolerance wherever the model is a number, and where it is NaN, NaN too (``strict_nan``)
+    or anything (a row the mistake leaves with no visible key). Unlike ``explains`` it does
+    not ask that ``got`` be wrong: it checks a second run of the same kernel."""
+    try:
+        g = np.asarray(got, np.float64)
+    except (TypeError, ValueError):
+        return False
+    if g.shape != model.shape:
+        return False
+    with np.errstate(invalid="ignore"):
+        close = np.abs(g - model) <= SPLASH_ATOL + SPLASH_RTOL * np.abs(model)
+    undefined = np.isnan(model)
+    return bool(np.where(undefined, np.isnan(g) if strict_nan else True, close).all())
+
+
+def diagnose_kernel(got: object, c: Any, fields: tuple, expected: np.ndarray,
+                    also: tuple[tuple[object, tuple], ...] = ()) -> str | None:
     """The text of the modelled kernel mistakes that compute ``got`` on this input (all of
-    them when the input cannot tell them apart), else None: never a guess."""
+    them when the input cannot tell them apart), else None: never a guess. ``also``: other
+    runs of the same kernel on the same q, k, v, as (output, the MaskInfo arrays it was
+    handed); a mistake is named only when its model computes each of them too (two
+    mistakes that agree on one set of arrays can differ on another)."""
     texts = [mistake.text for mistake in KERNEL_MISTAKES
-             if explains(got, expected, splash_model(c, fields, mistake), mistake.strict_nan)]
+             if explains(got, expected, splash_model(c, fields, mistake), mistake.strict_nan)
+             and all(accounts_for(other, splash_model(c, other_fields, mistake),
+                                  mistake.strict_nan) for other, other_fields in also)]
     if len(texts) <= 1:
         return texts[0] if texts else None
     return f"{len(texts)} known mistakes give exactly this output here: " + "; or ".join(texts)
