@@ -511,6 +511,7 @@ def test_the_public_candidate_set_is_the_reference_one():
         "the public checks and the handout state the set the grader uses")
     assert (a3_worked.X_SHAPE, a3_worked.Y_SHAPE) == (ref_a3.PERFORMANCE_X_SHAPE,
                                                       ref_a3.PERFORMANCE_Y_SHAPE)
+    assert a3_worked.BEST_BLOCKS == ref_a3.BEST_MATMUL_BLOCKS
     fastest_ms = ref_a3.predicted_matmul_time(ref_a3.BEST_MATMUL_BLOCKS) * 1e3
     assert a3_worked.FASTEST_MS == round(fastest_ms, 4), (
         f"the public check's fastest time {a3_worked.FASTEST_MS} ms is the reference's "

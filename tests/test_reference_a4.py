@@ -178,6 +178,7 @@ def test_the_public_constants_are_the_reference_ones() -> None:
     assert worked.FLASH_MLE_CANDIDATES == ref.FLASH_MLE_CANDIDATES
     assert (worked.Q_SHAPE, worked.V_SHAPE) == (ref.PERFORMANCE_Q_SHAPE, ref.PERFORMANCE_V_SHAPE)
     assert worked.VMEM_CAPACITY == ref.flash_vmem_capacity(), "Ironwood's 64 MiB (chips.py)"
+    assert worked.FLASH_BEST_CONFIG == ref.BEST_FLASH_CONFIG
     fastest_ms = ref.predicted_flash_time(ref.BEST_FLASH_CONFIG) * 1e3
     assert worked.FLASH_FASTEST_MS == round(fastest_ms, 4), (
         f"the public check's fastest time {worked.FLASH_FASTEST_MS} ms is the reference's "

@@ -284,11 +284,12 @@ def roofline_property(api: Api) -> None:
 @public_check(A, "3.5", "performance: choose_matmul_blocks() returns (bm, bn, bk) from the "
                         "candidate set at which your own matmul runs the lecture's matmul "
                         "within the 32 MiB scoped VMEM, predicted (pallas_sim.estimate) "
-                        "within 10 % of the fastest legal candidate's 1.6030 ms")
+                        "within 10 % of your own matmul at the lecture's best blocks")
 def blocks_fit(api: Api) -> None:
     """Task 3.5: performance: choose_matmul_blocks() returns (bm, bn, bk) from the candidate
     set at which your own matmul runs the lecture's matmul within the 32 MiB scoped VMEM,
-    predicted (pallas_sim.estimate) within 10 % of the fastest legal candidate's 1.6030 ms.
+    predicted (pallas_sim.estimate) within 10 % of your own matmul at the lecture's best
+    blocks (the grade's bar is the best candidate for your kernel: it may be lower).
     """
     try:
         reply = api.kernel("a3_public", "choose_matmul_blocks", x_shape=worked.X_SHAPE,
@@ -313,10 +314,20 @@ def blocks_fit(api: Api) -> None:
                        expected="1 pallas_call, at most 32 MiB",
                        got=", ".join(f"{c['vmem_bytes'] / MiB:.1f} MiB" for c in calls)
                        or "no pallas_call")
-    limit_ms = worked.FASTEST_MS * (1 + worked.PERFORMANCE_RTOL)
     got_ms = calls[0]["time_s"] * 1e3
+    best = tuple(worked.BEST_BLOCKS)
+    if tuple(blocks) == best or got_ms <= worked.FASTEST_MS * (1 + worked.PERFORMANCE_RTOL):
+        return
+    # A correct kernel slower than the reference is held to its own time at the lecture's
+    # best blocks, not to the reference's time (the grade compares with your kernel too).
+    at_best = api.kernel("a3_public", "choose_matmul_blocks", x_shape=worked.X_SHAPE,
+                         y_shape=worked.Y_SHAPE, chip="v7", candidates=worked.BLOCK_CANDIDATES,
+                         at=best)
+    best_ms = at_best["calls"][0]["time_s"] * 1e3 if len(at_best.get("calls") or []) == 1 \
+        else worked.FASTEST_MS
+    limit_ms = best_ms * (1 + worked.PERFORMANCE_RTOL)
     if got_ms > limit_ms:
-        raise Mismatch(f"your blocks {tuple(blocks)} are predicted slower than 10 % above the "
-                       "fastest legal candidate",
-                       expected=f"at most {limit_ms:.4f} ms (fastest {worked.FASTEST_MS} ms)",
+        raise Mismatch(f"your blocks {tuple(blocks)} are predicted more than 10 % slower than "
+                       f"your own matmul at {best}",
+                       expected=f"at most {limit_ms:.4f} ms ({best}: {best_ms:.4f} ms)",
                        got=f"{got_ms:.4f} ms (MFU {calls[0]['mfu']:.0%})")

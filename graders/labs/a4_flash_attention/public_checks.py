@@ -746,12 +746,14 @@ def microtiled_largest(api: Api) -> None:
                         "max_logit_const) from the candidate sets at which your own "
                         "flash_attention runs the lecture's attention with blocks, scratch and "
                         "score tiles within 64 MiB of VMEM, predicted (pallas_sim.estimate) "
-                        "within 10 % of the fastest legal candidate's 2.7281 ms")
+                        "within 10 % of your own flash_attention at the lecture's best "
+                        "configuration")
 def flash_config(api: Api) -> None:
     """Task 4.8: performance: choose_flash_config() returns (block_q, block_kv,
     max_logit_const) from the candidate sets at which your own flash_attention runs the
     lecture's attention with blocks, scratch and score tiles within 64 MiB of VMEM, predicted
-    (pallas_sim.estimate) within 10 % of the fastest legal candidate's 2.7281 ms.
+    (pallas_sim.estimate) within 10 % of your own flash_attention at the lecture's best
+    configuration (the grade's bar is the best candidate for your kernel: it may be lower).
     """
     reply = api.kernel(HARNESS, "choose_flash_config", q_shape=worked.Q_SHAPE,
                        v_shape=worked.V_SHAPE, chip="v7",
@@ -780,11 +782,22 @@ def flash_config(api: Api) -> None:
         raise Mismatch("the blocks, scratch and two f32 score tiles do not fit VMEM "
                        "(lecture §5.3)", expected="at most 64 MiB",
                        got=f"{need / worked.MiB:.1f} MiB")
-    limit_ms = worked.FLASH_FASTEST_MS * (1 + worked.PERFORMANCE_RTOL)
     got_ms = call["time_s"] * 1e3
+    best = tuple(worked.FLASH_BEST_CONFIG)
+    if (tuple(config) == best
+            or got_ms <= worked.FLASH_FASTEST_MS * (1 + worked.PERFORMANCE_RTOL)):
+        return
+    # A correct kernel slower than the reference is held to its own time at the lecture's
+    # best configuration, not to the reference's time (the grade compares with your kernel).
+    at_best = api.kernel(HARNESS, "choose_flash_config", q_shape=worked.Q_SHAPE,
+                         v_shape=worked.V_SHAPE, chip="v7",
+                         block_candidates=worked.FLASH_BLOCK_CANDIDATES,
+                         mle_candidates=worked.FLASH_MLE_CANDIDATES, at=best)
+    best_ms = at_best["calls"][0]["time_s"] * 1e3 if len(at_best.get("calls") or []) == 1 \
+        else worked.FLASH_FASTEST_MS
+    limit_ms = best_ms * (1 + worked.PERFORMANCE_RTOL)
     if got_ms > limit_ms:
-        raise Mismatch(f"your configuration {tuple(config)} is predicted slower than 10 % "
-                       "above the fastest legal candidate",
-                       expected=f"at most {limit_ms:.4f} ms (fastest "
-                                f"{worked.FLASH_FASTEST_MS} ms)",
+        raise Mismatch(f"your configuration {tuple(config)} is predicted more than 10 % "
+                       f"slower than your own flash_attention at {best}",
+                       expected=f"at most {limit_ms:.4f} ms ({best}: {best_ms:.4f} ms)",
                        got=f"{got_ms:.4f} ms (MFU {call['mfu']:.0%})")

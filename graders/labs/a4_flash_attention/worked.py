@@ -113,4 +113,7 @@ VMEM_CAPACITY = 64 * MiB
 #: 70.0), from the calibrated timeline model (docs/performance-model.md); full points within
 #: 10 % of it. tests/test_reference_a4.py checks it against the reference's prediction.
 FLASH_FASTEST_MS = 2.7281
+#: Task 4.8: that configuration; the self-check times the student's own flash_attention
+#: there (tests/test_reference_a4.py checks it is the reference's ``BEST_FLASH_CONFIG``).
+FLASH_BEST_CONFIG = (2048, 2048, 70.0)
 PERFORMANCE_RTOL = 0.10
