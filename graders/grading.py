@@ -11,7 +11,6 @@ tasks (``graders.assignments``).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 import traceback
 from collections.abc import Collection, Iterator
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pallas_sim
+from graders import submission_files
 from graders.assignments import Assignment, assignment_for_stem, get_assignment
 from graders.checks import measures
 from graders.checks.framework import (
@@ -229,14 +229,25 @@ def _link_failure(path: Path) -> CheckFailure | None:
 
 def file_digest(path: str | Path) -> tuple[str, CheckFailure | None]:
     """The SHA-256 (hex) of a submission file's bytes, or ``("", failure)`` saying in words
-    why it cannot be graded: it cannot be read (permissions, a folder, a vanished file) or
-    it is empty. A symbolic link is not followed (``""``, no failure: ``open_session``
-    refuses it with its own reason). Never raises."""
+    why it cannot be graded: it is not a regular file (a FIFO, a device, a socket, a
+    folder: never opened), it is larger than its limit (``graders.submission_files``:
+    1 MiB for a .py, 16 MiB for a notebook; "file too large: N bytes, limit M", never
+    read), it cannot be read (permissions, a vanished file) or it is empty (its digest
+    and the failure). The size comes from ``lstat`` before anything is opened, and the
+    hash is streamed, never past the limit. A symbolic link is not followed (``""``, no
+    failure: ``open_session`` refuses it with its own reason). Never raises."""
     path = Path(path)
     if _link_failure(path) is not None:
         return "", None
     try:
-        data = path.read_bytes()
+        digest, blank = submission_files.digest(path)
+    except submission_files.RefusedFile as exc:
+        large = exc.reason.startswith("file too large")
+        return "", CheckFailure(
+            f"{path.name} was not read: {exc.reason}", status="error",
+            hint=("submit the handout with your code in it, without large data, outputs or "
+                  "pictures" if large else "submit the file itself"),
+        )
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
         return "", CheckFailure(
@@ -244,12 +255,12 @@ def file_digest(path: str | Path) -> tuple[str, CheckFailure | None]:
             status="error",
             hint="ask the student to resubmit, or give the grader read access to the file",
         )
-    if not data.strip():
-        return hashlib.sha256(data).hexdigest(), CheckFailure(
+    if blank:
+        return digest, CheckFailure(
             f"{path.name} is empty, so there was nothing to run", status="error",
             hint="submit the handout with your code in it",
         )
-    return hashlib.sha256(data).hexdigest(), None
+    return digest, None
 
 
 @contextmanager

@@ -34,6 +34,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from graders import submission_files
 from graders.worker import cgroups, protocol, sandbox, zygote
 from graders.worker.libdir import (  # noqa: F401 - re-exported: the worker's files and env
     HARNESS_DIR,
@@ -285,7 +286,9 @@ class Worker:
         self.submission_path = Path(submission_path).resolve()
         if not self.submission_path.is_file():
             raise FileNotFoundError(f"no submission file at {submission_path}")
-        self._source = self.submission_path.read_bytes()  # every (re)start runs this snapshot
+        # Every (re)start runs this snapshot, read as the grader reads student files: a
+        # regular file, never past its limit (graders.submission_files).
+        self._source = submission_files.read_bytes(self.submission_path)
         self.module_name = _safe_module_name(self.submission_path, module_name)
         self.timeout = float(timeout)
         self.startup_timeout = float(startup_timeout)
