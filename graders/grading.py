@@ -34,6 +34,7 @@ from graders.checks.framework import (
 from graders.feedback import cap_text, failure_text, passed_text
 from graders.notebook_submissions import notebook_module, notebook_static_result
 from graders.registry import Visibility
+from graders.safe_text import terminal_text
 from graders.status import RESULT_STATUSES, TASK_FAILURE_ORDER, Status
 from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker
@@ -79,6 +80,11 @@ class CheckResult:
     #: What the check measured besides its points (``graders.checks.measures``): e.g. a
     #: performance task's ``"predicted_ms"``; empty for most checks.
     measures: dict[str, float] = field(default_factory=dict)
+    #: The "looks like" diagnosis the check itself computed and verified on the failing
+    #: input (``CheckFailure.diagnosis``, control characters escaped), "" when there is
+    #: none. A field of its own, never parsed from ``feedback``, which quotes what the
+    #: student's code raised and printed: the class report counts mistakes from this.
+    diagnosis: str = ""
 
     def __post_init__(self) -> None:
         status = Status(self.status)
@@ -338,11 +344,12 @@ def _result_for_failure(
         points=check.points, lecture=assignment.lecture,
     )
     reason = cap_text(failure.what.splitlines()[0]) if failure.what else failure.status
+    diagnosis = terminal_text(cap_text(failure.diagnosis)) if failure.diagnosis else ""
     return CheckResult(
         assignment=assignment.id, task=check.task, check=check.name, points=0.0,
         max_points=check.points, status=failure.status, feedback=feedback, seconds=seconds,
         graded=task.graded, reason=reason, internal=failure.internal or bool(detail),
-        internal_detail=detail,
+        internal_detail=detail, diagnosis=diagnosis,
     )
 
 
