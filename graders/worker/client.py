@@ -77,7 +77,7 @@ def call_seed(source_digest: bytes, check: str, index: int) -> int:
     calls outside a check, ``LOAD_CHECK`` for the import) on the submission whose bytes
     have SHA-256 ``source_digest``: the first 8 bytes of SHA-256(digest, check, index), an
     int in [0, 2**64). The same file gets the same draws in every grade; another check,
-    another call or another file gets other draws (issue 23, item 7b; the worker applies
+    another call or another file gets other draws (the worker applies
     it: ``seed_randomness`` in ``graders/worker/main.py``)."""
     material = b"\0".join([source_digest, check.encode("utf-8", "surrogatepass"),
                             str(index).encode()])
