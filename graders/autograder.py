@@ -39,7 +39,9 @@ points, so the score is the hidden grade alone.
 
 ``AUTOGRADER_ROOT`` (default ``/autograder``) moves the whole tree:
 :func:`dry_run` (``pallas-lab gradescope dry-run ZIP SUBMISSION``) lays out a
-temporary folder like ``/autograder``, runs the zip's ``setup.sh`` and
+temporary folder like ``/autograder``, copies the submission into it as Gradescope
+receives it (links stay links and are refused as on Gradescope; a SUBMISSION that is a
+link is refused: ``graders.gradescope_upload``), runs the zip's ``setup.sh`` and
 ``run_autograder`` there and prints results.json, as Gradescope would.
 """
 

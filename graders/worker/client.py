@@ -280,9 +280,13 @@ class Worker:
     submission. ``call`` never raises for anything the submission does: a
     timeout, crash or malformed reply kills the process group, and the next
     call restarts it and re-loads the submission. Raises ``FileNotFoundError``
-    when the submission does not exist and ``RuntimeError`` when numpy cannot
-    be found. ``close()`` (or leaving ``with``) kills the process and removes
-    every temp directory.
+    when the submission does not exist, ``graders.submission_files.RefusedFile`` (an
+    ``OSError``) when it is not a regular file or is larger than the submission limit
+    (the file is read once, bounded, into the snapshot every start runs), and
+    ``RuntimeError`` when numpy cannot be found. Every load and call carries a seed
+    (``call_seed``) that the worker applies to the submission's randomness.
+    ``close()`` (or leaving ``with``) kills the process and removes every temp
+    directory.
     """
 
     def __init__(
