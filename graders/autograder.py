@@ -43,7 +43,9 @@ points, so the score is the hidden grade alone.
 
 ``AUTOGRADER_ROOT`` (default ``/autograder``) moves the whole tree:
 :func:`dry_run` (``pallas-lab gradescope dry-run ZIP SUBMISSION``) lays out a
-temporary folder like ``/autograder``, runs the zip's ``setup.sh`` and
+temporary folder like ``/autograder``, copies the submission into it as Gradescope
+receives it (links stay links and are refused as on Gradescope; a SUBMISSION that is a
+link is refused: ``graders.gradescope_upload``), runs the zip's ``setup.sh`` and
 ``run_autograder`` there and prints results.json, as Gradescope would.
 """
 
@@ -68,6 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from graders.assignments import ASSIGNMENTS, Assignment, assignment_for_stem
+from graders.safe_text import terminal_text
 from graders.student.which_file import Decide, choose_file
 
 #: The packages shipped in the zip's ``pallas-lab/`` folder (found where they are installed,
@@ -377,15 +380,21 @@ def dry_run(archive: str | Path, submission: str | Path, *, root: str | Path | N
     """Run an autograder zip as Gradescope would, in a folder laid out like ``/autograder``.
 
     ``root`` (default: a new temporary folder, kept) gets ``source/`` (the zip,
-    unpacked), ``submission/`` (a copy of ``submission``: a folder, or one
-    file) and ``results/``; ``setup.sh`` then ``run_autograder`` run there
-    with ``AUTOGRADER_ROOT=root`` (setup.sh only when ``root`` has no environment
-    yet). Returns the results file, ``root/results/results.json``, and the log.
-    Raises ``FileNotFoundError`` for a missing zip or submission,
-    ``zipfile.BadZipFile``, and ``RuntimeError`` (with the script's output)
-    when ``setup.sh`` fails.
+    unpacked), ``submission/`` (a copy of ``submission``, a folder or one file, as
+    Gradescope receives it: links copied as links, never followed, so the zip refuses
+    them as on Gradescope; ``graders.gradescope_upload``) and ``results/``; ``setup.sh``
+    then ``run_autograder`` run there with ``AUTOGRADER_ROOT=root`` (setup.sh only when
+    ``root`` has no environment yet). Returns the results file,
+    ``root/results/results.json``, and the log. Raises ``RefusedUpload`` (a
+    ``ValueError``) for a ``submission`` that is a symbolic link or holds a FIFO, a
+    device or a socket, before anything runs; ``FileNotFoundError`` for a missing zip
+    or submission, ``zipfile.BadZipFile``, and ``RuntimeError`` (with the script's
+    output) when ``setup.sh`` fails.
     """
+    from graders.gradescope_upload import copy_submission, refuse_link
+
     archive, submission = Path(archive), Path(submission)
+    refuse_link(submission)  # before anything is unpacked or copied
     for path in (archive, submission):
         if not path.exists():
             raise FileNotFoundError(f"{path} does not exist")
@@ -396,11 +405,7 @@ def dry_run(archive: str | Path, submission: str | Path, *, root: str | Path | N
         unpacked.extractall(root / "source")
     for script in ("setup.sh", "run_autograder"):
         os.chmod(root / "source" / script, 0o755)
-    if submission.is_dir():
-        shutil.copytree(submission, root / "submission")
-    else:
-        (root / "submission").mkdir(parents=True)
-        shutil.copyfile(submission, root / "submission" / submission.name)
+    copy_submission(submission, root / "submission")  # as Gradescope receives it
     (root / "results").mkdir(parents=True)
     env = {**os.environ, "AUTOGRADER_ROOT": str(root)}
     for name in ("PALLAS_LAB_PYTHON", "PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
@@ -443,8 +448,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv[1:])
         try:
             results = dry_run(args.zip, args.submission, root=args.root)
-        except (FileNotFoundError, zipfile.BadZipFile) as exc:
-            print(f"pallas-lab gradescope dry-run: {exc}", file=sys.stderr)
+        except (FileNotFoundError, zipfile.BadZipFile, ValueError) as exc:  # RefusedUpload
+            print(f"pallas-lab gradescope dry-run: {terminal_text(str(exc))}", file=sys.stderr)
             return 2
         except RuntimeError as exc:
             print(f"pallas-lab gradescope dry-run: {exc}", file=sys.stderr)

@@ -80,7 +80,9 @@ def result_path(out: Path, student: str, stem: str) -> Path:
 def result_document(result: SubmissionResult) -> dict[str, Any]:
     """results.json for ``result`` (``graders.reports.gradescope.results_json``) with
     pallas-lab's record in ``extra_data[RECORD]``: the file's name and SHA-256, the load
-    error, and per check its status and one-line reason (what the table shows)."""
+    error, and per check its status, one-line reason (what the table shows), measures and
+    the diagnosis the check verified (``CheckResult.diagnosis``, which the class report
+    counts: never the feedback's text)."""
     from graders.reports.gradescope import results_json
 
     document = results_json(result)
@@ -90,7 +92,8 @@ def result_document(result: SubmissionResult) -> dict[str, Any]:
         "load_error": (terminal_text(result.load_error, multiline=True)
                        if result.load_error else None),
         "checks": [{"status": c.status, "reason": terminal_text(c.reason),
-                    **({"measures": dict(c.measures)} if c.measures else {})}
+                    **({"measures": dict(c.measures)} if c.measures else {}),
+                    **({"diagnosis": terminal_text(c.diagnosis)} if c.diagnosis else {})}
                    for c in result.checks],
     }
     return document
@@ -139,7 +142,8 @@ def _check_of(assignment: str, test: dict, state: dict) -> CheckResult:
         points=float(test["score"]), max_points=float(test["max_score"]),
         status=str(state["status"]), feedback=str(test.get("output", "")), seconds=0.0,
         graded=graded, reason=str(state.get("reason", "")),
-        measures={str(k): float(v) for k, v in (state.get("measures") or {}).items()})
+        measures={str(k): float(v) for k, v in (state.get("measures") or {}).items()},
+        diagnosis=str(state.get("diagnosis", "")))
 
 
 def read_results(out: Path) -> list[SubmissionResult]:

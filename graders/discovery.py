@@ -37,7 +37,9 @@ student, then assignment, so reports come out in a stable order.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +53,7 @@ from graders.assignments import (
 )
 from graders.safe_text import terminal_text
 from graders.student.which_file import choose_file
+from graders.submission_files import kind_of
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO_ROOT / "examples" / "submissions"
@@ -234,12 +237,34 @@ def _from_student_folder(folder: Path, assignment: str | None, out: Discovery) -
     if len(out.submissions) == before and not files:
         out.problems.append(f"{folder.name}/: no submission files found")
         if not any(out.notes.get(folder.name, [])):
-            odd = [p.name for p in _entries(folder) if _visible(p)]
+            odd = [_entry_text(p) for p in _entries(folder) if _visible(p)]
             out.note(folder.name, f"no submission ({', '.join(odd[:3])} not graded)" if odd
                      else "no submission (empty folder)")
     elif len(out.submissions) == before and assignment is not None:
         stem = get_assignment(assignment).stem
         out.problems.append(f"{folder.name}/: no {stem}.py found")
+
+
+def _not_regular(path: Path) -> str | None:
+    """What ``path`` is when it is named like a submission (``<stem>.py``/``.ipynb``) but
+    is not a regular file ("a FIFO (named pipe)", "a folder"), else None. Only ``lstat``
+    is used: such a file is never opened (``graders.submission_files``)."""
+    if path.suffix.casefold() not in SUFFIXES or assignment_for_stem(path.stem) is None:
+        return None
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or (stat.S_ISLNK(mode) and path.is_file()):
+        return None  # a regular file, or a link to one (grading refuses the link itself)
+    return kind_of(mode)
+
+
+def _entry_text(path: Path) -> str:
+    """A folder entry as a student's note names it: its name, and what it is when it is
+    named like a submission but is not a regular file."""
+    kind = _not_regular(path)
+    return path.name if kind is None else f"{path.name} is {kind}"
 
 
 def _from_lms_folder(folder: Path, assignment: str | None, out: Discovery) -> None:
@@ -344,6 +369,9 @@ def discover(
                                         "(expected one folder per student)")
                 for folder in folders:
                     _from_student_folder(folder, assignment, out)
+        elif os.path.lexists(root):  # a FIFO, a device, a socket, a dangling link
+            kind = kind_of(os.lstat(root).st_mode)
+            out.problems.append(f"{root}: not a regular file: it is {kind}; not graded")
         else:
             out.problems.append(f"{root}: no such file or folder")
         if course:

@@ -11,7 +11,6 @@ tasks (``graders.assignments``).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 import traceback
 from collections.abc import Collection, Iterator
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pallas_sim
+from graders import submission_files
 from graders.assignments import Assignment, assignment_for_stem, get_assignment
 from graders.checks import measures
 from graders.checks.framework import (
@@ -34,6 +34,7 @@ from graders.checks.framework import (
 from graders.feedback import cap_text, failure_text, passed_text
 from graders.notebook_submissions import notebook_module, notebook_static_result
 from graders.registry import Visibility
+from graders.safe_text import terminal_text
 from graders.status import RESULT_STATUSES, TASK_FAILURE_ORDER, Status
 from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker
@@ -79,6 +80,11 @@ class CheckResult:
     #: What the check measured besides its points (``graders.checks.measures``): e.g. a
     #: performance task's ``"predicted_ms"``; empty for most checks.
     measures: dict[str, float] = field(default_factory=dict)
+    #: The "looks like" diagnosis the check itself computed and verified on the failing
+    #: input (``CheckFailure.diagnosis``, control characters escaped), "" when there is
+    #: none. A field of its own, never parsed from ``feedback``, which quotes what the
+    #: student's code raised and printed: the class report counts mistakes from this.
+    diagnosis: str = ""
 
     def __post_init__(self) -> None:
         status = Status(self.status)
@@ -229,14 +235,25 @@ def _link_failure(path: Path) -> CheckFailure | None:
 
 def file_digest(path: str | Path) -> tuple[str, CheckFailure | None]:
     """The SHA-256 (hex) of a submission file's bytes, or ``("", failure)`` saying in words
-    why it cannot be graded: it cannot be read (permissions, a folder, a vanished file) or
-    it is empty. A symbolic link is not followed (``""``, no failure: ``open_session``
-    refuses it with its own reason). Never raises."""
+    why it cannot be graded: it is not a regular file (a FIFO, a device, a socket, a
+    folder: never opened), it is larger than its limit (``graders.submission_files``:
+    1 MiB for a .py, 16 MiB for a notebook; "file too large: N bytes, limit M", never
+    read), it cannot be read (permissions, a vanished file) or it is empty (its digest
+    and the failure). The size comes from ``lstat`` before anything is opened, and the
+    hash is streamed, never past the limit. A symbolic link is not followed (``""``, no
+    failure: ``open_session`` refuses it with its own reason). Never raises."""
     path = Path(path)
     if _link_failure(path) is not None:
         return "", None
     try:
-        data = path.read_bytes()
+        digest, blank = submission_files.digest(path)
+    except submission_files.RefusedFile as exc:
+        large = exc.reason.startswith("file too large")
+        return "", CheckFailure(
+            f"{path.name} was not read: {exc.reason}", status="error",
+            hint=("submit the handout with your code in it, without large data, outputs or "
+                  "pictures" if large else "submit the file itself"),
+        )
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
         return "", CheckFailure(
@@ -244,12 +261,12 @@ def file_digest(path: str | Path) -> tuple[str, CheckFailure | None]:
             status="error",
             hint="ask the student to resubmit, or give the grader read access to the file",
         )
-    if not data.strip():
-        return hashlib.sha256(data).hexdigest(), CheckFailure(
+    if blank:
+        return digest, CheckFailure(
             f"{path.name} is empty, so there was nothing to run", status="error",
             hint="submit the handout with your code in it",
         )
-    return hashlib.sha256(data).hexdigest(), None
+    return digest, None
 
 
 @contextmanager
@@ -327,11 +344,12 @@ def _result_for_failure(
         points=check.points, lecture=assignment.lecture,
     )
     reason = cap_text(failure.what.splitlines()[0]) if failure.what else failure.status
+    diagnosis = terminal_text(cap_text(failure.diagnosis)) if failure.diagnosis else ""
     return CheckResult(
         assignment=assignment.id, task=check.task, check=check.name, points=0.0,
         max_points=check.points, status=failure.status, feedback=feedback, seconds=seconds,
         graded=task.graded, reason=reason, internal=failure.internal or bool(detail),
-        internal_detail=detail,
+        internal_detail=detail, diagnosis=diagnosis,
     )
 
 

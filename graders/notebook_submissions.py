@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from graders import submission_files
 from graders.checks.framework import CheckFailure
 from graders.student.notebook import ConvertedNotebook, NotebookError, notebook_to_module
 from graders.worker.static_check import StaticCheckResult, StaticProblem
@@ -33,8 +34,9 @@ class NotebookModule:
 
 
 #: The largest notebook the grader reads, in bytes (outputs and pictures included; its code
-#: then meets graders.worker.static_check.MAX_SOURCE_BYTES).
-MAX_NOTEBOOK_BYTES = 16 << 20
+#: then meets graders.worker.static_check.MAX_SOURCE_BYTES). Kept in
+#: ``graders.submission_files`` with the other limits.
+MAX_NOTEBOOK_BYTES = submission_files.MAX_NOTEBOOK_BYTES
 
 
 @contextmanager
@@ -44,19 +46,22 @@ def notebook_module(
     """Yield ``(module, None)`` for a readable notebook, else ``(None, failure)``.
 
     ``module.path`` is ``<tmp>/<stem>.py`` and is deleted on exit. The failure
-    has status "error" and says why the file is not a notebook. Raises
-    ``FileNotFoundError`` when ``path`` does not exist.
+    has status "error" and says why the file is not a notebook, or why it was not read
+    (not a regular file, larger than ``MAX_NOTEBOOK_BYTES``: ``graders.submission_files``).
+    Raises ``FileNotFoundError`` when ``path`` does not exist.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no submission file at {path}")
-    size = path.stat().st_size
-    if size > MAX_NOTEBOOK_BYTES:
+    try:
+        submission_files.check_file(path, MAX_NOTEBOOK_BYTES)
+    except submission_files.RefusedFile as exc:
+        large = exc.reason.startswith("file too large")
         yield None, CheckFailure(
-            f"{path.name} was not run: it is {size / (1 << 20):.1f} MiB; a notebook may be at "
-            f"most {MAX_NOTEBOOK_BYTES >> 20} MiB", status="error",
-            hint="clear the outputs (Kernel > Restart & Clear Output) and save again")
+            f"{path.name} was not run: {exc.reason}", status="error",
+            hint="clear the outputs (Kernel > Restart & Clear Output) and save again" if large
+            else "submit the notebook file itself")
         return
+    except OSError as exc:
+        raise FileNotFoundError(f"no submission file at {path}") from exc
     try:
         converted = notebook_to_module(path)
     except NotebookError as exc:

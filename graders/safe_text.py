@@ -16,14 +16,22 @@ shows or writes goes through this module first:
   Unicode. It is then printed as rich ``Text`` (``show``), never as markup,
   so ``[bold]`` or ``:smile:`` in a name stays those characters. rich's own
   ``strip_control_codes`` removes only BEL, BS, VT, FF and CR, and leaves ESC.
-* ``csv_cell`` / ``csv_value``: OWASP's CSV-injection rule, a cell that
-  starts with ``=``, ``+``, ``-``, ``@``, tab or CR gets a leading single
-  quote so that a spreadsheet shows it as text; numbers are left as they are.
+* ``csv_text``, the one CSV writer (``csv_cell`` / ``csv_value``): OWASP's
+  CSV-injection rule, applied wherever a spreadsheet could start a cell: at the
+  start of a cell and after every ``,``, ``;``, tab or line break inside it (a
+  spreadsheet splitting on ``;`` ignores the quotes of a ``,`` file), a ``=``,
+  ``+``, ``-``, ``@``, tab or CR gets a single quote before it, so that it shows
+  as text; every text cell is quoted; points and times (never negative) are
+  written as bare numbers.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from decimal import Decimal
 
 from rich.console import Console
 from rich.text import Text
@@ -70,18 +78,71 @@ def show(console: Console, text: str, *, style: str = "", multiline: bool = Fals
 
 #: What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+#: Where a spreadsheet may start a new cell inside a cell's text: the separators of every
+#: locale (a spreadsheet that splits on ``;`` or tab ignores the quotes of a ``,`` file)
+#: and line breaks (a reader that ignores quotes starts a row there).
+CELL_BREAKS = frozenset(",;\t\r\n")
+#: The only numbers the project writes into a CSV: points and times, never negative.
+_NUMBER = re.compile(r"\d+(\.\d+)?")
 
 
 def csv_cell(value: str) -> str:
-    """The CSV cell for ``value``: prefixed with ``'`` when it starts with a formula
-    character (or with ``'`` itself, so that ``csv_value`` can undo it exactly);
-    a number (``-2.5``, ``1e3``) is left as it is so that it stays a number."""
-    if value.startswith((*FORMULA_STARTS, "'")) and not _NUMBER.fullmatch(value):
-        return "'" + value
-    return value
+    """The CSV text for ``value`` with every place a spreadsheet could start a formula
+    neutralised (OWASP's CSV-injection rule): the start of the cell and every position
+    after a ``CELL_BREAKS`` character, leading spaces skipped (a reader may trim them),
+    gets a ``'`` before a ``FORMULA_STARTS`` character, and before a ``'`` itself, so
+    that ``csv_value`` undoes it exactly. ``"x;=1+2;"`` -> ``"x;'=1+2;"``, ``"-2.5"`` ->
+    ``"'-2.5"`` (a name is text; numbers are written by ``csv_text``, unquoted)."""
+    out: list[str] = []
+    start = True
+    for char in value:
+        if start and char != " ":
+            if char in FORMULA_STARTS or char == "'":
+                out.append("'")
+            start = False
+        out.append(char)
+        if char in CELL_BREAKS:
+            start = True
+    return "".join(out)
 
 
 def csv_value(cell: str) -> str:
-    """The value ``csv_cell`` wrote as ``cell`` (its leading ``'`` removed)."""
-    return cell[1:] if cell.startswith("'") else cell
+    """The value ``csv_cell`` wrote as ``cell``: the ``'`` it put at the start of the cell
+    and after each ``CELL_BREAKS`` character (leading spaces skipped) removed."""
+    out: list[str] = []
+    start = True
+    for char in cell:
+        if start and char != " ":
+            start = False
+            if char == "'":
+                continue  # the character after it is the value's own, taken as it is
+        out.append(char)
+        if char in CELL_BREAKS:
+            start = True
+    return "".join(out)
+
+
+def csv_text(columns: Sequence[str], rows: Iterable[Mapping[str, str]], *,
+             text_columns: Collection[str]) -> str:
+    """The CSV document of ``rows`` (values by column; missing ones empty, others ignored)
+    under a header of ``columns``: the one writer of every CSV the project writes.
+
+    A value of a column not in ``text_columns`` that is a plain non-negative decimal
+    (``15``, ``2.5``, ``1.5200``: points and predicted times) is written bare, as a number,
+    exactly as given. Every other cell, the header included, is text: neutralised by
+    ``csv_cell`` and quoted (``QUOTE_NONNUMERIC``), so no spreadsheet, whatever separator
+    it splits on, reads a formula (docs/security.md, "Class folders"). Source: OWASP,
+    "CSV Injection"; Python's ``csv`` module quotes and doubles ``"``."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+    writer.writerow([csv_cell(column) for column in columns])
+    for row in rows:
+        cells: list[str | Decimal] = []
+        for column in columns:
+            value = row.get(column) or ""
+            if column not in text_columns and _NUMBER.fullmatch(value):
+                cells.append(Decimal(value))  # a number to csv: written bare, as given
+            else:
+                cells.append(csv_cell(value))
+        writer.writerow(cells)
+    return buffer.getvalue()

@@ -16,7 +16,11 @@ submission starts from) is its boilerplate: fingerprints found in the handout
 are dropped before comparing, so two untouched handouts are not "similar".
 A pair's similarity is the larger of the two shares of each file's
 fingerprinted tokens found in the other. Nothing is run: the files are only read
-(notebooks as the module their code cells make, ``graders.student.notebook``).
+(notebooks as the module their code cells make, ``graders.student.notebook``), as
+the grader reads them (``graders.submission_files``: size from ``lstat`` first, regular
+files only, never past the submission limit); a file that cannot be read that way (1 TiB
+of sparse file, a FIFO) is listed under "not compared" with the reason and costs the
+other pairs nothing.
 This flags pairs for a person to read; it proves nothing by itself.
 
 Why copydetect: MOSS is a web service (student code would leave the machine,
@@ -35,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from graders import submission_files
 from graders.assignments import get_assignment
 from graders.discovery import REPO_ROOT, Submission
 from graders.reports.files import atomic_write_text
@@ -43,8 +48,6 @@ from graders.safe_text import terminal_text
 #: copydetect's defaults: k-grams of 25 tokens (the noise threshold); a match of 30
 #: tokens is always found (the guarantee threshold), hence windows of 30 - 25 + 1.
 NOISE_TOKENS, GUARANTEE_TOKENS = 25, 30
-#: Bytes of a file that are compared (a larger file is compared on its start).
-MAX_BYTES = 1_000_000
 HANDOUTS = REPO_ROOT / "assignments"
 
 
@@ -61,17 +64,35 @@ class Pair:
     tokens: int
 
 
+class Unread(Exception):  # noqa: N818 - a file left out, not a failure of the check
+    """A submission the similarity check did not read: ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _source(path: Path) -> str:
     """The text compared for a submission: a .py's text, a notebook's code cells as a
-    module; "" when it cannot be read."""
+    module. Read as the grader reads it (``graders.submission_files``: a regular file
+    within its limit, its size from ``lstat`` first, never a FIFO or a device). Raises
+    ``Unread`` naming why it was not read (too large, not a regular file, unreadable,
+    not a notebook)."""
     try:
         if path.suffix.casefold() == ".ipynb":
-            from graders.student.notebook import notebook_to_module
+            from graders.student.notebook import NotebookError, notebook_to_module
 
-            return notebook_to_module(path).source[:MAX_BYTES]
-        return path.read_bytes()[:MAX_BYTES].decode("utf-8", "replace")
-    except (OSError, ValueError, AttributeError):
-        return ""
+            submission_files.check_file(path)
+            try:
+                return notebook_to_module(path).source
+            except NotebookError as exc:
+                why = str(exc).removeprefix(f"cannot read {path.name}: ")
+                raise Unread(why.removeprefix(f"{path.name} ")) from None
+        return submission_files.read_bytes(path).decode("utf-8", "replace")
+    except submission_files.RefusedFile as exc:
+        raise Unread(exc.reason) from None
+    except OSError as exc:
+        raise Unread(f"could not be read ({exc.strerror or type(exc).__name__})") from None
 
 
 def _fingerprint(name: str, text: str, boilerplate: Sequence[int] | None = None):  # noqa: ANN202
@@ -81,14 +102,36 @@ def _fingerprint(name: str, text: str, boilerplate: Sequence[int] | None = None)
                            boilerplate=list(boilerplate or []), fp=io.StringIO(text))
 
 
-def similar_pairs(submissions: Sequence[Submission], *, threshold: float = 0.5,
-                  handouts: Path = HANDOUTS) -> list[Pair]:
+@dataclass(frozen=True)
+class Skipped:
+    """A submission left out of the comparison: its ``student``, file ``name`` and
+    ``reason`` ("file too large: N bytes, limit M ...", "not a regular file: ...")."""
+
+    assignment: str
+    student: str
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What ``compare`` found: the ``pairs`` at or above the threshold, most similar
+    first, and the submissions ``skipped`` (not read), in the order given."""
+
+    pairs: list[Pair]
+    skipped: list[Skipped]
+
+
+def compare(submissions: Sequence[Submission], *, threshold: float = 0.5,
+            handouts: Path = HANDOUTS) -> Comparison:
     """Pairs of different students' submissions of one assignment whose similarity is at
-    least ``threshold`` (0-1), most similar first. Raises ``ImportError`` without
-    copydetect."""
+    least ``threshold`` (0-1), and the submissions that could not be read (too large,
+    not a regular file, unreadable, not a notebook: ``_source``), which are left out and
+    cost the others nothing. Raises ``ImportError`` without copydetect."""
     from copydetect import compare_files
 
     pairs: list[Pair] = []
+    skipped: list[Skipped] = []
     by_assignment: dict[str, list[Submission]] = {}
     for sub in submissions:
         by_assignment.setdefault(sub.assignment, []).append(sub)
@@ -99,7 +142,11 @@ def similar_pairs(submissions: Sequence[Submission], *, threshold: float = 0.5,
                   if handout.is_file() else [])
         prints = []
         for sub in subs:
-            text = _source(sub.file)
+            try:
+                text = _source(Path(sub.file))
+            except Unread as exc:
+                skipped.append(Skipped(aid, sub.student, Path(sub.file).name, exc.reason))
+                continue
             if text.strip():
                 prints.append((sub.student, _fingerprint(stem, text, sorted(boiler))))
         for (a, fa), (b, fb) in itertools.combinations(prints, 2):
@@ -110,29 +157,43 @@ def similar_pairs(submissions: Sequence[Submission], *, threshold: float = 0.5,
             if best >= threshold:
                 pairs.append(Pair(aid, a, b, float(best), (float(share_a), float(share_b)),
                                   int(tokens)))
-    return sorted(pairs, key=lambda p: (-p.similarity, p.assignment, p.first, p.second))
+    pairs.sort(key=lambda p: (-p.similarity, p.assignment, p.first, p.second))
+    return Comparison(pairs, skipped)
 
 
-def pairs_text(pairs: Sequence[Pair], threshold: float) -> str:
+def similar_pairs(submissions: Sequence[Submission], *, threshold: float = 0.5,
+                  handouts: Path = HANDOUTS) -> list[Pair]:
+    """``compare(...).pairs``: the pairs at or above ``threshold``, most similar first.
+    Raises ``ImportError`` without copydetect."""
+    return compare(submissions, threshold=threshold, handouts=handouts).pairs
+
+
+def pairs_text(pairs: Sequence[Pair], threshold: float,
+               skipped: Sequence[Skipped] = ()) -> str:
     """The report: one line per pair (assignment, similarity, the two students, each
-    file's share, overlapping tokens), or a line saying none was found."""
+    file's share, overlapping tokens), or a line saying none was found; then one line per
+    submission that was not compared and why."""
     head = (f"similarity (copydetect winnowing, handout excluded): pairs at or above "
             f"{threshold:.0%}")
-    if not pairs:
-        return f"{head}: none\n"
-    lines = [f"{head}: {len(pairs)}"]
+    lines = [f"{head}: {len(pairs)}" if pairs else f"{head}: none"]
     for p in pairs:
         lines.append(
             f"  {p.assignment}  {p.similarity:4.0%}  {terminal_text(p.first)} <-> "
             f"{terminal_text(p.second)}  ({p.shares[0]:.0%} / {p.shares[1]:.0%} of their "
             f"tokens, {p.tokens} tokens in common)")
+    if skipped:
+        lines.append(f"not compared ({len(skipped)}: not read, so not in any pair):")
+        lines.extend(f"  {s.assignment}  {terminal_text(s.student)} ({terminal_text(s.name)}: "
+                     f"{terminal_text(s.reason)})" for s in skipped)
     return "\n".join(lines) + "\n"
 
 
 def similarity_report(submissions: Sequence[Submission], folder: Path, *,
                       threshold: float = 0.5) -> tuple[str, Path]:
-    """Compare ``submissions`` (``similar_pairs``) and write the text to
-    ``folder/similarity.txt``; returns (the text, its path). Raises ``ImportError``
-    without copydetect and ``OSError`` when the file cannot be written."""
-    text = pairs_text(similar_pairs(submissions, threshold=threshold), threshold)
+    """Compare ``submissions`` (``compare``) and write the text to ``folder/similarity.txt``
+    (the pairs, then the submissions not compared and why); returns (the text, its path).
+    Raises ``ImportError`` without copydetect and ``OSError`` when the file cannot be
+    written."""
+    found = compare(submissions, threshold=threshold)
+    text = pairs_text(found.pairs, threshold, found.skipped)
     return text, atomic_write_text(folder / "similarity.txt", text)

@@ -266,6 +266,7 @@ class Session:
         self._memo: dict[str, PropertyAbort] = {}
         self._timed_out: set[str] = set()  # functions that ran out of a full call timeout
         self.current_check: Check | None = None
+        self._calls_in_check = 0  # the index of the next call in call_seed
         self._deadline: float | None = None
         self._budget = (0.0, "")
         if worker is None and load_failure is None:
@@ -307,9 +308,23 @@ class Session:
         return self._load_failure
 
     def begin_check(self, check: Check | None) -> None:
-        """Start a new check: forget the previous check's memoized failures."""
+        """Start a new check: forget the previous check's memoized failures and count its
+        calls from 0 (each call's randomness is seeded by the file, the check and that
+        count: ``call_seed``)."""
         self.current_check = check
+        self._calls_in_check = 0
         self._memo.clear()
+
+    def call_seed(self) -> int:
+        """The seed of the next call sent to the worker (``graders.worker.client.call_seed``
+        of the file's SHA-256, ``"<assignment>/<task>/<check name>"`` and the call's index
+        in the check), counted: the same file gets the same draws in every grade."""
+        from graders.worker.client import call_seed
+
+        check = self.current_check
+        name = "" if check is None else f"{check.assignment}/{check.task}/{check.name}"
+        index, self._calls_in_check = self._calls_in_check, self._calls_in_check + 1
+        return call_seed(getattr(self._worker, "source_digest", b""), name, index)
 
     def has(self, func: str) -> bool:
         """True when the loaded submission defines a public name ``func``."""
@@ -373,6 +388,7 @@ class Session:
             result = self._worker.call(
                 func, tuple(args), dict(kwargs or {}), harness=harness,
                 return_args=return_args, timeout=call_timeout, reply_bytes=reply_bytes,
+                seed=self.call_seed(),
             )
         except ProtocolError as exc:  # our arguments could not be sent: a grader bug
             failure = CheckFailure(

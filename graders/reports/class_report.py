@@ -5,8 +5,11 @@
 * ``class_report.txt``: per assignment and task, how many students were graded,
   how many had no submission, the mean, median, standard deviation, minimum and
   maximum of the task's points, how many never started it; then a task x
-  mistake table: for each "looks like" diagnosis the checks printed
-  (``graders.feedback``), how many students' submissions showed it;
+  mistake table: for each "looks like" diagnosis the checks verified, how many
+  students' submissions showed it. The diagnoses come from the grader's own
+  record (``CheckResult.diagnosis``, results.json's ``extra_data.pallas_lab``
+  ``checks[].diagnosis``), never from the feedback's text: a student's exception
+  message may hold a line "  looks like: ..." of its own;
 * ``class_report_<aN>.png`` (with matplotlib, the ``report`` extra): a score
   histogram per task and the task x mistake counts as a horizontal bar chart.
 
@@ -27,7 +30,6 @@ from graders.grading import SubmissionResult
 from graders.reports.files import atomic_write_text
 from graders.safe_text import terminal_text
 
-DIAGNOSIS = "  looks like: "
 #: Characters kept of a diagnosis in the report's tables and charts.
 MAX_MISTAKE_CHARS = 70
 
@@ -36,7 +38,7 @@ MAX_MISTAKE_CHARS = 70
 class TaskStats:
     """One task over a class: ``points`` (one per graded student), ``max_points``,
     ``missing`` (students without a submission of the assignment), ``not_started`` and
-    ``mistakes`` (diagnosis -> number of students whose feedback names it)."""
+    ``mistakes`` (diagnosis -> number of students for whom a check verified it)."""
 
     task: str
     title: str
@@ -56,15 +58,10 @@ class TaskStats:
                 "max": max(self.points)}
 
 
-def diagnoses(feedback: str) -> list[str]:
-    """The "looks like" lines of a check's feedback, without the lecture section."""
-    found = []
-    for line in feedback.splitlines():
-        if line.startswith(DIAGNOSIS):
-            text = line[len(DIAGNOSIS):].split(" (lecture §", 1)[0].strip()
-            if text:
-                found.append(text)
-    return found
+def diagnosis_key(diagnosis: str) -> str:
+    """A verified diagnosis (``CheckResult.diagnosis``) as the report counts it: without
+    the lecture section it may name ("... (lecture §2.2)"); "" for none."""
+    return diagnosis.split(" (lecture §", 1)[0].strip()
 
 
 def class_stats(results: Sequence[SubmissionResult], students: Iterable[str] = ()
@@ -90,9 +87,11 @@ def class_stats(results: Sequence[SubmissionResult], students: Iterable[str] = (
                     continue
                 row.points.append(rollup.points)
                 row.not_started += rollup.status == "not started"
-                seen = {d for c in result.checks if c.task == task.id and c.status != "passed"
-                        for d in diagnoses(c.feedback)}
-                row.mistakes.update(seen)
+                # From the grader's own record of what it verified, never from the
+                # feedback's text, which quotes what the student's code raised or printed.
+                seen = {diagnosis_key(c.diagnosis) for c in result.checks
+                        if c.task == task.id and c.status != "passed"}
+                row.mistakes.update(seen - {""})
             rows.append(row)
         stats[aid] = rows
     return stats

@@ -9,17 +9,19 @@ Written atomically (temp file + ``os.replace``) so an interrupted run never
 leaves a half-written gradebook; rows of students already in an existing
 gradebook but not in this run are kept, so a batch can be graded in parts.
 
-A student's name is a folder name, chosen by the student: its cell holds the
-name escaped by ``graders.safe_text.terminal_text`` and, when it starts with
-``=``, ``+``, ``-``, ``@``, tab or CR, a leading single quote (OWASP's
-CSV-injection rule, ``graders.safe_text.csv_cell``), so that a spreadsheet
-shows it as text. Scores are written as plain numbers.
+A student's name is a folder name (or a roster entry), chosen by the student: its
+cell holds the name escaped by ``graders.safe_text.terminal_text``, quoted, with a
+single quote before every ``=``, ``+``, ``-``, ``@``, tab or CR that starts the cell
+or follows a ``,``, ``;``, tab or line break inside it (OWASP's CSV-injection rule
+wherever a spreadsheet could start a cell, whatever separator it splits on:
+``graders.safe_text.csv_text``), so that a spreadsheet shows it as text. The notes
+column likewise. Scores and predicted times, never negative, are written as bare
+numbers.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -28,7 +30,7 @@ from graders.checks.measures import PREDICTED_MS
 from graders.feedback import format_points
 from graders.grading import SubmissionResult
 from graders.reports.files import atomic_write_text
-from graders.safe_text import csv_cell, csv_value, terminal_text
+from graders.safe_text import csv_text, csv_value, terminal_text
 
 #: How a performance task's predicted-time column is named: ``"3.5 predicted ms"``.
 PREDICTED_COLUMN = "{task} predicted ms"
@@ -71,21 +73,22 @@ def format_ms(value: float) -> str:
     return f"{value:.4f}"
 
 
+#: The gradebook's text columns; every other column holds points or milliseconds.
+TEXT_COLUMNS = frozenset({"student", "notes"})
+
+
 def gradebook_text(columns: Sequence[str], rows: Iterable[dict[str, str]]) -> str:
     """The CSV text of a gradebook: a header of ``columns``, then ``rows`` (values by
-    column; missing ones empty, others ignored), every cell through ``csv_cell``."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore",
-                            lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({key: csv_cell(value) for key, value in row.items()})
-    return buffer.getvalue()
+    column; missing ones empty, others ignored), written by ``graders.safe_text.csv_text``:
+    names and notes quoted and neutralised wherever a spreadsheet could start a formula,
+    points and times as bare numbers."""
+    return csv_text(columns, rows, text_columns=TEXT_COLUMNS)
 
 
 def student_cell_value(student: str) -> str:
     """What a gradebook shows for ``student`` (a folder name): the name with control
-    characters escaped (``terminal_text``); ``csv_cell`` then guards its first character."""
+    characters escaped (``terminal_text``); ``csv_cell`` then guards every place a cell could
+    start in it."""
     return terminal_text(student)
 
 

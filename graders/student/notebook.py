@@ -128,7 +128,9 @@ class ConvertedNotebook:
 def read_notebook_cells(path: str | Path) -> list[tuple[int, str, str]]:
     """(cell number, cell type, source) of every cell of a notebook file, in order.
 
-    Uses nbformat (notebook format 4; older formats are upgraded). Raises
+    Uses nbformat (notebook format 4; older formats are upgraded). The file is read as
+    ``graders.submission_files.read_bytes`` reads it (a regular file of at most 16 MiB,
+    never a FIFO or a device). Raises
     ``NotebookError`` when the file cannot be read, is not valid UTF-8, is not a
     notebook, or has a code cell holding a lone surrogate (the message names the
     cell, line and column).
@@ -136,9 +138,11 @@ def read_notebook_cells(path: str | Path) -> list[tuple[int, str, str]]:
     import nbformat
     from nbformat.warnings import DuplicateCellId, MissingIDFieldWarning
 
+    from graders.submission_files import read_bytes
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bytes(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NotebookError(
             f"{path.name} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "

@@ -36,21 +36,19 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from graders.worker.static_check import MAX_SOURCE_BYTES
+from graders.submission_files import MAX_SOURCE_BYTES, RefusedFile, read_bytes
 
 #: How a tie between two changed files is broken: "mtime" (the newer; the student's own
 #: machine, a TA's folders) or "changes" (the one further from the handout; Gradescope).
 Decide = Literal["mtime", "changes"]
 SUFFIXES = (".py", ".ipynb")
-#: The largest notebook read (outputs and pictures included), as the grader's
-#: ``graders.notebook_submissions.MAX_NOTEBOOK_BYTES`` (a test keeps the two equal).
-MAX_NOTEBOOK_BYTES = 16 << 20
 HASH_DIGITS = 8
 
 
@@ -73,18 +71,12 @@ def code_lines(path: Path) -> list[str]:
     """
     path = Path(path)
     try:
-        info = path.stat()
+        info = os.lstat(path)
     except OSError as exc:
         raise CannotRead(f"{path.name} cannot be read ({exc.strerror or exc})") from None
     if stat.S_ISDIR(info.st_mode):
         raise CannotRead(f"{path.name} is a folder, not a file")
-    if not stat.S_ISREG(info.st_mode):
-        raise CannotRead(f"{path.name} is not a regular file")
     notebook = path.suffix == ".ipynb"
-    limit = MAX_NOTEBOOK_BYTES if notebook else MAX_SOURCE_BYTES
-    if info.st_size > limit:
-        raise CannotRead(f"{path.name} is {info.st_size / (1 << 20):.1f} MiB; the grader reads "
-                         f"at most {limit >> 20} MiB")
     if notebook:
         from graders.student.notebook import NotebookError, notebook_to_module
 
@@ -92,11 +84,13 @@ def code_lines(path: Path) -> list[str]:
             source = notebook_to_module(path).source
         except NotebookError as exc:
             raise CannotRead(str(exc)) from None
+        except OSError as exc:  # the notebook reader's bounded read refused it
+            raise CannotRead(f"{path.name}: {getattr(exc, 'reason', exc)}") from None
     else:
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read(limit + 1)
-            source = data.decode("utf-8-sig")
+        try:  # one bounded reader for student files: lstat first, no FIFO, no link
+            source = read_bytes(path, MAX_SOURCE_BYTES).decode("utf-8-sig")
+        except RefusedFile as exc:
+            raise CannotRead(f"{path.name}: {exc.reason}") from None
         except OSError as exc:
             raise CannotRead(f"{path.name} cannot be read ({exc.strerror or exc})") from None
         except UnicodeDecodeError as exc:

@@ -17,6 +17,7 @@ validated here before use.
 from __future__ import annotations
 
 import functools
+import hashlib
 import hmac
 import os
 import re
@@ -34,6 +35,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from graders import submission_files
 from graders.worker import cgroups, protocol, sandbox, zygote
 from graders.worker.libdir import (  # noqa: F401 - re-exported: the worker's files and env
     HARNESS_DIR,
@@ -64,6 +66,22 @@ _RESERVED_MODULE_NAMES = frozenset(
      "graders", "solutions"}
 )
 
+
+
+#: The check name of a file's load in ``call_seed`` (no check is named so).
+LOAD_CHECK = "(load)"
+
+
+def call_seed(source_digest: bytes, check: str, index: int) -> int:
+    """The seed of the ``index``-th call (0-based) of ``check`` (``"a1/1.5/<name>"``, "" for
+    calls outside a check, ``LOAD_CHECK`` for the import) on the submission whose bytes
+    have SHA-256 ``source_digest``: the first 8 bytes of SHA-256(digest, check, index), an
+    int in [0, 2**64). The same file gets the same draws in every grade; another check,
+    another call or another file gets other draws (the worker applies
+    it: ``seed_randomness`` in ``graders/worker/main.py``)."""
+    material = b"\0".join([source_digest, check.encode("utf-8", "surrogatepass"),
+                            str(index).encode()])
+    return int.from_bytes(hashlib.sha256(material).digest()[:8], "big")
 
 class FailureKind(StrEnum):
     """Why a load or call failed (``WorkerFailure.kind``); members are the strings
@@ -262,9 +280,13 @@ class Worker:
     submission. ``call`` never raises for anything the submission does: a
     timeout, crash or malformed reply kills the process group, and the next
     call restarts it and re-loads the submission. Raises ``FileNotFoundError``
-    when the submission does not exist and ``RuntimeError`` when numpy cannot
-    be found. ``close()`` (or leaving ``with``) kills the process and removes
-    every temp directory.
+    when the submission does not exist, ``graders.submission_files.RefusedFile`` (an
+    ``OSError``) when it is not a regular file or is larger than the submission limit
+    (the file is read once, bounded, into the snapshot every start runs), and
+    ``RuntimeError`` when numpy cannot be found. Every load and call carries a seed
+    (``call_seed``) that the worker applies to the submission's randomness.
+    ``close()`` (or leaving ``with``) kills the process and removes every temp
+    directory.
     """
 
     def __init__(
@@ -285,7 +307,11 @@ class Worker:
         self.submission_path = Path(submission_path).resolve()
         if not self.submission_path.is_file():
             raise FileNotFoundError(f"no submission file at {submission_path}")
-        self._source = self.submission_path.read_bytes()  # every (re)start runs this snapshot
+        # Every (re)start runs this snapshot, read as the grader reads student files: a
+        # regular file, never past its limit (graders.submission_files).
+        self._source = submission_files.read_bytes(self.submission_path)
+        #: The SHA-256 of what the worker runs: the file part of every call's seed.
+        self.source_digest = hashlib.sha256(self._source).digest()
         self.module_name = _safe_module_name(self.submission_path, module_name)
         self.timeout = float(timeout)
         self.startup_timeout = float(startup_timeout)
@@ -543,7 +569,8 @@ class Worker:
 
     def _load(self) -> LoadResult:
         start = self._output_size()
-        request = {"op": "load", "module": self.module_name, "policy": self.policy}
+        request = {"op": "load", "module": self.module_name, "policy": self.policy,
+                   "seed": call_seed(self.source_digest, LOAD_CHECK, 0)}
         try:
             reply = self._exchange(request, self.timeout, protocol.ReplyBudget.small(),
                                    "the reply to loading the file")
@@ -572,6 +599,7 @@ class Worker:
         timeout: float | None = None,
         reply_bytes: int = 0,
         budget: protocol.ReplyBudget | None = None,
+        seed: int | None = None,
     ) -> CallResult:
         """Run ``func(*args, **kwargs)`` (or through ``harness``) in the worker.
 
@@ -582,6 +610,8 @@ class Worker:
         default ``protocol.ReplyBudget.for_request`` of this request plus
         ``reply_bytes`` of arrays the caller expects beyond it; a larger reply
         is refused unread (kind ``"oversize"``) and the worker restarted.
+        ``seed`` (``call_seed``; default: that of call 0 outside any check) seeds every
+        source of randomness the submission can reach before it runs.
         Returns a ``CallResult``; raises ``protocol.EncodeError`` only when the
         arguments cannot be sent (a grader bug).
         """
@@ -593,6 +623,7 @@ class Worker:
             "kwargs": dict(kwargs or {}),
             "harness": harness,
             "return_args": bool(return_args),
+            "seed": call_seed(self.source_digest, "", 0) if seed is None else int(seed),
         }
         packed = protocol.pack_message(request)  # EncodeError here is the grader's bug
         if budget is None:

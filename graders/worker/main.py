@@ -15,15 +15,20 @@ Conversation (every message is a ``pallas_lab_protocol`` value tree):
   signs every reply (``pallas_lab_protocol.reply_tag``), received before the
   submission is imported;
 * on start the worker sends ``{"ok": True, "ready": True}``;
-* ``{"op": "load", "module": stem}`` imports ``<stem>.py`` from the working
-  directory; reply ``{"ok": True, "names": [public names]}`` or an error;
+* ``{"op": "load", "module": stem, "seed": int}`` imports ``<stem>.py`` from the
+  working directory; reply ``{"ok": True, "names": [public names]}`` or an error;
 * ``{"op": "call", "func", "args": tuple, "kwargs": dict, "harness": str | None,
-  "return_args": bool}`` runs the submission's ``func(*args, **kwargs)`` or,
+  "return_args": bool, "seed": int}`` runs the submission's ``func(*args, **kwargs)`` or,
   when a harness module is named, ``pallas_lab_harnesses.<harness>.<func>(
   submission_module, *args, **kwargs)``, inside ``pallas_sim.trace()``; reply
   ``{"ok": True, "value", "traces": [dict], "returned_arg": [int | None],
   "args_after": tuple | None}`` or an error;
 * ``{"op": "ping"}`` replies ``{"ok": True}``.
+
+Before a load or a call the worker seeds every source of randomness the submission can
+reach with the request's ``seed`` (``seed_randomness``): the grader derives it from the
+file's content and the running check, so an unseeded generator draws the same numbers on
+every grade of the same file.
 
 An error reply is ``{"ok": False, "error": {"kind", "type", "message",
 "traceback"}}`` where kind is ``"exception"``, ``"not_implemented"``,
@@ -78,6 +83,35 @@ from pallas_sim._src.config import _lock as _lock_sim_options  # noqa: E402
 # pallas_sim.config raises in the submission, and applied again before every call.
 GRADING_OPTIONS = {**dataclasses.asdict(_Options()), **_SANITIZERS}
 _lock_sim_options(**GRADING_OPTIONS)
+
+import random as _random  # noqa: E402
+
+import numpy.random.bit_generator as _bit_generator  # noqa: E402
+
+#: The entropy behind every unseeded numpy generator (``np.random.default_rng()``,
+#: ``RandomState()``, ``SeedSequence()``: numpy asks ``bit_generator.randbits`` for it, which
+#: is ``secrets.randbits``, the OS's entropy). Replaced by a generator the grader seeds
+#: before every call (``seed_randomness``), so the same file gets the same draws on every
+#: grade. tests/grading/test_worker_seeding.py holds numpy to it.
+_ENTROPY = _random.Random(0)
+_bit_generator.randbits = _ENTROPY.getrandbits
+
+
+def seed_randomness(seed: object) -> None:
+    """Seed every source of randomness a submission can reach from ``seed`` (an int the
+    grader derives from the file's SHA-256 and the running check: ``graders.worker.client
+    .call_seed``): numpy's global RandomState (``np.random.rand``, ``np.random.seed``'s
+    state), the entropy of unseeded generators (``default_rng()``, ``RandomState()``),
+    and ``random``'s global generator (not importable by a submission; seeded anyway).
+    ``pallas_sim.random`` takes explicit keys and the parallel-grid order a fixed seed,
+    so neither needs one. Anything but an int leaves the state as it is."""
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        return
+    seed &= (1 << 64) - 1
+    np.random.seed([seed & 0xFFFFFFFF, seed >> 32])
+    _ENTROPY.seed(seed)
+    _random.seed(seed)
+
 
 import pallas_lab_policy.audit as policy_audit  # noqa: E402
 import pallas_lab_policy.guards as policy_guards  # noqa: E402
@@ -184,6 +218,7 @@ class Worker:
         stem = request.get("module")
         if not isinstance(stem, str) or not stem.isidentifier():
             return self._error("request", None, f"bad module name {stem!r}")
+        seed_randomness(request.get("seed"))  # the module's top level draws the same too
         if self.module is not None or stem in sys.modules:
             return self._error("request", None, "a submission is already loaded")
         path = os.path.join(_WORKDIR, stem + ".py")
@@ -280,6 +315,7 @@ class Worker:
         results: list[Any] = []
         try:
             _lock_sim_options(**GRADING_OPTIONS)
+            seed_randomness(request.get("seed"))
             with pallas_sim.trace() as recorded:
                 recorded._keep_results = True
                 value = target(*args, **kwargs)

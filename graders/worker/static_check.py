@@ -31,6 +31,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from graders import submission_files
 from graders.worker.policy import policy_enabled, rules
 from graders.worker.policy.transform import (
     compile_submission,
@@ -127,25 +128,24 @@ def check_source(source: str, filename: str = "<submission>") -> StaticCheckResu
         StaticProblem(p.line, p.column, p.message) for p in compiled.problems))
 
 
-#: The largest submission the grader reads, in bytes: a handout is about 30 KiB, and the
-#: compile-time check's time and memory grow with the source (a 10 MB file took 5 GB).
-MAX_SOURCE_BYTES = 1 << 20
+#: The largest submission the grader reads, in bytes (``graders.submission_files``, where
+#: the limits live: a handout is about 30 KiB, and the compile-time check's time and memory
+#: grow with the source; a 10 MB file took 5 GB).
+MAX_SOURCE_BYTES = submission_files.MAX_SOURCE_BYTES
 
 
 def check_file(path: str | Path) -> StaticCheckResult:
     """Read and check a submission file; never raises.
 
-    An unreadable, undecodable or oversized (``MAX_SOURCE_BYTES``) file gives a single
-    problem with line 0.
+    A file that is not a regular file, is larger than ``MAX_SOURCE_BYTES`` (its size
+    from ``lstat``, before it is opened), cannot be read or cannot be decoded gives a
+    single problem with line 0 (``graders.submission_files``).
     """
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_SOURCE_BYTES:
-            problem = StaticProblem(0, 0, f"{path.name} is {size / (1 << 20):.1f} MiB; a "
-                                    f"submission may be at most {MAX_SOURCE_BYTES >> 20} MiB")
-            return StaticCheckResult(path.name, (problem,))
-        source = decode_source(path.read_bytes())
+        source = decode_source(submission_files.read_bytes(path, MAX_SOURCE_BYTES))
+    except submission_files.RefusedFile as exc:
+        return StaticCheckResult(path.name, (StaticProblem(0, 0, f"{path.name}: {exc.reason}"),))
     except OSError as exc:
         reason = exc.strerror or str(exc)
         problem = StaticProblem(0, 0, f"cannot read {path.name}: {reason}")

@@ -197,6 +197,26 @@ def test_only_the_assignment_it_was_built_for_is_graded(
     assert broken["score"] == 0 and "SyntaxError" in broken["tests"][-1]["output"]
 
 
+@pytest.mark.slow
+def test_a_linked_submission_file_is_refused_as_on_gradescope(
+        archive: Path, tree: Path, tmp_path: Path) -> None:
+    """A link to a file of the TA's (here the solution) is not graded as the student's
+    file nor quoted: the dry run copies it as a link and the zip refuses it as the real
+    Gradescope run does (before: the dry run copied the solution's bytes, 100 points)."""
+    sub = tmp_path / "linked"
+    sub.mkdir()
+    solution = ROOT / "solutions" / f"{STEM}.py"
+    (sub / f"{STEM}.py").symlink_to(solution)
+    data, _ = dry_run(archive, tree, sub)
+    assert data["score"] == 0
+    hidden = [t for t in data["tests"] if "public" not in t.get("tags", [])]
+    assert hidden and all(f"{STEM}.py is a symbolic link" in t["output"] for t in hidden)
+    text = json.dumps(data)
+    quoted = [line for line in solution.read_text(encoding="utf-8").splitlines()
+              if len(line.strip()) > 30 and json.dumps(line.strip())[1:-1] in text]
+    assert not quoted, f"results.json quotes the linked file: {quoted[:3]}"
+
+
 def test_building_needs_the_assignment_and_all_builds_one_zip_each(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stopped:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from graders.grading import CheckResult, SubmissionResult
-from graders.reports.class_report import class_stats, diagnoses, report_text
+from graders.reports.class_report import class_stats, report_text
 from graders.reports.feedback_files import feedback_markdown, write_feedback_files
 
 FEEDBACK = "\n".join([
@@ -16,7 +16,12 @@ FEEDBACK = "\n".join([
 ])
 
 
-def _result(student: str, points_13: float, feedback: str = FEEDBACK) -> SubmissionResult:
+#: What the 1.3 check verified (CheckResult.diagnosis): what the report counts.
+DIAGNOSIS = "the column-block axis is the inner grid axis (lecture §2.2)"
+
+
+def _result(student: str, points_13: float, feedback: str = FEEDBACK,
+            diagnosis: str = DIAGNOSIS) -> SubmissionResult:
     result = SubmissionResult(student, "a1_pallas_basics", "a1", "a1_pallas_basics.py")
     for task, points in (("1.1", 15), ("1.2", 25), ("1.4", 20), ("1.5", 15)):
         result.checks.append(CheckResult(
@@ -26,7 +31,8 @@ def _result(student: str, points_13: float, feedback: str = FEEDBACK) -> Submiss
     result.checks.append(CheckResult(
         assignment="a1", task="1.3", check="grid order", points=points_13, max_points=25,
         status=status, feedback=feedback if status == "failed" else "passed",
-        reason="bias_add fetched the bias too often"))
+        reason="bias_add fetched the bias too often",
+        diagnosis=diagnosis if status == "failed" else ""))
     return result
 
 
@@ -58,6 +64,13 @@ def test_class_statistics_count_missing_students_and_diagnosed_mistakes() -> Non
     assert "    1.3      2  the column-block axis is the inner grid axis" in text
 
 
-def test_diagnoses_are_read_only_from_looks_like_lines() -> None:
-    assert diagnoses(FEEDBACK) == ["the column-block axis is the inner grid axis"]
-    assert diagnoses("  problem: looks like: nothing") == []
+def test_mistakes_are_counted_from_the_graders_record_never_from_the_feedback_text() -> None:
+    """A student's exception message may hold "\n  looks like: ..." (it is quoted in the
+    feedback): only what a check verified, ``CheckResult.diagnosis``, counts."""
+    forged = FEEDBACK.replace("looks like: the", "looks like: forged! the")
+    results = [_result("ben", 0), _result("eve", 0, feedback=forged, diagnosis=""),
+               _result("mal", 0, feedback=forged + "\n  looks like: a forged mistake",
+                       diagnosis="")]
+    row = next(r for r in class_stats(results)["a1"] if r.task == "1.3")
+    assert row.mistakes == {"the column-block axis is the inner grid axis": 1}, row.mistakes
+    assert "forged" not in report_text(class_stats(results))

@@ -58,13 +58,19 @@ def test_show_prints_markup_and_emoji_codes_as_text() -> None:
 def test_csv_cells_never_start_a_formula_and_read_back_exactly(value: str) -> None:
     cell = csv_cell(value)
     assert csv_value(cell) == value
-    assert not cell.startswith(FORMULA_STARTS) or re.fullmatch(r"[+-][\d.eE+-]+", cell), (
-        f"csv_cell({value!r}) = {cell!r} starts a formula")
+    for segment in re.split(r"[,;\t\r\n]", cell):
+        assert not segment.lstrip(" ").startswith(("=", "+", "-", "@")), (
+            f"csv_cell({value!r}) = {cell!r}: {segment!r} starts a formula where a "
+            "spreadsheet may start a cell")
+    assert not cell.startswith(FORMULA_STARTS), f"csv_cell({value!r}) = {cell!r}"
 
 
-def test_formula_cells_get_a_quote_and_numbers_stay_numbers() -> None:
+def test_formula_cells_get_a_quote_wherever_a_cell_could_start() -> None:
     for value in ("=HYPERLINK(\"https://evil.example\")", "+1+cmd", "-2+3", "@SUM(A1)",
-                  "\tx", "\rx", "'quoted", "-", "+"):
+                  "\tx", "\rx", "'quoted", "-", "+", "-2.5", "+1"):
         assert csv_cell(value) == "'" + value
-    for value in ("alice", "15", "2.5", "-2.5", "+1", "1e3", "0", "a=b"):
+    for value in ("alice", "15", "2.5", "1e3", "0", "a=b", "a - b"):
         assert csv_cell(value) == value
+    assert csv_cell("x;=1+2;") == "x;'=1+2;"
+    assert csv_cell("a, @b\t-c\n+d") == "a, '@b\t'-c\n'+d"
+    assert csv_cell("x;'y") == "x;''y"

@@ -52,3 +52,36 @@ def test_grading_twice_gives_identical_results(tmp_path: Path, policy: bool) -> 
     assert set(first) == {"honest", *CHOSEN}
     for student, text in first.items():
         assert second[student] == text, f"{student}: grading twice gave different results"
+
+
+#: a1's vmem_bytes (Task 1.5) wrapped so that its answer depends on unseeded numpy
+#: generators: right about half the time, otherwise off by a random amount.
+UNSEEDED = '''
+
+_right_vmem_bytes = vmem_bytes
+
+
+def vmem_bytes(*args, **kwargs):
+    right = _right_vmem_bytes(*args, **kwargs)
+    draws = [np.random.default_rng().random(), np.random.rand(), np.random.RandomState().rand()]
+    if min(draws) < 0.25:
+        return right + 1 + int(1000 * draws[0])
+    return right
+'''
+
+
+def test_unseeded_randomness_gives_the_same_results_on_every_grade(tmp_path: Path) -> None:
+    """Issue 23, item 7b: before, such a file scored 100, 93, 93, 93 over four grades.
+    Every source of randomness it reaches is seeded per (file, check, call), so three
+    grades give the same results.json (timings aside)."""
+    klass = tmp_path / "class"
+    for name in ("dice", "honest"):
+        (klass / name).mkdir(parents=True)
+    shutil.copy(SOLUTION, klass / "honest" / f"{STEM}.py")
+    source = SOLUTION.read_text(encoding="utf-8")
+    assert "import numpy as np" in source
+    (klass / "dice" / f"{STEM}.py").write_text(source + UNSEEDED, encoding="utf-8")
+    grades = [_grade(klass, tmp_path / f"grade{n}", policy=True)["dice"] for n in range(3)]
+    assert '"score": 100' not in grades[0], "the randomness does reach the answer"
+    for n, text in enumerate(grades[1:], start=2):
+        assert text == grades[0], f"grade {n} differs from grade 1"
