@@ -1,4 +1,4 @@
-"""Seconds for the README's first command and for a class batch (issue 16).
+"""Seconds for the README's first command and for a class batch.
 
 * ``samples``: ``pallas-lab grade`` with no PATH, as the README's first command runs it:
   the bundled samples (4 students x 5 assignments, ``dev_broken``'s endless loops

@@ -1,4 +1,4 @@
-"""Seconds per ``pallas_sim.estimate`` at the lecture's full sizes (issue 15 item 2).
+"""Seconds per ``pallas_sim.estimate`` at the lecture's full sizes.
 
 Run from the repository root::
 

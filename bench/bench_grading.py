@@ -3,7 +3,7 @@
 Grades the bundled correct sample (``examples/submissions/ada_correct``) the way
 ``pallas-lab grade`` does: static check, a fresh worker subprocess, every
 check of the assignment.  Best of N runs (default 3) per file, so the figure
-is the grading cost and not the machine's noise.  Target (issue 2): at most
+is the grading cost and not the machine's noise.  Target: at most
 6 s per assignment on the 2-core reference machine.
 
 Run from the repository root:  python bench/bench_grading.py [--repeat N]

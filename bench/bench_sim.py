@@ -13,8 +13,8 @@ The figure is the TOTAL cost per step: the simulator's own work (block copies,
 poisoning, bookkeeping) plus the kernel body (one NumPy add on a small block).
 The kernel body's cost is not subtracted.  Setup done once per call (index
 maps, VMEM accounting, the trace record) is amortized over the steps.
-Targets: at most 20 µs per step for the add (issue 2) and at most 10 µs per
-step for the empty kernel (issue 14: traced kernel values sit in this path);
+Targets: at most 20 µs per step for the add and at most 10 µs per
+step for the empty kernel (traced kernel values sit in this path);
 JAX's HLO interpreter takes 0.5–20 ms per step and TPU interpret mode 10–60 ms.
 
 ``--sim-root DIR`` imports pallas_sim from another checkout (e.g. a worktree

@@ -1,4 +1,4 @@
-"""Seconds that timeouts cost: what tests used to assert as wall-clock bounds (issue 16).
+"""Seconds that timeouts cost: what tests used to assert as wall-clock bounds.
 
 Tests check the behaviour (a loop times out, the next call works, a timed-out
 function is not called again, an import that loops is not retried); how long

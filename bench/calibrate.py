@@ -1,5 +1,5 @@
 """Fit the timeline model's free constants to the lecture's measured numbers, and report
-leave-one-out errors honestly (issue 15 item 4).
+leave-one-out errors honestly.
 
 Run from the repository root::
 

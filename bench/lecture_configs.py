@@ -226,7 +226,7 @@ def splash(seq: int, block: int, heads: int = H) -> Config:
 
 
 def full_size_configs() -> list[Config]:
-    """Every lecture size the abstract run must handle (issue 15 item 2)."""
+    """Every lecture size the abstract run must handle."""
     return [_matmul(512), _matmul(1024),
             _flash(1024, 2048, None, None, ""), _flash(2048, 2048, None, None, ""),
             _flash(2048, 2048, 70.0, None, ""),

@@ -553,7 +553,7 @@ def _session_for(path: Path, info: Assignment, timeout: float,
 
 def _note_dependencies(assignment: Assignment, checks: list[CheckResult]) -> list[CheckResult]:
     """Add to each failed check of a task that uses another task's functions (``Task.depends``)
-    which of those failed too: the fault may be there (issue 12: one fault, one charge, and
+    which of those failed too: the fault may be there (one fault, one charge, and
     a dependant's feedback says so)."""
     failed = {c.task for c in checks if c.status != Status.PASSED}
     if not failed:

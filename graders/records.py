@@ -22,7 +22,7 @@ class Task:
     ``graded`` (counts towards the score), and ``depends``: the tasks whose
     functions this task's functions legitimately call (a wrapper its kernel,
     mask_stats the MaskInfo builder). A mistake in a task may cost points on
-    the tasks that declare it (issue 12: one fault, one charge), and their
+    the tasks that declare it (one fault, one charge), and their
     feedback says so.
     """
 
@@ -31,7 +31,7 @@ class Task:
     points: float
     graded: bool = True
     depends: tuple[str, ...] = ()
-    #: Graded on the predicted speed of the student's own kernel (issue 15): its points are
+    #: Graded on the predicted speed of the student's own kernel: its points are
     #: reported apart from correctness, and its title says "(performance)".
     performance: bool = False
 

@@ -1,7 +1,7 @@
 """The one check framework's core: ``Check`` (hidden or public), ``CheckFailure``, the
 registry both kinds live in, and ``run_property`` with its hypothesis profiles.
 
-A check is one record type whatever its audience (issue 13): ``visibility`` says whether
+A check is one record type whatever its audience: ``visibility`` says whether
 it is a **hidden** check (graded, ``points`` > 0, written against the trusted grader's
 ``Session`` in ``graders/labs/<stem>/checks.py``) or a **public** one (never graded,
 ``points`` 0, written against the ``Api`` of ``graders.student.public`` in

@@ -439,7 +439,7 @@ def splash_attention_computed_mask(q, k, v, mask_info, *, causal=False, window=N
 
 #: Task 5.7: the values each of block_q and block_kv may take (elements); all divide L.
 SPLASH_BLOCK_CANDIDATES = (256, 512, 1024, 2048, 4096)
-#: Task 5.7: the sequence length (issue 15) and the attention shape of the lecture's Splash
+#: Task 5.7: the sequence length and the attention shape of the lecture's Splash
 #: configuration (§6.6, DeepSeek-V3: 128 query heads, q/k head dim 192, v head dim 128), bf16.
 PERFORMANCE_LENGTH = 8192
 PERFORMANCE_HEADS, PERFORMANCE_HEAD_DIM, PERFORMANCE_VALUE_DIM = 128, 192, 128

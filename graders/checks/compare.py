@@ -311,7 +311,7 @@ def against_own_kernel(value: object, func: str, kernel: str) -> tuple[object, o
 
 
 def kernel_mismatch(failure: CheckFailure, func: str, kernel: str) -> CheckFailure:
-    """Re-word a failed comparison of a wrapper with its own kernel's output (issue 12: the
+    """Re-word a failed comparison of a wrapper with its own kernel's output (the
     wrapper is charged for calling its kernel differently, not for the kernel's faults)."""
     return failure.copy(
         what=f"{func}'s result differs from what your {kernel} computes in the grader's "

@@ -123,7 +123,7 @@ class Reply:
         Raises ``CheckFailure`` when the function made no pallas_call, or when what
         it returned is not the output of one it made (computed another way, e.g.
         with NumPy next to a decoy call): a wrapper's result counts only when its
-        own pallas_call computed it (issue 11).
+        own pallas_call computed it.
         """
         if element is None:
             index = self.sources[0] if len(self.sources) == 1 else None

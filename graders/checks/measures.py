@@ -1,4 +1,4 @@
-"""Measurements a check records beside its points (issue 15, item 7): a performance task's
+"""Measurements a check records beside its points: a performance task's
 predicted time, say, which the CSV gradebook and ``pallas-lab leaderboard`` show.
 
 A check calls ``record(session, name, value)`` while it runs; ``graders.grading.run_check``

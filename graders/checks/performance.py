@@ -1,4 +1,4 @@
-"""What every performance task (3.5, 4.8, 5.7; issue 15 item 6) checks of the harness's
+"""What every performance task (3.5, 4.8, 5.7) checks of the harness's
 reply the same way: one pallas_call at the chosen blocks, a predicted time that is a
 prediction of that problem, and a time within the tolerance of the fastest candidate.
 

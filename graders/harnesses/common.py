@@ -12,7 +12,7 @@ def beside_kernel(wrapper_out: Any, run_kernel: Callable[[], Any]) -> tuple[Any,
     """``(wrapper_out, kernel_out, kernel_error)``: the student's wrapper result next to their
     kernel's output in the grader's standard pallas_call on the same inputs.
 
-    A wrapper task is graded against what its own kernel computes (issue 12: one fault,
+    A wrapper task is graded against what its own kernel computes (one fault,
     one charge): a right wrapper around a wrong kernel keeps its points. When the kernel
     raises in the standard call, ``kernel_out`` is None and ``kernel_error`` says what it
     raised (the grader then compares the wrapper with the reference). The standard call is

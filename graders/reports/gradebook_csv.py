@@ -1,6 +1,6 @@
 """The CSV gradebook for a batch: one row per student, one column per graded task, total.
 
-A performance task (``Task.performance``, issue 15) also gets a column
+A performance task (``Task.performance``) also gets a column
 ``"<task> predicted ms"``: the predicted time of the student's own kernel, in
 milliseconds, as its checks measured it (``CheckResult.measures``); empty when there is
 no prediction (the kernel did not run, the blocks did not fit, not submitted).

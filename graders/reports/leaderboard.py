@@ -1,4 +1,4 @@
-"""``pallas-lab leaderboard RESULTS``: a ranking per performance task (issue 15, item 7).
+"""``pallas-lab leaderboard RESULTS``: a ranking per performance task.
 
 RESULTS is the folder a batch writes (``<student>/<stem>/results.json``, read with
 ``graders.batch.read_results``) or a CSV gradebook (its ``"<task> predicted ms"``

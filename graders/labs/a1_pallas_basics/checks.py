@@ -158,7 +158,7 @@ def blocked_add_values(s: Session) -> None:
 
 
 def _require_dtype(got: np.ndarray, dtype: np.dtype, what: str) -> None:
-    """The result has the input's dtype, as the docstring requires (issue 12: a required
+    """The result has the input's dtype, as the docstring requires (a required
     dtype is checked).
 
     Raises:

@@ -695,7 +695,7 @@ def _check_attention(got: object, case: AttentionCase, what: str, *,
                      kernel_out: object = None, wrapper: bool = False) -> None:
     """``got`` must equal dense float64 attention within the input dtype's tolerance; a
     wrapper's result must equal ``kernel_out`` (what the student's own kernel computes in
-    the grader's standard call; issue 12: one fault, one charge). The failure carries no
+    the grader's standard call: one fault, one charge). The failure carries no
     diagnosis: ``_attention_property`` finds one for the shrunk example only."""
     tol = ATTENTION_TOL[case.q.dtype.name]
     if wrapper:

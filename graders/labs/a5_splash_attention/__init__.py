@@ -19,7 +19,7 @@ ASSIGNMENT = Assignment(
         Task(id="5.5", functions=("mask_stats",), points=5, depends=("5.2", "5.3")),
         Task(id="5.6", functions=("splash_computed_mask_kernel", "splash_attention_computed_mask"),
              points=10),
-        # Issue 15, item 6: graded on the predicted time of the student's own Splash wrapper
+        # graded on the predicted time of the student's own Splash wrapper
         # (5.4) at the chosen blocks for three masks at L 8192. 5.4 gave up 5 points (35 ->
         # 30: 5.7 runs its wrapper again, at scale, and checks the grid and blocks of its
         # call) and 5.6 gave up 5 (15 -> 10) so that a5 stays at 100. The MaskInfo is the

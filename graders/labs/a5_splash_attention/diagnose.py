@@ -79,7 +79,7 @@ def pattern_diagnosis(got: np.ndarray, case: Any) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class KernelMistake:
-    """One modelled mistake of the Splash kernel (issue 12: a diagnosis is shown only when
+    """One modelled mistake of the Splash kernel (a diagnosis is shown only when
     the student's output is what this mistake computes on the failing input).
 
     ``mask_full_tiles``: mask_ref is applied where block_mask == 2 too;

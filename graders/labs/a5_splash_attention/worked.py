@@ -66,7 +66,7 @@ SCALE = 8
 # The problem, stated once (the reference's PERFORMANCE_* constants, checked equal by
 # tests/test_reference_a5.py). Attention shape: the lecture's Splash configuration (§6.6,
 # DeepSeek-V3: 128 query heads, q/k head dim 192, v head dim 128), bf16 q, k, v, f32 output,
-# at L = 8192 (issue 15), on one Ironwood TensorCore. Three masks [L, L]:
+# at L = 8192, on one Ironwood TensorCore. Three masks [L, L]:
 #
 # * "causal":   q >= kv;
 # * "local":    causal with a window of 2048 earlier keys, q - 2048 <= kv <= q (the lecture's

@@ -6,7 +6,7 @@ in the grader) and by the run-time guards (:mod:`.guards`, in the worker), so
 the two halves cannot disagree. student-api.md fixes the modules: numpy,
 math, functools, itertools, dataclasses, typing and pallas_sim's public
 names; ``__future__`` (it only changes how the file compiles) and
-``warnings`` (issue 12: reporting a warning must not cost a whole file) are
+``warnings`` (reporting a warning must not cost a whole file) are
 allowed too. pallas_sim's public modules follow a rule on paths, not a list:
 ``pallas_sim`` and the module files at the top of its folder; everything
 under ``pallas_sim/_src`` is internal (JAX's convention), so a module added
