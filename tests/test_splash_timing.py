@@ -19,7 +19,7 @@ import pytest
 import pallas_sim
 import reference.a5_splash_attention as ref
 from graders.assignments import load_harness
-from graders.checks import step_classes
+from graders.checks import step_model
 from graders.labs.a5_splash_attention import splash_timing as st
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,34 +62,36 @@ def test_a_small_problem_is_the_reference_mask_info_of_its_mask_and_has_every_cl
         assert set(st.tile_table(kind, *blocks).classes) <= set(problem.table.classes)
 
 
-def test_harness_and_grader_build_the_same_pattern_and_inputs():
+def test_harness_and_grader_build_the_same_pattern():
     assert np.array_equal(harness.small_pattern(512, 2048), st.small_pattern(512, 2048))
-    problem = st.small_problem(1024, 1024)
-    mine = st.small_inputs(problem, 7)
-    theirs = harness.small_inputs((problem.length_q, problem.length_kv), st.D, st.DV, 7)
-    for a, b in zip(mine, theirs, strict=True):
-        assert a.dtype == b.dtype and np.array_equal(a.view(np.uint16), b.view(np.uint16))
 
 
-def _solution_per_class(blocks, masks=ref.PERFORMANCE_MASKS):
+def _record(problem, raw, rows=None):
+    shape = None if rows is None else (rows, st.DV)
+    record = step_model.parse_record(raw, num_steps=len(problem.table.rows),
+                                     sample_shape=shape)
+    assert isinstance(record, step_model.StepRecord), record
+    return record
+
+
+def _solution_work(blocks, masks=ref.PERFORMANCE_MASKS):
     problem = st.small_problem(*blocks, masks)
-    (record,) = harness.choose_splash_blocks(sol, [problem.request()], head_dim=st.D,
-                                             value_dim=st.DV, sm_scale=st.SCALE)
-    counts = step_classes.read_counts(record["counts"], len(problem.table.rows))
-    return st.class_counts(problem, counts)
+    (raw,) = harness.choose_splash_blocks(sol, [problem.request()], head_dim=st.D,
+                                          value_dim=st.DV, sm_scale=st.SCALE)
+    return st.class_work(problem, _record(problem, raw))
 
 
 @pytest.mark.parametrize(("kind", "blocks"), SOME)
 def test_an_honest_kernel_s_time_is_what_estimate_gives_its_wrapper(kind, blocks):
     """The student's own sweep (``pallas_sim.estimate`` of a correct wrapper at full size)
     and the grader's computed time agree for every mask and tiling."""
-    per_class = _solution_per_class(blocks)
-    got = st.full_time(kind, *blocks, per_class).time_s
+    work = _solution_work(blocks)
+    got = st.full_time(kind, *blocks, work).time_s
     info = ref.performance_mask_info(kind, *blocks)
     want = pallas_sim.estimate(sol.splash_attention, Q, Q, V, info,
                                sm_scale=st.SCALE).timelines[0].time_s
     assert got == pytest.approx(want, rel=1e-12), (kind, blocks, got, want)
-    assert st.time_floor(kind, *blocks, per_class) <= got
+    assert st.time_floor(kind, *blocks, work) <= got
 
 
 def test_the_concrete_run_of_the_solution_matches_dense_attention_and_its_shapes_run():
@@ -99,27 +101,24 @@ def test_the_concrete_run_of_the_solution_matches_dense_attention_and_its_shapes
         sol, [{**problem.request(), "seed": 3, "rows": rows}, problem.request()],
         head_dim=st.D, value_dim=st.DV, sm_scale=st.SCALE)
     want = st.expected_rows(problem, 3, rows)
-    assert np.abs(concrete["rows"] - want).max() < 1e-5
-    steps = len(problem.table.rows)
-    assert not step_classes.counts_differ(step_classes.read_counts(concrete["counts"], steps),
-                                          step_classes.read_counts(shapes["counts"], steps))
-
-
-@pytest.mark.parametrize("bad", [
-    [], {"vpu_ops": [1, 2]}, {"vpu_ops": [1, -2, 3]}, {"vpu_ops": [1, 2.0, 3]},
-    {"vpu_ops": [1, True, 3]}, {"secret": [1, 2, 3]}, {"vpu_ops": [1, 2, 1 << 60]},
-    {"mxu_flops_": [1, 2, 3]}])
-def test_counts_that_are_not_per_step_op_counts_are_refused(bad):
-    with pytest.raises(step_classes.CountsRefused):
-        step_classes.read_counts(bad, 3)
+    real = _record(problem, concrete, len(rows))
+    assert np.abs(real.sample - want).max() < 1e-5
+    assert not step_model.work_differences(real, _record(problem, shapes))
 
 
 def test_a_class_is_charged_its_most_expensive_step():
-    counts = {"vpu_ops": np.array([5, 9, 7]), "vector_ops": np.array([1, 1, 4])}
-    assert step_classes.per_class(counts, ["a", "b", "a"]) == {
-        "a": {"vpu_ops": 7, "vector_ops": 4}, "b": {"vpu_ops": 9, "vector_ops": 1}}
+    problem = st.small_problem(2048, 2048)  # rows (P), (P, F, P), (F, P)
+    classes = problem.table.classes
+    assert classes[3] == classes[5] == (1, False, True)
+    record = step_model.StepRecord(
+        ops={"vpu_ops": np.array([1, 2, 3, 9, 5, 4], np.int64)}, num_steps=6,
+        largest_intermediate=0, scoped_vmem_bytes=0)
+    work = st.class_work(problem, record)
+    by_class = dict(zip(work.labels, work.record.ops["vpu_ops"].tolist(), strict=True))
+    assert by_class == {(1, True, True): 1, (1, True, False): 2, (2, False, False): 3,
+                        (1, False, True): 9, (2, True, False): 5}
 
 
 def test_a_tiling_over_the_scoped_vmem_has_no_time():
     with pytest.raises(pallas_sim.VmemOOMError, match="limit 32.00M"):
-        st.full_time("causal", 4096, 4096, _solution_per_class((2048, 2048)))
+        st.full_time("causal", 4096, 4096, _solution_work((2048, 2048)))

@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 
 import pallas_sim
 import reference.a5_splash_attention as ref
-from graders.checks import measures, performance, step_classes
+from graders.checks import measures, performance, step_model
 from graders.checks.compare import (
     against_own_kernel,
     as_array,
@@ -1343,9 +1343,6 @@ SMALL_SEED = 5_7
 SMALL_ATOL, SMALL_RTOL = 2e-2, 2e-2
 #: Bytes of the concrete runs' replies beyond the request's own budget (their output rows).
 _ROWS_REPLY_BYTES = 1 << 20
-DIFFERENT_WORK = ("your kernel does different work when it runs on shapes only: at blocks "
-                  "{blocks} its op counts in pallas_sim.estimate differ from a real run of "
-                  "the same small problem")
 
 
 def _perf_label(kind: str) -> str:
@@ -1401,10 +1398,12 @@ class _Measured:
 
     chosen: dict[str, tuple[int, int] | CheckFailure]
     legal: list[tuple[int, int]]
-    swept: dict[tuple[int, int], dict | str]
-    verified: dict[tuple[tuple[int, int], tuple[str, ...]], dict | CheckFailure]
+    swept: dict[tuple[int, int], splash_timing.ClassWork | str]
+    verified: dict[tuple[tuple[int, int], tuple[str, ...]],
+                   splash_timing.ClassWork | CheckFailure]
 
-    def verified_for(self, blocks: tuple[int, int], kind: str) -> dict | CheckFailure | None:
+    def verified_for(self, blocks: tuple[int, int], kind: str
+                     ) -> splash_timing.ClassWork | CheckFailure | None:
         """The verified run at ``blocks`` whose problem holds ``kind``'s classes, if any."""
         for (b, masks), outcome in self.verified.items():
             if b == blocks and kind in masks:
@@ -1483,21 +1482,16 @@ def _runs_reply(s: Session, runs: list[dict], *, reply_bytes: int = 0) -> list:
     return reply
 
 
-def _run_counts(problem: splash_timing.SmallProblem, record: dict) -> dict[str, np.ndarray]:
-    """The per-step counts of one run's record. Raises ``step_classes.CountsRefused``."""
-    steps = len(problem.table.rows)
-    if record.get("steps") != steps:
-        raise step_classes.CountsRefused(f"{record.get('steps')!r} steps, not {steps}")
-    return step_classes.read_counts(record.get("counts"), steps)
-
-
-def _error_text(record: dict) -> str | None:
-    error = record.get("error")
-    if error is None:
-        return None
-    if isinstance(error, list) and len(error) == 2 and all(isinstance(e, str) for e in error):
-        return f"{error[0]}: {error[1]}"[:400]
-    return "an error the reply does not describe"
+def _parsed(problem: splash_timing.SmallProblem, raw: object, *, rows: int | None = None
+            ) -> step_model.StepRecord | str:
+    """One run's record (``step_model.parse_record``), or the error text of the kernel that
+    raised. Raises ``CheckFailure`` (status error) for a reply that is not a record."""
+    shape = None if rows is None else (rows, ref.PERFORMANCE_VALUE_DIM)
+    record = step_model.parse_record(raw, num_steps=len(problem.table.rows),
+                                     sample_shape=shape)
+    if isinstance(record, step_model.KernelRaised):
+        return record.error
+    return record
 
 
 def _measure(s: Session) -> _Measured:
@@ -1511,20 +1505,18 @@ def _measure(s: Session) -> _Measured:
             chosen[kind] = failure
     legal = _legal_candidates()
     problems = [splash_timing.small_problem(*b) for b in legal]
-    swept: dict[tuple[int, int], dict | str] = {}
+    swept: dict[tuple[int, int], splash_timing.ClassWork | str] = {}
     try:
         reply = _runs_reply(s, [p.request() for p in problems])
     except CheckFailure as failure:
-        reply = [{"error": ["CheckFailure", failure.message]}] * len(problems)
-    for blocks, problem, record in zip(legal, problems, reply, strict=True):
-        text = _error_text(record)
-        if text is None:
-            try:
-                swept[blocks] = {"counts": _run_counts(problem, record)}
-            except step_classes.CountsRefused as exc:
-                text = f"refused: {exc}"
-        if text is not None:
-            swept[blocks] = text
+        reply = [{"error": failure.message, "error_type": "CheckFailure"}] * len(problems)
+    for blocks, problem, raw in zip(legal, problems, reply, strict=True):
+        try:
+            record = _parsed(problem, raw)
+        except CheckFailure as failure:
+            record = f"refused: {failure.message}"
+        swept[blocks] = (record if isinstance(record, str)
+                         else splash_timing.class_work(problem, record))
     m = _Measured(chosen, legal, swept, {})
     for blocks in dict.fromkeys(b for b in chosen.values() if isinstance(b, tuple)):
         _verify(s, m, blocks, tuple(k for k in ref.PERFORMANCE_MASKS if chosen[k] == blocks))
@@ -1532,19 +1524,20 @@ def _measure(s: Session) -> _Measured:
 
 
 def _verify(s: Session, m: _Measured, blocks: tuple[int, int], masks: tuple[str, ...]
-            ) -> dict | CheckFailure:
+            ) -> splash_timing.ClassWork | CheckFailure:
     """Run the student's kernel concretely at ``blocks`` on the small problem of ``masks``
     and on shapes: values checked against dense attention at sampled rows, op counts equal.
-    Records and returns ``{"counts": ...}`` or the ``CheckFailure``."""
+    Records and returns the ``ClassWork`` or the ``CheckFailure``."""
     try:
-        outcome: dict | CheckFailure = _verified_counts(s, blocks, masks)
+        outcome: splash_timing.ClassWork | CheckFailure = _verified_work(s, blocks, masks)
     except CheckFailure as failure:
         outcome = failure
     m.verified[blocks, masks] = outcome
     return outcome
 
 
-def _verified_counts(s: Session, blocks: tuple[int, int], masks: tuple[str, ...]) -> dict:
+def _verified_work(s: Session, blocks: tuple[int, int], masks: tuple[str, ...]
+                   ) -> splash_timing.ClassWork:
     problem = splash_timing.small_problem(*blocks, masks)
     rows = splash_timing.sample_rows(problem, SMALL_SEED)
     label = (f"your splash_attention_kernel in the grader's standard Splash call at blocks "
@@ -1555,26 +1548,18 @@ def _verified_counts(s: Session, blocks: tuple[int, int], masks: tuple[str, ...]
              f"{ref.PERFORMANCE_HEAD_DIM}|{ref.PERFORMANCE_VALUE_DIM}]")
     run = {**problem.request(), "seed": SMALL_SEED, "rows": rows}
     try:
-        record, shapes = _runs_reply(s, [run, problem.request()],
-                                     reply_bytes=_ROWS_REPLY_BYTES)
+        real_raw, shapes_raw = _runs_reply(s, [run, problem.request()],
+                                           reply_bytes=_ROWS_REPLY_BYTES)
+        real = _parsed(problem, real_raw, rows=len(rows))
+        shapes = _parsed(problem, shapes_raw)
     except CheckFailure as failure:
         raise failure.copy(input=label) from None
-    text = _error_text(record)
-    if text is not None:
+    if isinstance(real, str):
         raise CheckFailure(f"your splash_attention_kernel raised at blocks {blocks}",
-                           input=label, got=text)
-    try:
-        counts = _run_counts(problem, record)
-    except step_classes.CountsRefused as exc:
-        raise CheckFailure("the run's op counts were refused", input=label, got=str(exc),
-                           status="error") from None
-    got = record.get("rows")
+                           input=label, got=real)
+    got = real.sample
     want = splash_timing.expected_rows(problem, SMALL_SEED, rows)
-    if not (isinstance(got, np.ndarray) and got.dtype == np.float32
-            and got.shape == want.shape):
-        raise CheckFailure("the run's output rows were refused", input=label,
-                           expected=f"float32 {list(want.shape)}",
-                           got=repr(getattr(got, "shape", got))[:80], status="error")
+    assert got is not None
     close = np.isfinite(got) & (np.abs(got - want) <= SMALL_ATOL + SMALL_RTOL * np.abs(want))
     if not close.all():
         bad = int(np.argmin(close.all(axis=1)))
@@ -1585,26 +1570,15 @@ def _verified_counts(s: Session, blocks: tuple[int, int], masks: tuple[str, ...]
             got=f"{fmt_array(got[bad, :4])} ...",
             hint="Task 5.4's kernel, run at the chosen blocks (tolerance "
                  f"{SMALL_ATOL:g} + {SMALL_RTOL:g}·|expected|)")
-    shape_error = _error_text(shapes)
-    try:
-        abstract = None if shape_error else _run_counts(problem, shapes)
-    except step_classes.CountsRefused as exc:
-        shape_error = f"refused: {exc}"
-    if abstract is None:
-        raise CheckFailure(DIFFERENT_WORK.format(blocks=blocks), input=label,
-                           expected="the real run's counts",
-                           got=f"the run on shapes failed: {shape_error}")
-    differ = step_classes.counts_differ(counts, abstract)
-    if differ:
-        def show(c: dict) -> str:
-            return ", ".join(f"{k} {c.get(k, np.zeros(1, np.int64)).tolist()}"
-                             for k in differ[:3])
-        raise CheckFailure(DIFFERENT_WORK.format(blocks=blocks), input=label,
-                           expected=f"per step, as the real run: {show(counts)}",
-                           got=f"on shapes: {show(abstract)}",
-                           hint="pallas_sim.estimate runs your kernel's code on shapes; "
-                                "whatever it computes there is what a real run computes")
-    return {"counts": counts}
+    if isinstance(shapes, str):
+        raise CheckFailure(
+            f"your kernel does different work when it runs on shapes only than when it runs "
+            f"on data (blocks {blocks}): it raised on shapes only", input=label,
+            expected="the same op counts per grid step in both runs", got=shapes,
+            hint="a kernel's work must not depend on whether its blocks hold values "
+                 "(pallas_sim.estimate runs the same kernel on shapes only)")
+    step_model.require_same_work(real, shapes, where=f"blocks {blocks}", input=label)
+    return splash_timing.class_work(problem, real)
 
 
 def _measured(s: Session) -> _Measured:
@@ -1614,12 +1588,9 @@ def _measured(s: Session) -> _Measured:
     return kept
 
 
-def _per_class(blocks: tuple[int, int], masks: tuple[str, ...], counts: dict) -> dict:
-    return splash_timing.class_counts(splash_timing.small_problem(*blocks, masks), counts)
-
-
-def _chosen_counts(m: _Measured, kind: str) -> tuple[tuple[int, int], dict]:
-    """The chosen blocks for ``kind`` and their verified per-class counts. Raises the
+def _chosen_work(m: _Measured, kind: str
+                 ) -> tuple[tuple[int, int], splash_timing.ClassWork]:
+    """The chosen blocks for ``kind`` and their verified work per class. Raises the
     ``CheckFailure`` that stopped them."""
     blocks = m.chosen[kind]
     if isinstance(blocks, CheckFailure):
@@ -1628,7 +1599,7 @@ def _chosen_counts(m: _Measured, kind: str) -> tuple[tuple[int, int], dict]:
     outcome = m.verified[blocks, masks]
     if isinstance(outcome, CheckFailure):
         raise outcome.copy()
-    return blocks, _per_class(blocks, masks, outcome["counts"])
+    return blocks, outcome
 
 
 def _own_best(m: _Measured, kind: str) -> tuple[tuple[int, int], float, str]:
@@ -1638,30 +1609,25 @@ def _own_best(m: _Measured, kind: str) -> tuple[tuple[int, int], float, str]:
     failed its verified run at the reference's best blocks, those count at the reference
     kernel's time (so inflated counts elsewhere cannot lift the bar above it)."""
     best_ref = tuple(ref.BEST_SPLASH_BLOCKS[kind])
-    options: list[tuple[float, tuple[int, int], dict]] = []
+    works: dict[tuple[int, int], splash_timing.ClassWork] = {}
     for blocks in m.legal:
         outcome = m.verified_for(blocks, kind)
-        if isinstance(outcome, dict):
-            masks = next(ms for (b, ms) in m.verified if b == blocks and kind in ms)
-            per_class = _per_class(blocks, masks, outcome["counts"])
-        elif outcome is None and isinstance(m.swept.get(blocks), dict):
-            per_class = _per_class(blocks, ref.PERFORMANCE_MASKS, m.swept[blocks]["counts"])
-        else:
-            continue
-        options.append((splash_timing.time_floor(kind, *blocks, per_class), blocks,
-                        per_class))
-    best: tuple[tuple[int, int], float, str] | None = None
+        if outcome is None:
+            outcome = m.swept.get(blocks)
+        if isinstance(outcome, splash_timing.ClassWork):
+            works[blocks] = outcome
     if isinstance(m.verified_for(best_ref, kind), CheckFailure):
-        best = (best_ref, ref.predicted_splash_time(kind, best_ref),
-                "the reference kernel (yours fails at these blocks)")
-    for floor, blocks, per_class in sorted(options, key=lambda o: o[0]):
-        if best is not None and floor >= best[1]:
-            break
-        seconds = splash_timing.full_time(kind, *blocks, per_class).time_s
-        if best is None or seconds < best[1]:
-            best = (blocks, seconds, "your kernel")
-    assert best is not None
-    return best
+        # the reference kernel's time there: a bar no inflated count can lift
+        works.pop(best_ref, None)
+        cap = ref.predicted_splash_time(kind, best_ref)
+    else:
+        cap = math.inf
+    found = step_model.fastest(
+        list(works), lambda b: splash_timing.time_floor(kind, *b, works[b]),
+        lambda b: splash_timing.full_time(kind, *b, works[b]).time_s)
+    if found is None or cap < found[1]:
+        return best_ref, cap, "the reference kernel (yours fails at these blocks)"
+    return found[0], found[1], "your kernel"
 
 
 @check(A, "5.7", 1, "performance: choose_splash_blocks(mask_kind) returns candidate blocks "
@@ -1680,14 +1646,14 @@ def splash_blocks_fit(s: Session) -> None:
     m = _measured(s)
     total_s = 0.0
     for kind in ref.PERFORMANCE_MASKS:
-        blocks, per_class = _chosen_counts(m, kind)
+        blocks, per_class = _chosen_work(m, kind)
         total_s += splash_timing.full_time(kind, *blocks, per_class).time_s
     measures.record(s, measures.PREDICTED_MS, total_s * 1e3)
 
 
 def _within_best(s: Session, kind: str) -> None:
     m = _measured(s)
-    blocks, per_class = _chosen_counts(m, kind)
+    blocks, per_class = _chosen_work(m, kind)
     line = splash_timing.full_time(kind, *blocks, per_class)
     best, best_s, source = _own_best(m, kind)
     got_s = float(line.time_s)

@@ -19,6 +19,7 @@ import numpy as np
 from pallas_sim import jax, jnp, pl, pltpu
 
 from .common import beside_kernel
+from .measure import measure
 
 #: The order of the six scalar-prefetch arrays (student-api.md, Task 5.4).
 PREFETCH_ORDER = ("active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end",
@@ -232,17 +233,6 @@ def small_pattern(bq: int, bkv: int) -> np.ndarray:
     return j * bq <= i * bkv
 
 
-def small_inputs(lengths: tuple[int, int], d: int, dv: int, seed: int) -> tuple:
-    """bf16 q [1, Lq, d], k [1, Lkv, d], v [1, Lkv, dv] drawn from ``seed`` (the trusted
-    side's ``splash_timing.small_inputs``)."""
-    rng = np.random.default_rng(seed)
-    length_q, length_kv = lengths
-    q = rng.standard_normal((1, length_q, d), np.float32).astype(jnp.bfloat16)
-    k = rng.standard_normal((1, length_kv, d), np.float32).astype(jnp.bfloat16)
-    v = rng.standard_normal((1, length_kv, dv), np.float32).astype(jnp.bfloat16)
-    return q, k, v
-
-
 def _measured_call(sub: ModuleType, run: dict, d: int, dv: int, sm_scale: float):
     """The standard Splash call (``splash_attention_kernel``'s grid spec) around the
     student's kernel over one small problem, and its operands (q, k, v as shapes)."""
@@ -282,47 +272,34 @@ def choose_splash_blocks(sub: ModuleType, runs: list, *, head_dim: int, value_di
                          sm_scale: float) -> list:
     """Task 5.7: the student's ``splash_attention_kernel`` in the grader's standard Splash
     call over small problems (one head, bf16 q, k [1, Lq|Lkv, head_dim], v [1, Lkv,
-    value_dim], f32 out; the task's compiler parameters), one per entry of ``runs``.
+    value_dim], f32 out; the task's compiler parameters), one per entry of ``runs``
+    (``measure.measure``: shapes only, or concretely on seeded data).
 
     Each run: ``blocks`` (bq, bkv), ``lengths`` (Lq, Lkv), ``tables`` (the six prefetch
     arrays, Task 5.4's order; one pattern, ``small_pattern``) and optionally ``seed`` and
-    ``rows``: then the run is concrete (inputs from ``small_inputs``), else abstract
-    (``pallas_sim.estimate`` on shapes). The student's wrapper and compiler parameters are
-    not used. Returns per run plain data: ``counts`` (``OpCounts.to_dict()`` of the call:
-    key -> per-step ints), ``vmem_bytes``, ``steps``, for a concrete run ``rows`` (f32
-    [len(rows), value_dim], the output at those query rows), or ``error`` (the exception's
-    type name and message) when the kernel raised, e.g. ``VmemOOMError``.
+    ``rows``: then the run is concrete on ``measure.seeded_array(seed + i, ...)`` for q, k,
+    v and the output's rows ``rows`` (all value columns) come back as its sample. The
+    student's wrapper and compiler parameters are not used. Returns one
+    ``measure.measure`` record per run (plain data; ``error`` when the kernel raised).
     """
-    import pallas_sim
-    from pallas_sim._src.config import _override as sim_options
-    from pallas_sim._src.tracing import _untraced, trace
-
     out = []
     for run in runs:
         try:
-            call, prefetch, patterns, lengths = _measured_call(sub, run, head_dim,
-                                                               value_dim, sm_scale)
-            if run.get("seed") is None:
-                q = jax.ShapeDtypeStruct((1, lengths[0], head_dim), jnp.bfloat16)
-                kv = jax.ShapeDtypeStruct((1, lengths[1], head_dim), jnp.bfloat16)
-                v = jax.ShapeDtypeStruct((1, lengths[1], value_dim), jnp.bfloat16)
-                with sim_options(shuffle_parallel=False):
-                    record = pallas_sim.estimate(call, *prefetch, q, kv, v,
-                                                 patterns).calls[0]
-                values = None
-            else:
-                q, k, v = small_inputs(lengths, head_dim, value_dim, int(run["seed"]))
-                with _untraced(), trace() as recorded:
-                    result = call(*prefetch, q, k, v, patterns)
-                record = recorded.calls[0]
-                rows = np.asarray(run["rows"], np.int64)
-                values = np.array(np.asarray(result)[0][rows], np.float32)
-        except Exception as exc:  # noqa: BLE001 - the student's kernel raised; reported
-            out.append({"error": [type(exc).__name__, str(exc)[:300]]})
+            call, prefetch, patterns, (length_q, length_kv) = _measured_call(
+                sub, run, head_dim, value_dim, sm_scale)
+        except Exception as exc:  # noqa: BLE001 - the student's kernel is missing; reported
+            out.append({"error": f"{type(exc).__name__}: {exc}"[:500],
+                        "error_type": type(exc).__name__})
             continue
-        reply = {"counts": record.ops.to_dict(), "vmem_bytes": int(record.vmem_bytes),
-                 "steps": int(record.num_steps)}
-        if values is not None:
-            reply["rows"] = values
-        out.append(reply)
+
+        def standard(q, k, v, call=call, prefetch=prefetch, patterns=patterns):
+            return call(*prefetch, q, k, v, patterns)
+
+        shapes = [[1, length_q, head_dim], [1, length_kv, head_dim],
+                  [1, length_kv, value_dim]]
+        seed = run.get("seed")
+        sample = None if seed is None else {"rows": list(run["rows"]),
+                                            "cols": list(range(value_dim))}
+        out.append(measure(standard, shapes, "bfloat16", name="grader_splash",
+                           seed=None if seed is None else int(seed), sample=sample))
     return out

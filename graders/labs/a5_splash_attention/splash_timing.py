@@ -15,8 +15,9 @@ at any candidate (lecture §6.5; docs/performance-model.md, "Performance tasks")
   ``pallas_sim.estimate`` around an empty kernel: grid, block indices, copies and VMEM of
   the real problem, every skipped tile skipped. ``VmemOOMError`` when it does not fit.
 * ``full_time``: that trace with each step's op counts taken from its class in the
-  measured small run (``graders.checks.step_classes``), through ``timeline.predict``: the
-  time ``pallas_sim.estimate`` gives a correct wrapper around the same kernel.
+  measured small run (``class_work``; ``graders.checks.step_model.full_size_timeline``,
+  i.e. ``timeline.predict``): the time ``pallas_sim.estimate`` gives a correct wrapper
+  around the same kernel.
 """
 
 from __future__ import annotations
@@ -24,13 +25,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Mapping
 
-import ml_dtypes
 import numpy as np
 
 import reference.a5_splash_attention as ref
-from graders.checks import step_classes
+from graders.checks import step_model
+from graders.harnesses.measure import seeded_array
 from pallas_sim._src.config import _override as sim_options
 
 #: The finest candidate block: every candidate tile is a union of these sub-tiles.
@@ -157,15 +157,6 @@ def standard_trace(kind: str, bq: int, bkv: int):
         return exc
 
 
-def step_class_index(kind: str, bq: int, bkv: int) -> tuple[np.ndarray, list[StepClass]]:
-    """(per full-size step, the index of its class in the returned list of classes): the
-    standard call visits head by head, each head's active tiles in order."""
-    classes = tile_table(kind, bq, bkv).classes
-    labels = sorted(set(classes))
-    per_tile = np.array([labels.index(c) for c in classes], np.int64)
-    return np.tile(per_tile, HEADS), labels
-
-
 # --- the small problem ------------------------------------------------------------------
 
 
@@ -260,14 +251,10 @@ def small_problem(bq: int, bkv: int, masks: tuple[str, ...] = ref.PERFORMANCE_MA
 
 
 def small_inputs(problem: SmallProblem, seed: int) -> tuple[np.ndarray, ...]:
-    """bf16 q [1, Lq, D], k [1, Lkv, D], v [1, Lkv, DV] drawn from ``seed`` (the harness
-    draws the same: ``harness.small_inputs``)."""
-    rng = np.random.default_rng(seed)
-    bf16 = ml_dtypes.bfloat16
-    q = rng.standard_normal((1, problem.length_q, D), np.float32).astype(bf16)
-    k = rng.standard_normal((1, problem.length_kv, D), np.float32).astype(bf16)
-    v = rng.standard_normal((1, problem.length_kv, DV), np.float32).astype(bf16)
-    return q, k, v
+    """bf16 q [1, Lq, D], k [1, Lkv, D], v [1, Lkv, DV]: ``measure.seeded_array(seed + i)``,
+    what the worker's concrete run computes on."""
+    shapes = ((1, problem.length_q, D), (1, problem.length_kv, D), (1, problem.length_kv, DV))
+    return tuple(seeded_array(seed + i, shape, "bfloat16") for i, shape in enumerate(shapes))
 
 
 def sample_rows(problem: SmallProblem, seed: int, per_row: int = 6) -> np.ndarray:
@@ -295,23 +282,48 @@ def expected_rows(problem: SmallProblem, seed: int, rows: np.ndarray) -> np.ndar
 # --- full-size time ------------------------------------------------------------------------
 
 
-def class_counts(problem: SmallProblem, counts: Mapping[str, np.ndarray]
-                 ) -> dict[StepClass, dict[str, int]]:
-    """The measured run's counts per step class of ``problem``."""
-    return step_classes.per_class(counts, problem.table.classes)
+@dataclasses.dataclass(frozen=True)
+class ClassWork:
+    """A kernel's work per step class: ``record`` has one step per class of ``labels``
+    (per count, the largest among the small run's steps of that class: an honest kernel's
+    steps of one class count the same, a kernel whose steps differ is charged its most
+    expensive one)."""
+
+    labels: tuple[StepClass, ...]
+    record: step_model.StepRecord
 
 
-def time_floor(kind: str, bq: int, bkv: int, per_class: Mapping[StepClass, Mapping[str, int]]
-               ) -> float:
+def class_work(problem: SmallProblem, record: step_model.StepRecord) -> ClassWork:
+    """The measured small run ``record`` of ``problem``, reduced to its step classes."""
+    classes = problem.table.classes
+    labels = tuple(sorted(set(classes)))
+    steps = [[g for g, c in enumerate(classes) if c == label] for label in labels]
+    ops = {key: np.array([int(values[i].max()) for i in steps], np.int64)
+           for key, values in record.ops.items()}
+    return ClassWork(labels, dataclasses.replace(record, ops=ops, num_steps=len(labels),
+                                                 sample=None))
+
+
+def small_steps(kind: str, bq: int, bkv: int, work: ClassWork) -> np.ndarray:
+    """Per full-size step (head by head, each head's active tiles in order), the index of
+    its class in ``work.labels``.
+
+    Raises:
+      ValueError: a class of the full problem that was not measured.
+    """
+    per_tile = np.array([work.labels.index(c) for c in tile_table(kind, bq, bkv).classes],
+                        np.int64)
+    return np.tile(per_tile, HEADS)
+
+
+def time_floor(kind: str, bq: int, bkv: int, work: ClassWork) -> float:
     """A lower bound of ``full_time`` (seconds): every step's compute in turn."""
-    step_class, labels = step_class_index(kind, bq, bkv)
-    steps = np.bincount(step_class, minlength=len(labels))
-    return step_classes.work_floor(per_class, dict(zip(labels, steps.tolist(), strict=True)),
-                                   chip=ref.PERFORMANCE_CHIP)
+    multiplicity = np.bincount(small_steps(kind, bq, bkv, work), minlength=len(work.labels))
+    return step_model.compute_lower_bound(work.record, multiplicity, ref.PERFORMANCE_CHIP)
 
 
-def full_time(kind: str, bq: int, bkv: int, per_class: Mapping[StepClass, Mapping[str, int]]):
-    """The predicted ``Timeline`` of the kernel whose steps count ``per_class`` over
+def full_time(kind: str, bq: int, bkv: int, work: ClassWork):
+    """The predicted ``Timeline`` of the kernel whose steps do ``work`` over
     ``ref.performance_mask(kind)`` at (bq, bkv), full size.
 
     Raises:
@@ -320,6 +332,5 @@ def full_time(kind: str, bq: int, bkv: int, per_class: Mapping[StepClass, Mappin
     trace = standard_trace(kind, bq, bkv)
     if isinstance(trace, Exception):
         raise trace
-    step_class, labels = step_class_index(kind, bq, bkv)
-    counts = step_classes.full_counts(per_class, step_class, labels)
-    return step_classes.predict_full(trace, counts, chip=ref.PERFORMANCE_CHIP)
+    return step_model.full_size_timeline(trace, work.record, small_steps(kind, bq, bkv, work),
+                                         ref.PERFORMANCE_CHIP)
