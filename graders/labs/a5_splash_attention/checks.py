@@ -16,12 +16,12 @@ attention, positions read from the call's arguments, and no argument of its
 pallas_call that carries mask bits and moves from HBM.
 
 Task 5.7 (performance) asks the student's ``choose_splash_blocks(mask_kind)`` for the
-blocks of each of three masks at L 8192, builds that mask's MaskInfo at those blocks with
-the reference (the grader's MaskInfo, as in Task 5.4), runs the student's own
-``splash_attention`` over it through ``pallas_sim.estimate`` in the worker
-(``harness.choose_splash_blocks``: plain numbers back) and compares the predicted time with
-the fastest legal candidate's, which the trusted side predicts with the reference
-(``ref.predicted_splash_time``) once per process and mask.
+blocks of each of three masks at L 8192 and times their *kernel* in the grader's standard
+Splash call (``splash_timing``; docs/performance-model.md, Task 5.7): the worker measures
+it on small problems holding every step class of the masks (``harness.choose_splash_blocks``:
+on shapes at every legal candidate, and on data, values checked here, at each choice), the
+trusted side maps the counts onto its own full-size trace and compares the choice's time
+with the fastest legal candidate's for the same kernel.
 """
 
 from __future__ import annotations

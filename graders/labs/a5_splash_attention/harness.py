@@ -268,8 +268,17 @@ def _measured_call(sub: ModuleType, run: dict, d: int, dv: int, sm_scale: float)
     return call, prefetch, patterns, (length_q, length_kv)
 
 
-def choose_splash_blocks(sub: ModuleType, runs: list, *, head_dim: int, value_dim: int,
-                         sm_scale: float) -> list:
+def choose_splash_blocks(sub: ModuleType, runs: list | str, *args: object,
+                         **kwargs: object) -> list | dict:
+    """Task 5.7: with a list of runs, ``measured_runs`` (the grade); with a mask name, the
+    public self-check's ``wrapper_estimate`` of the student's own wrapper."""
+    if isinstance(runs, str):
+        return wrapper_estimate(sub, runs, *args, **kwargs)  # type: ignore[arg-type]
+    return measured_runs(sub, runs, **kwargs)  # type: ignore[arg-type]
+
+
+def measured_runs(sub: ModuleType, runs: list, *, head_dim: int, value_dim: int,
+                  sm_scale: float) -> list:
     """Task 5.7: the student's ``splash_attention_kernel`` in the grader's standard Splash
     call over small problems (one head, bf16 q, k [1, Lq|Lkv, head_dim], v [1, Lkv,
     value_dim], f32 out; the task's compiler parameters), one per entry of ``runs``
@@ -303,3 +312,63 @@ def choose_splash_blocks(sub: ModuleType, runs: list, *, head_dim: int, value_di
         out.append(measure(standard, shapes, "bfloat16", name="grader_splash",
                            seed=None if seed is None else int(seed), sample=sample))
     return out
+
+
+def wrapper_estimate(sub: ModuleType, mask_kind: str, fields: tuple, *, length: int,
+                     heads: int, head_dim: int, value_dim: int, chip: str = "v7",
+                     candidates: tuple[int, ...] = (256, 512, 1024, 2048, 4096),
+                     at: tuple | list | None = None) -> dict:
+    """Task 5.7's public self-check (not the grade): the student's
+    ``choose_splash_blocks(mask_kind)``, then their own
+    ``splash_attention`` over the grader's MaskInfo ``fields`` through ``pallas_sim.estimate``
+    on bf16 shapes q, k [heads, length, head_dim], v [heads, length, value_dim].
+
+    ``fields``: the seven MaskInfo arrays (handout order) that the trusted grader built with
+    the reference for the mask and the blocks this chooser returned on its first call. The
+    chooser is called again here and its answer must be those blocks (the shape of
+    ``partial_mask_blocks``), so the run is of the stated problem at the student's choice.
+
+    Returns plain numbers only (the worker's reply is data): ``blocks`` (what the chooser
+    returned, as a list when it is two ints, else its repr, and then nothing else; nothing
+    else either when a block is not one of ``candidates`` or differs from the MaskInfo's,
+    which is then ``info_blocks``; ``at`` given: those blocks instead of the chooser's), and
+    per pallas_call of the run ``grid``,
+    ``block_shapes`` (of the in and out operands, without squeezed dims), ``time_s``
+    (predicted seconds), ``mfu``, ``mxu_flops`` (the products the kernel ran),
+    ``vmem_bytes`` and ``vmem_limit_bytes``. Raises what the
+    student's code raises, e.g. ``VmemOOMError`` with a real run's message.
+    """
+    import pallas_sim
+    from pallas_sim._src.config import _override as sim_options
+
+    chosen = _function(sub, "choose_splash_blocks")(mask_kind) if at is None else tuple(at)
+    if not (isinstance(chosen, (tuple, list)) and len(chosen) == 2
+            and all(isinstance(b, (int, np.integer)) and not isinstance(b, bool)
+                    for b in chosen)):
+        return {"blocks": repr(chosen)[:200]}
+    blocks = [int(b) for b in chosen]
+    if not all(b in tuple(candidates) for b in blocks):
+        return {"blocks": blocks}
+    info = GraderMaskInfo(*fields)
+    info_blocks = [int(n) for n in np.shape(info.partial_mask_blocks)[1:]]
+    if info_blocks != blocks:
+        return {"blocks": blocks, "info_blocks": info_blocks}
+    q = jax.ShapeDtypeStruct((heads, length, head_dim), jnp.bfloat16)
+    v = jax.ShapeDtypeStruct((heads, length, value_dim), jnp.bfloat16)
+    # A TPU visits the grid in order: shuffling parallel axes would only slow the run. The
+    # scale is passed: a wrong default is Task 5.4's mistake, and a default of 1 (whose
+    # multiply the compiler folds away) must not buy a faster run.
+    with sim_options(shuffle_parallel=False):
+        estimate = pallas_sim.estimate(_function(sub, "splash_attention"), q, q, v, info,
+                                       sm_scale=float(1.0 / np.sqrt(head_dim)), chip=chip)
+    calls = []
+    for call, line in zip(estimate.calls, estimate.timelines, strict=True):
+        calls.append({
+            "grid": [int(g) for g in call.grid],
+            "block_shapes": [[int(d) for d in op.block_shape if d is not None]
+                             for op in call.operands if op.role in ("in", "out")],
+            "time_s": float(line.time_s), "mfu": float(line.mfu),
+            "mxu_flops": int(line.mxu_flops),
+            "vmem_bytes": int(line.vmem_bytes), "vmem_limit_bytes": int(line.vmem_limit_bytes),
+        })
+    return {"blocks": blocks, "calls": calls}
