@@ -1504,12 +1504,14 @@ def _measure(s: Session) -> _Measured:
         except CheckFailure as failure:
             chosen[kind] = failure
     legal = _legal_candidates()
-    problems = [splash_timing.small_problem(*b) for b in legal]
     swept: dict[tuple[int, int], splash_timing.ClassWork | str] = {}
+    if not any(isinstance(b, tuple) for b in chosen.values()):
+        return _Measured(chosen, legal, swept, {})  # nothing to time
+    problems = [splash_timing.small_problem(*b) for b in legal]
     try:
         reply = _runs_reply(s, [p.request() for p in problems])
     except CheckFailure as failure:
-        reply = [{"error": failure.message, "error_type": "CheckFailure"}] * len(problems)
+        reply = [{"error": str(failure.what), "error_type": "CheckFailure"}] * len(problems)
     for blocks, problem, raw in zip(legal, problems, reply, strict=True):
         try:
             record = _parsed(problem, raw)
