@@ -9,13 +9,17 @@ an honest student who makes the same bad choice as the attacks, is graded once.
 
 Two kinds of case:
 
-* ``HOLES``: attacks that worked when they were written. The test asserts the honest
-  outcome (the task's points of the honest bad choice), so it fails while the hole is open.
+* ``HOLES`` and ``COUNTING_HOLES``: attacks that worked when they were written. The test
+  asserts the honest outcome (the task's points of the honest bad choice), so it fails
+  while the hole is open.
   The three Task 3.5 holes share one cause: the threshold is "the best candidate for your
   own kernel", capped by the kernel's verified time at the reference's best blocks, and
   both are the attacker's to raise: a kernel that is correct and does the same work on
   data and on shapes, but does more work (or cannot run) at every block shape except its
-  bad choice, makes that choice its own best.
+  bad choice, makes that choice its own best. The counting holes: ``jax.nn.softmax`` and
+  ``jax.nn.logsumexp`` are counted as one transcendental op on their result, so a correct
+  Flash or Splash kernel written with them is predicted faster than the fastest legal
+  candidate (and a wrong choice earns 4.8's and 5.7's speed points).
 * ``CONTAINED``: attacks that are stopped; kept as regression tests.
 """
 
@@ -54,6 +58,7 @@ class PerfAttack:
     says: tuple[str, ...] = ()
     others_kept: bool = True
     predicted_ms: float | None = None
+    at_least_ms: float | None = None
 
 
 HOLES = [
@@ -68,6 +73,16 @@ HOLES = [
     # the reference's best: 3.5 3/10 -> 10/10, 4.614 ms.
     PerfAttack("scoped_hog_elsewhere", "a3_matmul", "3.5", 3.0,
                ("the best candidate for your own kernel",), predicted_ms=BAD_CHOICE_MS),
+]
+
+COUNTING_HOLES = [
+    # jax.nn.softmax / logsumexp counted as one transcendental op: correct Flash Attention
+    # at (2048, 2048, MLE off), the solution's 3.241 ms (+19 %, 3/10), predicted 2.495 ms
+    # (8.5 % under the fastest legal candidate, 2.728 ms): 4.8 3/10 -> 10/10, 4.3/4.4 kept.
+    PerfAttack("composite_softmax", "a4_flash_attention", "4.8", 3.0, at_least_ms=3.241),
+    # The same in Splash at (1024, 2048) for every mask: the solution's 11.987 + 8.414 +
+    # 8.414 ms (+25 % each, 1/10), predicted 9.760 + 6.832 + 6.832 ms: 5.7 1/10 -> 10/10.
+    PerfAttack("composite_softmax", "a5_splash_attention", "5.7", 1.0, at_least_ms=28.815),
 ]
 
 CONTAINED = [
@@ -93,7 +108,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     base = tmp_path_factory.mktemp("perf-attacks")
     klass, out = base / "class", base / "results"
     (klass / "honest").mkdir(parents=True)
-    attacks = [*HOLES, *CONTAINED]
+    attacks = [*HOLES, *COUNTING_HOLES, *CONTAINED]
     for stem in {attack.stem for attack in attacks}:
         shutil.copy(REPO / "solutions" / f"{stem}.py", klass / "honest" / f"{stem}.py")
     for attack in attacks:
@@ -143,6 +158,11 @@ def _assert_honest_outcome(results: dict[str, dict[str, Any]], attack: PerfAttac
     if attack.predicted_ms is not None:
         assert _predicted_ms(result) == [pytest.approx(attack.predicted_ms, rel=1e-4)], (
             "the gradebook shows the honest predicted time of the choice")
+    if attack.at_least_ms is not None:
+        for got in _predicted_ms(result):
+            assert got >= 0.97 * attack.at_least_ms, (
+                f"{attack.name}: predicted {got:.3f} ms, below the {attack.at_least_ms} ms "
+                "an honest kernel doing the same work gets at this choice")
     for phrase in attack.says:
         assert phrase in feedback, (phrase, feedback[-3000:])
 
@@ -159,6 +179,16 @@ def test_a_bad_choice_earns_no_speed_points_whatever_the_kernel_does_elsewhere(
         results: dict[str, dict[str, Any]], attack: PerfAttack) -> None:
     """Fails while the hole is open: the attack earns the speed points of a choice 2.9x
     slower than the fastest legal candidate."""
+    _assert_honest_outcome(results, attack)
+
+
+@pytest.mark.parametrize("attack", COUNTING_HOLES,
+                         ids=[f"{a.name}-{a.stem}" for a in COUNTING_HOLES])
+def test_a_composite_softmax_costs_what_its_parts_cost(results: dict[str, dict[str, Any]],
+                                                      attack: PerfAttack) -> None:
+    """Fails while the hole is open: ``jax.nn.softmax`` / ``jax.nn.logsumexp`` in a correct
+    kernel buy a predicted time below the honest kernel's and the speed points of a wrong
+    choice (checked under the current absolute thresholds of 4.8 and 5.7)."""
     _assert_honest_outcome(results, attack)
 
 
