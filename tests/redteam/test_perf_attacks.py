@@ -196,3 +196,35 @@ def test_a_composite_softmax_costs_what_its_parts_cost(results: dict[str, dict[s
 def test_contained_attacks_stay_contained(results: dict[str, dict[str, Any]],
                                           attack: PerfAttack) -> None:
     _assert_honest_outcome(results, attack)
+
+
+def test_a_kernel_value_shows_no_data_in_its_repr() -> None:
+    """Fails while the hole is open. In JAX a value inside a kernel is a tracer: its
+    ``repr``/``str``/``format`` show shape and dtype, never data, so Python control flow
+    cannot depend on the data. pallas_sim's ``Traced<float32[8, 128]>[[0. 0. ...`` shows
+    the values, and a shapes-only run (``pallas_sim.estimate``) shows zeros: the channel
+    every "detect being measured in the kernel body" attack uses
+    (``raise_on_shapes_elsewhere__a3_matmul.py`` here; fp8 under estimate in issue 23)."""
+    import numpy as np
+
+    import pallas_sim
+    from pallas_sim import jax, jnp, pl
+
+    seen: list[tuple[str, ...]] = []
+
+    def kernel(x_ref, o_ref):
+        block = x_ref[...]
+        seen.append((repr(block), str(block), f"{block}", repr(block[0, 0])))
+        o_ref[...] = block
+
+    def run(x):
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32), grid=(1,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)))(x)
+
+    run(np.full((8, 128), 2.5, np.float32))
+    run(np.full((8, 128), -1.0, np.float32))
+    pallas_sim.estimate(run, jax.ShapeDtypeStruct((8, 128), jnp.float32))
+    assert seen[0] == seen[1] == seen[2], (
+        "what a kernel value prints depends on its data", [s[3] for s in seen])
