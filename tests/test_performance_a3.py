@@ -136,8 +136,53 @@ def test_the_check_predicts_what_the_students_own_estimate_gives(path):
         assert got == pytest.approx(want, rel=1e-9), b
 
 
+def test_the_vmem_arithmetic_is_the_standard_calls():
+    """``timing.vmem`` (which decides legality without tracing 125 calls) equals the VMEM
+    and scoped limit of the grader's standard call at every divisible candidate, and
+    ``fits`` is exactly "its trace does not raise VmemOOMError"."""
+    for blocks in timing.all_candidates():
+        if not timing.divides(blocks):
+            continue
+        call = timing.small_call(blocks)
+        if isinstance(call, str):
+            assert not timing.fits(blocks), blocks
+        else:
+            assert timing.fits(blocks), blocks
+            assert timing.vmem(blocks) == (call.vmem_bytes, call.vmem_limit_bytes), blocks
+
+
+def test_the_first_sweep_leaves_out_only_candidates_slower_than_its_bound():
+    left_out = [b for b in checks._legal_candidates() if b not in checks._first_sweep()]
+    assert left_out and all(timing.fixed_cost_bound(b) >= checks.SWEEP_BOUND_S
+                            for b in left_out)
+
+
 def test_the_fastest_candidate_is_predicted_once_per_process():
     first = checks.best_candidate()
     assert first[0] == BEST and 1.5e-3 < first[1] < 1.7e-3, (
         "the fastest legal candidate is predicted at about 1.60 ms (docs/performance-model.md)")
     assert checks.best_candidate() is first, "cached: computed once per grading process"
+
+
+def test_a_slow_kernel_gets_the_rest_of_the_sweep_from_a_second_round_trip():
+    """When the student's verified time at the reference's best blocks is above the first
+    sweep's bound, the candidates it left out are swept too (merged into the reply)."""
+    asked = []
+
+    class Reply:
+        def __init__(self, value):
+            self.value = value
+
+    class FakeSession:
+        def invoke(self, name, args, kwargs, **_):
+            asked.append(kwargs["sweep"])
+            return Reply({"blocks": [1024, 2048, 1024],
+                          "abstract": {k: {"error": "e", "error_type": "E"}
+                                       for k in kwargs["sweep"]}})
+
+    first = {timing.key(b): "kept" for b in checks._first_sweep()}
+    merged = checks._rest_of_sweep(FakeSession(), {"abstract": first})
+    rest = [b for b in checks._legal_candidates() if b not in checks._first_sweep()]
+    assert asked == [tuple(timing.key(b) for b in rest)]
+    assert set(merged["abstract"]) == {timing.key(b) for b in checks._legal_candidates()}
+    assert all(merged["abstract"][k] == "kept" for k in first)

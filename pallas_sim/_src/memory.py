@@ -42,9 +42,23 @@ def default_buffers(num_steps: int, buffer_count: int | None) -> int:
 
 
 def scoped_limit(vmem_limit_bytes: int | None) -> int:
-    """The VMEM limit in force, in bytes."""
+    """The VMEM limit in force, in bytes: ``vmem_limit_bytes`` (``pltpu.CompilerParams``),
+    else the default scoped limit (32 MiB).
+
+    Raises:
+      VmemOOMError: ``vmem_limit_bytes`` above the chip's VMEM (``OPTIONS.vmem_capacity_bytes``,
+        64 MiB): a real compile fails the same way, as a VMEM OOM naming the capacity
+        (XLA:TPU's "Ran out of memory in memory space vmem"), in real and abstract runs.
+    """
     limit = OPTIONS.default_vmem_limit_bytes if vmem_limit_bytes is None else int(vmem_limit_bytes)
-    return min(limit, OPTIONS.vmem_capacity_bytes)
+    capacity = OPTIONS.vmem_capacity_bytes
+    if limit > capacity:
+        raise VmemOOMError(
+            f"Ran out of memory in memory space vmem: vmem_limit_bytes={limit} "
+            f"({limit / MiB:.2f}M) is above the chip's {capacity / MiB:.2f}M of VMEM.\n"
+            "  A scoped limit cannot exceed the VMEM the TensorCore has; ask for at most "
+            f"{capacity} bytes in pltpu.CompilerParams (lecture §2.1).")
+    return limit
 
 
 def totals(allocations: list[Allocation]) -> tuple[int, int]:
