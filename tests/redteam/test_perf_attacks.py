@@ -73,6 +73,10 @@ HOLES = [
     # the reference's best: 3.5 3/10 -> 10/10, 4.614 ms.
     PerfAttack("scoped_hog_elsewhere", "a3_matmul", "3.5", 3.0,
                ("the best candidate for your own kernel",), predicted_ms=BAD_CHOICE_MS),
+    # Task 4.8 graded the same way (the best candidate for your own kernel): the solution's
+    # kernel plus dead vector ops at every configuration but (1024, 2048, MLE off), the
+    # solution's 4.043 ms (+48 %, 3/10).
+    PerfAttack("slow_elsewhere", "a4_flash_attention", "4.8", 3.0, predicted_ms=4.0431),
 ]
 
 COUNTING_HOLES = [
@@ -92,6 +96,10 @@ CONTAINED = [
     # float8 products on data and on shapes alike: the checked sample is wrong, no time.
     PerfAttack("fp8_everywhere", "a3_matmul", "3.5", 0.0,
                ("output at your blocks (1024, 2048, 1024) is wrong",), others_kept=False),
+    # Task 5.7's threshold is still the reference kernel's best: the dead vector ops at
+    # every tiling but (1024, 2048) buy nothing (1/10). The same class as slow_elsewhere
+    # for 3.5 and 4.8: it becomes a hole if 5.7 is graded against the student's own sweep.
+    PerfAttack("slow_elsewhere", "a5_splash_attention", "5.7", 1.0),
     # Half the products only at the lecture's full size: never run there, honest time.
     PerfAttack("full_size_shortcut", "a3_matmul", "3.5", 3.0,
                ("(512, 512, 512) are predicted",), predicted_ms=BAD_CHOICE_MS),
