@@ -301,3 +301,62 @@ def ratio_text(slower_s: float, faster_s: float) -> str:
 def finite(value: float) -> bool:
     """Whether ``value`` is a finite float."""
     return isinstance(value, float) and math.isfinite(value)
+
+
+def _mxu_per_step(record: StepRecord) -> np.ndarray:
+    total = np.zeros(record.num_steps, np.float64)
+    for key, values in record.ops.items():
+        if key.startswith("mxu_flops_"):
+            total = total + values
+    return total
+
+
+def project(student_c: StepRecord, reference_c: StepRecord, reference_b: StepRecord, *,
+            weights_c: np.ndarray | None = None) -> StepRecord:
+    """The student's kernel's work at another candidate b, projected from its verified
+    record at the chosen candidate c (``student_c``) and the reference kernel's records at
+    c and b (``reference_c``, ``reference_b``: the grader's own small runs, same standard
+    call, same small problems). Never runs student code.
+
+    Per op key (all int64 [steps] counts):
+
+    * the reference counts the key at c: ``rho = S_c / R_c`` (the student's and the
+      reference's totals at c over the small steps, each step weighted by ``weights_c``,
+      float [steps of c], e.g. how many full-size steps it stands for; ones when None),
+      and ``projected[key][s] = round(reference_b[key][s] * rho)``;
+    * otherwise (a category only the student has at c, e.g. float32 products where the
+      reference has bf16): the student's amount at c per reference MXU FLOP at c, spread
+      over b's steps in proportion to the reference's MXU FLOPs at each step of b (a step
+      the reference computes nothing at stays empty).
+
+    Assumption (docs/performance-model.md, "Performance tasks"): in every op category the
+    student's work grows with the blocks as the reference's does (an honest kernel's
+    extra pass over a tile is as large as the tile). For a kernel that counts what the
+    reference counts at c the projection is the reference's record at b.
+
+    Returns a ``StepRecord`` with ``reference_b``'s steps, ``largest_intermediate`` and
+    ``scoped_vmem_bytes`` (the legality of b is the grader's call's and the reference's
+    needs: what the student's kernel allocates elsewhere is not asked) and no sample.
+    """
+    weights = (np.ones(student_c.num_steps, np.float64) if weights_c is None
+               else np.asarray(weights_c, np.float64))
+    ref_mxu_c = float(np.dot(_mxu_per_step(reference_c), weights))
+    ref_mxu_b = _mxu_per_step(reference_b)
+    ops: dict[str, np.ndarray] = {}
+    for key in sorted(set(student_c.ops) | set(reference_c.ops)):
+        mine = student_c.ops.get(key)
+        s_total = 0.0 if mine is None else float(np.dot(mine.astype(np.float64), weights))
+        theirs = reference_c.ops.get(key)
+        r_total = 0.0 if theirs is None else float(np.dot(theirs.astype(np.float64), weights))
+        if r_total > 0:
+            base = reference_b.ops.get(key, np.zeros(reference_b.num_steps, np.int64))
+            values = base.astype(np.float64) * (s_total / r_total)
+        elif s_total > 0:
+            per_flop = s_total / ref_mxu_c if ref_mxu_c > 0 else 0.0
+            values = ref_mxu_b * per_flop
+        else:
+            continue
+        ops[key] = np.minimum(np.rint(values), _MAX_COUNT - 1).astype(np.int64)
+    return StepRecord(ops=ops, num_steps=reference_b.num_steps,
+                      largest_intermediate=reference_b.largest_intermediate,
+                      scoped_vmem_bytes=reference_b.scoped_vmem_bytes, sample=None)

@@ -11,11 +11,12 @@ poisoned with NaN), a ReLU inside the k loop and a grid with K first all
 change the result. Values are compared with float64 ``x @ y`` with an error
 bound relative to ``|x| @ |y|``.
 
-Task 3.5 (performance) runs the student's own ``matmul`` at the blocks their
-``choose_matmul_blocks()`` returns through ``pallas_sim.estimate`` in the worker
-(``harness.choose_matmul_blocks``: plain numbers back) and compares the predicted time
-with the fastest legal candidate's, which the trusted side predicts with the reference
-(``ref.predicted_matmul_time``) once per process.
+Task 3.5 (performance) measures the student's kernel, in the standard call, on a small
+problem at the blocks their ``choose_matmul_blocks()`` returns (in the worker, on data
+and on shapes: ``harness.choose_matmul_blocks``), predicts the full size here
+(``timing.py``) and compares it with the fastest legal candidate for their kernel, whose
+work at the other candidates is projected from the reference kernel's
+(``step_model.project``; docs/performance-model.md, "Performance tasks").
 """
 
 from __future__ import annotations
@@ -590,8 +591,7 @@ def best_candidate() -> tuple[tuple[int, int, int], float]:
 
     The search over all candidates takes seconds, so its winner is kept in the reference
     (``ref.BEST_MATMUL_BLOCKS``, recomputed by tests/test_reference_a2_a3.py); only its
-    time is predicted here, once per grading process. The student's kernel is also
-    measured at these blocks: their time there caps the threshold of Task 3.5.
+    time is predicted here, once per grading process.
     """
     blocks = tuple(ref.BEST_MATMUL_BLOCKS)
     return blocks, ref.predicted_matmul_time(blocks)
@@ -711,60 +711,31 @@ def _require_scoped(blocks: tuple[int, int, int], record: step_model.StepRecord)
                                f"{record.scoped_vmem_bytes:,} B of run_scoped")
 
 
-def _swept(reply: dict, blocks: tuple[int, int, int]) -> step_model.StepRecord | None:
-    """The abstract record at a swept candidate, or None when the kernel cannot run there
-    (it raised, or its own VMEM does not fit). Raises ``CheckFailure`` (status "error") for
-    a reply that is not a record."""
-    record = step_model.parse_record((reply.get("abstract") or {}).get(timing.key(blocks)),
-                                     num_steps=timing.k_steps(blocks))
-    if isinstance(record, step_model.KernelRaised):
-        return None
-    blocks_bytes, limit = timing.vmem(blocks)
-    if blocks_bytes + record.scoped_vmem_bytes > limit:
-        return None
-    return record
-
-
 def _legal_candidates() -> list[tuple[int, int, int]]:
+    """The candidates that divide the problem and whose blocks fit the grader's call."""
     return [b for b in timing.all_candidates() if timing.fits(b)]
 
 
-#: Candidates whose fixed step costs alone reach this (seconds: three times the reference's
-#: best time) are not swept in the first round trip: they cannot be the best unless the
-#: student's verified time at the reference's best blocks is above it, and then a second
-#: round trip sweeps them (``_rest_of_sweep``). 50 of the 96 legal candidates are swept.
-SWEEP_BOUND_S = 3 * 1.6030e-3
-
-
-def _first_sweep() -> list[tuple[int, int, int]]:
-    return [b for b in _legal_candidates() if timing.fixed_cost_bound(b) < SWEEP_BOUND_S]
-
-
-def _rest_of_sweep(s: Session, reply: dict) -> dict:
-    """The abstract records of the legal candidates the first round trip left out (a
-    second worker call). Raises ``CheckFailure`` as the first does."""
-    rest = [b for b in _legal_candidates() if b not in _first_sweep()]
-    kwargs = {"problems": timing.problems(), "candidates": ref.MATMUL_BLOCK_CANDIDATES,
-              "sweep": tuple(timing.key(b) for b in rest), "concrete": ()}
-    more = s.invoke("choose_matmul_blocks", (), kwargs, harness="a3",
-                    timeout=PERFORMANCE_TIMEOUT).value
-    if not isinstance(more, dict) or not isinstance(more.get("abstract"), dict):
-        raise CheckFailure("the worker's reply is not a measurement", status="error")
-    abstract = dict(reply.get("abstract") or {})
-    for b in rest:
-        abstract[timing.key(b)] = more["abstract"].get(timing.key(b))
-    return {**reply, "abstract": abstract}
+def projected_best(blocks: tuple[int, int, int], record: step_model.StepRecord
+                   ) -> tuple[tuple[tuple[int, int, int], float], dict]:
+    """The fastest legal candidate for the student's kernel, its work measured (verified)
+    only at the chosen ``blocks`` and projected elsewhere from the reference kernel's
+    (``timing.projected``): ((candidate, seconds), the times computed, by candidate).
+    At ``blocks`` the time is the measured record's own."""
+    records = {b: timing.projected(b, blocks, record) for b in _legal_candidates()}
+    found, seen = step_model.sweep_times(
+        records, lambda b: timing.lower_bound(b, records[b]),
+        lambda b: float(timing.full_timeline(b, records[b]).time_s))
+    assert found is not None
+    return found, seen
 
 
 def _measure(s: Session) -> dict:
-    """The student's choice and their kernel's measured runs (one worker round trip per
-    session): the sweep over every legal candidate (abstract) and the chosen and the
-    reference's best candidate (concrete and abstract). Raises ``CheckFailure``: the
-    chooser raised, or returned no candidate."""
-    best_blocks, _ = best_candidate()
+    """The student's choice and their kernel's measured runs at it, concrete and abstract
+    (one worker round trip per session; no other candidate is run). Raises
+    ``CheckFailure``: the chooser raised, or returned no candidate."""
     kwargs = {"problems": timing.problems(), "candidates": ref.MATMUL_BLOCK_CANDIDATES,
-              "sweep": tuple(timing.key(b) for b in _first_sweep()),
-              "concrete": (timing.key(best_blocks),)}
+              "sweep": (), "concrete": ()}
     outcome = performance.invoke_once(s, "choose_matmul_blocks", kwargs, harness="a3",
                                       timeout=PERFORMANCE_TIMEOUT)
     if isinstance(outcome, CheckFailure):
@@ -795,30 +766,17 @@ def blocks_fit(s: Session) -> None:
 
 @check(A, "3.5", 7, "performance: your blocks are predicted within 10 % of the best candidate "
                     "for your own kernel (every legal candidate, your kernel's work measured "
-                    "per grid step, the full size predicted by the model; lecture §4.2)")
+                    "per grid step at your blocks and projected onto the others from the "
+                    "reference's, the full size predicted by the model; lecture §4.2)")
 def blocks_fast(s: Session) -> None:
     """Task 3.5: performance: your blocks are predicted within 10 % of the best candidate for
-    your own kernel (every legal candidate, your kernel's work measured per grid step, the
-    full size predicted by the model; lecture §4.2).
+    your own kernel (every legal candidate, your kernel's work measured per grid step at your
+    blocks and projected onto the others from the reference's, the full size predicted by
+    the model; lecture §4.2).
     """
-    reply, blocks, record, line = _chosen_time(s)
-    best_blocks, _ = best_candidate()
+    _, blocks, record, line = _chosen_time(s)
     got_s = float(line.time_s)
-    # The reference's best blocks are measured on data too: the student's verified time
-    # there caps the threshold, whatever the other candidates' shape-only runs claim.
-    cap_record = record if best_blocks == blocks else _verified(
-        reply, best_blocks, whose="the reference's best blocks")
-    swept = _first_sweep()
-    if timing.full_timeline(best_blocks, cap_record).time_s > SWEEP_BOUND_S:
-        reply, swept = _rest_of_sweep(s, reply), _legal_candidates()
-    records = {b: r for b in swept if b not in (blocks, best_blocks)
-               and (r := _swept(reply, b)) is not None}
-    records[blocks], records[best_blocks] = record, cap_record
-    found, _ = step_model.sweep_times(
-        records, lambda b: timing.lower_bound(b, records[b]),
-        lambda b: float(timing.full_timeline(b, records[b]).time_s))
-    assert found is not None
-    fastest, best_s = found
+    (fastest, best_s), _ = projected_best(blocks, record)
     if got_s <= best_s * (1 + PERFORMANCE_RTOL):
         return
     raise CheckFailure(
@@ -826,8 +784,9 @@ def blocks_fast(s: Session) -> None:
         f"{fastest}, the best candidate for your own kernel", input=_PERF_LABEL,
         expected=f"at most {best_s * (1 + PERFORMANCE_RTOL) * 1e3:.3f} ms "
                  f"({PERFORMANCE_RTOL * 100:g} % above your kernel's "
-                 f"{best_s * 1e3:.3f} ms at {fastest})",
+                 f"{best_s * 1e3:.3f} ms at {fastest}, its work there projected from what "
+                 "it measured at your blocks)",
         got=f"{got_s * 1e3:.3f} ms, MFU {line.mfu:.0%}, VMEM "
             f"{line.vmem_bytes / MiB:.1f} MiB of {line.vmem_limit_bytes / MiB:.0f}",
         diagnosis=f"{blocks} is {step_model.ratio_text(got_s, best_s)} than {fastest} on "
-                  f"your kernel: {_intensity_note(blocks)}")
+                  f"your kernel's measured work, projected: {_intensity_note(blocks)}")

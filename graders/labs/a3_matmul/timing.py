@@ -200,3 +200,44 @@ def full_timeline(blocks: Blocks, record: step_model.StepRecord):
 def lower_bound(blocks: Blocks, record: step_model.StepRecord) -> float:
     """The full-size compute time at ``blocks`` (seconds): a lower bound of its time."""
     return step_model.compute_lower_bound(record, multiplicity(blocks), CHIP)
+
+
+def _reference_kernel(x_ref, y_ref, z_ref, *, activation=None) -> None:
+    """The reference's kernel in jnp ops (``ref._estimate_kernel``: the float64
+    ``matmul_kernel`` needs values, which a shapes-only run has not); no activation in the
+    timed problem."""
+    ref._estimate_kernel(x_ref, y_ref, z_ref)
+
+
+@functools.cache
+def reference_record(blocks: Blocks) -> step_model.StepRecord:
+    """The reference kernel's per-step work at ``blocks`` on the small problem, run here (the
+    grader's process, never the worker) abstractly in the same standard call the student's
+    kernel is measured in (``measure.measure`` with ``reference.a3_matmul`` as the
+    submission). Cached per process: it does not depend on the student (the 96 candidates
+    take about 2 s together).
+
+    Raises:
+      RuntimeError: the reference raised (it does not, at any legal candidate).
+    """
+    from graders.harnesses.measure import measure
+
+    harness = load_harness("a3")
+    sub = types.SimpleNamespace(matmul_kernel=_reference_kernel)
+    raw = measure(lambda x, y: harness.matmul_kernel(sub, x, y, block_shape=blocks),
+                  small_shapes(blocks), "bfloat16", name=CALL_NAME, seed=None)
+    record = step_model.parse_record(raw, num_steps=k_steps(blocks))
+    if isinstance(record, step_model.KernelRaised):
+        raise RuntimeError(f"the reference kernel raised at {blocks}: {record.error}")
+    return record
+
+
+def projected(blocks: Blocks, chosen: Blocks, record: step_model.StepRecord
+              ) -> step_model.StepRecord:
+    """The student's kernel's work at ``blocks`` projected from its verified ``record`` at
+    ``chosen`` (``step_model.project``; ``record`` itself when ``blocks == chosen``), each
+    small step weighted by how many full-size steps it stands for."""
+    if blocks == chosen:
+        return record
+    return step_model.project(record, reference_record(chosen), reference_record(blocks),
+                              weights_c=multiplicity(chosen))
