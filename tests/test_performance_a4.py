@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import pallas_sim
@@ -128,9 +129,11 @@ def test_a_slower_kernel_earns_the_choice_at_its_own_best_candidate():
     """Issue 23 item 2: the corpus variant f32-kv-guarded-slower is correct and 18 % slower
     than the reference kernel; its best candidate is (4096, 1024, 70.0), not the
     reference's (2048, 2048, 70.0). Choosing it passes the speed check (the threshold was
-    the reference kernel's time: 3 of 10); choosing the reference's best also passes (within
-    10 % of its own best), while MLE off at the same blocks fails, diagnosed from its own
-    sweep."""
+    the reference kernel's time: 3 of 10), while MLE off at the same blocks fails, diagnosed
+    on its measured work, projected: measured at (4096, 1024, None), its work with MLE is
+    projected from the reference's MLE saving, 2.941 ms (22 %; its own kernel run there
+    takes 3.221 ms, 12 %: its extra rescale by exp(0) under MLE is work the reference does
+    not do, which a projection cannot see)."""
     module = _variant_module("f32-kv-guarded-slower")
     assert module.choose_flash_config() == (4096, 1024, 70.0)
     checks.flash_config_fast(_InProcess(module))  # passes: raises nothing
@@ -140,4 +143,35 @@ def test_a_slower_kernel_earns_the_choice_at_its_own_best_candidate():
     module.choose_flash_config = lambda: (4096, 1024, None)
     with pytest.raises(CheckFailure, match="than \\(4096, 1024, 70.0\\), the best") as info:
         checks.flash_config_fast(_InProcess(module))
-    assert info.value.diagnosis.startswith("MLE off costs 12% here"), info.value.diagnosis
+    assert info.value.diagnosis.startswith("MLE off costs 22% here"), info.value.diagnosis
+    assert "projected" in info.value.diagnosis
+
+
+def _attack_module(name: str):
+    import types
+
+    text = (REPO / "solutions" / "a4_flash_attention.py").read_text(encoding="utf-8") + (
+        "\n\n" + (REPO / "tests" / "redteam" / "submissions" / "perf"
+                   / f"{name}__a4_flash_attention.py").read_text(encoding="utf-8"))
+    module = types.ModuleType(name)
+    exec(compile(text, f"{name}.py", "exec"), module.__dict__)
+    return module
+
+
+def test_the_solutions_projected_threshold_is_the_references_best():
+    """The solution counts what the reference counts: its work projected from (1024, 2048,
+    None) is the reference's at every legal candidate, so the threshold is the reference's
+    best, (2048, 2048, 70.0) at 2.7281 ms."""
+    module = _attack_module("slow_elsewhere")
+    solution = _module(REPO / "solutions" / "a4_flash_attention.py")
+    for sub in (solution, module):  # the attack is the solution at its choice
+        sub.choose_flash_config = lambda: (1024, 2048, None)
+        _, config, record, line = checks._flash_chosen_time(_InProcess(sub))
+        (fastest, best_s), _, records = checks.projected_best(config, record)
+        assert fastest == BEST and best_s == pytest.approx(
+            checks.best_flash_candidate()[1], rel=1e-12)
+        for other in (BEST, (512, 512, None)):
+            want = timing.reference_record(other)
+            assert all(np.array_equal(records[other].ops[k], want.ops[k]) for k in want.ops)
+        with pytest.raises(CheckFailure, match="48 % slower than \\(2048, 2048, 70.0\\)"):
+            checks.flash_config_fast(_InProcess(sub))

@@ -181,6 +181,12 @@ VARIANTS: list[Variant] = [
               "    m_safe = jnp.where(m_next == -jnp.inf, 0.0, m_next)\n"
               "    probs = jnp.where(visible, exp(scores - m_safe), 0.0)\n"
               "    alpha = exp(m_prev - m_safe)"))),
+    Variant("row_chunked_kernel", A5,
+            "the kernel computes its tile in chunks of 512 query rows (each chunk's online "
+            "softmax updates its rows of m, l and acc); correct, slower than the reference "
+            "kernel, and it chooses the blocks that are fastest for it, which differ from "
+            "the reference's for the causal and document masks (Task 5.7 grades the choice "
+            "against the student's own kernel)"),
 ]
 
 
@@ -250,10 +256,4 @@ MUTANTS += [
              "    kv_ids = (np.zeros(seq_len, np.int32) if kv_segment_ids is None\n"
              "              else np.asarray(kv_segment_ids, np.int32))"),),
            "key segment ids default to one document instead of the query ids"),
-    Variant("row_chunked_kernel", A5,
-            "the kernel computes its tile in chunks of 512 query rows (each chunk's online "
-            "softmax updates its rows of m, l and acc); correct, slower than the reference "
-            "kernel, and it chooses the blocks that are fastest for it, which differ from "
-            "the reference's for the causal and document masks (Task 5.7 grades the choice "
-            "against the student's own kernel)"),
 ]

@@ -189,3 +189,39 @@ def lower_bound(config: Config, record: step_model.StepRecord) -> float:
 def stand_in_module() -> types.SimpleNamespace:
     """A module-like object whose ``flash_attention_kernel`` is the stand-in (tests)."""
     return types.SimpleNamespace(flash_attention_kernel=_stand_in)
+
+
+@functools.cache
+def reference_record(config: Config) -> step_model.StepRecord:
+    """The reference kernel's per-step work at ``config`` on the small problem, run here (the
+    grader's process, never the worker) abstractly in the same standard call and with the
+    same options as the student's kernel (``measure.measure`` with
+    ``reference.a4_flash_attention`` as the submission). Cached per process: it does not
+    depend on the student.
+
+    Raises:
+      RuntimeError: the reference raised.
+    """
+    from graders.harnesses.measure import measure
+
+    harness = load_harness("a4")
+    bq, bkv, constant = config
+    raw = measure(lambda q, k, v: harness.flash_attention_kernel(
+        ref, q, k, v, sm_scale=SM_SCALE, causal=False, block_q=bq, block_kv=bkv,
+        max_logit_const=constant), small_shapes(config), "bfloat16", name=CALL_NAME,
+        seed=None)
+    record = step_model.parse_record(raw, num_steps=small_steps(config))
+    if isinstance(record, step_model.KernelRaised):
+        raise RuntimeError(f"the reference kernel raised at {config}: {record.error}")
+    return record
+
+
+def projected(config: Config, chosen: Config, record: step_model.StepRecord
+              ) -> step_model.StepRecord:
+    """The student's kernel's work at ``config`` projected from its verified ``record`` at
+    ``chosen`` (``step_model.project``; ``record`` itself when ``config == chosen``), each
+    small step weighted by how many full-size steps it stands for."""
+    if config == chosen:
+        return record
+    return step_model.project(record, reference_record(chosen), reference_record(config),
+                              weights_c=multiplicity(chosen))
