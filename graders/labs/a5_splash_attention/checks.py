@@ -1391,24 +1391,13 @@ def _vmem_note(blocks: tuple[int, int]) -> str:
 @dataclasses.dataclass
 class _Measured:
     """One session's Task 5.7 runs: per mask the chosen blocks (or why there are none);
-    the legal candidates; per candidate the student's kernel's per-step counts on its
-    sweep problem (every class of the three masks), run on shapes, or the error it raised;
-    per (blocks, masks) verified concretely on the small problem of those masks, the
-    counts or the failure."""
+    the legal candidates (the grader's call fits); per (blocks, masks) verified concretely
+    on the small problem of those masks, the counts or the failure."""
 
     chosen: dict[str, tuple[int, int] | CheckFailure]
     legal: list[tuple[int, int]]
-    swept: dict[tuple[int, int], splash_timing.ClassWork | str]
     verified: dict[tuple[tuple[int, int], tuple[str, ...]],
                    splash_timing.ClassWork | CheckFailure]
-
-    def verified_for(self, blocks: tuple[int, int], kind: str
-                     ) -> splash_timing.ClassWork | CheckFailure | None:
-        """The verified run at ``blocks`` whose problem holds ``kind``'s classes, if any."""
-        for (b, masks), outcome in self.verified.items():
-            if b == blocks and kind in masks:
-                return outcome
-        return None
 
 
 @functools.cache
@@ -1495,8 +1484,8 @@ def _parsed(problem: splash_timing.SmallProblem, raw: object, *, rows: int | Non
 
 
 def _measure(s: Session) -> _Measured:
-    """Ask for every choice, sweep the legal candidates on shapes with the student's kernel
-    (one worker round trip) and run each distinct choice concretely (one round trip each)."""
+    """Ask for every choice and run each distinct choice concretely and on shapes (one round
+    trip each); no other candidate is run."""
     chosen: dict[str, tuple[int, int] | CheckFailure] = {}
     for kind in ref.PERFORMANCE_MASKS:
         try:
@@ -1504,22 +1493,7 @@ def _measure(s: Session) -> _Measured:
         except CheckFailure as failure:
             chosen[kind] = failure
     legal = _legal_candidates()
-    swept: dict[tuple[int, int], splash_timing.ClassWork | str] = {}
-    if not any(isinstance(b, tuple) for b in chosen.values()):
-        return _Measured(chosen, legal, swept, {})  # nothing to time
-    problems = [splash_timing.small_problem(*b) for b in legal]
-    try:
-        reply = _runs_reply(s, [p.request() for p in problems])
-    except CheckFailure as failure:
-        reply = [{"error": str(failure.what), "error_type": "CheckFailure"}] * len(problems)
-    for blocks, problem, raw in zip(legal, problems, reply, strict=True):
-        try:
-            record = _parsed(problem, raw)
-        except CheckFailure as failure:
-            record = f"refused: {failure.message}"
-        swept[blocks] = (record if isinstance(record, str)
-                         else splash_timing.class_work(problem, record))
-    m = _Measured(chosen, legal, swept, {})
+    m = _Measured(chosen, legal, {})
     for blocks in dict.fromkeys(b for b in chosen.values() if isinstance(b, tuple)):
         _verify(s, m, blocks, tuple(k for k in ref.PERFORMANCE_MASKS if chosen[k] == blocks))
     return m
@@ -1606,30 +1580,19 @@ def _chosen_work(m: _Measured, kind: str
 
 def _own_best(m: _Measured, kind: str) -> tuple[tuple[int, int], float, str]:
     """The fastest legal candidate for the student's own kernel on ``kind``: (blocks,
-    seconds, whose time). Verified counts where there are some, the sweep's elsewhere;
-    candidates whose lower bound cannot beat the best so far are not timed. When the kernel
-    failed its verified run at the reference's best blocks, those count at the reference
-    kernel's time (so inflated counts elsewhere cannot lift the bar above it)."""
-    best_ref = tuple(ref.BEST_SPLASH_BLOCKS[kind])
-    works: dict[tuple[int, int], splash_timing.ClassWork] = {}
-    for blocks in m.legal:
-        outcome = m.verified_for(blocks, kind)
-        if outcome is None:
-            outcome = m.swept.get(blocks)
-        if isinstance(outcome, splash_timing.ClassWork):
-            works[blocks] = outcome
-    if isinstance(m.verified_for(best_ref, kind), CheckFailure):
-        # the reference kernel's time there: a bar no inflated count can lift
-        works.pop(best_ref, None)
-        cap = ref.predicted_splash_time(kind, best_ref)
-    else:
-        cap = math.inf
+    seconds, whose time). The kernel's work is its verified run's at the chosen blocks and,
+    at every other legal candidate (the grader's call fits), that work projected from the
+    reference kernel's (``splash_timing.projected_work``); candidates whose lower bound
+    cannot beat the best so far are not timed."""
+    blocks, work = _chosen_work(m, kind)
+    masks = tuple(k for k in ref.PERFORMANCE_MASKS if m.chosen[k] == blocks)
+    legal = list(m.legal) if blocks in m.legal else [*m.legal, blocks]
+    works = {b: splash_timing.projected_work(kind, b, blocks, masks, work) for b in legal}
     found = step_model.fastest(
         list(works), lambda b: splash_timing.time_floor(kind, *b, works[b]),
         lambda b: splash_timing.full_time(kind, *b, works[b]).time_s)
-    if found is None or cap < found[1]:
-        return best_ref, cap, "the reference kernel (yours fails at these blocks)"
-    return found[0], found[1], "your kernel"
+    assert found is not None
+    return found[0], found[1], "your kernel's measured work, projected"
 
 
 @check(A, "5.7", 1, "performance: choose_splash_blocks(mask_kind) returns candidate blocks "
@@ -1659,21 +1622,13 @@ def _within_best(s: Session, kind: str) -> None:
     line = splash_timing.full_time(kind, *blocks, per_class)
     best, best_s, source = _own_best(m, kind)
     got_s = float(line.time_s)
-    best_ref = tuple(ref.BEST_SPLASH_BLOCKS[kind])
-    if got_s <= best_s * (1 + PERFORMANCE_RTOL) and best_ref != blocks \
-            and m.verified_for(best_ref, kind) is None:
-        # The bar stands on the sweep's counts, run on shapes only: the reference's best
-        # blocks are run for real too, so no inflated count can lift the bar above the
-        # kernel's verified time there.
-        _verify(s, m, best_ref, (kind,))
-        best, best_s, source = _own_best(m, kind)
     if got_s > best_s * (1 + PERFORMANCE_RTOL):  # the notes are worked out only when shown
         performance.require_within(
             got_s, best_s, PERFORMANCE_RTOL, subject=f"your blocks {blocks} for the {kind} "
             "mask are", input=_perf_label(kind),
             got=f"{got_s * 1e3:.3f} ms, MFU {line.mfu:.0%}, VMEM "
                 f"{line.vmem_bytes / MiB:.1f} MiB of {line.vmem_limit_bytes / MiB:.0f}",
-            diagnosis=f"the fastest candidate for {source} is {best} at "
+            diagnosis=f"the fastest candidate on {source} is {best} at "
                       f"{best_s * 1e3:.3f} ms; " + _tiling_note(kind, blocks, best))
 
 

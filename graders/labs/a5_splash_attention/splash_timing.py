@@ -334,3 +334,52 @@ def full_time(kind: str, bq: int, bkv: int, work: ClassWork):
         raise trace
     return step_model.full_size_timeline(trace, work.record, small_steps(kind, bq, bkv, work),
                                          ref.PERFORMANCE_CHIP)
+
+
+def _reference_kernel(*refs, sm_scale: float, block_q: int, block_kv: int) -> None:
+    """The reference's Splash kernel in jnp ops (``ref._estimate_splash_kernel``: the
+    float64 ``splash_attention_kernel`` needs values, which a shapes-only run has not), with
+    the standard call's keyword arguments."""
+    ref._estimate_splash_kernel(*refs, sm_scale=sm_scale)
+
+
+@functools.cache
+def reference_work(bq: int, bkv: int, masks: tuple[str, ...] = ref.PERFORMANCE_MASKS
+                   ) -> ClassWork:
+    """The reference kernel's work per step class on ``small_problem(bq, bkv, masks)``, run
+    here (the grader's process, never the worker) on shapes in the same standard call the
+    student's kernel is measured in (``harness.measured_runs`` with the reference's kernel
+    as the submission's). Cached per process: it does not depend on the student.
+
+    Raises:
+      RuntimeError: the reference raised.
+    """
+    import types
+
+    from graders.assignments import load_harness
+
+    harness = load_harness("a5")
+    sub = types.SimpleNamespace(splash_attention_kernel=_reference_kernel)
+    problem = small_problem(bq, bkv, masks)
+    raw = harness.measured_runs(sub, [problem.request()], head_dim=D, value_dim=DV,
+                                sm_scale=SCALE)[0]
+    record = step_model.parse_record(raw, num_steps=len(problem.table.rows))
+    if isinstance(record, step_model.KernelRaised):
+        raise RuntimeError(f"the reference kernel raised at {(bq, bkv)}: {record.error}")
+    return class_work(problem, record)
+
+
+def projected_work(kind: str, blocks: tuple[int, int], chosen: tuple[int, int],
+                   masks: tuple[str, ...], work: ClassWork) -> ClassWork:
+    """The student's kernel's work per class at ``blocks`` for ``kind``, projected from its
+    verified ``work`` at ``chosen`` (measured on ``small_problem(*chosen, masks)``) and the
+    reference's work at both (``step_model.project``, each class weighted by its full-size
+    steps for ``kind`` at ``chosen``); ``work`` itself when ``blocks == chosen``."""
+    if blocks == chosen:
+        return work
+    at_c, at_b = reference_work(*chosen, masks), reference_work(*blocks)
+    if at_c.labels != work.labels:
+        raise ValueError(f"the reference's classes at {chosen} are not the measured ones")
+    weights = np.bincount(small_steps(kind, *chosen, work), minlength=len(work.labels))
+    return ClassWork(at_b.labels, step_model.project(work.record, at_c.record, at_b.record,
+                                                     weights_c=weights))
