@@ -558,13 +558,16 @@ if __name__ == "__main__":
 # no time: "your kernel does different work when it runs on shapes only").
 # Each grid step of the full problem, every skipped tile skipped, then does
 # the work measured for its kind of step, through the same timeline model as
-# `pallas_sim.estimate`; your code never runs at full size. For every
-# candidate your kernel is swept the same way on shapes only, and the fastest
-# legal one is the bar.
+# `pallas_sim.estimate`; your code never runs at full size. Your kernel is
+# not run at the other candidates either: its work there is *projected* from
+# what it did at your blocks, op kind by op kind and kind of step by kind of
+# step, as the reference kernel's work changes between your blocks and that
+# candidate. The fastest projected legal candidate is the bar; when your
+# kernel does what the reference does, it is the reference's best.
 #
-# **Try it.** The numbers are the ones `pallas_sim.estimate` gives your own
-# `splash_attention` at full size when it makes the call Task 5.4 asks for,
-# so you can run the same sweep yourself:
+# **Try it.** The time at your blocks is the one `pallas_sim.estimate` gives
+# your own `splash_attention` at full size when it makes the call Task 5.4
+# asks for, so you can run the same sweep yourself:
 # for each mask, build the MaskInfo at each candidate with your Task 5.3,
 # estimate your wrapper on `jax.ShapeDtypeStruct` shapes and keep the
 # fastest that fits. The cell below does it for a few candidates (the
