@@ -141,3 +141,20 @@ def test_a_slower_kernel_earns_the_choice_at_its_own_best_candidate():
     with pytest.raises(CheckFailure, match="than \\(4096, 1024, 70.0\\), the best") as info:
         checks.flash_config_fast(_InProcess(module))
     assert info.value.diagnosis.startswith("MLE off costs 12% here"), info.value.diagnosis
+
+
+def test_a_kernel_whose_values_are_wrong_gets_no_time():
+    """The classic mistake (l not rescaled by alpha) computes wrong values on the small
+    problem's checked sample: no time is given (Task 4.3 charges the mistake)."""
+    import types
+
+    source = (REPO / "solutions" / "a4_flash_attention.py").read_text(encoding="utf-8")
+    wrong = "l_new = alpha * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)"
+    assert source.count(wrong) == 2  # Task 4.3's kernel first, then 4.7's
+    module = types.ModuleType("no_rescale")
+    exec(compile(source.replace(wrong, "l_new = l_scratch_ref[:, :1] + p.sum(axis=1, "
+                                       "keepdims=True)", 1), "no_rescale.py", "exec"),
+         module.__dict__)
+    module.choose_flash_config = lambda: (2048, 2048, None)
+    with pytest.raises(CheckFailure, match="output at your configuration .* is wrong"):
+        checks._flash_chosen_time(_InProcess(module))
