@@ -325,12 +325,25 @@ if __name__ == "__main__":
 # `(4096, 7168) @ (7168, 18432)` in bf16 on one Ironwood TensorCore. Each of
 # bm, bn and bk must be one of **128, 256, 512, 1024, 2048**; the blocks must
 # divide (M, N, K) = (4096, 18432, 7168) and fit the scoped VMEM. This is a
-# **performance** task: the grader runs *your own* `matmul` (Tasks 3.1 and
-# 3.2) at your blocks through `pallas_sim.estimate` and gives full points
-# when its predicted time is within 10 % of the fastest legal candidate's
-# (3 of its 10 points for a legal choice your matmul runs). Blocks that do
-# not fit VMEM fail the way a real run does, with the compiler's
-# out-of-memory message.
+# **performance** task, and the time is computed like this: the grader runs
+# *your* `matmul_kernel` (Task 3.1) in its own standard pallas_call (the
+# call Task 3.2 asks for, with the 32 MiB scoped VMEM; your wrapper and its
+# compiler parameters take no part), measures the kernel's work per grid
+# step on a small problem at your blocks (the first, a middle and the last
+# k step), once on data whose output it checks and once on shapes only
+# (the two must count the same work), and predicts the full-size time with
+# `pallas_sim`'s timeline model. Full points when your blocks are within
+# 10 % of the best candidate *for your own kernel*; 3 of the 10 for legal
+# blocks (they divide the matmul and fit). Blocks that do not fit VMEM
+# fail with the compiler's out-of-memory message.
+#
+# **Run the same sweep yourself.** For every candidate `b`, call
+# `pallas_sim.estimate(matmul, x, y, block_shape=b)` with
+# `x = jax.ShapeDtypeStruct((4096, 7168), jnp.bfloat16)` and
+# `y = jax.ShapeDtypeStruct((7168, 18432), jnp.bfloat16)`, skip those that
+# raise (`VmemOOMError`, `ValueError`), and compare
+# `est.timelines[0].time_s`: when your `matmul` makes the intended call,
+# these are the grader's numbers.
 #
 # **Try it.** The cell below predicts your matmul at 512- and 1024-blocks
 # (compare §4.2's measured 4.63 and 1.68 ms) and at your choice. From a

@@ -99,3 +99,62 @@ def test_mle_off_is_diagnosed_from_the_students_own_sweep():
                                     {BEST: 2.73e-3})
     assert text.startswith("MLE off costs 21% here"), text
     assert step_model.ratio_text(2.1, 1.0) == "2.1x slower"
+
+
+class _InProcess:
+    """A grading session stand-in that runs the lab's harness in this process (the worker
+    would run the same code): for driving a check on a trusted module."""
+
+    def __init__(self, module) -> None:
+        self.module = module
+
+    def invoke(self, name, args, kwargs, *, harness, timeout):
+        value = getattr(load_harness(harness), name)(self.module, *args, **kwargs)
+        return type("Reply", (), {"value": value})()
+
+
+def _variant_module(name: str):
+    import types
+
+    from tests.corpus.test_corpus import _base_source
+
+    module = types.ModuleType(name.replace("-", "_"))
+    exec(compile(_base_source("a4_flash_attention", name), f"{name}.py", "exec"),
+         module.__dict__)
+    return module
+
+
+def test_a_slower_kernel_earns_the_choice_at_its_own_best_candidate():
+    """Issue 23 item 2: the corpus variant f32-kv-guarded-slower is correct and 18 % slower
+    than the reference kernel; its best candidate is (4096, 1024, 70.0), not the
+    reference's (2048, 2048, 70.0). Choosing it passes the speed check (the threshold was
+    the reference kernel's time: 3 of 10); choosing the reference's best also passes (within
+    10 % of its own best), while MLE off at the same blocks fails, diagnosed from its own
+    sweep."""
+    module = _variant_module("f32-kv-guarded-slower")
+    assert module.choose_flash_config() == (4096, 1024, 70.0)
+    checks.flash_config_fast(_InProcess(module))  # passes: raises nothing
+    _, config, record, line = checks._flash_chosen_time(_InProcess(module))
+    _, ref_best_s = checks.best_flash_candidate()
+    assert line.time_s > 1.1 * ref_best_s, "slower than the reference's best by > 10 %"
+    module.choose_flash_config = lambda: (4096, 1024, None)
+    with pytest.raises(CheckFailure, match="than \\(4096, 1024, 70.0\\), the best") as info:
+        checks.flash_config_fast(_InProcess(module))
+    assert info.value.diagnosis.startswith("MLE off costs 12% here"), info.value.diagnosis
+
+
+def test_a_kernel_whose_values_are_wrong_gets_no_time():
+    """The classic mistake (l not rescaled by alpha) computes wrong values on the small
+    problem's checked sample: no time is given (Task 4.3 charges the mistake)."""
+    import types
+
+    source = (REPO / "solutions" / "a4_flash_attention.py").read_text(encoding="utf-8")
+    wrong = "l_new = alpha * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)"
+    assert source.count(wrong) == 2  # Task 4.3's kernel first, then 4.7's
+    module = types.ModuleType("no_rescale")
+    exec(compile(source.replace(wrong, "l_new = l_scratch_ref[:, :1] + p.sum(axis=1, "
+                                       "keepdims=True)", 1), "no_rescale.py", "exec"),
+         module.__dict__)
+    module.choose_flash_config = lambda: (2048, 2048, None)
+    with pytest.raises(CheckFailure, match="output at your configuration .* is wrong"):
+        checks._flash_chosen_time(_InProcess(module))

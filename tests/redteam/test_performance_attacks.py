@@ -7,7 +7,8 @@ that assignment (appended to it). Before the grader timed its own standard call 
 the student's kernel, each earned the task's points with a time it did not have: index
 maps that reuse one block only under ``pallas_sim.estimate`` (3.5: 3/10 -> 10/10), a
 64 MiB ``vmem_limit_bytes`` only under estimate (an over-VMEM choice, 0/10 -> 10/10), a
-kernel that multiplies float8 copies of its blocks only when they are abstract. The class,
+kernel that multiplies float8 copies of its blocks only when they are abstract (3.5 and
+4.8), a Flash kernel that drops scale, exp, max and rescale only then (4.8). The class,
 with an honest student who submits the solution, goes through ``pallas-lab grade --format
 gradescope`` once, as in production.
 """
@@ -51,6 +52,10 @@ ATTACKS = [
     PerformanceAttack("vmem_limit_under_estimate", "a3_matmul", "3.5", 0.0,
                       ("do not fit the 32 MiB scoped VMEM",)),
     PerformanceAttack("fp8_under_estimate", "a3_matmul", "3.5", 0.0,
+                      ("different work when it runs on shapes only",)),
+    PerformanceAttack("drop_softmax_under_estimate", "a4_flash_attention", "4.8", 0.0,
+                      ("different work when it runs on shapes only",)),
+    PerformanceAttack("fp8_under_estimate", "a4_flash_attention", "4.8", 0.0,
                       ("different work when it runs on shapes only",)),
 ]
 

@@ -609,11 +609,25 @@ if __name__ == "__main__":
 # L = 4096); max_logit_const is **None** (MLE off) or **70.0** (MLE on, the
 # slides' constant). A choice is legal when your kernel's blocks
 # (double-buffered), its scratch and two f32 tiles of the largest array it
-# computes fit in **64 MiB** of VMEM. This is a **performance** task: the
-# grader runs *your own* `flash_attention` (Tasks 4.3 and 4.4) at your
-# choice through `pallas_sim.estimate` and gives full points when its
-# predicted time is within **10 %** of the fastest legal candidate's (3 of
-# its 10 points for a legal choice your wrapper runs).
+# computes fit in **64 MiB** of VMEM. This is a **performance** task, and
+# the time is computed like this: the grader runs *your*
+# `flash_attention_kernel` (Task 4.3) in its own standard pallas_call (the
+# call Task 4.4 asks for; your wrapper and its compiler parameters take no
+# part), measures the kernel's work per grid step on a small problem at
+# your choice (one q block; the first, a middle and the last kv step), once
+# on data whose output it checks and once on shapes only (the two must
+# count the same work), and predicts the full-size time with `pallas_sim`'s
+# timeline model. Full points when your choice is within **10 %** of the
+# best candidate *for your own kernel*; 3 of the 10 for a legal choice.
+#
+# **Run the same sweep yourself.** For every candidate `c`, call
+# `pallas_sim.estimate(flash_attention, q, q, v, sm_scale=192 ** -0.5,
+# block_q=c[0], block_kv=c[1], max_logit_const=c[2])` on
+# `jax.ShapeDtypeStruct`s of bf16 [128, 4096, 192] (q, k) and
+# [128, 4096, 128] (v); keep the candidates whose
+# `est.calls[0].vmem_bytes + 8 * est.calls[0].largest_intermediate` is at
+# most 64 MiB and compare `est.timelines[0].time_s`: when your
+# `flash_attention` makes the intended call, these are the grader's numbers.
 #
 # **Try it.** The cell below predicts your choice and the slides' three
 # settings; `pallas-lab profile a4_flash_attention.py` shows a timeline.
