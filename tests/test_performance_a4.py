@@ -175,3 +175,20 @@ def test_the_solutions_projected_threshold_is_the_references_best():
             assert all(np.array_equal(records[other].ops[k], want.ops[k]) for k in want.ops)
         with pytest.raises(CheckFailure, match="48 % slower than \\(2048, 2048, 70.0\\)"):
             checks.flash_config_fast(_InProcess(sub))
+
+
+def test_a_kernel_whose_values_are_wrong_gets_no_time():
+    """The classic mistake (l not rescaled by alpha) computes wrong values on the small
+    problem's checked sample: no time is given (Task 4.3 charges the mistake)."""
+    import types
+
+    source = (REPO / "solutions" / "a4_flash_attention.py").read_text(encoding="utf-8")
+    wrong = "l_new = alpha * l_scratch_ref[:, :1] + p.sum(axis=1, keepdims=True)"
+    assert source.count(wrong) == 2  # Task 4.3's kernel first, then 4.7's
+    module = types.ModuleType("no_rescale")
+    exec(compile(source.replace(wrong, "l_new = l_scratch_ref[:, :1] + p.sum(axis=1, "
+                                       "keepdims=True)", 1), "no_rescale.py", "exec"),
+         module.__dict__)
+    module.choose_flash_config = lambda: (2048, 2048, None)
+    with pytest.raises(CheckFailure, match="output at your configuration .* is wrong"):
+        checks._flash_chosen_time(_InProcess(module))

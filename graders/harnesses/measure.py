@@ -29,13 +29,14 @@ from pallas_sim._src.config import _override as sim_options
 ERROR_CHARS = 500
 
 
-def seeded_array(seed: int, shape: Sequence[int], dtype: str) -> np.ndarray:
-    """A standard-normal array of ``shape`` rounded to ``dtype`` (e.g. "bfloat16"), the
-    same for the same ``(seed, shape, dtype)`` in the worker and in the grader (which
-    regenerates it to check the output)."""
+def seeded_array(seed: int, shape: Sequence[int], dtype: str, scale: float = 1.0
+                 ) -> np.ndarray:
+    """A normal array (standard deviation ``scale``) of ``shape`` rounded to ``dtype``
+    (e.g. "bfloat16"), the same for the same arguments in the worker and in the grader
+    (which regenerates it to check the output)."""
     values = np.random.default_rng(int(seed)).standard_normal(tuple(int(n) for n in shape),
                                                               dtype=np.float32)
-    return values.astype(jnp.dtype(dtype))
+    return (values * np.float32(scale)).astype(jnp.dtype(dtype))
 
 
 def call_record(call: Any) -> dict[str, object]:
@@ -64,13 +65,14 @@ def _only_call(calls: Sequence[Any], name: str) -> Any:
 
 
 def measure(run: Callable[..., Any], shapes: Sequence[Sequence[int]], dtype: str, *,
-            name: str, seed: int | None, sample: Mapping[str, Sequence[int]] | None = None
-            ) -> dict[str, object]:
+            name: str, seed: int | None, sample: Mapping[str, Sequence[int]] | None = None,
+            scales: Sequence[float] | None = None) -> dict[str, object]:
     """One small run of the standard call ``run(*arrays)`` (the harness's pallas_call named
     ``name`` around the student's kernel), on arrays of ``shapes`` in ``dtype``.
 
     ``seed=None``: abstract (``pallas_sim.estimate`` on ``jax.ShapeDtypeStruct`` arguments);
-    else concrete on ``seeded_array(seed + i, shapes[i], dtype)``. ``sample``: for a
+    else concrete on ``seeded_array(seed + i, shapes[i], dtype, scales[i])`` (scales 1
+    by default). ``sample``: for a
     concrete run, ``{"rows": [...], "cols": [...]}`` of the output's last two axes
     (leading axes at index 0) to send back as ``"sample"``, float32 [rows, cols]. The
     parallel axes of the grid are not shuffled (a TPU visits them in order; the record is
@@ -85,7 +87,9 @@ def measure(run: Callable[..., Any], shapes: Sequence[Sequence[int]], dtype: str
                 structs = [jax.ShapeDtypeStruct(tuple(int(n) for n in s), jnp.dtype(dtype))
                            for s in shapes]
                 return call_record(_only_call(pallas_sim.estimate(run, *structs).calls, name))
-            arrays = [seeded_array(int(seed) + i, s, dtype) for i, s in enumerate(shapes)]
+            factors = [1.0] * len(shapes) if scales is None else [float(f) for f in scales]
+            arrays = [seeded_array(int(seed) + i, s, dtype, factors[i])
+                      for i, s in enumerate(shapes)]
             with pallas_sim.trace() as recorded:
                 out = run(*arrays)
             record: dict[str, object] = call_record(_only_call(recorded.calls, name))
@@ -106,7 +110,8 @@ def measure_candidates(run_at: Callable[[tuple[int, ...]], Callable[..., Any]],
                        sweep: Sequence[str], concrete: Sequence[str]) -> dict[str, object]:
     """The per-step records of many candidates: ``problems`` maps a candidate's key to
     ``{"config": [...], "shapes": [[...], ...], "seed": int, "rows": [...], "cols":
-    [...]}`` (all chosen by the grader); ``run_at(config)`` is the standard call at that
+    [...]}`` and optionally ``"scales"`` (each input's standard deviation; all chosen by
+    the grader); ``run_at(config)`` is the standard call at that
     candidate. Every key of ``sweep`` is run abstractly, every key of ``concrete`` both
     concretely (with its sample) and abstractly. Unknown keys are skipped.
 
@@ -124,6 +129,6 @@ def measure_candidates(run_at: Callable[[tuple[int, ...]], Callable[..., Any]],
                                 seed=None)
         if key in concrete:
             real[key] = measure(run_at(config), problem["shapes"], dtype, name=name,
-                                seed=int(problem["seed"]),
+                                seed=int(problem["seed"]), scales=problem.get("scales"),
                                 sample={"rows": problem["rows"], "cols": problem["cols"]})
     return {"abstract": abstract, "concrete": real}

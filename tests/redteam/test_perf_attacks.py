@@ -100,6 +100,10 @@ CONTAINED = [
     # every tiling but (1024, 2048) buy nothing (1/10). The same class as slow_elsewhere
     # for 3.5 and 4.8: it becomes a hole if 5.7 is graded against the student's own sweep.
     PerfAttack("slow_elsewhere", "a5_splash_attention", "5.7", 1.0),
+    # Both Flash products in float8 for bf16 inputs, on data and shapes alike: the checked
+    # sample (and 4.3's drawn bf16 cases) catch it: no time, 0/10.
+    PerfAttack("fp8_products", "a4_flash_attention", "4.8", 0.0,
+               ("is wrong, so its time is not given",), others_kept=False),
     # Half the products only at the lecture's full size: never run there, honest time.
     PerfAttack("full_size_shortcut", "a3_matmul", "3.5", 3.0,
                ("(512, 512, 512) are predicted",), predicted_ms=BAD_CHOICE_MS),
