@@ -24,10 +24,11 @@ STEM = "a5_splash_attention"
 
 #: attack -> (5.7 points after the fix, a phrase its feedback must hold)
 CASES = {
-    # The kernel does only the two products when its block prints as an abstract array:
-    # the real and the shapes-only runs of the same small problem count different work.
-    "kernel_detects_estimate": (0.0, "your kernel does different work when it runs on "
-                                     "shapes only"),
+    # The kernel does only the two products when its block prints as an abstract array.
+    # A kernel value now prints as a JAX tracer does (shape and dtype only), so it cannot
+    # tell: it is the solution's kernel everywhere, and (1024, 2048) earns what it does
+    # honestly, 1 of 10 (before the repr fix: 0, the two runs counting different work).
+    "kernel_detects_estimate": (1.0, "slower than the fastest legal candidate"),
     # The wrapper swaps in a two-product kernel and one-block index maps under estimate:
     # the wrapper is not part of the timed call any more, so the (1024, 2048) choice is
     # timed as what the honest kernel costs there (25-55 % slower than its best).

@@ -51,12 +51,18 @@ ATTACKS = [
                        "the best candidate for your own kernel")),
     PerformanceAttack("vmem_limit_under_estimate", "a3_matmul", "3.5", 0.0,
                       ("do not fit the 32 MiB scoped VMEM",)),
-    PerformanceAttack("fp8_under_estimate", "a3_matmul", "3.5", 0.0,
-                      ("different work when it runs on shapes only",)),
-    PerformanceAttack("drop_softmax_under_estimate", "a4_flash_attention", "4.8", 0.0,
-                      ("different work when it runs on shapes only",)),
-    PerformanceAttack("fp8_under_estimate", "a4_flash_attention", "4.8", 0.0,
-                      ("different work when it runs on shapes only",)),
+    # The next three tell a shapes-only run by a kernel value's repr. A kernel value now
+    # prints as a JAX tracer does (shape and dtype only), so they cannot: each runs the
+    # solution's kernel everywhere and earns what its honest counterpart does (before the
+    # repr showed no data, the counts differed between the two runs: 0 of 10, "different
+    # work when it runs on shapes only", which tests/test_performance_a3.py still tests).
+    # (1024, 2048, 1024) is the best candidate: 10 of 10.
+    PerformanceAttack("fp8_under_estimate", "a3_matmul", "3.5", 10.0, ()),
+    # (1024, 2048, 70.0) is 22 % slower than (2048, 2048, 70.0): 3 of 10.
+    PerformanceAttack("drop_softmax_under_estimate", "a4_flash_attention", "4.8", 3.0,
+                      ("22 % slower than (2048, 2048, 70.0)",)),
+    PerformanceAttack("fp8_under_estimate", "a4_flash_attention", "4.8", 3.0,
+                      ("22 % slower than (2048, 2048, 70.0)",)),
 ]
 
 
