@@ -609,11 +609,36 @@ if __name__ == "__main__":
 # L = 4096); max_logit_const is **None** (MLE off) or **70.0** (MLE on, the
 # slides' constant). A choice is legal when your kernel's blocks
 # (double-buffered), its scratch and two f32 tiles of the largest array it
-# computes fit in **64 MiB** of VMEM. This is a **performance** task: the
-# grader runs *your own* `flash_attention` (Tasks 4.3 and 4.4) at your
-# choice through `pallas_sim.estimate` and gives full points when its
-# predicted time is within **10 %** of the fastest legal candidate's (3 of
-# its 10 points for a legal choice your wrapper runs).
+# computes fit in **64 MiB** of VMEM. This is a **performance** task, and it
+# grades the *choice*: full points when the predicted time of your kernel at
+# your choice is within **10 %** of the fastest legal candidate **for your
+# own kernel** (3 of its 10 points for a legal choice at which your kernel
+# runs correctly).
+#
+# **How the time is computed.** The grader times your
+# `flash_attention_kernel` (Task 4.3) inside its own standard `pallas_call`
+# (grid (H, L/block_q, L/block_kv), the kv axis last, m, l, acc scratch);
+# your wrapper is not part of it. Your kernel runs on a small problem at
+# your choice, one head, one q block and three kv blocks: once on data (the
+# output is checked) and once on shapes only (the op counts must be the
+# same). Each full-size step does the work measured for its kind of step,
+# through the same timeline model as `pallas_sim.estimate`. Your kernel is
+# not run at the other candidates: its work there is *projected* from what
+# it did at your choice, op kind by op kind, as the reference kernel's work
+# changes between your choice and that candidate. The fastest projected
+# candidate is the bar; when your kernel does what the reference does, it
+# is the reference's best.
+#
+# **Run the same sweep yourself.** For every candidate `c`, call
+# `pallas_sim.estimate(flash_attention, q, q, v, sm_scale=192 ** -0.5,
+# block_q=c[0], block_kv=c[1], max_logit_const=c[2])` on
+# `jax.ShapeDtypeStruct`s of bf16 [128, 4096, 192] (q, k) and
+# [128, 4096, 128] (v); keep the candidates whose
+# `est.calls[0].vmem_bytes + 8 * est.calls[0].largest_intermediate` is at
+# most 64 MiB and compare `est.timelines[0].time_s`: when your
+# `flash_attention` makes the intended call, the time at your choice is the
+# grader's, and the best of the sweep is the grader's bar when your kernel's
+# extra work (if any) grows with the blocks as the reference's does.
 #
 # **Try it.** The cell below predicts your choice and the slides' three
 # settings; `pallas-lab profile a4_flash_attention.py` shows a timeline.

@@ -770,20 +770,45 @@ if __name__ == "__main__":
 #
 # **Task.** Write `choose_splash_blocks(mask_kind)` returning
 # `(block_q, block_kv)` for that mask, each one of **256, 512, 1024, 2048,
-# 4096**. This is a **performance** task: for each mask the grader builds its
-# MaskInfo at your blocks (with its own builder), runs *your own*
-# `splash_attention` (Task 5.4) over it through `pallas_sim.estimate`, and
-# gives full points for the mask when its predicted time is within 10 % of the
-# fastest legal candidate's for that mask. Legal means the call runs within
-# the 32 MiB scoped VMEM: the `(block_q, block_kv)` bool pattern is
-# double-buffered like every other block, so a choice that does not fit fails
-# with the out-of-memory error a real run gives. Points: 1 when all three
-# choices run, then 3 per mask within 10 %.
+# 4096**. This is a **performance** task, and it grades the *choice*: for each
+# mask your blocks must be within 10 % of the fastest legal candidate **for
+# your own kernel**, so a correct kernel slower than the lecture's can still
+# earn every point at the blocks that are best for it. Legal means the call
+# runs within the 32 MiB scoped VMEM: the `(block_q, block_kv)` bool pattern
+# is double-buffered like every other block, so a choice that does not fit
+# fails with the out-of-memory error a real run gives. Points: 1 when all
+# three choices run, then 3 per mask within 10 %.
 #
-# **Try it.** The cell below predicts your wrapper at a few block sizes for
-# each mask and at your choice (building the MaskInfo with your Task 5.3
-# takes a second or so per tiling). How many active tiles does each tiling
-# give, and how many of the computed scores are masked?
+# **How the time is computed.** The grader times your
+# `splash_attention_kernel` (Task 5.4) inside its own standard Splash
+# `pallas_call`: the call Task 5.4 asks your wrapper to make (grid `(H, A)`,
+# the six prefetch arrays, the block specs above, semantics `("parallel",
+# "arbitrary")` and the default 32 MiB scoped VMEM), over the MaskInfo it
+# builds with its own builder. Your wrapper and any compiler parameters it
+# passes are not part of the timed call. Your kernel runs on a small problem
+# at your blocks, one head with a few tiles that include every kind of step
+# the mask has there (partial and full tiles, the first and last tile of a
+# query row): once on data, whose output is checked against attention, and
+# once on shapes only, whose op counts must be the same (otherwise there is
+# no time: "your kernel does different work when it runs on shapes only").
+# Each grid step of the full problem, every skipped tile skipped, then does
+# the work measured for its kind of step, through the same timeline model as
+# `pallas_sim.estimate`; your code never runs at full size. Your kernel is
+# not run at the other candidates either: its work there is *projected* from
+# what it did at your blocks, op kind by op kind and kind of step by kind of
+# step, as the reference kernel's work changes between your blocks and that
+# candidate. The fastest projected legal candidate is the bar; when your
+# kernel does what the reference does, it is the reference's best.
+#
+# **Try it.** The time at your blocks is the one `pallas_sim.estimate` gives
+# your own `splash_attention` at full size when it makes the call Task 5.4
+# asks for, so you can run the same sweep yourself:
+# for each mask, build the MaskInfo at each candidate with your Task 5.3,
+# estimate your wrapper on `jax.ShapeDtypeStruct` shapes and keep the
+# fastest that fits. The cell below does it for a few candidates (the
+# MaskInfo takes a second or so per tiling); add the others to see the
+# trade. How many active tiles does each tiling give, and how many of the
+# computed scores are masked?
 
 
 # %%
@@ -793,9 +818,9 @@ def choose_splash_blocks(mask_kind: str) -> tuple[int, int]:
     mask_kind: "causal", "local" (causal, window of 2048 earlier keys) or
     "document" (documents of 1000/2000/1096/2500/1596 tokens). For bf16 q, k
     [128, 8192, 192], v [128, 8192, 128] on one Ironwood TensorCore through
-    your splash_attention: each block one of 256, 512, 1024, 2048, 4096, the
-    call within the 32 MiB scoped VMEM; full points within 10 % of the fastest
-    legal candidate's predicted time.
+    your kernel in the standard Splash call: each block one of 256, 512, 1024,
+    2048, 4096, the call within the 32 MiB scoped VMEM; full points within 10 %
+    of the fastest legal candidate's predicted time for your own kernel.
     """
     ### BEGIN SOLUTION
     # 2048-tiles: few grid steps and the causal diagonal / window edge cut few pairs

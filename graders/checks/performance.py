@@ -2,8 +2,10 @@
 reply the same way: one pallas_call at the chosen blocks, a predicted time that is a
 prediction of that problem, and a time within the tolerance of the fastest candidate.
 
-The harness runs the student's own wrapper through ``pallas_sim.estimate`` in the worker
-and sends back plain numbers; nothing here trusts them beyond what they claim to be: a
+Tasks 3.5 and 4.8 are timed from the grader's own call (``graders/checks/step_model.py``);
+these helpers serve the per-session reply cache of all three and Task 5.7, whose harness
+still runs the student's own wrapper through ``pallas_sim.estimate`` in the worker and
+sends back plain numbers; nothing here trusts them beyond what they claim to be: a
 reply whose grid or blocks are not the chosen problem's, whose kernel did fewer MXU FLOPs
 than the problem needs, or whose time beats the chip's peak on the problem's FLOPs, is
 refused (docs/performance-model.md, "Performance tasks").

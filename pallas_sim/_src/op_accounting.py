@@ -60,8 +60,10 @@ _SHORT = {"bfloat16": "bf16", "float32": "f32", "float16": "f16", "int8": "int8"
 EUP = frozenset({"exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "tanh", "logistic",
                  "sigmoid", "sqrt", "rsqrt", "cbrt", "sin", "cos", "tan", "erf", "arctan",
                  "cosh", "sinh", "power", "pow", "float_power", "reciprocal", "softplus",
-                 "gelu", "silu", "swish", "log_sigmoid", "logsumexp", "softmax", "hypot",
-                 "atan2"})
+                 "gelu", "silu", "swish", "log_sigmoid", "hypot", "atan2"})
+#: Composite ``jax.nn`` functions: counted as the ops they are made of (``composite``), as
+#: XLA and Mosaic lower them (``jax.nn.softmax``: max, subtract, exp, sum, divide).
+COMPOSITE = frozenset({"softmax", "log_softmax", "logsumexp"})
 #: Reductions (the reduced operand's elements are counted).
 REDUCE = frozenset({"sum", "max", "min", "mean", "prod", "any", "all", "argmax", "argmin",
                     "amax", "amin", "std", "var", "reduce_max", "reduce_min", "reduce_sum",
@@ -72,11 +74,11 @@ FREE = frozenset({"reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatt
                   "expand_dims", "broadcast_to", "broadcast_in_dim", "broadcast", "tile", "zeros",
                   "ones", "full", "full_like", "zeros_like", "ones_like", "empty", "arange",
                   "linspace", "eye", "iota", "broadcasted_iota", "ndim", "shape", "size",
-                  "copy", "view", "concatenate", "slice", "slice_in_dim", "index_in_dim",
+                  "copy", "view", "slice", "slice_in_dim", "index_in_dim",
                   "dynamic_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim",
                   "dynamic_update_slice", "dynamic_update_slice_in_dim", "stop_gradient",
                   "optimization_barrier", "bitcast_convert_type", "array_equal", "allclose",
-                  "asarray", "array", "take", "flip", "repeat", "nonzero", "sort", "argsort",
+                  "asarray", "array", "flip", "repeat", "nonzero",
                   "isclose", "axis_index", "axis_size", "dot", "dot_general", "matmul",
                   "einsum", "cond", "switch", "fori_loop", "while_loop", "scan", "map"})
 #: Dtype conversions.
@@ -284,9 +286,13 @@ def reduction(operand: object, axis: object) -> None:
 
 
 def category(name: str) -> str:
-    """How an op named ``name`` is counted: "free", "cast", "reduce", "eup" or "vpu"."""
+    """How an op named ``name`` is counted: "free", "cast", "reduce", "composite_<name>",
+    "eup" or "vpu" (``concatenate``, ``take``, ``sort`` and ``argsort`` are vector ops of their
+    result's size: they move or compare every element on the VPU)."""
     if name in FREE:
         return "free"
+    if name in COMPOSITE:
+        return "composite_" + name
     if name in CASTS:
         return "cast"
     if name in REDUCE:
@@ -298,6 +304,10 @@ def count(kind: str, args: tuple, kwargs: dict, result: object) -> None:
     """Count one call of a ``jnp``/``lax`` function of category ``kind`` (see
     :func:`category`) with ``args``/``kwargs`` that gave ``result``."""
     if kind == "free" or not _STACK:
+        return
+    if kind.startswith("composite_"):
+        if args:
+            _composite(kind[len("composite_"):], args[0], args, kwargs, result)
         return
     if kind == "vpu" or kind == "eup":
         a = getattr(result, "_a", result)
@@ -319,6 +329,46 @@ def count(kind: str, args: tuple, kwargs: dict, result: object) -> None:
         if axis is None and len(args) > 1 and type(args[1]) in (int, tuple, list):
             axis = args[1]
         reduction(args[0], axis)
+
+
+def _composite(name: str, operand: object, args: tuple, kwargs: dict,
+               result: object) -> None:
+    """Count ``jax.nn.softmax`` / ``log_softmax`` / ``logsumexp`` (``name``) of ``operand``
+    as the ops they are made of: a max reduction over the axis, the subtraction of the max,
+    the exp, a sum reduction, then the division (softmax), the subtraction of the log of
+    the sum (log_softmax: a log per row too) or the log of the sum and the add-back of the
+    max (logsumexp, per row). The axis defaults as in JAX (-1 for the first two, all axes
+    for logsumexp)."""
+    x = getattr(operand, "_a", operand)
+    shape = getattr(x, "shape", None)
+    c = _STACK[-1]
+    if not shape:
+        c.add("scalar_ops", 5)
+        return
+    default = None if name == "logsumexp" else -1
+    axis = kwargs.get("axis", args[1] if len(args) > 1 and type(args[1]) in (int, tuple)
+                      else default)
+    size = int(np.prod(shape))
+    if axis is None:
+        rows = 1
+    else:
+        axes = (axis,) if type(axis) is int else tuple(axis)
+        reduced = 1
+        for ax in axes:
+            reduced *= shape[int(ax) % len(shape)]
+        rows = size // max(1, reduced)
+    reduction(x, axis)             # the max
+    c.produced("vpu_ops", size)    # x - max
+    c.produced("eup_ops", size)    # exp
+    reduction(x, axis)             # the sum
+    if name == "softmax":
+        c.produced("vpu_ops", size)    # / sum
+    elif name == "log_softmax":
+        c.produced("eup_ops", rows)    # log(sum)
+        c.produced("vpu_ops", size)    # x - max - log(sum)
+    else:
+        c.produced("eup_ops", rows)    # log(sum)
+        c.produced("vpu_ops", rows)    # + max
 
 
 def dispatch(name: str, args: tuple, kwargs: dict, result: object) -> None:

@@ -79,8 +79,9 @@ HINTS: dict[str, str] = {
                      "jax.tree_util.register_pytree_with_keys_class",
                      "jax.tree_util.register_dataclass", "jax.tree_util.register_static",
                      "jax.tree.static"], _NO_REGISTRY),
-    "jax.debug": ("print() works inside a pallas_sim kernel, which runs eagerly (on real Pallas "
-                  "use pl.debug_print)"),
+    "jax.debug": ("a kernel value prints as a JAX tracer does (shape and dtype, no data); to "
+                  "see values, store them in an output or scratch ref and print() it after "
+                  "the call (on real Pallas use pl.debug_print)"),
     "jax.config": ("pallas_sim follows JAX's defaults (jax_enable_x64 off) and has no jax.config; "
                    "its own switches are pallas_sim.config(...)"),
     "jax.typing": "annotate arrays with jax.Array",

@@ -308,11 +308,14 @@ def features(call: CallTrace, chip: Chip, cores: int = 1) -> StepFeatures:
         copies_in=copies_in.astype(float), copies_out=copies_out.astype(float))
 
 
-def simulate(f: StepFeatures, chip: Chip, cal: Calibration) -> tuple[float, dict[str, Any]]:
-    """Run the pipeline model over the steps of ``f``; returns the call's seconds and
-    the per-step schedule (arrays: dma_start, dma_end, compute_start, compute_end,
-    writeback_start, writeback_end, vpu, eup, overhead, dma_time)."""
-    n = len(f.mxu)
+def step_work(f: StepFeatures, chip: Chip, cal: Calibration
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per step of ``f`` (seconds, arrays in visiting order): ``(work, vpu, eup,
+    overhead)``, where work = overhead + MXU + VPU + EUP is the step's compute (item 3 of
+    the module docstring) and overhead is the fixed cost, the per-op cost and the exposed
+    manual copies (item 4). It depends on the step's op counts only, never on the
+    pipelined copies: a step's compute is the same whatever its neighbours copy, so
+    ``work.sum()`` bounds a call's time from below (one TensorCore)."""
     bw = chip.hbm_bandwidth * cal.dma_efficiency
     strided_bw = min(chip.hbm_bandwidth * cal.strided_efficiency, bw)
     vpu = f.vpu_elements / cal.vpu_rate
@@ -321,7 +324,18 @@ def simulate(f: StepFeatures, chip: Chip, cal: Calibration) -> tuple[float, dict
     overhead = (cal.step_overhead_s + f.vector_ops * cal.op_overhead_s
                 + f.exposed_count * cal.dma_issue_s + contiguous / bw
                 + f.exposed_strided_bytes / strided_bw)
-    work = (overhead + f.mxu + vpu + eup).tolist()
+    return overhead + f.mxu + vpu + eup, vpu, eup, overhead
+
+
+def simulate(f: StepFeatures, chip: Chip, cal: Calibration) -> tuple[float, dict[str, Any]]:
+    """Run the pipeline model over the steps of ``f``; returns the call's seconds and
+    the per-step schedule (arrays: dma_start, dma_end, compute_start, compute_end,
+    writeback_start, writeback_end, vpu, eup, overhead, dma_time)."""
+    n = len(f.mxu)
+    bw = chip.hbm_bandwidth * cal.dma_efficiency
+    strided_bw = min(chip.hbm_bandwidth * cal.strided_efficiency, bw)
+    work_arr, vpu, eup, overhead = step_work(f, chip, cal)
+    work = work_arr.tolist()
     # A step's copies run side by side: all of them at the copy rate, each strided one
     # at most at the strided rate.
     t_in_arr = (np.maximum(f.bytes_in / bw, f.strided_in / strided_bw)

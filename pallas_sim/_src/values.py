@@ -372,8 +372,11 @@ class KernelValue:
         return out
 
     def __repr__(self) -> str:
-        body = np.array2string(self._a, threshold=16, edgeitems=2)
-        return f"Traced<{self._a.dtype.name}{list(self._a.shape)}>{body}"
+        """Shape and dtype only, as a JAX tracer shows (``Traced<ShapedArray(float32[8,128])>``):
+        a kernel's Python code cannot see its data (nor tell a shapes-only run from a real
+        one) by printing it; ``jax.debug.print`` shows values."""
+        dims = ",".join(str(int(d)) for d in self._a.shape)
+        return f"Traced<ShapedArray({self._a.dtype.name}[{dims}])>"
 
     __str__ = __repr__
 

@@ -361,7 +361,30 @@ VARIANTS: list[Variant] = [
             "symmetric merge of Task 4.2, in jnp, guarding rows a tile masks completely. "
             "Task 4.8 (performance): the merge costs 13 more vector ops per step than the "
             "solution (guards, two exps and rescales of the row state, passes over acc), so its "
-            "kernel is predicted 16 % slower than the fastest candidate at its (1024, 4096, "
-            "70.0): 3 of 10 points",
-            score=93),
+            "kernel is 16 % slower than the reference's at (1024, 4096, 70.0); the choice is "
+            "graded against the best candidate for its own kernel, which this is within 10 % "
+            "of: full marks (before issue 23: 3 of 10)"),
+    # Issue 23 item 2: a correct kernel slower than the reference whose best choice is not
+    # the reference's: (4096, 1024, 70.0) 3.221 ms against its 3.233 ms at the reference's
+    # (2048, 2048, 70.0), 18 % above the reference kernel's 2.728 ms (3 of 10 before).
+    Variant("f32-kv-guarded-slower", A4,
+            "k and v upcast to float32 before the products, key positions past the sequence "
+            "end masked (never true here) and the state rescaled by alpha = exp(0) under MLE: "
+            "right values, 18 % slower than the reference kernel, and the upcasts (bkv·(d + "
+            "dv) elements per step) make (4096, 1024, 70.0) the best candidate for this "
+            "kernel, which it chooses: full marks on Task 4.8",
+            (("            m_new = m_prev                                 # the constant c, "
+              "never changes\n            alpha = 1.0\n",
+              "            m_new = m_prev                                 # the constant c, "
+              "never changes\n            alpha = exp(m_prev - m_new)\n"),
+             ("        if use_base2_exp:\n            s = s * LOG2_E ",
+              "        k_pos = kv_block * block_kv + jnp.arange(block_kv)[None, :]\n"
+              "        s = jnp.where(k_pos < pl.num_programs(2) * block_kv, s, -jnp.inf)\n"
+              "        if use_base2_exp:\n            s = s * LOG2_E "),
+             ("        s = jnp.dot(q_ref[...], k_ref[...].T, preferred_element_type=jnp.float32)",
+              "        s = jnp.dot(q_ref[...], k_ref[...].astype(jnp.float32).T,\n"
+              "                    preferred_element_type=jnp.float32)"),
+             ("            p, v_ref[...], preferred_element_type=jnp.float32)",
+              "            p, v_ref[...].astype(jnp.float32), preferred_element_type=jnp.float32)"),
+             ("    return (2048, 2048, 70.0)", "    return (4096, 1024, 70.0)"))),
 ]

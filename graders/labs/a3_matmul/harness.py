@@ -14,6 +14,7 @@ from pallas_sim import jax, jnp, pl, pltpu
 from pallas_sim._src.config import _override as sim_options
 
 from .common import beside_kernel
+from .measure import measure_candidates
 
 
 def _kernel(sub: ModuleType, name: str):
@@ -69,11 +70,21 @@ def matmul(sub: ModuleType, x: np.ndarray, y: np.ndarray, *,
                                                     activation=activation))
 
 
-def choose_matmul_blocks(sub: ModuleType, *, x_shape: tuple[int, int],
-                         y_shape: tuple[int, int], chip: str = "v7",
-                         candidates: tuple[int, ...] = (128, 256, 512, 1024, 2048)) -> dict:
-    """Task 3.5: the student's ``choose_matmul_blocks()``, then their own ``matmul`` at those
-    blocks through ``pallas_sim.estimate`` on bf16 shapes x ``x_shape`` @ y ``y_shape``.
+def choose_matmul_blocks(sub: ModuleType, *, x_shape: tuple[int, int] = (4096, 7168),
+                         y_shape: tuple[int, int] = (7168, 18432), chip: str = "v7",
+                         candidates: tuple[int, ...] = (128, 256, 512, 1024, 2048),
+                         problems: dict | None = None, sweep: tuple[str, ...] = (),
+                         concrete: tuple[str, ...] = ()) -> dict:
+    """Task 3.5: the student's ``choose_matmul_blocks()``, then, for grading
+    (``problems`` given), their *kernel* measured in the standard call on the grader's
+    small problems (``measure.measure_candidates``): every key of ``sweep`` abstractly,
+    the chosen candidate's key and every key of ``concrete`` also concretely. Returns
+    ``{"blocks": ..., "abstract": {...}, "concrete": {...}}`` (plain data). The student's
+    wrapper and compiler parameters take no part.
+
+    Without ``problems`` (the student's self-check, ``pallas-lab check``): their own
+    ``matmul`` at those blocks through ``pallas_sim.estimate`` on bf16 shapes x
+    ``x_shape`` @ y ``y_shape``, as described below.
 
     Returns plain numbers only (the worker's reply is data, never objects): ``blocks`` (what
     the student returned, as a list when it is a sequence of ints, else its repr, and then
@@ -94,6 +105,16 @@ def choose_matmul_blocks(sub: ModuleType, *, x_shape: tuple[int, int],
     blocks = tuple(int(b) for b in chosen)
     if not all(b in tuple(candidates) for b in blocks):
         return {"blocks": list(blocks)}
+    if problems is not None:
+        chosen_key = ",".join(str(b) for b in blocks)
+
+        def run_at(config: tuple[int, ...]):
+            return lambda x, y: matmul_kernel(sub, x, y, block_shape=tuple(config))
+
+        measured = measure_candidates(run_at, problems, dtype="bfloat16", name="grader_matmul",
+                                      sweep=[*sweep, chosen_key],
+                                      concrete=[*concrete, chosen_key])
+        return {"blocks": list(blocks), **measured}
     x = jax.ShapeDtypeStruct(tuple(x_shape), jnp.bfloat16)
     y = jax.ShapeDtypeStruct(tuple(y_shape), jnp.bfloat16)
     # A TPU visits the grid in order: the grading option that shuffles parallel axes (to

@@ -15,6 +15,7 @@ from pallas_sim import jax, jnp, pl, pltpu
 from pallas_sim._src.config import _override as sim_options
 
 from .common import beside_kernel
+from .measure import measure_candidates
 
 #: Lanes of the m and l scratch buffers (one vector register row, student-api.md 4.3).
 LANES = 128
@@ -91,7 +92,8 @@ def flash_attention_kernel_microtiled(sub: ModuleType, q: np.ndarray, k: np.ndar
 
 def _standard_call(kernel, q: np.ndarray, k: np.ndarray, v: np.ndarray, *, block_q: int,
                    block_kv: int, with_max: bool, name: str):
-    """The pallas_call of Task 4.3 around ``kernel`` (keywords already bound); with
+    """The pallas_call of Task 4.3 around ``kernel`` (keywords already bound; the kv axis
+    follows k's length, which is q's except in Task 4.8's small problems); with
     ``with_max`` a second output f32 [H, L, 128] receives the m scratch at the last kv
     block, returned as its first lane, f32 [H, L]."""
     heads, length, d = q.shape
@@ -114,7 +116,7 @@ def _standard_call(kernel, q: np.ndarray, k: np.ndarray, v: np.ndarray, *, block
     result = pl.pallas_call(
         kernel,
         out_shape=out_shape,
-        grid=(heads, length // block_q, length // block_kv),
+        grid=(heads, length // block_q, k.shape[1] // block_kv),
         in_specs=[
             pl.BlockSpec((None, block_q, d), lambda h, i, j: (h, i, 0)),
             pl.BlockSpec((None, block_kv, d), lambda h, i, j: (h // group, j, 0)),
@@ -158,8 +160,17 @@ def flash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray
 def choose_flash_config(sub: ModuleType, *, q_shape: tuple[int, int, int],
                         v_shape: tuple[int, int, int], chip: str = "v7",
                         block_candidates: tuple[int, ...] = (256, 512, 1024, 2048, 4096),
-                        mle_candidates: tuple[float | None, ...] = (None, 70.0)) -> dict:
-    """Task 4.8: the student's ``choose_flash_config()``, then their own ``flash_attention``
+                        mle_candidates: tuple[float | None, ...] = (None, 70.0),
+                        problems: dict | None = None, sweep: tuple[str, ...] = (),
+                        concrete: tuple[str, ...] = ()) -> dict:
+    """Task 4.8: the student's ``choose_flash_config()``, then, for grading (``problems``
+    given), their *kernel* measured in Task 4.3's standard call on the grader's small
+    problems (``measure.measure_candidates``, non-causal, sm_scale 1/sqrt(d)): every key
+    of ``sweep`` abstractly, the chosen candidate's and every key of ``concrete`` also
+    concretely. Returns ``{"config": ..., "abstract": {...}, "concrete": {...}}`` (plain
+    data). The student's wrapper and compiler parameters take no part.
+
+    Without ``problems`` (the student's self-check): their own ``flash_attention``
     at that (block_q, block_kv, max_logit_const) through ``pallas_sim.estimate`` on bf16
     shapes q, k ``q_shape`` [H, L, d] and v ``v_shape`` [H, L, dv], non-causal.
 
@@ -187,6 +198,20 @@ def choose_flash_config(sub: ModuleType, *, q_shape: tuple[int, int, int],
     if not (block_q in tuple(block_candidates) and block_kv in tuple(block_candidates)
             and constant in tuple(mle_candidates)):
         return {"config": config}
+    if problems is not None:
+        chosen_key = ",".join(str(v) for v in config)
+        scale = float(1.0 / np.sqrt(q_shape[-1]))
+
+        def run_at(cfg: tuple):
+            return lambda q, k, v: flash_attention_kernel(
+                sub, q, k, v, sm_scale=scale, causal=False, block_q=int(cfg[0]),
+                block_kv=int(cfg[1]), max_logit_const=cfg[2])
+
+        measured = measure_candidates(run_at, problems, dtype="bfloat16",
+                                      name="grader_flash_attention",
+                                      sweep=[*sweep, chosen_key],
+                                      concrete=[*concrete, chosen_key])
+        return {"config": config, **measured}
     q = jax.ShapeDtypeStruct(tuple(q_shape), jnp.bfloat16)
     v = jax.ShapeDtypeStruct(tuple(v_shape), jnp.bfloat16)
     # A TPU visits the grid in order: shuffling the parallel axes (a grading option that

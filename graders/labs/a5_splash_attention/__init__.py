@@ -19,11 +19,11 @@ ASSIGNMENT = Assignment(
         Task(id="5.5", functions=("mask_stats",), points=5, depends=("5.2", "5.3")),
         Task(id="5.6", functions=("splash_computed_mask_kernel", "splash_attention_computed_mask"),
              points=10),
-        # graded on the predicted time of the student's own Splash wrapper
-        # (5.4) at the chosen blocks for three masks at L 8192. 5.4 gave up 5 points (35 ->
-        # 30: 5.7 runs its wrapper again, at scale, and checks the grid and blocks of its
-        # call) and 5.6 gave up 5 (15 -> 10) so that a5 stays at 100. The MaskInfo is the
-        # reference's, so 5.7 does not depend on 5.3.
+        # Graded on the predicted time of the
+        # student's Splash kernel (5.4) in the grader's standard call at the chosen blocks
+        # for three masks at L 8192, against the best candidate for that kernel. 5.4 gave up
+        # 5 points (35 -> 30) and 5.6 gave up 5 (15 -> 10) so that a5 stays at 100. The
+        # MaskInfo is the reference's, so 5.7 does not depend on 5.3.
         Task(id="5.7", functions=("choose_splash_blocks",), points=10, depends=("5.4",),
              performance=True),
     ),

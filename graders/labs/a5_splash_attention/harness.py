@@ -26,6 +26,7 @@ from .a5_public import (  # noqa: F401 - re-exported: the grader's checks name t
     splash_attention_computed_mask,
 )
 from .common import beside_kernel
+from .measure import measure
 
 
 def _function(sub: ModuleType, name: str):
@@ -168,58 +169,87 @@ def splash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarra
     return out, recorded, kernel_out, kernel_error
 
 
-def choose_splash_blocks(sub: ModuleType, mask_kind: str, fields: tuple, *, length: int,
-                         heads: int, head_dim: int, value_dim: int, chip: str = "v7",
-                         candidates: tuple[int, ...] = (256, 512, 1024, 2048, 4096)) -> dict:
-    """Task 5.7: the student's ``choose_splash_blocks(mask_kind)``, then their own
-    ``splash_attention`` over the grader's MaskInfo ``fields`` through ``pallas_sim.estimate``
-    on bf16 shapes q, k [heads, length, head_dim], v [heads, length, value_dim].
+def small_pattern(bq: int, bkv: int) -> np.ndarray:
+    """Task 5.7's small problems' partial pattern: query i sees key j when j * bq <= i * bkv
+    (the trusted side's ``splash_timing.small_pattern``)."""
+    i = np.arange(bq)[:, None]
+    j = np.arange(bkv)[None, :]
+    return j * bq <= i * bkv
 
-    ``fields``: the seven MaskInfo arrays (handout order) that the trusted grader built with
-    the reference for the mask and the blocks this chooser returned on its first call. The
-    chooser is called again here and its answer must be those blocks (the shape of
-    ``partial_mask_blocks``), so the run is of the stated problem at the student's choice.
 
-    Returns plain numbers only (the worker's reply is data): ``blocks`` (what the chooser
-    returned, as a list when it is two ints, else its repr, and then nothing else; nothing
-    else either when a block is not one of ``candidates`` or differs from the MaskInfo's,
-    which is then ``info_blocks``), and per pallas_call of the run ``grid``,
-    ``block_shapes`` (of the in and out operands, without squeezed dims), ``time_s``
-    (predicted seconds), ``mfu``, ``mxu_flops`` (the products the kernel ran),
-    ``vmem_bytes`` and ``vmem_limit_bytes``. Raises what the
-    student's code raises, e.g. ``VmemOOMError`` with a real run's message.
+def _measured_call(sub: ModuleType, run: dict, d: int, dv: int, sm_scale: float):
+    """The standard Splash call (``splash_attention_kernel``'s grid spec) around the
+    student's kernel over one small problem, and its operands (q, k, v as shapes)."""
+    bq, bkv = (int(b) for b in run["blocks"])
+    length_q, length_kv = (int(n) for n in run["lengths"])
+    prefetch = [np.asarray(t, np.int32) for t in run["tables"]]
+
+    def row_map(h, g, rows, cols, nxt, starts, ends, kinds):
+        return h, rows[g], 0
+
+    def col_map(h, g, rows, cols, nxt, starts, ends, kinds):
+        return h, cols[g], 0
+
+    def mask_map(h, g, rows, cols, nxt, starts, ends, kinds):
+        return nxt[g], 0, 0
+
+    grid_spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=6, grid=(1, len(prefetch[0])),
+        in_specs=[pl.BlockSpec((None, bq, d), row_map), pl.BlockSpec((None, bkv, d), col_map),
+                  pl.BlockSpec((None, bkv, dv), col_map),
+                  pl.BlockSpec((None, bq, bkv), mask_map)],
+        out_specs=pl.BlockSpec((None, bq, dv), row_map),
+        scratch_shapes=[pltpu.VMEM((bq, 128), jnp.float32), pltpu.VMEM((bq, 128), jnp.float32),
+                        pltpu.VMEM((bq, dv), jnp.float32)])
+    kernel = functools.partial(_function(sub, "splash_attention_kernel"),
+                               sm_scale=float(sm_scale), block_q=bq, block_kv=bkv)
+    call = pl.pallas_call(
+        kernel, grid_spec=grid_spec,
+        out_shape=jax.ShapeDtypeStruct((1, length_q, dv), jnp.float32),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
+        name="grader_splash")
+    patterns = small_pattern(bq, bkv)[None]
+    return call, prefetch, patterns, (length_q, length_kv)
+
+
+def choose_splash_blocks(sub: ModuleType, runs: list, **kwargs: object) -> list:
+    """Task 5.7 (the grade): ``measured_runs`` of the student's kernel. The public
+    self-check's estimate of the student's own wrapper is ``a5_public``'s."""
+    return measured_runs(sub, runs, **kwargs)  # type: ignore[arg-type]
+
+
+def measured_runs(sub: ModuleType, runs: list, *, head_dim: int, value_dim: int,
+                  sm_scale: float) -> list:
+    """Task 5.7: the student's ``splash_attention_kernel`` in the grader's standard Splash
+    call over small problems (one head, bf16 q, k [1, Lq|Lkv, head_dim], v [1, Lkv,
+    value_dim], f32 out; the task's compiler parameters), one per entry of ``runs``
+    (``measure.measure``: shapes only, or concretely on seeded data).
+
+    Each run: ``blocks`` (bq, bkv), ``lengths`` (Lq, Lkv), ``tables`` (the six prefetch
+    arrays, Task 5.4's order; one pattern, ``small_pattern``) and optionally ``seed`` and
+    ``rows``: then the run is concrete on ``measure.seeded_array(seed + i, ...)`` for q, k,
+    v and the output's rows ``rows`` (all value columns) come back as its sample. The
+    student's wrapper and compiler parameters are not used. Returns one
+    ``measure.measure`` record per run (plain data; ``error`` when the kernel raised).
     """
-    import pallas_sim
-    from pallas_sim._src.config import _override as sim_options
+    out = []
+    for run in runs:
+        try:
+            call, prefetch, patterns, (length_q, length_kv) = _measured_call(
+                sub, run, head_dim, value_dim, sm_scale)
+        except Exception as exc:  # noqa: BLE001 - the student's kernel is missing; reported
+            out.append({"error": f"{type(exc).__name__}: {exc}"[:500],
+                        "error_type": type(exc).__name__})
+            continue
 
-    chosen = _function(sub, "choose_splash_blocks")(mask_kind)
-    if not (isinstance(chosen, (tuple, list)) and len(chosen) == 2
-            and all(isinstance(b, (int, np.integer)) and not isinstance(b, bool)
-                    for b in chosen)):
-        return {"blocks": repr(chosen)[:200]}
-    blocks = [int(b) for b in chosen]
-    if not all(b in tuple(candidates) for b in blocks):
-        return {"blocks": blocks}
-    info = GraderMaskInfo(*fields)
-    info_blocks = [int(n) for n in np.shape(info.partial_mask_blocks)[1:]]
-    if info_blocks != blocks:
-        return {"blocks": blocks, "info_blocks": info_blocks}
-    q = jax.ShapeDtypeStruct((heads, length, head_dim), jnp.bfloat16)
-    v = jax.ShapeDtypeStruct((heads, length, value_dim), jnp.bfloat16)
-    # A TPU visits the grid in order: shuffling parallel axes would only slow the run. The
-    # scale is passed: a wrong default is Task 5.4's mistake, and a default of 1 (whose
-    # multiply the compiler folds away) must not buy a faster run.
-    with sim_options(shuffle_parallel=False):
-        estimate = pallas_sim.estimate(_function(sub, "splash_attention"), q, q, v, info,
-                                       sm_scale=float(1.0 / np.sqrt(head_dim)), chip=chip)
-    calls = []
-    for call, line in zip(estimate.calls, estimate.timelines, strict=True):
-        calls.append({
-            "grid": [int(g) for g in call.grid],
-            "block_shapes": [[int(d) for d in op.block_shape if d is not None]
-                             for op in call.operands if op.role in ("in", "out")],
-            "time_s": float(line.time_s), "mfu": float(line.mfu),
-            "mxu_flops": int(line.mxu_flops),
-            "vmem_bytes": int(line.vmem_bytes), "vmem_limit_bytes": int(line.vmem_limit_bytes),
-        })
-    return {"blocks": blocks, "calls": calls}
+        def standard(q, k, v, call=call, prefetch=prefetch, patterns=patterns):
+            return call(*prefetch, q, k, v, patterns)
+
+        shapes = [[1, length_q, head_dim], [1, length_kv, head_dim],
+                  [1, length_kv, value_dim]]
+        seed = run.get("seed")
+        sample = None if seed is None else {"rows": list(run["rows"]),
+                                            "cols": list(range(value_dim))}
+        out.append(measure(standard, shapes, "bfloat16", name="grader_splash",
+                           seed=None if seed is None else int(seed), sample=sample))
+    return out

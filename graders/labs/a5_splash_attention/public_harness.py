@@ -161,8 +161,11 @@ def splash_attention_computed_mask(sub: ModuleType, q: np.ndarray, k: np.ndarray
 
 def choose_splash_blocks(sub: ModuleType, mask_kind: str, fields: tuple, *, length: int,
                          heads: int, head_dim: int, value_dim: int, chip: str = "v7",
-                         candidates: tuple[int, ...] = (256, 512, 1024, 2048, 4096)) -> dict:
-    """Task 5.7 for the self-check: the student's ``choose_splash_blocks(mask_kind)``, then
+                         candidates: tuple[int, ...] = (256, 512, 1024, 2048, 4096),
+                         at: tuple[int, int] | None = None) -> dict:
+    """Task 5.7 for the self-check: the student's ``choose_splash_blocks(mask_kind)`` (or
+    the blocks ``at``, when given: the lecture's best, to time the student's own
+    splash_attention there), then
     their own ``splash_attention`` over the MaskInfo ``fields`` (built for the blocks the
     chooser returned) through ``pallas_sim.estimate`` on bf16 shapes q, k [heads, length,
     head_dim], v [heads, length, value_dim], sm_scale 1/sqrt(head_dim).
@@ -177,7 +180,7 @@ def choose_splash_blocks(sub: ModuleType, mask_kind: str, fields: tuple, *, leng
     import pallas_sim
     from pallas_sim._src.config import _override as sim_options
 
-    chosen = _function(sub, "choose_splash_blocks")(mask_kind)
+    chosen = _function(sub, "choose_splash_blocks")(mask_kind) if at is None else tuple(at)
     if not (isinstance(chosen, (tuple, list)) and len(chosen) == 2
             and all(isinstance(b, (int, np.integer)) and not isinstance(b, bool)
                     for b in chosen)):
