@@ -1,5 +1,5 @@
 """Trusted side of the performance tasks (3.5, 4.8, 5.7): a full-size predicted time that
-no code in a submission can steer (issue 23, items 1 and 2; docs/performance-model.md,
+no code in a submission can steer (docs/performance-model.md,
 "Performance tasks").
 
 The worker measures the student's kernel, in the lab's standard pallas_call, on small

@@ -1,4 +1,4 @@
-"""Task 3.5's trusted timing (issue 23, items 1 and 2): the lecture's matmul predicted from
+"""Task 3.5's trusted timing: the lecture's matmul predicted from
 the grader's standard call around the student's kernel (docs/performance-model.md,
 "Performance tasks").
 

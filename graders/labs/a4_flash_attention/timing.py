@@ -1,4 +1,4 @@
-"""Task 4.8's trusted timing (issue 23, items 1 and 2): the lecture's attention predicted
+"""Task 4.8's trusted timing: the lecture's attention predicted
 from the grader's standard call around the student's kernel (docs/performance-model.md,
 "Performance tasks"; the shared pieces are graders/checks/step_model.py).
 

@@ -1,4 +1,4 @@
-"""Task 5.7's trusted side (issue 23, items 1-2): the grader's full-size Splash call, the
+"""Task 5.7's trusted side: the grader's full-size Splash call, the
 small problems the student's kernel is measured on, and the full-size time of their kernel
 at any candidate (lecture §6.5; docs/performance-model.md, "Performance tasks").
 
