@@ -90,3 +90,18 @@ def test_the_slower_kernel_at_the_reference_s_blocks_is_told_its_own_best(tmp_pa
     assert result.score == 7.0, _feedback(result)[:3000]
     assert "the fastest candidate on your kernel's measured work, projected, is (2048, 4096)" \
         in _feedback(result)
+
+
+def test_numpy_int_blocks_are_ints(tmp_path):
+    """An honest chooser that computes its blocks with numpy returns np.int64: ints to the
+    student's splash_attention, to JAX's block shapes and to Tasks 3.5 and 4.8, so 5.7
+    takes them too (found by an honest-student pass: 0 of 10, 'must return a tuple of two
+    ints'; corpus variant numpy-int-blocks)."""
+    solution = (REPO / "solutions" / f"{STEM}.py").read_text(encoding="utf-8")
+    source = solution + (
+        "\n\n_CHOSEN = choose_splash_blocks\n\n\n"
+        "def choose_splash_blocks(mask_kind):\n"
+        "    bq, bkv = _CHOSEN(mask_kind)\n"
+        "    return np.int64(bq), np.int64(bkv)\n")
+    result = _graded(tmp_path, source)
+    assert result.score == 10.0, _feedback(result)[:3000]

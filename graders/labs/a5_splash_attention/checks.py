@@ -1558,7 +1558,8 @@ def _choose(s: Session, kind: str) -> tuple[int, int]:
         raise failure.copy(input=label) from None
     candidates = ref.SPLASH_BLOCK_CANDIDATES
     if not (isinstance(chosen, tuple | list) and len(chosen) == 2
-            and all(isinstance(b, int) and not isinstance(b, bool) for b in chosen)):
+            and all(isinstance(b, int | np.integer) and not isinstance(b, bool | np.bool_)
+                    for b in chosen)):  # numpy ints are ints, as in Tasks 3.5 and 4.8
         raise CheckFailure("choose_splash_blocks(mask_kind) must return a tuple of two ints "
                            "(block_q, block_kv)", input=label, expected="e.g. (512, 512)",
                            got=repr(chosen)[:200])

@@ -680,7 +680,8 @@ def splash_blocks(api: Api) -> None:
         label = f"choose_splash_blocks({kind!r}), L {length}"
         blocks = api.call("choose_splash_blocks", kind).value
         if not (isinstance(blocks, tuple | list) and len(blocks) == 2
-                and all(isinstance(b, int) for b in blocks)):
+                and all(isinstance(b, int | np.integer) and not isinstance(b, bool)
+                        for b in blocks)):
             raise Mismatch("choose_splash_blocks must return a tuple of two ints "
                            "(block_q, block_kv)", input=label, expected="e.g. (512, 512)",
                            got=repr(blocks))
@@ -688,6 +689,7 @@ def splash_blocks(api: Api) -> None:
             raise Mismatch("a block size outside the candidate set", input=label,
                            expected=f"each one of {list(worked.PERF_BLOCK_CANDIDATES)}",
                            got=str(tuple(blocks)))
+        blocks = [int(b) for b in blocks]
         got_ms, mfu = _own_time(api, kind, masks[kind], tuple(blocks), label, shape, at=None)
         best = tuple(worked.PERF_BEST_BLOCKS[kind])
         if best == tuple(blocks):
