@@ -809,6 +809,10 @@ if __name__ == "__main__":
 # MaskInfo takes a second or so per tiling); add the others to see the
 # trade. How many active tiles does each tiling give, and how many of the
 # computed scores are masked?
+#
+# The grader calls your chooser under a time limit of a few seconds, so
+# sweep in a cell or a script of your own and return the winner as
+# constants (a chooser that runs the sweep itself times out).
 
 
 # %%

@@ -25,6 +25,11 @@ from graders.registry import CheckFailure
 _REPLIES: weakref.WeakKeyDictionary[Any, dict[str, object]] = weakref.WeakKeyDictionary()
 
 
+#: What a chooser that ran out of time is told (the handouts say the same).
+CHOOSER_TIMEOUT_HINT = ("the chooser runs under a time limit: sweep the candidates in a cell "
+                        "or a script of your own and return the winner as constants")
+
+
 def invoke_once(s: Any, name: str, kwargs: Mapping[str, object], *, harness: str,
                 timeout: float) -> object:
     """The reply of the harness function ``name`` (``s.invoke(name, (), kwargs, ...)``) for
@@ -37,6 +42,8 @@ def invoke_once(s: Any, name: str, kwargs: Mapping[str, object], *, harness: str
             kept[name] = s.invoke(name, (), dict(kwargs), harness=harness,
                                   timeout=timeout).value
         except CheckFailure as failure:
+            if failure.status == "timeout" and failure.hint is None:
+                failure = failure.copy(hint=CHOOSER_TIMEOUT_HINT)
             kept[name] = failure
     return kept[name]
 

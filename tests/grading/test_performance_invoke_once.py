@@ -20,6 +20,8 @@ class FakeSession:
         self.calls.append(name)
         if name == "broken":
             raise CheckFailure("the student's chooser raised")
+        if name == "slow":
+            raise CheckFailure("did not finish within 30 s", status="timeout")
         return SimpleNamespace(value={"name": name, "kwargs": kwargs, "harness": harness})
 
 
@@ -44,3 +46,14 @@ def test_the_kept_replies_go_with_the_session():
     del s
     gc.collect()
     assert len(performance._REPLIES) == before - 1
+
+
+def test_a_chooser_that_runs_out_of_time_is_told_to_return_constants():
+    """An honest chooser that runs the handout's sweep itself times out: the failure says
+    what to do instead (an honest-student pass saw only 'did not finish within 30 s')."""
+    failure = performance.invoke_once(FakeSession(), "slow", {}, harness="a4", timeout=30.0)
+    assert isinstance(failure, CheckFailure) and failure.status == "timeout"
+    assert failure.hint == performance.CHOOSER_TIMEOUT_HINT
+    assert "return the winner as constants" in failure.hint
+    other = performance.invoke_once(FakeSession(), "broken", {}, harness="a4", timeout=30.0)
+    assert other.hint is None, "only a timeout gets the hint"

@@ -355,6 +355,9 @@ if __name__ == "__main__":
 # the time at your blocks is the grader's, and the best of the sweep is the
 # grader's bar when your kernel's extra work (if any) grows with the blocks
 # as the reference's does.
+# The grader calls your chooser under a time limit of a few seconds, so
+# sweep in a cell or a script of your own and return the winner as
+# constants (a chooser that runs the sweep itself times out).
 #
 # **Try it.** The cell below predicts your matmul at 512- and 1024-blocks
 # (compare §4.2's measured 4.63 and 1.68 ms) and at your choice. From a
