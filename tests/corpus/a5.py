@@ -184,6 +184,15 @@ VARIANTS: list[Variant] = [
             "(q @ kᵀ contracts d of both, no .T; p @ v); "
             "it counts the FLOPs jnp.dot counts, so Task 5.7 is "
             "graded at the lecture's size as the solution is"),
+    Variant("numpy-int-blocks", A5,
+            "choose_splash_blocks returns the fastest blocks as numpy ints (np.int64, as a "
+            "chooser that computes its choice with numpy gives them): they are ints to "
+            "build_mask_info, to the student's splash_attention and to JAX's block shapes, "
+            "and Tasks 3.5 and 4.8 accept numpy ints (an honest-student pass: Task 5.7 gave "
+            "0/10, 'must return a tuple of two ints')",
+            edits=((BEST, '    best = {kind: (np.int64(bq), np.int64(bkv)) for kind, (bq, bkv) '
+                          'in {"causal": (2048, 2048), "local": (2048, 2048), '
+                          '"document": (4096, 2048)}.items()}\n'),)),
     Variant("builder-classifies-itself", A5,
             "build_mask_info classifies the tiles with its own loop instead of calling "
             "classify_blocks",
