@@ -262,10 +262,8 @@ MUTANTS: list[Mutant] = [
            ((FLASH_BEST, "    return (1024, 2048, None)\n"),),
            "the slides' starting point has two causes of its 48 %: MLE off (21 %) and block_q "
            "1024 (with MLE on, 1024 x 2048 is still 22 % slower, outside the 10 %). A fair "
-           "diagnosis names both, or a student who only turns MLE on is charged again. "
-           "(rt-honest, failing: the feedback's 'looks like' names MLE only: 'MLE off costs "
-           "21% here: with max_logit_const 70 your kernel at the same blocks is predicted "
-           "3.400 ms', which is above the 3.037 ms bar)",
+           "diagnosis names both, or a student who only turns MLE on is charged again "
+           "(an honest-student pass found MLE named alone)",
            kept=3, says=("MLE off costs", "block_q 2048 instead of 1024")),
     Mutant("flash-tiles-over-vmem", A4, "4.8", ((FLASH_BEST, "    return (4096, 4096, 70.0)\n"),),
            "4096 x 4096 blocks: the model's fastest time, but two f32 score tiles of 128 MiB "
