@@ -93,8 +93,9 @@ CONTAINED = [
     # The honest bad choice itself: the baseline every hole is compared with.
     PerfAttack("bad_choice", "a3_matmul", "3.5", 3.0,
                ("(512, 512, 512) are predicted 2.9x slower",), predicted_ms=BAD_CHOICE_MS),
-    # float8 products on data and on shapes alike. pallas_sim refuses float8 by every spelling, as it refuses jnp.float8_e4m3fn:
-    # the kernel raises (UnsupportedJaxAPIError) in the measured run, no time, 0/10.
+    # float8 products on data and on shapes alike. pallas_sim refuses float8 by every
+    # spelling, as it refuses jnp.float8_e4m3fn: the kernel raises (UnsupportedJaxAPIError)
+    # in the measured run, no time, 0/10.
     PerfAttack("fp8_everywhere", "a3_matmul", "3.5", 0.0,
                ("refuses float8_e4m3fn by every spelling",), others_kept=False),
     # Dead vector ops at every tiling but (1024, 2048): 5.7's bar is projected from the
