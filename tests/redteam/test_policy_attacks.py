@@ -61,7 +61,7 @@ ATTACKS = [
     PolicyAttack("frame_walk", "a3_matmul", None, ("access to '.gi_frame' is not allowed",)),
     # The kernel raises where it reaches for the frame, so the wrapper (the solution's) fails
     # its value and trace checks too; its argument checks (4 points) stand.
-    # Task 3.5 (performance) runs the same matmul and depends on 3.1 and 3.2: lost with them.
+    # Task 3.5 (performance) times the same kernel in the grader's call: lost with 3.1.
     PolicyAttack("frame_walk_computed", "a3_matmul", ("3.1", "3.2", "3.5"),
                  ("reading '.gi_frame' of a generator is not allowed while grading",), kept=4),
     PolicyAttack("reexported_modules", "a1_pallas_basics", None,
@@ -70,10 +70,12 @@ ATTACKS = [
                  ("reading '.sys' of module dataclasses is not allowed while grading",)),
     PolicyAttack("module_rebinding", "a1_pallas_basics", None,
                  ("setting or deleting attributes of module pallas_sim.pl is not allowed",)),
-    PolicyAttack("decoy_call", "a3_matmul", ("3.2", "3.5"),
+    # A wrapper's fault is charged to the wrapper's task alone: the performance tasks 3.5 and
+    # 4.8 time the honest kernel in the grader's own pallas_call and keep their points.
+    PolicyAttack("decoy_call", "a3_matmul", ("3.2",),
                  ("what matmul returned is not the output of its pallas_call",)),
-    PolicyAttack("no_call", "a3_matmul", ("3.2", "3.5"), ("matmul made no pallas_call",)),
-    PolicyAttack("no_call", "a4_flash_attention", ("4.4", "4.8"),
+    PolicyAttack("no_call", "a3_matmul", ("3.2",), ("matmul made no pallas_call",)),
+    PolicyAttack("no_call", "a4_flash_attention", ("4.4",),
                  ("flash_attention made no pallas_call",)),
 ]
 #: Found by the red-team review of the policy (whole submissions, "# full submission"):
