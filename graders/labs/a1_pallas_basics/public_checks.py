@@ -18,6 +18,7 @@ from graders.labs.a1_pallas_basics import worked
 from graders.student.public import (
     Api,
     Mismatch,
+    StudentRaised,
     arrays,
     assert_close,
     describe,
@@ -201,6 +202,40 @@ def bias_add_values(api: Api) -> None:
                            expected=f"{want} DMAs = 2·(M/bm)·(N/bn) + N/bn",
                            got=f"{dmas} DMAs")
     api.run_property(blocked_pairs(dividing=True), body)
+
+
+#: (x's shape, block_shape) that are not whole blocks: M only, N only, both (bias f32[1, N]).
+RAGGED_BIAS = (((20, 256), (8, 128)), ((16, 200), (8, 128)), ((12, 72), (8, 64)))
+
+
+@public_check(A, "1.3", "bias_add raises ValueError when M or N is not a multiple of its "
+                        "block size (the handout's Raises): ragged M, ragged N, both")
+def bias_add_errors(api: Api) -> None:
+    """Task 1.3: bias_add raises ValueError when M or N is not a multiple of its block size
+    (the handout's ``Raises``), on x ragged in M, in N and in both (lecture §2.2). Returning
+    anything fails: a grid of M // bm leaves the ragged edge uncomputed, one of
+    pl.cdiv(M, bm) computes past the array's end.
+    """
+    for shape, block in RAGGED_BIAS:
+        x, bias = arrays(shape, 1), arrays((1, shape[1]), 2)
+        bad = " and ".join(f"{name} = {dim} is not a multiple of {label} = {size}"
+                           for name, label, dim, size in (("M", "bm", shape[0], block[0]),
+                                                          ("N", "bn", shape[1], block[1]))
+                           if dim % size)
+        label = f"x = f32[{shape[0]}, {shape[1]}], bias = f32[1, {shape[1]}], " \
+                f"block_shape = {block}"
+        try:
+            api.call("bias_add", x, bias, block_shape=block)
+        except StudentRaised as error:
+            if error.error_type != "ValueError":
+                raise error.copy(what=f"bias_add must raise ValueError when {bad}",
+                                 input=label, expected="ValueError (the handout's Raises)",
+                                 got=f"{error.error_type}: {error.message}"[:300]) from None
+            continue
+        raise Mismatch(f"bias_add returned a result although {bad}", input=label,
+                       expected="ValueError: M or N is not a multiple of its block size (the "
+                                "handout's Raises), raised before the pallas_call",
+                       got="a result")
 
 
 @public_check(A, "1.4", "accumulate_inplace(acc, x) returns acc + x from a pallas_call that "
