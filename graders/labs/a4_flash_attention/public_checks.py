@@ -278,6 +278,11 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 #: (rtol, atol) of the attention output by input dtype (the grader's: bf16 leaves room for p
 #: cast to bf16 before p @ v).
 TOL = {"float32": (1e-4, 1e-4), "bfloat16": (2e-2, 3e-2)}
+#: (block_q, block_kv) of the "odd" family, each with L = lcm(block_q, block_kv): odd sizes
+#: (the handout asks only that the blocks divide L) give a tile whose first key is its q
+#: block's last query, kv_block·block_kv = (q_block + 1)·block_q - 1: (q block, kv block)
+#: (1, 1), (1, 3), (2, 1) and (1, 3); with even sizes an even product never equals an odd one.
+ODD_BLOCKS = [(3, 5), (5, 3), (3, 8), (8, 5)]
 
 
 @st.composite
@@ -290,12 +295,15 @@ def attention_cases(draw, *, causal: bool | None = None, flavor: str = "plain") 
     high in the safe range of Task 4.5, where a kv tile of some row can lie entirely
     below c - 104); "mle-deep" (no mask; the even query rows score about -126 against the
     first kv tile and near 0 against the others, with a constant from the safe range: that
-    whole tile underflows for those rows); "far" (max_logit_const = 800). Inputs are f32
-    or bf16.
+    whole tile underflows for those rows); "far" (max_logit_const = 800); "odd" (the block
+    sizes of ``ODD_BLOCKS``, L their least common multiple). Inputs are f32 or bf16.
     """
     heads, kv_heads = draw(st.sampled_from(HEADS))
     block_q, block_kv = draw(st.sampled_from([8, 16])), draw(st.sampled_from([8, 16]))
     length = max(block_q, block_kv) * draw(st.integers(1, 2))
+    if flavor == "odd":
+        block_q, block_kv = draw(st.sampled_from(ODD_BLOCKS))
+        length = math.lcm(block_q, block_kv)
     if flavor == "mle-deep":
         causal, length = False, max(length, 2 * block_kv)
     dtype = draw(st.sampled_from([np.dtype(np.float32), BF16]))
@@ -430,6 +438,44 @@ def flash_kernel_skips(api: Api) -> None:
     api.run_property(attention_cases(causal=True).filter(
         lambda c: c["q"].shape[1] >= 2 * max(c["block_q"], c["block_kv"])), body,
         max_examples=3)
+
+
+@public_check(A, "4.3", "causal with odd block sizes (3, 5; the handout asks only that they "
+                        "divide L): a tile whose first key is its q block's last query is "
+                        "not skipped (lecture §5.2)")
+def flash_kernel_odd_blocks(api: Api) -> None:
+    """Task 4.3: causal with odd block sizes (3, 5; the handout asks only that they divide L):
+    a tile whose first key is its q block's last query, kv_block·block_kv = (q_block + 1)·
+    block_q - 1, holds one visible key and is not skipped (lecture §5.2). The output equals
+    dense softmax attention, and the kernel reads k_ref or v_ref at every step whose tile
+    holds a visible key (the trace's kernel_reads). With even sizes such a tile never occurs,
+    so a skip test off by one there passes every other check.
+    """
+    def body(case: dict) -> None:
+        reply = run_kernel(api, "flash_attention_kernel", case, **_kernel_options(case))
+        skipped = reply.get("visible_skips") or []
+        block_q, block_kv = case["block_q"], case["block_kv"]
+        note = ""
+        if skipped:
+            i, j = skipped[0]
+            first, last = j * block_kv, (i + 1) * block_q - 1
+            note = (f"the kernel skips {len(skipped)} tile(s) that hold visible keys, first "
+                    f"(q block {i}, kv block {j}): its first key {first} is not after query "
+                    f"{last}, the last of q block {i}")
+        rtol, atol = TOL[case["q"].dtype.name]
+        try:
+            assert_close(reply["out"], dense_attention(case), rtol=rtol, atol=atol,
+                         what="the attention output")
+        except Mismatch as failure:
+            if note:
+                failure.what = f"{failure.what}: {note}"
+            raise
+        if note:
+            raise Mismatch(note[0].upper() + note[1:], expected="k_ref and v_ref read at "
+                           "every step whose tile holds a visible key: skip only when "
+                           "kv_block·block_kv > (q_block + 1)·block_q - 1",
+                           got=f"neither read at {len(skipped)} such tile(s)")
+    api.run_property(attention_cases(causal=True, flavor="odd"), body, max_examples=3)
 
 
 @public_check(A, "4.3", "rows whose scores all lie below -100 (float32 exp underflows there) "

@@ -115,13 +115,13 @@ def _through_wrapper(sub: ModuleType, kernel: Callable[..., Any], options: dict,
     spy calling ``kernel`` with ``options``. A ``NotImplementedError`` of the wrapper or of
     the kernel propagates with its own message (naming its task).
 
-    Returns ``{"out", "m", "problem", "largest", "masked_reads"}``: ``out`` the wrapper's
-    result, or with
+    Returns ``{"out", "m", "problem", "largest", "masked_reads", "visible_skips"}``:
+    ``out`` the wrapper's result, or with
     ``capture`` the kernel's own output blocks, f32 [H, L, dv]; ``m`` (with ``capture``)
     the m scratch's first lane after each row's last kv step, f32 [H, L]; ``problem`` what
     in the wrapper's call differs from Task 4.4's, or None; ``largest`` the call's largest
-    intermediate (elements); ``masked_reads`` (None with a ``problem``) as
-    :func:`_masked_reads`.
+    intermediate (elements); ``masked_reads`` and ``visible_skips`` (None with a
+    ``problem``) as :func:`_masked_reads` and :func:`_visible_skips`.
     """
     wrapper = _function(sub, "flash_attention")
     heads, length, _ = q.shape
@@ -158,11 +158,12 @@ def _through_wrapper(sub: ModuleType, kernel: Callable[..., Any], options: dict,
         raise raised.error from None  # the kernel's own error: its task's
     except _WrapperProblem as problem:
         return {"out": None, "m": None, "largest": 0, "masked_reads": None,
-                "problem": str(problem)}
+                "visible_skips": None, "problem": str(problem)}
     except NotImplementedError:
         raise  # the wrapper's stub (its message names Task 4.4)
     except Exception as exc:  # noqa: BLE001 - raised outside the kernel: the wrapper's call
         return {"out": None, "m": None, "largest": 0, "masked_reads": None,
+                "visible_skips": None,
                 "problem": f"it raised {type(exc).__name__}: {str(exc)[:300]}"}
     finally:
         setattr(sub, KERNEL, original)
@@ -171,19 +172,40 @@ def _through_wrapper(sub: ModuleType, kernel: Callable[..., Any], options: dict,
     largest = int(calls[-1].largest_intermediate) if calls else 0
     return {"out": out if capture else result, "m": m if capture else None,
             "problem": problem, "largest": largest,
-            "masked_reads": None if problem else _masked_reads(calls[0], block_q, block_kv)}
+            "masked_reads": None if problem else _masked_reads(calls[0], block_q, block_kv),
+            "visible_skips": None if problem else _visible_skips(calls[0], block_q, block_kv)}
+
+
+def _step_reads(call: Any, block_q: int, block_kv: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(q block, kv block, fully masked, k_ref or v_ref read) per step, int64 / bool [steps],
+    of a call whose BlockSpecs are Task 4.4's (a tile is fully masked under the causal mask
+    when its first key comes after its last query: j·block_kv > (i + 1)·block_q - 1)."""
+    q_op, k_op, v_op = (op for op in call.operands if op.role == "in")
+    q_block = np.asarray(q_op.block_indices, np.int64)[:, 1]
+    kv_block = np.asarray(k_op.block_indices, np.int64)[:, 1]
+    masked = kv_block * block_kv > (q_block + 1) * block_q - 1
+    read = (np.asarray(k_op.kernel_reads) > 0) | (np.asarray(v_op.kernel_reads) > 0)
+    return q_block, kv_block, masked, read
 
 
 def _masked_reads(call: Any, block_q: int, block_kv: int) -> list[int]:
     """``[fully masked steps, steps of them at which the kernel read k_ref or v_ref]`` of a
-    call whose BlockSpecs are Task 4.4's (a tile is fully masked under the causal mask when
-    its first key comes after its last query: j·block_kv > (i + 1)·block_q - 1)."""
-    q_op, k_op, v_op = (op for op in call.operands if op.role == "in")
-    q_block = np.asarray(q_op.block_indices)[:, 1]
-    kv_block = np.asarray(k_op.block_indices)[:, 1]
-    masked = kv_block * block_kv > (q_block + 1) * block_q - 1
-    read = (np.asarray(k_op.kernel_reads) > 0) | (np.asarray(v_op.kernel_reads) > 0)
+    call whose BlockSpecs are Task 4.4's (:func:`_step_reads`)."""
+    _, _, masked, read = _step_reads(call, block_q, block_kv)
     return [int(masked.sum()), int((masked & read).sum())]
+
+
+def _visible_skips(call: Any, block_q: int, block_kv: int) -> list[list[int]]:
+    """``[q block, kv block]`` of the tiles that hold a key visible under the causal mask (not
+    fully masked: :func:`_step_reads`) at whose steps the kernel read neither k_ref nor
+    v_ref, each tile once, in order (for any head): a kernel that skips them cannot see
+    those keys."""
+    q_block, kv_block, masked, read = _step_reads(call, block_q, block_kv)
+    skipped = ~masked & ~read
+    return [list(pair) for pair in sorted({(int(i), int(j)) for i, j in
+                                           zip(q_block[skipped], kv_block[skipped],
+                                               strict=True)})]
 
 
 def flash_attention_kernel(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray, *,
