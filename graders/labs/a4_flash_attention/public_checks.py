@@ -283,6 +283,10 @@ TOL = {"float32": (1e-4, 1e-4), "bfloat16": (2e-2, 3e-2)}
 #: block's last query, kv_block·block_kv = (q_block + 1)·block_q - 1: (q block, kv block)
 #: (1, 1), (1, 3), (2, 1) and (1, 3); with even sizes an even product never equals an odd one.
 ODD_BLOCKS = [(3, 5), (5, 3), (3, 8), (8, 5)]
+#: The "high-mle" family: feature 0 of q and k is 12 and sm_scale 2.375, so every score is
+#: about 2.375 · 144 = 342, with a constant just above the largest (lecture §6.6: in base 2
+#: the constant must be c·log2(e) too; exp2(342·log2(e) - 343) = 2^150 overflows float32).
+HIGH_FEATURE, HIGH_SCALE = 12.0, 2.375
 
 
 @st.composite
@@ -296,7 +300,8 @@ def attention_cases(draw, *, causal: bool | None = None, flavor: str = "plain") 
     below c - 104); "mle-deep" (no mask; the even query rows score about -126 against the
     first kv tile and near 0 against the others, with a constant from the safe range: that
     whole tile underflows for those rows); "far" (max_logit_const = 800); "odd" (the block
-    sizes of ``ODD_BLOCKS``, L their least common multiple). Inputs are f32 or bf16.
+    sizes of ``ODD_BLOCKS``, L their least common multiple); "high-mle" (every score near
+    342, ``HIGH_FEATURE``, and max_logit_const 1 above the largest). Inputs are f32 or bf16.
     """
     heads, kv_heads = draw(st.sampled_from(HEADS))
     block_q, block_kv = draw(st.sampled_from([8, 16])), draw(st.sampled_from([8, 16]))
@@ -314,7 +319,11 @@ def attention_cases(draw, *, causal: bool | None = None, flavor: str = "plain") 
     case: dict = {"causal": draw(st.booleans()) if causal is None else causal,
                   "block_q": block_q, "block_kv": block_kv, "sm_scale": 1 / math.sqrt(d),
                   "soft_cap": None, "max_logit_const": None}
-    if flavor in ("deep", "mle-deep"):
+    if flavor == "high-mle":  # exact scores: multiples of 1/16 and 12, times 19/8
+        q, k = np.round(2 * q) / 16, np.round(2 * k) / 16
+        q[..., 0] = k[..., 0] = HIGH_FEATURE
+        case["sm_scale"] = HIGH_SCALE
+    elif flavor in ("deep", "mle-deep"):
         q, k = np.round(2 * q) / 16, np.round(2 * k) / 16
         k[..., 0], q[:, ::2, 0] = 12.0, -12.0
         if flavor == "mle-deep":
@@ -331,6 +340,8 @@ def attention_cases(draw, *, causal: bool | None = None, flavor: str = "plain") 
     case.update(q=q.astype(dtype), k=k.astype(dtype), v=v.astype(dtype))
     if flavor in ("mle", "mle-deep"):
         case["max_logit_const"] = _safe_constant(case)
+    elif flavor == "high-mle":  # an upper bound of the logits, inside the safe range
+        case["max_logit_const"] = round(float(_scores(case).max()) + 1.0, 1)
     return case
 
 
@@ -547,6 +558,36 @@ def flash_kernel_base2(api: Api) -> None:
                      what="the final m (row maximum in base-2 units, log2(e) · max s)")
     # No mask: a running maximum taken before or after the mask would differ there.
     api.run_property(attention_cases(causal=False), body, max_examples=3)
+
+
+@public_check(A, "4.3", "use_base2_exp=True with max_logit_const c just above scores near 342: "
+                        "still softmax attention, c taken in base-2 units too (c·log2(e)); "
+                        "exp2(s·log2(e) - c) would overflow float32 (lecture §6.6)")
+def flash_kernel_base2_constant(api: Api) -> None:
+    """Task 4.3: use_base2_exp=True with max_logit_const c just above scores near 342: still
+    softmax attention, because c is taken in base-2 units too (c·log2(e), as the scores);
+    exp2(s·log2(e) - c) = exp(s - c·ln 2) would overflow float32 there (lecture §6.6). With
+    smaller logits the unconverted constant gives the same softmax, so only values this
+    large show it.
+    """
+    def body(case: dict) -> None:
+        got = run_kernel(api, "flash_attention_kernel", case, **_kernel_options(case),
+                         use_base2_exp=True)
+        rtol, atol = TOL[case["q"].dtype.name]
+        constant = case["max_logit_const"]
+        try:
+            with np.errstate(invalid="ignore", over="ignore"):
+                assert_close(got["out"], dense_attention(case), rtol=rtol, atol=atol,
+                             what="the attention output with use_base2_exp=True and "
+                                  f"max_logit_const = {constant:g}")
+        except Mismatch as failure:
+            m = np.asarray(got.get("m"), np.float64)
+            if m.size and np.allclose(m, constant, rtol=1e-6, atol=1e-3):
+                failure.what = (f"{failure.what}: the m scratch holds c = {constant:g} "
+                                f"itself, not c·log2(e) = {constant * LOG2_E:.6g}; the "
+                                "constant is not converted to base-2 units")
+            raise
+    api.run_property(attention_cases(flavor="high-mle"), body, max_examples=2)
 
 
 @public_check(A, "4.4", "flash_attention equals dense softmax attention (causal or not, GQA "
