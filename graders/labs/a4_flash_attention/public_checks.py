@@ -5,9 +5,11 @@ float64 NumPy as the oracle: masked (-inf) rows in online_softmax, empty states
 in the merge, grouped-query attention with 1 < Hkv < H (so a wrong head mapping
 fails here, not only in the grade), rows whose scores all lie below -100, small
 soft caps with the causal mask, a Max-Logit-Estimate constant from the safe
-range and one far above every score, and k, v of another length than q. The
-``use_base2_exp`` option (lecture §6.6) and the micro-tiled kernel of Task 4.7 (lecture
-§5.3: its largest intermediate, read from the trace by the harness) are checked too.
+range and one far above every score, k, v of another length than q, and odd block
+sizes with the causal mask (a tile whose first key is its q block's last query). The
+``use_base2_exp`` option (lecture §6.6: with a constant near large logits too, and passed
+on by the wrapper) and the micro-tiled kernel of Task 4.7 (lecture §5.3: its largest
+intermediate, read from the trace by the harness) are checked too.
 """
 
 from __future__ import annotations
@@ -765,6 +767,35 @@ def flash_attention_base2(api: Api) -> None:
         assert_close(got, dense_attention(case), rtol=rtol, atol=atol,
                      what="the attention output with use_base2_exp=True")
     api.run_property(attention_cases(), body, max_examples=2)
+
+
+@public_check(A, "4.4", "flash_attention passes use_base2_exp on to flash_attention_kernel "
+                        "unchanged (True and False; the values alone cannot show it, base 2 "
+                        "gives the same softmax; lecture §6.6)")
+def flash_attention_forwards_base2(api: Api) -> None:
+    """Task 4.4: flash_attention passes use_base2_exp on to flash_attention_kernel unchanged,
+    as the handout asks of soft_cap, max_logit_const and use_base2_exp (lecture §6.6). The
+    values cannot show it (base 2 gives the same softmax), so ``public_harness``'s
+    ``flash_attention`` runs the wrapper with a spy in the kernel's place that records the
+    options of the first step (the student's kernel does not run: a Task 4.3 mistake cannot
+    fail this check). A wrapper that never calls ``flash_attention_kernel`` by that name
+    leaves nothing to observe and passes here.
+    """
+    q, k, v = arrays((2, 32, 8), 1), arrays((1, 32, 8), 2), arrays((1, 32, 8), 3)
+    for flag in (True, False):
+        label = (f"q = f32[2, 32, 8], k = v = f32[1, 32, 8], causal = True, block_q = "
+                 f"block_kv = 16, use_base2_exp = {flag}")
+        seen = api.kernel(HARNESS, "flash_attention", q, k, v, causal=True, block_q=16,
+                          block_kv=16, use_base2_exp=flag)
+        if not isinstance(seen, dict) or not seen.get("reached"):
+            return
+        if bool(seen.get("value")) != flag:
+            got = (f"use_base2_exp={seen.get('value')}" if seen.get("given")
+                   else "no use_base2_exp keyword (its default, False)")
+            raise Mismatch("use_base2_exp does not reach the kernel: flash_attention must "
+                           "pass it on to flash_attention_kernel unchanged", input=label,
+                           expected=f"flash_attention_kernel(..., use_base2_exp={flag})",
+                           got=f"flash_attention_kernel called with {got}")
 
 
 @st.composite

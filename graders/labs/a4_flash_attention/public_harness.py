@@ -13,6 +13,10 @@ trace of the wrapper's call is then held to what Task 4.4 requires (one call, gr
 (H, L/block_q, L/block_kv), q, k, v and output blocks at (h, i), (h // (H/Hkv), j),
 (h // (H/Hkv), j), (h, i), a float32 output): when it differs, the reply says so and the
 check reports it as Task 4.4's fault instead of judging the kernel.
+
+``flash_attention`` here asks the other way round, for Task 4.4 itself: which options the
+student's wrapper hands its kernel (the spy records them at the first step and stops the
+call; the student's kernel does not run, so a kernel mistake cannot show there).
 """
 
 from __future__ import annotations
@@ -229,6 +233,45 @@ def flash_attention_kernel(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.
         options["use_base2_exp"] = use_base2_exp
     return _through_wrapper(sub, _function(sub, KERNEL), options, q, k, v, sm_scale=sm_scale,
                             causal=causal, block_q=block_q, block_kv=block_kv, capture=True)
+
+
+class _Seen(BaseException):
+    """The spy saw the options of the first kernel step (stops the wrapper's call)."""
+
+
+def flash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray, *,
+                    causal: bool, block_q: int, block_kv: int,
+                    use_base2_exp: bool) -> dict:
+    """Which ``use_base2_exp`` the student's ``flash_attention`` hands its kernel (Task 4.4):
+    the wrapper runs with these arguments and ``flash_attention_kernel`` replaced by a spy
+    that records the keyword arguments of the first step and stops the call there (the
+    student's kernel never runs).
+
+    Returns ``{"reached": bool (the spy was called), "given": bool (the kernel got a
+    use_base2_exp keyword), "value": bool (its truth value; False when not given)}``.
+    Raises what the wrapper raises before its first kernel step (a ``NotImplementedError``
+    of its stub names Task 4.4).
+    """
+    wrapper = _function(sub, "flash_attention")
+    _function(sub, KERNEL)
+    seen: dict[str, bool] = {}
+
+    def spy(*_refs, **options):
+        seen.update(given="use_base2_exp" in options,
+                    value=bool(options.get("use_base2_exp", False)))
+        raise _Seen()
+
+    original = getattr(sub, KERNEL)
+    setattr(sub, KERNEL, spy)
+    try:
+        wrapper(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv,
+                use_base2_exp=use_base2_exp)
+    except _Seen:
+        pass
+    finally:
+        setattr(sub, KERNEL, original)
+    return {"reached": bool(seen), "given": seen.get("given", False),
+            "value": seen.get("value", False)}
 
 
 def flash_attention_kernel_microtiled(sub: ModuleType, q: np.ndarray, k: np.ndarray,
