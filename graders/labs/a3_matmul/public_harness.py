@@ -54,11 +54,13 @@ def matmul_kernel(sub: ModuleType, x: np.ndarray, y: np.ndarray, *,
 def choose_matmul_blocks(sub: ModuleType, *, x_shape: tuple[int, int],
                          y_shape: tuple[int, int], chip: str = "v7",
                          candidates: tuple[int, ...] = (128, 256, 512, 1024, 2048),
-                         at: tuple[int, int, int] | None = None) -> dict:
+                         at: tuple[int, int, int] | None = None,
+                         estimate: bool = True) -> dict:
     """Task 3.5 for the self-check: the student's ``choose_matmul_blocks()`` (or the blocks
-    ``at``, when given: the lecture's best, to time the student's own matmul there), then
-    their own ``matmul`` at those blocks through ``pallas_sim.estimate`` on bf16 shapes x
-    ``x_shape`` @ y ``y_shape``.
+    ``at``, when given: their choice or the lecture's best, to time the student's own
+    matmul there), then, unless ``estimate`` is False (the choice alone, so that what the
+    chooser raises is told from what the wrapper raises), their own ``matmul`` at those
+    blocks through ``pallas_sim.estimate`` on bf16 shapes x ``x_shape`` @ y ``y_shape``.
 
     Returns plain numbers: ``blocks`` (a list when the choice is three ints, else its repr,
     and then nothing else; nothing else either when a block is not one of
@@ -75,7 +77,7 @@ def choose_matmul_blocks(sub: ModuleType, *, x_shape: tuple[int, int],
                     for b in chosen)):
         return {"blocks": repr(chosen)[:200]}
     blocks = tuple(int(b) for b in chosen)
-    if not all(b in tuple(candidates) for b in blocks):
+    if not estimate or not all(b in tuple(candidates) for b in blocks):
         return {"blocks": list(blocks)}
     x = jax.ShapeDtypeStruct(tuple(x_shape), jnp.bfloat16)
     y = jax.ShapeDtypeStruct(tuple(y_shape), jnp.bfloat16)

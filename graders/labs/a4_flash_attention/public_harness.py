@@ -295,10 +295,12 @@ def choose_flash_config(sub: ModuleType, *, q_shape: tuple[int, int, int],
                         v_shape: tuple[int, int, int], chip: str = "v7",
                         block_candidates: tuple[int, ...] = (256, 512, 1024, 2048, 4096),
                         mle_candidates: tuple[float | None, ...] = (None, 70.0),
-                        at: tuple[int, int, float | None] | None = None) -> dict:
+                        at: tuple[int, int, float | None] | None = None,
+                        estimate: bool = True) -> dict:
     """Task 4.8 for the self-check: the student's ``choose_flash_config()`` (or the
-    configuration ``at``, when given: the lecture's best, to time the student's own
-    flash_attention there), then their own
+    configuration ``at``, when given: their choice or the lecture's best, to time the
+    student's own flash_attention there), then, unless ``estimate`` is False (the choice
+    alone, so that what the chooser raises is told from what the wrapper raises), their own
     ``flash_attention`` at that (block_q, block_kv, max_logit_const) through
     ``pallas_sim.estimate`` on bf16 shapes q, k ``q_shape`` [H, L, d], v ``v_shape``
     [H, L, dv], non-causal, sm_scale 1/sqrt(d).
@@ -321,7 +323,7 @@ def choose_flash_config(sub: ModuleType, *, q_shape: tuple[int, int, int],
     constant = None if chosen[2] is None else float(chosen[2])
     config = [block_q, block_kv, constant]
     if not (block_q in tuple(block_candidates) and block_kv in tuple(block_candidates)
-            and constant in tuple(mle_candidates)):
+            and constant in tuple(mle_candidates)) or not estimate:
         return {"config": config}
     q = jax.ShapeDtypeStruct(tuple(q_shape), jnp.bfloat16)
     v = jax.ShapeDtypeStruct(tuple(v_shape), jnp.bfloat16)
