@@ -1,12 +1,13 @@
-"""The mutation and correct-variant corpus, graded through the CLI in one batch (issue 12).
+"""The mutation and correct-variant corpus, graded through the CLI, one batch per assignment.
 
 Every mutant of ``tests/corpus/mutants.py`` must lose points on its own task
 (exactly ``kept`` where pinned) and nowhere else but the tasks that declare it
 as a dependency; every correct variant under ``tests/corpus/variants/`` must
-get 100. The whole corpus is one class folder graded by
+get its score. Each assignment's part of the corpus is one class folder graded by
 ``pallas-lab grade CLASS --jobs 2 --format gradescope --out DIR``, so what is
-tested is what a TA runs. ``test_the_corpus_summary`` prints the figures
-(mutants caught, misattributed, variants at 100).
+tested is what a TA runs; the five parts can run on different pytest-xdist workers.
+``test_the_corpus_summary`` prints the figures per assignment (mutants caught,
+misattributed, variants at their score).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,20 +80,18 @@ def _cli() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "graders.cli"]
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """results.json by student folder for the whole corpus (and the solutions)."""
-    base = tmp_path_factory.mktemp("corpus")
+def _grade_stem(stem: str, base: Path) -> dict[str, dict[str, Any]]:
+    """results.json by student folder for one assignment's part of the corpus: its
+    solution, mutants and correct variants, graded as a class in one CLI batch."""
     klass, out = base / "class", base / "results"
-    for stem in {m.stem for m in MUTANTS} | {s for s, _ in _variants()}:
-        folder = klass / _student("solution", stem, "base")
-        folder.mkdir(parents=True)
-        (folder / f"{stem}.py").write_text(_base_source(stem, "solution"), encoding="utf-8")
-    for mutant in MUTANTS:
+    folder = klass / _student("solution", stem, "base")
+    folder.mkdir(parents=True)
+    (folder / f"{stem}.py").write_text(_base_source(stem, "solution"), encoding="utf-8")
+    for mutant in (m for m in MUTANTS if m.stem == stem):
         folder = klass / _student("mutant", mutant.stem, mutant.name)
         folder.mkdir(parents=True)
         (folder / f"{mutant.stem}.py").write_text(_mutant_source(mutant), encoding="utf-8")
-    for stem, name in _variants():
+    for name in (n for s, n in _variants() if s == stem):
         folder = klass / _student("variant", stem, name)
         folder.mkdir(parents=True)
         (folder / f"{stem}.py").write_text(_base_source(stem, name), encoding="utf-8")
@@ -99,10 +99,34 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
                            "gradescope", "--out", str(out)], cwd=base, capture_output=True,
                           text=True, timeout=RUN_LIMIT, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    results = {}
-    for path in out.glob("*/*/results.json"):
-        results[path.parent.parent.name] = json.loads(path.read_text(encoding="utf-8"))
-    return results
+    return {path.parent.parent.name: json.loads(path.read_text(encoding="utf-8"))
+            for path in out.glob("*/*/results.json")}
+
+
+#: Every assignment the corpus covers.
+STEMS = sorted({m.stem for m in MUTANTS} | {s for s, _ in _variants()})
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str, Any]]:
+    """results.json of a corpus student folder (``_student``'s name), by folder name. Each
+    assignment's part is graded once per process, when a test first asks for one of its
+    folders, so that pytest-xdist can grade the five parts on different workers (the tests
+    of one assignment form one ``xdist_group``, ``_by_stem``)."""
+    parts: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def result(student: str) -> dict[str, Any]:
+        stem = next(s for s in STEMS if student.split("-")[1] == s.split("_")[0])
+        if stem not in parts:
+            parts[stem] = _grade_stem(stem, tmp_path_factory.mktemp(f"corpus-{stem}"))
+        return parts[stem][student]
+
+    return result
+
+
+def _by_stem(stem: str, *values: object, id: str) -> Any:  # noqa: A002 - pytest's name
+    """A parameter set in its assignment's ``xdist_group``: one worker grades that part."""
+    return pytest.param(*values, id=id, marks=pytest.mark.xdist_group(f"corpus-{stem}"))
 
 
 def _tasks(result: dict[str, Any]) -> dict[str, float]:
@@ -132,17 +156,18 @@ def _verdict(mutant: Mutant, result: dict[str, Any]) -> tuple[bool, list[str]]:
     return got[mutant.task] < full[mutant.task], wrong
 
 
-def test_the_solutions_get_full_marks(graded: dict[str, dict[str, Any]]) -> None:
-    for stem in {m.stem for m in MUTANTS}:
-        result = graded[_student("solution", stem, "base")]
-        assert _tasks(result) == _full(stem), (stem, result["score"])
+@pytest.mark.parametrize("stem", [_by_stem(s, s, id=s) for s in STEMS])
+def test_the_solutions_get_full_marks(graded: Callable[[str], dict[str, Any]],
+                                      stem: str) -> None:
+    result = graded(_student("solution", stem, "base"))
+    assert _tasks(result) == _full(stem), (stem, result["score"])
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=[f"{m.stem[:2]}-{m.task}-{m.name}"
-                                                 for m in MUTANTS])
+@pytest.mark.parametrize("mutant", [_by_stem(m.stem, m, id=f"{m.stem[:2]}-{m.task}-{m.name}")
+                                    for m in MUTANTS])
 def test_a_mistake_costs_points_on_its_task_and_only_there(
-        graded: dict[str, dict[str, Any]], mutant: Mutant) -> None:
-    result = graded[_student("mutant", mutant.stem, mutant.name)]
+        graded: Callable[[str], dict[str, Any]], mutant: Mutant) -> None:
+    result = graded(_student("mutant", mutant.stem, mutant.name))
     got = _tasks(result)
     caught, wrong = _verdict(mutant, result)
     text = _feedback(result, mutant.task)
@@ -166,10 +191,11 @@ def test_a_mistake_costs_points_on_its_task_and_only_there(
                                           f"which names another mistake:\n{everything}")
 
 
-@pytest.mark.parametrize(("stem", "name"), _variants())
-def test_a_correct_variant_gets_full_marks(graded: dict[str, dict[str, Any]], stem: str,
+@pytest.mark.parametrize(("stem", "name"), [_by_stem(s, s, n, id=f"{s}-{n}")
+                                            for s, n in _variants()])
+def test_a_correct_variant_gets_full_marks(graded: Callable[[str], dict[str, Any]], stem: str,
                                            name: str) -> None:
-    result = graded[_student("variant", stem, name)]
+    result = graded(_student("variant", stem, name))
     failing = {t["name"]: t.get("output", "") for t in result["tests"]
                if t["score"] < t["max_score"]}
     want = _variant(stem, name).score
@@ -182,33 +208,32 @@ def _hidden_checks() -> list[tuple[str, str, str]]:
     return [(a.stem, c.task, c.name) for a in ASSIGNMENTS.values() for c in load_checks(a.id)]
 
 
-@pytest.mark.parametrize(("stem", "task", "name"), _hidden_checks(),
-                         ids=[f"{s[:2]}-{t}-{n[:40]}" for s, t, n in _hidden_checks()])
-def test_every_hidden_check_is_failed_by_some_mutant(graded: dict[str, dict[str, Any]],
+@pytest.mark.parametrize(("stem", "task", "name"), [
+    _by_stem(s, s, t, n, id=f"{s[:2]}-{t}-{n[:40]}") for s, t, n in _hidden_checks()])
+def test_every_hidden_check_is_failed_by_some_mutant(graded: Callable[[str], dict[str, Any]],
                                                      stem: str, task: str, name: str) -> None:
-    """A check no plausible mistake fails earns its points for nothing (issue 13: every
-    check can fail): some single-mistake mutant of the corpus must fail it."""
-    prefix = _student("mutant", stem, "")
-    failing = [student for student, result in graded.items() if student.startswith(prefix)
+    """A check no plausible mistake fails earns its points for nothing (every check can
+    fail): some single-mistake mutant of the corpus must fail it."""
+    failing = [m.name for m in MUTANTS if m.stem == stem
                and any(test["name"] == name and test["score"] < test["max_score"]
-                       for test in result["tests"])]
+                       for test in graded(_student("mutant", stem, m.name))["tests"])]
     assert failing, (f"no mutant in tests/corpus fails the {stem} Task {task} check {name!r}; "
                      "add the plausible mistake it exists to catch")
 
 
-def test_the_corpus_summary(graded: dict[str, dict[str, Any]],
+@pytest.mark.parametrize("stem", [_by_stem(s, s, id=s) for s in STEMS])
+def test_the_corpus_summary(graded: Callable[[str], dict[str, Any]], stem: str,
                             capsys: pytest.CaptureFixture[str]) -> None:
+    mutants = [m for m in MUTANTS if m.stem == stem]
+    variants = [n for s, n in _variants() if s == stem]
     caught = misattributed = 0
-    for mutant in MUTANTS:
-        hit, wrong = _verdict(mutant, graded[_student("mutant", mutant.stem, mutant.name)])
+    for mutant in mutants:
+        hit, wrong = _verdict(mutant, graded(_student("mutant", stem, mutant.name)))
         caught += hit
         misattributed += bool(wrong)
-    full = sum(graded[_student("variant", s, n)]["score"] == _variant(s, n).score
-               for s, n in _variants())
-    per_stem = {stem: sum(m.stem == stem for m in MUTANTS) for stem in
-                sorted({m.stem for m in MUTANTS})}
+    full = sum(graded(_student("variant", stem, n))["score"] == _variant(stem, n).score
+               for n in variants)
     with capsys.disabled():
-        print(f"\ncorpus: {caught}/{len(MUTANTS)} mutants caught, {misattributed} "
-              f"misattributed, {full}/{len(_variants())} correct variants at their score; "
-              f"mutants per assignment {per_stem}")
-    assert caught == len(MUTANTS) and misattributed == 0 and full == len(_variants())
+        print(f"\ncorpus {stem}: {caught}/{len(mutants)} mutants caught, {misattributed} "
+              f"misattributed, {full}/{len(variants)} correct variants at their score")
+    assert caught == len(mutants) and misattributed == 0 and full == len(variants)
