@@ -6,7 +6,7 @@
   choose another with hypothesis' own ``--hypothesis-profile``;
 * the ``task("N.M")`` marker naming the assignment task a test belongs to;
 * ``--submission PATH``: the submission file that ``pytest graders --submission
-  PATH`` grades (the pytest integration of design.md, "Integrations");
+  PATH`` grades (the pytest integration of docs/grading-design.md, "Integrations");
 * the suite runs on every core (pytest-xdist, ``-n auto --dist loadgroup`` in
   pyproject.toml; ``-n 0`` runs it in this process): a test that uses a module- or
   class-scoped fixture is kept on one xdist worker with the rest of its module, so an

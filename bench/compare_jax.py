@@ -4,7 +4,7 @@ Run from the repository root (needs the ``pallas-lab[jax]`` extra)::
 
     python bench/compare_jax.py [--sim-repeats 5] [--jax-repeats 1] [--quick]
 
-Cases (pallas-sim.md, "Performance"):
+Cases (docs/pallas-sim.md, "Speed"):
 
 * add: f32[256, 4096] + f32[256, 4096] with (8, 128) blocks — 1024 grid steps;
 * matmul: f32[512, 512] @ f32[512, 512], 3D grid of (128, 128, 128) blocks;

@@ -1,7 +1,7 @@
 """Fallback kernels for bench/compare_jax.py, used when a solution file does
 not define them yet.  Written against pallas_sim's spelling and loaded through
 ``pallas_sim.backends.swap``, exactly like a solution, so the same code runs on
-both backends.  Shapes and names follow student-api.md (a1, a3, a4, a5).
+both backends.  Shapes and names follow docs/student-api.md (a1, a3, a4, a5).
 """
 
 import functools

@@ -1,6 +1,6 @@
 """Find the submissions under the paths given to ``pallas-lab grade``.
 
-A PATH is one of (design.md, "Who uses it and how"):
+A PATH is one of (docs/grading-design.md, "Who does what"):
 
 * a submission file (``.py`` or ``.ipynb``): its stem names the assignment
   (``--assignment aN`` overrides it) and its folder names the student;

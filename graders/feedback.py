@@ -1,4 +1,4 @@
-"""Student-facing feedback text for one check (style.md, "Feedback a student reads").
+"""Student-facing feedback text for one check (docs/style.md, "Feedback a student reads").
 
 The task and its points first, then what was checked, what went wrong, the
 smallest failing input, expected vs got, the known mistake it looks like (with
@@ -67,7 +67,7 @@ def failure_text(
     points: float,
     lecture: str,
 ) -> str:
-    """Feedback for a failed check, following style.md's example; ``lecture`` is "§N".
+    """Feedback for a failed check, following docs/style.md's example; ``lecture`` is "§N".
 
     Control characters in it (from the student's messages and output) are escaped
     (``graders.safe_text.terminal_text``); newlines and tabs are kept.

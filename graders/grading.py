@@ -1,6 +1,6 @@
 """Grade one submission file: static check, worker, every check in order, results.
 
-design.md, "Grading architecture": student code never runs in this process;
+docs/grading-design.md, "Trusted and untrusted code": student code never runs in this process;
 a crash, timeout or exception fails only the check that caused it; every
 registered check that produced no result counts as failed; a check that
 raises anything but ``CheckFailure`` is the grader's bug and is recorded as
@@ -59,7 +59,7 @@ class CheckResult:
 
     ``points`` earned of ``max_points``; ``status`` a :class:`Status` (a string given
     becomes its member; ``ValueError`` for one outside ``RESULT_STATUSES``);
-    ``feedback`` the student-facing text (style.md); ``reason`` its one-line
+    ``feedback`` the student-facing text (docs/style.md); ``reason`` its one-line
     summary ("" when passed); ``graded`` whether the task counts; ``internal``
     True when the grader itself failed (``internal_detail`` then holds our
     traceback, for the staff only, never shown to students).

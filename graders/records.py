@@ -1,11 +1,11 @@
 """The records every assignment is described by: ``Task`` and ``Assignment``.
 
-Source: design.md ("Assignments") and student-api.md (task ids and function
-names). Task ids ``N.M`` are the same everywhere: the stub's error message,
-the pytest marker, the report and the README. Each assignment's record lives
-in its own lab package, ``graders/labs/<stem>/__init__.py`` (``ASSIGNMENT``);
-``graders.assignments`` discovers them. Only tasks marked ``graded`` count
-towards a score.
+Source: docs/grading-design.md ("Assignments and tasks") and docs/student-api.md
+(task ids and function names). Task ids ``N.M`` are the same everywhere: the
+stub's error message, the pytest marker, the reports and the feedback. Each
+assignment's record lives in its own lab package, ``graders/labs/<stem>/__init__.py``
+(``ASSIGNMENT``); ``graders.assignments`` discovers them. Only tasks marked
+``graded`` count towards a score.
 """
 
 from __future__ import annotations

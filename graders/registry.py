@@ -8,8 +8,8 @@ it is a **hidden** check (graded, ``points`` > 0, written against the trusted gr
 ``graders/labs/<stem>/public_checks.py``, run by students and shown on Gradescope at
 once). Both fail by raising :class:`CheckFailure`, and both draw inputs through
 :func:`run_property`: the grader with the deterministic :data:`GRADING_SETTINGS`
-(design.md, "Grading architecture": the same submission graded twice gives the same
-scores and feedback), a student's own run with a fresh seed.
+(docs/grading-design.md, "Trusted and untrusted code": the same submission graded twice
+gives the same scores and feedback), a student's own run with a fresh seed.
 
 This module ships in the student bundle (it holds no check, no reference, nothing the
 grade depends on keeping hidden): the registry stays empty there, since no hidden
@@ -43,7 +43,7 @@ class Visibility(StrEnum):
 
 
 class CheckFailure(Exception):
-    """A failed check, with everything the student's feedback needs (style.md).
+    """A failed check, with everything the student's feedback needs (docs/style.md).
 
     ``what``: one line saying what went wrong (the table's reason).
     ``input``: the (smallest) failing input; ``expected``/``got``: the values
@@ -187,7 +187,8 @@ _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="pallas-lab-hypothesis-")
 configuration.set_hypothesis_home_dir(_HYPOTHESIS_HOME)
 atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
 
-#: Deterministic grading profile: every setting pinned (design.md, "Grading architecture").
+#: Deterministic grading profile: every setting pinned (docs/grading-design.md, "Trusted and
+#: untrusted code").
 GRADING_SETTINGS = settings(
     max_examples=25,
     derandomize=True,

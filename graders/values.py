@@ -3,7 +3,7 @@
 Hidden checks (``graders.checks``: a failing input, expected and got), public
 checks and the self-check (``graders.student``) all print values through
 :func:`describe_value` and :func:`describe_array`, so a student sees the same
-array printed the same way wherever it appears (style.md: short, deterministic).
+array printed the same way wherever it appears (docs/style.md: short, deterministic).
 Imports only numpy and the standard library (it ships in the student bundle).
 """
 

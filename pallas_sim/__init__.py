@@ -8,8 +8,8 @@ Students write::
 and the same kernel runs on real Pallas once that line becomes the JAX imports.
 On top of JAX's behaviour the simulator counts what a TPU would do (DMAs, HBM
 bytes, VMEM bytes; see :func:`trace`) and poisons uninitialized memory so
-kernels that read garbage fail loudly.  Semantics: ``pallas-sim.md`` in the
-course specification; lecture §2.  A JAX name pallas_sim does not offer raises
+kernels that read garbage fail loudly.  Semantics: ``docs/pallas-sim.md`` in the
+repository; lecture §2.  A JAX name pallas_sim does not offer raises
 :class:`UnsupportedJaxAPIError` with what to use instead (docs/fidelity.md,
 "The JAX surface").
 

@@ -3,7 +3,7 @@
 One module per assignment, named by the assignment's stem
 (``reference.a1_pallas_basics``, ``reference.a4_flash_attention``, ...). Each
 module exposes exactly the public names of its assignment in
-``student-api.md`` (listed in its ``__all__``); everything else, imports
+``docs/student-api.md`` (listed in its ``__all__``); everything else, imports
 included, is private (leading underscore).
 
 The reference is written independently of ``solutions/``: dense float64 math

@@ -46,7 +46,7 @@ def pipeline_schedule(dma_times, compute_times, n_buffers: int):
 
     One DMA engine copies the blocks in order; block k's copy needs a free
     VMEM slot, and a slot frees up when the compute that used it ends
-    (lecture §3.1; student-api.md a2). Times in the unit of the inputs.
+    (lecture §3.1; docs/student-api.md a2). Times in the unit of the inputs.
 
     Raises:
       ValueError: bad durations (see ``_durations``) or n_buffers < 1.

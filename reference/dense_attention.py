@@ -7,7 +7,7 @@ no mistake with a block-by-block kernel. Graders use it for expected values
 and for the score statistics that place a Max-Logit-Estimate constant inside
 its safe range (lecture §5.4).
 
-Conventions (student-api.md, a4): q [H, L, d], k [Hkv, L, d], v [Hkv, L, dv]
+Conventions (docs/student-api.md, a4): q [H, L, d], k [Hkv, L, d], v [Hkv, L, dv]
 with H % Hkv == 0, and query head h reads kv head h // (H // Hkv) (grouped-query
 attention). ``causal``: key position j > query position i is masked.
 ``soft_cap``: scaled scores s become cap·tanh(s / cap).

@@ -29,7 +29,7 @@ def test_the_broken_samples_fail_for_the_documented_reasons() -> None:
     ben = graded_sample("ben_typical_mistakes", "a4_flash_attention")
     feedback = "\n".join(c.feedback for c in ben.checks if c.task == "4.1")
     assert "not rescaled by exp(m_old - m_new)" in feedback, (
-        "the missing rescale of l is named in the feedback (style.md)")
+        "the missing rescale of l is named in the feedback (docs/style.md)")
 
 
 def test_grading_twice_through_the_cli_gives_identical_results_json(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """The reference and the solutions of a2 and a3 reproduce every worked answer of
-lecture §3 and §4 (worked-answers.md), and agree with each other on drawn inputs; the
+lecture §3 and §4 (docs/worked-answers.md), and agree with each other on drawn inputs; the
 solution's Task 2.5 kernel leaves the trace that ``reference.double_buffer_plan`` describes.
 
 The reference (``reference/``) is what graders compare students with; the

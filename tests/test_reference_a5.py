@@ -1,5 +1,5 @@
 """a5 Splash Attention: the reference and the solution both reproduce the lecture's
-worked answers (worked-answers.md §6) and agree with each other on drawn masks.
+worked answers (docs/worked-answers.md §6) and agree with each other on drawn masks.
 
 The solution is loaded by file path, the way the worker loads a submission.
 """

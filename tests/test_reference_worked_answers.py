@@ -4,7 +4,7 @@ and the solutions agree with the reference on drawn inputs.
 The reference (``reference/``) is what graders compare students with; the
 solutions (``solutions/``) are what the handouts are cut from. Two
 independent implementations that agree with each other and with the lecture's
-numbers (worked-answers.md, §2 and §5) are the evidence that both are right.
+numbers (docs/worked-answers.md, §2 and §5) are the evidence that both are right.
 Solutions are loaded by file path, the way a grader's worker loads a
 submission, never imported as a package.
 """

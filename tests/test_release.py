@@ -29,7 +29,7 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = re.compile(r'^raise NotImplementedError\("Need to implement for Task (\d+\.\d+)"\)$')
 DOCSTRING_TASK = re.compile(r"^Task (\d+\.\d+)\b")
 
-# The graded student API (student-api.md): each function and its task, from the labs' records.
+# The graded student API (docs/student-api.md): each function and its task, from the labs' records.
 API_TASKS = {a.stem: a.functions for a in DISCOVERED.values()}
 
 

@@ -6,7 +6,7 @@ it receives a ``Session`` for one submission, calls the student's functions
 through it (each call runs in the untrusted worker, see ``graders/worker/``),
 compares the replies with the reference, and raises ``CheckFailure`` to fail.
 Hypothesis properties run through ``run_property`` under the deterministic
-``GRADING_SETTINGS`` profile (design.md, "Grading architecture": the same
+``GRADING_SETTINGS`` profile (docs/grading-design.md, "Trusted and untrusted code": the same
 submission graded twice gives the same scores and feedback).
 """
 

@@ -1,5 +1,5 @@
 """Fidelity to real JAX Pallas: run a kernel file on pallas_sim and on JAX's
-interpreters and compare (design.md, "Integrations"; pallas-sim.md).
+interpreters and compare (docs/grading-design.md, "Integrations"; docs/pallas-sim.md).
 
 * :mod:`graders.fidelity.cases` — the case record; each lab's
   ``graders/labs/<stem>/fidelity.py`` says which functions to call and on which

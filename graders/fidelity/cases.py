@@ -1,7 +1,7 @@
 """What the fidelity suite calls, and on which inputs: the record and its helpers.
 
 Each :class:`FidelityCase` names a public function of a solution or
-submission file (student-api.md), the kernels it exercises, and a hypothesis
+submission file (docs/student-api.md), the kernels it exercises, and a hypothesis
 strategy of ``(args, kwargs)``.  Shapes are small (grids of at most a dozen
 steps) because JAX's TPU interpret mode costs tens of milliseconds per grid
 step and compiles once per shape; the lecture's worked numbers are fixed
@@ -50,7 +50,7 @@ class FidelityCase:
     """One function to run on both backends.
 
     Attributes:
-      func: the public function called (student-api.md name).
+      func: the public function called (docs/student-api.md name).
       inputs: strategy of ``(args tuple, kwargs dict)``; arrays are NumPy.
       covers: other functions of the file this call runs (its kernels).
       max_examples: hypothesis examples per JAX mode.

@@ -1,4 +1,5 @@
-"""Gradescope ``results.json``: the canonical machine-readable result (design.md, "Reports").
+"""Gradescope ``results.json``: the canonical machine-readable result (docs/grading-design.md,
+"Reports").
 
 One test per check: ``name`` (the check), ``number`` (the task id), ``score``,
 ``max_score``, ``status`` ("passed"/"failed"), ``output`` (the feedback text),

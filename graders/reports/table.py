@@ -1,6 +1,6 @@
 """The terminal report: per student and assignment, one row per task, then totals.
 
-design.md, "Reports": per task the points, the status and a one-line reason.
+docs/grading-design.md, "Reports": per task the points, the status and a one-line reason.
 Every string that came from a student (names, file names, reasons, feedback,
 printed output) is escaped by ``graders.safe_text.terminal_text`` and added as
 ``Text``, so control characters show as escapes and markup as text.

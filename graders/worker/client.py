@@ -7,7 +7,7 @@ directory, a private library directory (symlinks to numpy, ml_dtypes and
 pallas_sim; copies of the protocol, the worker and ``graders/harnesses/``) and
 the standard library. The environment is scrubbed, rlimits are modest, and
 the process leads its own process group so that a timeout kills everything it
-started (design.md, "Grading architecture": a crash, timeout or exception fails
+started (docs/grading-design.md, "Trusted and untrusted code": a crash, timeout or exception fails
 only the call that caused it; the worker is restarted for the next call).
 
 Nothing read from the worker is unpickled: replies are ``protocol`` messages,

@@ -1,6 +1,6 @@
 """What a worker process may import and how it is started: its private library directory,
-the base interpreter, the scrubbed environment (design.md, "Grading architecture";
-docs/security.md, "Sandbox levels").
+the base interpreter, the scrubbed environment (docs/grading-design.md, "Trusted and untrusted
+code"; docs/security.md, "Sandbox levels").
 
 Shared by the exec'd workers (``graders.worker.client``) and the batch's zygote
 (``graders.worker.zygote``), which must give a forked worker exactly what an exec'd one

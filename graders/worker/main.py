@@ -3,7 +3,7 @@
 This file is copied into the worker's private library directory as
 ``pallas_lab_worker.py`` and started by ``graders.worker.client`` as
 ``python -I -S -B <libdir>/pallas_lab_worker.py`` with the working directory
-holding only a copy of the submission (design.md, "Grading architecture").
+holding only a copy of the submission (docs/grading-design.md, "Trusted and untrusted code").
 It must not import anything from the project: next to it in ``libdir`` are
 ``pallas_lab_protocol.py`` (a copy of ``graders/worker/protocol.py``), the
 package ``pallas_lab_harnesses`` (a copy of ``graders/harnesses/``) and

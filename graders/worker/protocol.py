@@ -1,7 +1,7 @@
 """Values <-> bytes for the grader/worker pipe: one JSON header plus one ``.npz`` blob.
 
-This module is shared by both sides of the trusted/untrusted split (design.md,
-"Grading architecture"): the trusted grader imports it as
+This module is shared by both sides of the trusted/untrusted split (docs/grading-design.md,
+"Trusted and untrusted code"): the trusted grader imports it as
 ``graders.worker.protocol`` and the worker gets a copy named
 ``pallas_lab_protocol``. It therefore imports only the standard library, numpy
 and ml_dtypes, and nothing in it ever unpickles: arrays travel through

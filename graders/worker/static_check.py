@@ -1,7 +1,7 @@
 """Static check of a submission's source before any of it runs (the compile-time half of
 the submission policy).
 
-student-api.md fixes what a submission may import: numpy, math, functools,
+docs/student-api.md fixes what a submission may import: numpy, math, functools,
 itertools, dataclasses, typing and ``pallas_sim``'s public names (plus
 ``__future__`` and ``warnings``). The check compiles the file under the
 submission policy (:mod:`graders.worker.policy.transform`: RestrictedPython
@@ -43,7 +43,7 @@ from graders.worker.policy.transform import is_allowed_module as _allowed
 __all__ = ["ALLOWED_MODULES", "StaticCheckResult", "StaticProblem", "check_file",
            "check_source", "decode_source", "is_allowed_module"]
 
-#: Top-level modules a submission may import (student-api.md), in the order messages list them.
+#: Top-level modules a submission may import (docs/student-api.md), in the order messages list them.
 ALLOWED_MODULES: tuple[str, ...] = rules.ALLOWED_TOP_LEVEL
 _ALLOWED_TEXT = ", ".join(ALLOWED_MODULES)
 

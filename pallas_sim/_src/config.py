@@ -38,8 +38,8 @@ class Options:
         gives none (32 MiB, Mosaic's default).
       shuffle_parallel: visit the leading "parallel" grid axes in a seeded
         random order, each axis permuted on its own, as TPU interpret mode
-        does (JAX 0.10.x ``InterpretParams.random_seed``); pallas-sim.md
-        item 1.  The grader runs student code with it on.
+        does (JAX 0.10.x ``InterpretParams.random_seed``); docs/pallas-sim.md
+        rule 1.  The grader runs student code with it on.
       shuffle_seed: the seed of those permutations (same seed, same grid →
         same order, so grading stays deterministic).
       unwaited_dma: a manual DMA never waited by the end of the call raises
@@ -61,7 +61,7 @@ OPTIONS = Options()
 #: runs kernels as the grader does: the worker (locked, for the submission), the trusted
 #: grader (its reference and model runs) and a student's ``pallas-lab check``. Parallel
 #: grid axes are visited in a seeded random order, as TPU interpret mode does
-#: (pallas-sim.md item 1); the fixed seed keeps grading deterministic and gives the
+#: (docs/pallas-sim.md rule 1); the fixed seed keeps grading deterministic and gives the
 #: reference and the submission the same order.
 GRADING_SANITIZERS: Mapping[str, object] = types.MappingProxyType(
     {"shuffle_parallel": True, "shuffle_seed": 0})

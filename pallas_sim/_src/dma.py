@@ -13,7 +13,7 @@ of ``pl.kernel``) moves data itself::
     pltpu.sync_copy(x_hbm, buf)                # start and wait, on a semaphore of its own
 
 Semantics follow JAX 0.10.x TPU interpret mode with its default
-``dma_execution_mode="on_wait"`` (pallas-sim.md item 7): a started copy is
+``dma_execution_mode="on_wait"`` (docs/pallas-sim.md rule 7): a started copy is
 queued on its semaphore and executed, reading the source and writing the
 destination, only when some ``.wait()`` on that semaphore takes it; so reading
 the destination before the wait sees the old contents (poison in a fresh

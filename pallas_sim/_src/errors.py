@@ -18,7 +18,7 @@ class BlockIndexError(PallasSimError, IndexError):
     """An ``index_map`` returned a block index outside ``[0, cdiv(dim, block))``.
 
     Mirrors TPU interpret mode's out-of-bounds block check
-    (pallas-sim.md item 6).  Example message::
+    (docs/pallas-sim.md rule 6).  Example message::
 
         Out-of-bounds block index (4, 0) for input 'x_ref' at grid step (3,):
         the array has shape (16, 128) and block shape (4, 128)
@@ -30,7 +30,7 @@ class RevisitedOutputBlockError(PallasSimError):
 
     On a TPU the second visit starts from a fresh (garbage) VMEM buffer and the
     first visit's result is overwritten, so the result is wrong; the reduction
-    axis must be the last (innermost) grid axis (pallas-sim.md item 3).
+    axis must be the last (innermost) grid axis (docs/pallas-sim.md rule 3).
     """
 
 
@@ -59,7 +59,7 @@ class UnwaitedDMAError(PallasSimError):
 
     On a TPU the data may never arrive, and TPU interpret mode (JAX 0.10.x)
     leaves the destination untouched and prints "Semaphore ... has non-zero
-    count ... at kernel exit" (pallas-sim.md item 7).
+    count ... at kernel exit" (docs/pallas-sim.md rule 7).
     """
 
 

@@ -2,7 +2,7 @@
 
 Row-major, last axis fastest (JAX ``pallas_call``).  With the
 ``shuffle_parallel`` sanitizer on (``pallas_sim.config(shuffle_parallel=True)``,
-pallas-sim.md item 1), every leading "parallel" axis is visited through its
+docs/pallas-sim.md rule 1), every leading "parallel" axis is visited through its
 own seeded permutation of ``0 .. n-1``, while the loop nest stays row-major:
 step ``(i, j, k)`` runs grid point ``(perm0[i], perm1[j], k)``.  This is what
 TPU interpret mode does (JAX 0.10.x ``_get_randomized_grid_coordinates``,

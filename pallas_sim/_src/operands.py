@@ -2,7 +2,7 @@
 
 Shared by ``pl.pallas_call`` (the grid loop, :mod:`pallas_sim._src.pallas_call`) and
 ``pltpu.emit_pipeline`` (an inner loop over HBM refs, :mod:`pallas_sim._src.pipeline`).
-The rules are those of pallas-sim.md, "Execution":
+The rules are those of docs/pallas-sim.md, "Execution rules":
 
 * an index map returns one entry per block dimension (:mod:`pallas_sim._src.block_dims`):
   a block index for int/``pl.Blocked``/``None``/``pl.Squeezed`` dimensions, an element

@@ -1,6 +1,6 @@
 """``pl.pallas_call``: the grid loop with the automatic HBM <-> VMEM pipeline.
 
-Semantics (pallas-sim.md, "Execution"; lecture §2.2):
+Semantics (docs/pallas-sim.md, "Execution rules"; lecture §2.2):
 
 1. Grid steps run in row-major order, last axis fastest.
 2. An input block is copied HBM→VMEM at the first step and whenever its block

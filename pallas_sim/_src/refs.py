@@ -5,7 +5,7 @@ raw HBM array for ``memory_space=pl.ANY``).  Reading ``ref[idx]`` returns a copy
 as reading a ref in JAX yields an immutable value; ``ref[idx] = v`` stores into
 the buffer.  Every index is bounds-checked: NumPy would silently clip a slice,
 a TPU would read garbage, and a student deserves an error naming the ref
-(pallas-sim.md item 6).
+(docs/pallas-sim.md rule 6).
 """
 
 from __future__ import annotations

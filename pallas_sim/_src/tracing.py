@@ -4,7 +4,7 @@
 ``pallas_call`` that runs inside the block (nested traces all record).  A trace
 entry is plain data: ``to_dict()`` gives JSON values plus NumPy int arrays,
 ``CallTrace.from_dict`` rebuilds it, so a trace crosses a process boundary
-without pickling (pallas-sim.md, "Trace").
+without pickling (docs/pallas-sim.md, "The trace").
 """
 
 from __future__ import annotations
@@ -161,8 +161,8 @@ class CallTrace:
       when_bodies_run: how many ``pl.when`` bodies executed over all steps.
       manual_dma_count: copies the kernel started itself over the whole call
         (``pltpu.make_async_copy(...).start()``, ``pltpu.async_copy``,
-        ``pltpu.sync_copy``, and the copies of ``pltpu.emit_pipeline``; pallas-sim.md
-        item 7).
+        ``pltpu.sync_copy``, and the copies of ``pltpu.emit_pipeline``; docs/pallas-sim.md
+        rule 7).
       manual_dma_bytes: bytes those copies moved (counted when a copy lands).
       scoped_vmem_bytes, scoped_smem_bytes: the most ``pl.run_scoped`` bytes (and
         ``pltpu.emit_pipeline`` buffers) live at once; ``vmem_bytes``/``smem_bytes``

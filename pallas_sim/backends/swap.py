@@ -5,7 +5,7 @@ A handout, solution or submission starts with
 file as a fresh module, with that one import line rewritten to
 ``from pallas_sim.backends.real_jax import ...`` for the "jax" backend, so the
 same kernels and wrappers run unchanged on ``jax.experimental.pallas`` in
-interpret mode (design.md, "Integrations").  Nothing else in the file changes.
+interpret mode (docs/grading-design.md, "Integrations").  Nothing else in the file changes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Grading draws do not depend on which modules a process has loaded (design.md: the
+"""Grading draws do not depend on which modules a process has loaded (docs/grading-design.md: the
 same submission graded twice gives the same scores and feedback).
 
 hypothesis (6.131+) mixes into its draws the literals of every "local" module it finds in

@@ -1,4 +1,5 @@
-"""grade_file: every check gets a result, failures read like style.md, scores count graded tasks."""
+"""grade_file: every check gets a result, failures read like docs/style.md, scores count
+graded tasks."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The grading profile's simulator sanitizers: the worker runs student code
-with ``shuffle_parallel`` on (pallas-sim.md item 1), with the same seed as the
+with ``shuffle_parallel`` on (docs/pallas-sim.md rule 1), with the same seed as the
 grader's own reference runs, so both see the same order."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Shared kernels, wrappers and independent arithmetic for the pallas_sim tests.
 
-Everything here is computed from the spec (pallas-sim.md), never read back from
+Everything here is computed from the spec (docs/pallas-sim.md), never read back from
 the simulator, so that the tests are an oracle and not a mirror.
 """
 

@@ -1,4 +1,5 @@
-"""The trace records graders read (pallas-sim.md "Trace"; architecture.md "Trace records")."""
+"""The trace records graders read (docs/pallas-sim.md "The trace"; docs/architecture.md
+"Trace records")."""
 
 from __future__ import annotations
 

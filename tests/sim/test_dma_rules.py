@@ -1,4 +1,4 @@
-"""DMA rules (pallas-sim.md, Execution items 2, 3 and 6), checked against counts
+"""DMA rules (docs/pallas-sim.md, rules 2, 3 and 6), checked against counts
 computed independently from the index maps."""
 
 from __future__ import annotations

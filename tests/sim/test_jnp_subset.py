@@ -1,4 +1,4 @@
-"""The jnp namespace (pallas-sim.md "Public names": a NumPy-backed subset of
+"""The jnp namespace (docs/pallas-sim.md "Public names": a NumPy-backed subset of
 jax.numpy; dot/matmul/einsum accepting preferred_element_type; zeros_like on refs)."""
 
 from __future__ import annotations

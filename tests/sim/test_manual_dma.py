@@ -1,4 +1,4 @@
-"""Manual DMA (pallas-sim.md item 7): ``pl.ANY`` refs, ``ref.at[...]``,
+"""Manual DMA (docs/pallas-sim.md rule 7): ``pl.ANY`` refs, ``ref.at[...]``,
 ``pltpu.make_async_copy(...).start()/.wait()``, ``pltpu.SemaphoreType.DMA``.
 
 Expected values are what TPU interpret mode (JAX 0.10.x, default

@@ -1,5 +1,5 @@
 """Uninitialized memory, ragged padding and scratch lifetime
-(pallas-sim.md, Execution items 4 and 5)."""
+(docs/pallas-sim.md, rules 4 and 5)."""
 
 from __future__ import annotations
 

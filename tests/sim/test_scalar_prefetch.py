@@ -1,4 +1,4 @@
-"""``pltpu.PrefetchScalarGridSpec`` (pallas-sim.md, Execution item 9, and the calling
+"""``pltpu.PrefetchScalarGridSpec`` (docs/pallas-sim.md, rule 9, and the calling
 convention) and the DMA rules when blocks are chosen through prefetched indices
 (item 2: same block index at consecutive steps → no copy), as Splash Attention
 uses them (lecture §6.3).

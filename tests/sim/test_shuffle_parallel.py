@@ -1,4 +1,4 @@
-"""The ``shuffle_parallel`` sanitizer (pallas-sim.md item 1) and aliased revisits.
+"""The ``shuffle_parallel`` sanitizer (docs/pallas-sim.md rule 1) and aliased revisits.
 
 TPU interpret mode (JAX 0.10.x) visits each leading "parallel" axis through
 its own seeded permutation while the loop nest stays row-major; "arbitrary"

@@ -1,6 +1,6 @@
 """The JAX surface carries values that implement NumPy's array protocols.
 
-Kernel values (pallas-sim.md, design note: values a JAX tracer would hold)
+Kernel values (docs/pallas-sim.md, rule 10: values a JAX tracer would hold)
 refuse ``bool()``, ``int()``, ``float()`` and conversion to a NumPy array, and
 implement ``__array_ufunc__`` / ``__array_function__``. ``Traced`` below is
 such a value, backed by a NumPy array: every function here must return a

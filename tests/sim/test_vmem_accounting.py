@@ -1,4 +1,4 @@
-"""VMEM / SMEM accounting and the scoped limit (pallas-sim.md, "Memory accounting")."""
+"""VMEM / SMEM accounting and the scoped limit (docs/pallas-sim.md, "Memory accounting")."""
 
 from __future__ import annotations
 

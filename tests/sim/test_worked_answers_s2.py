@@ -1,4 +1,4 @@
-"""Every §2 number of worked-answers.md, reproduced through pallas_sim."""
+"""Every §2 number of docs/worked-answers.md, reproduced through pallas_sim."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 does on a given input, and the diagnosis it earns.
 
 A hidden check names a mistake only when the model reproduces the student's result on
-the failing input (style.md: a shown diagnosis is verified, not guessed): the bias_add
+the failing input (docs/style.md: a shown diagnosis is verified, not guessed): the bias_add
 with its column-block axis inner is run here in its own pallas_call and compared with the
 student's trace; the vmem_bytes mistakes are recomputed with the reference's formula.
 """

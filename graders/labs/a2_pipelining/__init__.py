@@ -1,6 +1,7 @@
 """Pipelining (a2, lecture §3): the assignment record of this lab.
 
-Source: design.md ("Assignments") and student-api.md (task ids, function names).
+Source: docs/grading-design.md ("Assignments and tasks") and docs/student-api.md (task ids,
+function names).
 Task 2.5 (manual double buffering, lecture §3.2) came last; adding it took
 10 / 5 / 5 / 5 points from Tasks 2.1-2.4 (was 40 / 25 / 20 / 15).
 """

@@ -1,6 +1,6 @@
 """Checks of a2_pipelining (lecture §3): Tasks 2.1–2.5, 100 points.
 
-The schedule model (student-api.md, a2): one DMA engine copies blocks in
+The schedule model (docs/student-api.md, a2): one DMA engine copies blocks in
 order into ``n_buffers`` VMEM slots; DMA k starts at max(end of DMA k-1, end
 of compute k-n_buffers), compute k at max(end of DMA k, end of compute k-1).
 Durations are drawn as multiples of 1/8 (exact in binary, readable in

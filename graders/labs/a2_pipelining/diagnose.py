@@ -2,7 +2,7 @@
 computes on a given input, and the diagnosis it earns.
 
 A hidden check names a mistake only when its model reproduces the student's result on the
-failing input (style.md: a shown diagnosis is verified, not guessed): a schedule with one
+failing input (docs/style.md: a shown diagnosis is verified, not guessed): a schedule with one
 rule left out, a chart with truncated cell boundaries, a bandwidth from the whole step,
 and for Task 2.5 the simulator's own error or the blocks the output holds.
 """

@@ -108,7 +108,7 @@ def schedule_property(api: Api) -> None:
 
 
 def chart(dma: np.ndarray, comp: np.ndarray, width: int) -> str:
-    """The Gantt chart of student-api.md, Task 2.2, as a table: cell c of a row shows the
+    """The Gantt chart of docs/student-api.md, Task 2.2, as a table: cell c of a row shows the
     digit k % 10 of the last block k with round(start·width/T) <= c < round(end·width/T)
     (rounding half to even, as Python's ``round``), or a space."""
     total = comp[-1, 1]

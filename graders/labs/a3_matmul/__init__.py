@@ -1,6 +1,7 @@
 """Matmul (a3, lecture §4): the assignment record of this lab.
 
-Source: design.md ("Assignments") and student-api.md (task ids, function names).
+Source: docs/grading-design.md ("Assignments and tasks") and docs/student-api.md (task ids,
+function names).
 """
 
 from graders.records import Assignment, Task

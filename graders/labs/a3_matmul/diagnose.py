@@ -2,7 +2,7 @@
 computes or raises on a given input, and the diagnosis it earns.
 
 A hidden check names a mistake only when the model's output equals the student's on the
-failing input (style.md: a shown diagnosis is verified, not guessed). Every model runs
+failing input (docs/style.md: a shown diagnosis is verified, not guessed). Every model runs
 here, in the trusted grader, on NumPy or in the intended pallas_call.
 """
 

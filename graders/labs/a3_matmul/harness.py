@@ -62,7 +62,7 @@ def matmul(sub: ModuleType, x: np.ndarray, y: np.ndarray, *,
     """The student's ``matmul`` beside their ``matmul_kernel`` in the standard call.
 
     Returns ``(wrapper_out, kernel_out, kernel_error)`` (``common.beside_kernel``);
-    arguments as ``matmul``'s (student-api.md, Task 3.2).
+    arguments as ``matmul``'s (docs/student-api.md, Task 3.2).
     """
     wrapper = _kernel(sub, "matmul")
     out = wrapper(x, y, block_shape=block_shape, activation=activation)

@@ -1,6 +1,7 @@
 """Flash Attention (a4, lecture §5; base-2 exp and micro-tiling from §5.3, §6.6): the record.
 
-Source: design.md ("Assignments") and student-api.md (task ids, function names).
+Source: docs/grading-design.md ("Assignments and tasks") and docs/student-api.md (task ids,
+function names).
 """
 
 from graders.records import Assignment, Task

@@ -2,7 +2,7 @@
 computes on a given input, and the diagnosis it earns.
 
 A hidden check names a mistake only when the model reproduces the student's result on the
-failing input (style.md: a shown diagnosis is verified, not guessed): online-softmax
+failing input (docs/style.md: a shown diagnosis is verified, not guessed): online-softmax
 traces with one rule left out, kernels with one mistake emulated on the drawn case, the
 safe-range and traffic formulas with a term wrong.
 

@@ -17,7 +17,7 @@ from pallas_sim._src.config import _override as sim_options
 from .common import beside_kernel
 from .measure import measure_candidates
 
-#: Lanes of the m and l scratch buffers (one vector register row, student-api.md 4.3).
+#: Lanes of the m and l scratch buffers (one vector register row, docs/student-api.md 4.3).
 LANES = 128
 
 
@@ -140,7 +140,7 @@ def flash_attention(sub: ModuleType, q: np.ndarray, k: np.ndarray, v: np.ndarray
     """The student's ``flash_attention`` beside their kernel in the intended call.
 
     ``options`` are the wrapper's keywords (causal, sm_scale, block_q, block_kv,
-    soft_cap, max_logit_const, use_base2_exp; student-api.md, Task 4.4); the kernel gets
+    soft_cap, max_logit_const, use_base2_exp; docs/student-api.md, Task 4.4); the kernel gets
     the same (``use_base2_exp`` only when given),
     with ``sm_scale`` defaulting to ``1/sqrt(d)``. Returns ``(wrapper_out, kernel_out,
     kernel_error)`` (``common.beside_kernel``).

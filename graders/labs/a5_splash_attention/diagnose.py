@@ -2,7 +2,7 @@
 computes on a given input, and the diagnosis it earns.
 
 A hidden check names a mistake only when the model reproduces the student's result on the
-failing input (style.md: a shown diagnosis is verified, not guessed): masks with an edge
+failing input (docs/style.md: a shown diagnosis is verified, not guessed): masks with an edge
 or an id left out, MaskInfo tables built another way, kernels with one mistake.
 
 The drawn cases (``MaskCase``, ``SplashCase``) are the records of ``checks.py``; they

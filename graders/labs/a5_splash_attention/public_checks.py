@@ -139,7 +139,7 @@ def _kinds(mask: np.ndarray, bq: int, bkv: int) -> np.ndarray:
 
 
 def mask_info(mask: np.ndarray, bq: int, bkv: int) -> dict[str, np.ndarray]:
-    """The MaskInfo of student-api.md, Task 5.3, field by field, by plain loops."""
+    """The MaskInfo of docs/student-api.md, Task 5.3, field by field, by plain loops."""
     rows, cols, kinds, own, patterns = [], [], [], [], []
     for r, c, tile in _tiles(mask, bq, bkv):
         if not tile.any():

@@ -25,7 +25,7 @@ import numpy as np
 from pallas_sim import jax, jnp, pl
 from pallas_sim._src.values import concrete
 
-#: The order of the six scalar-prefetch arrays (student-api.md, Task 5.4; the handout's).
+#: The order of the six scalar-prefetch arrays (docs/student-api.md, Task 5.4; the handout's).
 PREFETCH_ORDER = ("active_rows", "active_cols", "mask_next", "bounds_start", "bounds_end",
                   "block_mask")
 #: Task 5.6: the five scalar-prefetch arrays of the computed-mask call, in order (no

@@ -3,7 +3,7 @@ use, which attributes of which objects it may read, and what it may write.
 
 Everything here is data, read by the compile-time check (:mod:`.transform`,
 in the grader) and by the run-time guards (:mod:`.guards`, in the worker), so
-the two halves cannot disagree. student-api.md fixes the modules: numpy,
+the two halves cannot disagree. docs/student-api.md fixes the modules: numpy,
 math, functools, itertools, dataclasses, typing and pallas_sim's public
 names; ``__future__`` (it only changes how the file compiles) and
 ``warnings`` (reporting a warning must not cost a whole file) are
