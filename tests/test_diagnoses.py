@@ -1,5 +1,5 @@
-"""Diagnoses are shown only when the student's output is what the named mistake computes
-(issue 12, "Diagnoses"): the models of a1 to a5 on their own, in the trusted
+"""Diagnoses are shown only when the student's output is what the named mistake computes:
+the models of a1 to a5 on their own, in the trusted
 process, without a worker.
 
 Each test computes a mistake's output with the checks' own model (or with pallas_sim, as
@@ -58,7 +58,7 @@ def test_a_splash_mistake_is_named_by_its_own_output_only(index: int) -> None:
 @pytest.mark.task("5.4")
 def test_nan_from_neg_inf_scores_is_not_blamed_on_masking_full_tiles() -> None:
     # The checks' full-tile test hands full tiles an all-False pattern; the -inf kernel's
-    # NaN there used to be blamed on masking full tiles (issue 12).
+    # NaN there used to be blamed on masking full tiles.
     info = _CASE.info
     full = info.block_mask == 2
     blocks = info.partial_mask_blocks
@@ -89,7 +89,7 @@ def test_reinitialising_every_tile_is_told_from_masking_full_tiles_by_the_true_m
 ) -> None:
     # Causal, square tiles: with all-False patterns handed to the full tiles, masking them
     # and keeping only each row's last (diagonal) tile give the same output; the same
-    # kernel over the true MaskInfo tells the two apart (issue 23).
+    # kernel over the true MaskInfo tells the two apart.
     case = _splash_case(ref5.causal_mask(8), 2, "causal")
     info = case.info
     full = info.block_mask == 2

@@ -1,4 +1,4 @@
-"""A lab's harness and its reference wrapper make the same pallas_call (issue 13).
+"""A lab's harness and its reference wrapper make the same pallas_call.
 
 The grader runs a student's kernel in the lab's harness (``graders/labs/<stem>/harness.py``,
 the intended pallas_call written for the worker) and compares the student's wrapper with

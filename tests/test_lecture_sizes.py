@@ -1,5 +1,5 @@
 """Each lab's solution and correct corpus variants run at the lecture sizes of its
-performance tasks (issue 23 item 3): Task 3.5's matmul, Task 4.8's flash layer and Task
+performance tasks: Task 3.5's matmul, Task 4.8's flash layer and Task
 5.7's Splash masks, through ``pallas_sim.estimate`` (abstract runs), at the blocks the
 file's own chooser returns, without error and with exactly the FLOPs the problem needs.
 

@@ -126,7 +126,7 @@ def _variant_module(name: str):
 
 
 def test_a_slower_kernel_earns_the_choice_at_its_own_best_candidate():
-    """Issue 23 item 2: the corpus variant f32-kv-guarded-slower is correct and 18 % slower
+    """The corpus variant f32-kv-guarded-slower is correct and 18 % slower
     than the reference kernel; its best candidate is (4096, 1024, 70.0), not the
     reference's (2048, 2048, 70.0). Choosing it passes the speed check (the threshold was
     the reference kernel's time: 3 of 10), while MLE off at the same blocks fails, diagnosed

@@ -4,7 +4,7 @@ states and kv_len != q_len, and the graders' model of the kernel is the kernel.
 The handout (solutions/a4_flash_attention.py) defines what online_softmax does with
 -inf entries, what merging empty states gives, and that flash_attention refuses k and
 v of another length than q. Grading compares students with the reference, so the two
-implementations must agree there too (issue 12). ``_emulate`` in the lab's checks.py
+implementations must agree there too. ``_emulate`` in the lab's checks.py
 is how a "looks like" diagnosis is verified on the failing input: with no mistake
 switched on it must reproduce dense attention, and with one switched on it must
 reproduce the kernel that makes that mistake.

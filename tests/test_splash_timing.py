@@ -1,4 +1,4 @@
-"""Task 5.7's trusted timing (issue 23, items 1-2): the grader's full-size Splash trace with
+"""Task 5.7's trusted timing: the grader's full-size Splash trace with
 each step's op counts taken from its class in a small measured run.
 
 What must hold: the fast tile tables are the reference's MaskInfo; the small problems hold

@@ -170,7 +170,7 @@ OWN_CLASSIFY = """    nq, nkv = mask.shape[0] // block_q, mask.shape[1] // block
             kinds[r, c] = 2 if tile.all() else (1 if tile.any() else 0)
 """
 
-#: Task 5.7 (issue 23, item 2): a correct kernel that walks its query block in chunks of 512
+#: Task 5.7: a correct kernel that walks its query block in chunks of 512
 #: rows (one (512, block_kv) scores tile at a time). Every chunk repeats the softmax's vector
 #: ops, so a step costs more fixed work than the solution's: 30-55 % slower than the reference
 #: kernel at any blocks, and its own fastest blocks differ from the reference's. Its choice is

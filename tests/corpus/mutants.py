@@ -1,4 +1,4 @@
-"""The mutation corpus: single-mistake variants of working submissions (issue 12).
+"""The mutation corpus: single-mistake variants of working submissions.
 
 Each :class:`Mutant` takes a base file (a solution, or a correct variant from
 ``variants/<stem>/``), makes one mistake a student could make (``edits``: each
@@ -52,7 +52,7 @@ class Variant:
     right although it differs from the solution, and either ``edits`` on the solution or,
     when there are none, the whole file ``variants/<stem>/<name>.py``. ``score`` is below
     100 only where a correct design is predicted slower than the fastest candidate on a
-    performance task (issue 15): ``why`` then says so."""
+    performance task: ``why`` then says so."""
 
     name: str
     stem: str

@@ -1,6 +1,6 @@
 """The corpus's layout cases (tests/corpus/layouts.py) graded through the CLI in one batch:
 each student folder holds a .py and an .ipynb, and the file the rule picks is the one
-graded, with the choice in the gradebook's notes (issue 23, item 5).
+graded, with the choice in the gradebook's notes.
 
 Before the rule, `pallas-lab grade` always graded the .py: the filled notebook beside an
 untouched .py scored 0 with no note in the gradebook.

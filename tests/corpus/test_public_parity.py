@@ -1,4 +1,4 @@
-"""The public self-check blames what the grade blames (issue 23, item 9).
+"""The public self-check blames what the grade blames.
 
 ``tests/corpus/test_corpus.py`` shows that the grade catches every mutant of the corpus on
 its own task and charges no other task but the ones that declare it as a dependency. Here

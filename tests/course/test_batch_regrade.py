@@ -1,4 +1,4 @@
-"""Batches (issue 16): resume by content, --force, --student, --task, --format csv with a file
+"""Batches: resume by content, --force, --student, --task, --format csv with a file
 --out, the table and feedback files, the class report and the similarity check."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Batches hand out files, not students (issue 16: the README's first command within 30 s).
+"""Batches hand out files, not students, so the README's first command (the samples) finishes
+within 30 s.
 
 A student whose files are slow (``dev_broken``'s endless loops) used to be graded in one
 process while the other process idled; now every (student, file) is one job, the most

@@ -21,7 +21,7 @@ flag idioms:
   ``dimension_semantics=("parallel", "arbitrary"))``: 9, ``out_shape=jax.ShapeDtypeStruct(
   (m, n), jnp.float32)``: 19).
 
-Before the fix (issue 23, item 4) the bundle held 17 such lines (15 distinct): the
+Before the fix the bundle held 17 such lines (15 distinct): the
 intended calls of Tasks 1.2, 3.2, 4.4 and 5.4 in the labs' harnesses and a4's fidelity
 driver, and two lines of Task 2.2's answer in a2's public checks.
 """

@@ -1,4 +1,4 @@
-"""The class view of performance tasks (issue 15, item 7): the gradebook's predicted-time
+"""The class view of performance tasks: the gradebook's predicted-time
 column and ``pallas-lab leaderboard``.
 
 Results are built by hand (``CheckResult`` with ``measures``) and written the way a batch

@@ -1,4 +1,4 @@
-"""Notebook handouts and notebook submissions (issue 6: "Handouts as notebooks").
+"""Notebook handouts and notebook submissions.
 
 The handout .ipynb is checked against the solutions line by line (no
 solution line leaks), against the .py handout cell by cell, and against

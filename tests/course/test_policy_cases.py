@@ -1,4 +1,4 @@
-"""Policy cases of issue 12, graded through the CLI as a TA runs it.
+"""Submission-policy cases (imports, input(), warnings), graded through the CLI as a TA runs it.
 
 * ``import warnings`` is allowed: a file that imports it and warns gets full marks;
 * ``input()`` in a ``.py`` fails only the checks whose calls reach it, with the policy's

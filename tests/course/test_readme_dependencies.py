@@ -1,4 +1,4 @@
-"""The README's list of task dependencies is the labs' records (issue 23, item 9).
+"""The README's list of task dependencies is the labs' records.
 
 The grade charges a mistake to its task and to the tasks that declare it
 (``Task.depends`` in ``graders/labs/<stem>/__init__.py``), and ``pallas-lab check`` notes

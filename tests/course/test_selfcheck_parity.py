@@ -1,4 +1,4 @@
-"""The public self-check sees what grading sees (issue 12, "Public self-check").
+"""The public self-check sees what grading sees.
 
 * every graded task has a public check (``pallas-lab status`` shows no ``?`` for a correct
   solution);

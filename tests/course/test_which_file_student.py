@@ -1,5 +1,5 @@
 """`pallas-lab check`, `check --task` and `status` check the file the grader grades
-(graders/student/which_file.py, the one rule; issue 23, item 5) and say which and why.
+(graders/student/which_file.py, the one rule) and say which and why.
 
 Before the rule they used `<stem>.py` whenever it existed, so a notebook the student
 had filled showed "not started".

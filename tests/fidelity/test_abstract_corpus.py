@@ -1,4 +1,4 @@
-"""The abstract run on the fidelity corpus (issue 15 item 2): every kernel of public
+"""The abstract run on the fidelity corpus: every kernel of public
 Pallas material that runs on pallas_sim, run again through ``pallas_sim.estimate`` with
 its real inputs (so every buffer is shape-only but the index maps and scalar-prefetch
 tables see the real values), records the same trace and the same op counts."""

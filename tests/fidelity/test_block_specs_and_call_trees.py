@@ -1,5 +1,5 @@
 """Block-dimension kinds, memory spaces, grid semantics, cost estimates and the pytrees of
-``pallas_call`` on both backends (issue 14 items 2.5, 2.6, 2.8).
+``pallas_call`` on both backends.
 
 Each kernel is one ``build(ns)`` run on pallas_sim and on JAX 0.10.2 in both interpreters
 (``api_helpers``); docs/fidelity.md lists the rows.

@@ -3,7 +3,8 @@
 Runs the real command in a subprocess on real files: the a1 solution (every
 Pallas task passes on JAX), the a1 handout (stubs: not started), and a
 submission that counts on an aliased input being updated in place — JAX arrays
-are immutable, so it fails on JAX and, since issue 14, on pallas_sim alike.
+are immutable, so it fails on JAX and, now that pallas_sim copies an aliased input, on
+pallas_sim alike.
 """
 
 from __future__ import annotations

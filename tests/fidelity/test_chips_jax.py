@@ -1,4 +1,4 @@
-"""pallas_sim's chip data (issue 15 item 3) against JAX's own per-TensorCore table
+"""pallas_sim's chip data against JAX's own per-TensorCore table
 (``pltpu.get_tpu_info``'s data in JAX 0.10.2): VMEM, SMEM, MXU width agree exactly; the
 Cloud-docs peaks and bandwidths of v5e/v6e within 1 % of JAX's rounded figures. Ironwood
 uses the lecture's constants, which are below JAX's (1028.75 vs 1155 TFLOP/s per core)."""

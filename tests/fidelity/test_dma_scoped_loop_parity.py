@@ -1,4 +1,4 @@
-"""The newer Pallas TPU API on both backends (issue 14 items 2.2-2.4):
+"""The newer Pallas TPU API on both backends:
 ``pltpu.sync_copy``/``async_copy``, ``pl.run_scoped`` and ``pl.loop``.
 
 Each kernel is one ``build(ns)`` run on pallas_sim and on JAX 0.10.2 in both interpreters

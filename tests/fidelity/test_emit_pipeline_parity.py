@@ -1,4 +1,4 @@
-"""``pltpu.emit_pipeline`` on both backends (issue 14 item 2.7), in the forms of JAX's
+"""``pltpu.emit_pipeline`` on both backends, in the forms of JAX's
 pipelining guide (a pallas_call over ``pl.ANY`` refs) and TPU quickstart (``pl.kernel``).
 
 JAX's pipeline asks for the chip's tiling, which a CPU lacks; ``real_jax`` registers the

@@ -1,4 +1,4 @@
-"""``pl.kernel`` on a TensorCore mesh on both backends (issue 14 item 2.1): the newest
+"""``pl.kernel`` on a TensorCore mesh on both backends: the newest
 Pallas TPU style, a body on HBM refs that moves data with ``pltpu.sync_copy``.
 
 Each kernel is one ``build(ns)`` run on pallas_sim and on JAX 0.10.2 in both interpreters

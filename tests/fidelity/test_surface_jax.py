@@ -369,7 +369,7 @@ def test_a_name_jax_lacks_too_says_so(namespace):
     assert not isinstance(info.value, UnsupportedJaxAPIError), "private names: plain errors"
 
 
-# -- the right namespace for a name (issue 23 item 10) ------------------------------------------
+# -- the right namespace for a name ------------------------------------------
 
 
 def _in_jax(spelled: str) -> bool:

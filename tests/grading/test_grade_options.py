@@ -1,5 +1,5 @@
 """`pallas-lab grade`: options checked before grading, names mapped, every student a row,
-roster formats, clear messages (issue 16)."""
+roster formats, clear messages."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``pallas-lab profile`` (issue 15 item 5): the table, the text rendering, the pictures,
+"""``pallas-lab profile``: the table, the text rendering, the pictures,
 and bad input (unknown chip, shapes, an OOM configuration)."""
 
 from __future__ import annotations

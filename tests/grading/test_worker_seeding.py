@@ -1,5 +1,5 @@
 """Every source of randomness a submission can reach in the worker is seeded per (file,
-check, call) (issue 23, item 7b): an unseeded generator draws the same on every grade."""
+check, call): an unseeded generator draws the same on every grade."""
 
 from __future__ import annotations
 

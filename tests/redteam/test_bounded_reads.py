@@ -1,4 +1,4 @@
-"""Trusted-side reads of student files are bounded (issue 23, item 6; docs/security.md,
+"""Trusted-side reads of student files are bounded (docs/security.md,
 "Bounded reads").
 
 A student chooses what sits under a submission's name: a sparse file of 1 TiB

@@ -1,4 +1,4 @@
-"""Hostile class folders, graded through the real CLI (issue 11, item 7; docs/security.md).
+"""Hostile class folders, graded through the real CLI (docs/security.md).
 
 Each test builds a class folder in a temp dir: honest students (the a1
 solution, 100 points) beside students whose folder names or files are

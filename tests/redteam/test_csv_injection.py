@@ -1,5 +1,5 @@
-"""No spreadsheet runs the gradebook, whatever separator it splits on (issue 23, item 7;
-docs/security.md, "Class folders").
+"""No spreadsheet runs the gradebook, whatever separator it splits on
+(docs/security.md, "Class folders").
 
 A folder, file or roster name such as ``x;=1+2;`` was written unquoted, and only a cell's
 first character was guarded: Excel in many locales and LibreOffice split a CSV on ``;``

@@ -1,5 +1,5 @@
-"""``pallas-lab gradescope dry-run`` copies a submission as Gradescope receives it (issue 23,
-item 6; docs/security.md, "nbgrader and Gradescope").
+"""``pallas-lab gradescope dry-run`` copies a submission as Gradescope receives it
+(docs/security.md, "nbgrader and Gradescope").
 
 Before the fix the dry run copied the submission following links, so a link to any
 file the TA can read (here: a stand-in for the solutions) was graded as the student's

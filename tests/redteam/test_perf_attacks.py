@@ -218,7 +218,8 @@ def test_a_kernel_value_shows_no_data_in_its_repr() -> None:
     cannot depend on the data. pallas_sim's ``Traced<float32[8, 128]>[[0. 0. ...`` shows
     the values, and a shapes-only run (``pallas_sim.estimate``) shows zeros: the channel
     every "detect being measured in the kernel body" attack uses
-    (``raise_on_shapes_elsewhere__a3_matmul.py`` here; fp8 under estimate in issue 23)."""
+    (``raise_on_shapes_elsewhere__a3_matmul.py`` here; the fp8 under estimate cases of
+    tests/redteam/submissions/performance/)."""
     import numpy as np
 
     import pallas_sim

@@ -1,4 +1,4 @@
-"""Red team, Task 5.7 (issue 23, items 1-2): no code path of a submission can change the
+"""Red team, Task 5.7: no code path of a submission can change the
 predicted time by detecting that it is measured, and the choice is graded against the
 student's own kernel.
 

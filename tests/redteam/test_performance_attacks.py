@@ -1,4 +1,4 @@
-"""Red-team suite for the performance tasks (issue 23, items 1 and 2): code that detects it
+"""Red-team suite for the performance tasks: code that detects it
 is being measured must not change a predicted time.
 
 Each submission in ``tests/redteam/submissions/performance/`` is named

@@ -2,7 +2,7 @@
 
 Each submission in ``tests/redteam/submissions/policy/`` is named
 ``<attack>__<stem>.py`` and holds the functions an attacker replaces in the
-solution of that assignment. Before the policy (issue 11) every one of them
+solution of that assignment. Before the policy every one of them
 earned points without solving its task: a kernel with no kernel logic read
 the harness's inputs through a generator's frame (3.1 30/30), modules
 re-exported by allowed ones reached the live trace list (1.3 25/25 with a

@@ -71,7 +71,7 @@ def vmem_bytes(*args, **kwargs):
 
 
 def test_unseeded_randomness_gives_the_same_results_on_every_grade(tmp_path: Path) -> None:
-    """Issue 23, item 7b: before, such a file scored 100, 93, 93, 93 over four grades.
+    """Before, such a file scored 100, 93, 93, 93 over four grades.
     Every source of randomness it reaches is seeded per (file, check, call), so three
     grades give the same results.json (timings aside)."""
     klass = tmp_path / "class"

@@ -1,5 +1,5 @@
 """The class report counts the diagnoses the grader verified, never text a student wrote
-(issue 23, item 7b; docs/security.md, "Class folders").
+(docs/security.md, "Class folders").
 
 Before the fix ``--report`` found its "mistakes seen" in the feedback's lines that start
 with "  looks like: ", and the feedback quotes what the student's code raised: an

@@ -101,7 +101,7 @@ def first_revisit(indices: Sequence[tuple[int, ...]]):
 
 def poison_value(dtype) -> object:
     """What fresh memory holds under the default sanitizer: TPU interpret mode's poison
-    (NaN, the integer maximum, True; issue 14 item 5)."""
+    (NaN, the integer maximum, True)."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return True

@@ -1,4 +1,4 @@
-"""The abstract run (issue 15 item 2): ``pallas_sim.estimate`` on ShapeDtypeStructs
+"""The abstract run: ``pallas_sim.estimate`` on ShapeDtypeStructs
 records the same trace as a real run — grid, block indices per step, DMAs, bytes, VMEM,
 op counts — for every kernel in solutions/, at sizes drawn by hypothesis; code that needs
 data the abstract run lacks fails with an error naming its line.

@@ -1,4 +1,4 @@
-"""Block-dimension kinds in ``BlockSpec.block_shape`` (issue 14 item 2.5): ``pl.Blocked``,
+"""Block-dimension kinds in ``BlockSpec.block_shape``: ``pl.Blocked``,
 ``pl.Squeezed``/``pl.squeezed``, ``pl.Element(n, padding)``, ``pl.BoundedSlice``, with
 JAX's index-map semantics, DMA counting and VMEM accounting."""
 

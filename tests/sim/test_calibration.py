@@ -1,4 +1,4 @@
-"""Calibration (issue 15 item 4): the fitter finds known constants, and the constants in
+"""Calibration: the fitter finds known constants, and the constants in
 pallas_sim._src.timeline.CALIBRATION are the ones docs/performance-model.md reports (its
 "fitted" column is what they predict for the lecture's configurations)."""
 

@@ -1,4 +1,4 @@
-"""``None`` and pytrees in ``pallas_call`` (issue 14 item 2.8): ``in_specs``/``out_specs``
+"""``None`` and pytrees in ``pallas_call``: ``in_specs``/``out_specs``
 entries, ``out_shape`` trees, argument trees and dict scratch, as JAX 0.10.x treats them
 (``None`` is an empty subtree, never "the whole array")."""
 

@@ -1,4 +1,4 @@
-"""Op counts at the lecture's sizes (issue 23 item 3): every count is a Python int (int64 in
+"""Op counts at the lecture's sizes: every count is a Python int (int64 in
 per-step arrays), so products whose operand sizes multiply past 2**31 count exactly.
 
 ``jax.lax.dot_general``, the lecture's §5.2 spelling of a product, used to raise

@@ -1,5 +1,5 @@
 """A dtype pallas_sim refuses by name is refused by every spelling, with the same message
-(issue 23: ``x.astype("float8_e4m3fn")`` was accepted while ``jnp.float8_e4m3fn`` was
+(before, ``x.astype("float8_e4m3fn")`` was accepted while ``jnp.float8_e4m3fn`` was
 refused, so a kernel could make its products "fp8" only under ``pallas_sim.estimate`` and
 be counted at twice the bf16 rate).
 

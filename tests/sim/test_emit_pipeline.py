@@ -1,4 +1,4 @@
-"""``pltpu.emit_pipeline`` (issue 14 item 2.7): pallas_call's block rules one level down,
+"""``pltpu.emit_pipeline``: pallas_call's block rules one level down,
 over HBM refs inside a kernel, in the forms of JAX's pipelining guide and TPU quickstart."""
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def test_a_missing_jax_name_raises_a_pallas_sim_error_saying_what_to_do(spelled,
     (lambda: pl.CompilerParams, "write pltpu.CompilerParams, which pallas_sim has"),
 ])
 def test_a_name_of_another_namespace_says_where_it_is(get, says):
-    """Issue 23 item 10: the lecture's ``pl.make_async_copy`` and its kind say what to write
+    """The lecture's ``pl.make_async_copy`` and its kind say what to write
     (before: only that JAX lacks the name, or a "did you mean" of an unrelated name)."""
     with pytest.raises(UnsupportedJaxAPIError) as info:
         get()

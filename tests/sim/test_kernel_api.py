@@ -320,7 +320,7 @@ def test_input_output_alias_returns_acc_plus_x_and_never_changes_the_callers_arr
     assert np.array_equal(out, before + 0.5), "the output holds acc + x"
     assert out is not acc and np.array_equal(acc, before), (
         "JAX arrays are immutable: aliasing reuses acc's HBM buffer on a TPU, but the "
-        "caller's acc keeps its values (issue 14 item 5)")
+        "caller's acc keeps its values")
     with pallas_sim.trace() as t:
         again = pl.pallas_call(
             kernel, out_shape=jax.ShapeDtypeStruct(acc.shape, acc.dtype), grid=(4, 2),

@@ -1,5 +1,5 @@
 """``pltpu.MemorySpace``/``pl.MemorySpace``, ``pltpu.GridDimensionSemantics`` (with
-``CORE_PARALLEL``) and ``pl.CostEstimate`` (issue 14 item 2.6), as in JAX 0.10.x."""
+``CORE_PARALLEL``) and ``pl.CostEstimate``, as in JAX 0.10.x."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Op accounting per grid step (issue 15 item 1): MXU flops by input dtype, VPU, EUP,
+"""Op accounting per grid step: MXU flops by input dtype, VPU, EUP,
 cross-lane reductions, casts and manual DMA bytes, next to the DMA counts.
 
 Every expected count is computed here from the kernel's own arithmetic (2·M·N·K for a

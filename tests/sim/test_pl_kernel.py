@@ -1,4 +1,4 @@
-"""``pl.kernel`` on a TensorCore mesh (issue 14 item 2.1): the newest Pallas TPU style,
+"""``pl.kernel`` on a TensorCore mesh: the newest Pallas TPU style,
 where the body gets every operand as an HBM ref and moves data with DMAs.
 
 Expected values are what JAX 0.10.x's TPU interpret mode gives (tests/fidelity runs the

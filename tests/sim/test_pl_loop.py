@@ -1,4 +1,4 @@
-"""``pl.loop(lower, upper, *, init_carry=None, step=1, unroll=None)`` (issue 14 item 2.4),
+"""``pl.loop(lower, upper, *, init_carry=None, step=1, unroll=None)``,
 JAX 0.10.x's signature and iteration count ``cdiv(upper - lower, step)``."""
 
 from __future__ import annotations

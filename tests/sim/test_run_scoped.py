@@ -1,4 +1,4 @@
-"""``pl.run_scoped`` (issue 14 item 2.3): fresh poisoned buffers per entry, counted in
+"""``pl.run_scoped``: fresh poisoned buffers per entry, counted in
 the call's VMEM while they live, refused where JAX's TPU interpret mode refuses them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``pltpu.sync_copy`` and ``pltpu.async_copy`` (issue 14 item 2.2), on the DMA model of
+"""``pltpu.sync_copy`` and ``pltpu.async_copy``, on the DMA model of
 ``pallas_sim/dma.py``: copies land at ``.wait()``, as in JAX 0.10.x TPU interpret mode.
 """
 

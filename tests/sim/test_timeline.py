@@ -1,4 +1,4 @@
-"""The TPU timeline model (issue 15 item 3): chips as data, the pipeline rule per
+"""The TPU timeline model: chips as data, the pipeline rule per
 operand buffering, manual DMAs where they are waited, MXU/VPU/EUP time, fixed step cost,
 prologue/epilogue, TensorCore split; MFU, HBM utilisation, bound per step, VMEM.
 

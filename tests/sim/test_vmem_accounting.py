@@ -165,7 +165,7 @@ def test_default_limit_is_32_mib_in_the_trace():
 
 
 def test_a_vmem_limit_above_the_physical_vmem_fails_as_a_compile_does():
-    """Issue 23: a vmem_limit_bytes above the chip's VMEM used to be capped silently (and
+    """A vmem_limit_bytes above the chip's VMEM used to be capped silently (and
     reported, never checked); a real compile for that chip fails, whatever the kernel
     needs. A concrete run has no chip: the config's capacity (64 MiB, one v7 TensorCore)."""
     x = np.zeros((16, 128), np.float32)  # needs a few KiB

@@ -1,4 +1,4 @@
-# Attack (issue 23 item 1, "what is counted"): jax.nn.softmax and jax.nn.logsumexp are
+# Attack ("what is counted"): jax.nn.softmax and jax.nn.logsumexp are
 # counted as one transcendental op on their result (EUP elements at the EUP's bound, and one
 # vector op), while the max, subtraction, exp, sum and division they stand for cost the
 # honest kernel five passes over the [block_q, block_kv] tile. The kernel below is correct

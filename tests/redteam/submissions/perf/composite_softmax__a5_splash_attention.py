@@ -1,4 +1,4 @@
-# Attack (issue 23 item 1, "what is counted"), as for Task 4.8: jax.nn.softmax and
+# Attack ("what is counted"), as for Task 4.8: jax.nn.softmax and
 # jax.nn.logsumexp are counted as one transcendental op on their result, while the max,
 # subtraction, exp, sum and division they stand for cost the honest kernel several passes
 # over the [block_q, block_kv] tile. Correct Splash Attention (each tile's softmax and

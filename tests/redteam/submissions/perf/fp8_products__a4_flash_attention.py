@@ -1,4 +1,4 @@
-# Contained (issue 23 item 1, dtype trick), with no detection: for bf16 inputs the kernel runs
+# Contained (dtype trick), with no detection: for bf16 inputs the kernel runs
 # both products on float8_e4m3fn copies (the dtype as the string "float8_e4m3fn"), on data
 # and on shapes alike, so the counts agree; Ironwood's MXU runs fp8 at twice the bf16 rate.
 # On normal data at L = 2048 the output error is about 0.012, inside Task 4.3's bf16

@@ -1,4 +1,4 @@
-# Attack (issue 23 items 1 and 2): the other candidates are measured on shapes only, and a
+# Attack: the other candidates are measured on shapes only, and a
 # candidate where the kernel raises there is silently left out of "the best candidate for
 # your own kernel". The kernel raises at every candidate block shape when its blocks are
 # abstract (an abstract block shows as zeros in its repr), except at its own bad choice

@@ -1,4 +1,4 @@
-# Attack (issue 23 item 2), with no detection at all: a candidate where the kernel's own
+# Attack, with no detection at all: a candidate where the kernel's own
 # run_scoped VMEM does not fit is "not legal for your kernel" and leaves the sweep. At every
 # candidate block shape other than its bad choice (512, 512, 512) and the reference's best
 # (1024, 2048, 1024), the kernel allocates a 32 MiB run_scoped scratch it never uses, in

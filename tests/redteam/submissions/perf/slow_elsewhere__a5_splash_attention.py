@@ -1,4 +1,4 @@
-# Attack (issue 23 item 2, "the threshold from your own sweep"), as slow_elsewhere__a3: the
+# Attack ("the threshold from your own sweep"), as slow_elsewhere__a3: the
 # solution's kernel (correct, the same work on data and on shapes) plus dead vector ops
 # (2 x 12 ms over a quarter of the dense grid's steps) at every candidate tiling except
 # its own bad choice (1024, 2048) for every mask, so that choice is "the best for your own

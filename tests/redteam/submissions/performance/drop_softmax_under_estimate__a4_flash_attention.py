@@ -1,4 +1,4 @@
-# Attack (issue 23 item 1, kernel side): when its blocks are abstract (an abstract block
+# Attack (kernel side): when its blocks are abstract (an abstract block
 # shows as zeros in its repr) the kernel keeps its two products but drops the scale, the
 # exp, the row maximum and the rescale; on data it is the solution's kernel, so Tasks 4.3
 # and 4.4 keep full marks. The wrapper is the solution's.

@@ -1,4 +1,4 @@
-# Attack (issue 23 item 1, kernel side, dtype trick): when its blocks are abstract (an
+# Attack (kernel side, dtype trick): when its blocks are abstract (an
 # abstract block shows as zeros in its repr) the kernel multiplies float8 copies of them (the
 # dtype as the string "float8_e4m3fn"); on data it computes in bf16, so Task 3.1 keeps
 # full marks. The wrapper is the solution's.

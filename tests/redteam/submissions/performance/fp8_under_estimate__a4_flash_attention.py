@@ -1,4 +1,4 @@
-# Attack (issue 23 item 1, kernel side, dtype trick): when its blocks are abstract the
+# Attack (kernel side, dtype trick): when its blocks are abstract the
 # kernel runs both products on float8 copies (the dtype as the string "float8_e4m3fn",
 # which .astype accepts; the chip runs fp8 at twice the bf16 rate); on data it is the
 # solution's kernel. The wrapper is the solution's.

@@ -1,4 +1,4 @@
-# Task 5.7 attack (issue 23, item 1): the kernel body tells an abstract run from a real one by
+# Task 5.7 attack: the kernel body tells an abstract run from a real one by
 # its block's repr (an abstract block prints as zeros) and does only the two products there (no scale, max, exp, rescale or
 # division), so every predicted step is cheap; real runs are the solution's kernel, so Task
 # 5.4 keeps its points. The blocks are a poor choice: (1024, 2048) for every mask.

@@ -1,4 +1,4 @@
-# Attack (issue 23 item 1, wrapper side): under pallas_sim.estimate (inputs are not NumPy
+# Attack (wrapper side): under pallas_sim.estimate (inputs are not NumPy
 # arrays there) the wrapper's index maps make every step reuse block (0, 0), so no copy is
 # counted; on data it makes the intended call, so Tasks 3.1 and 3.2 keep full marks.
 # Before: (512, 2048, 1024), 3.09 ms honest (3/10), was predicted 1.52 ms: 10/10.

@@ -1,4 +1,4 @@
-# Attack (issue 23 item 1, compiler parameters): under pallas_sim.estimate the wrapper asks
+# Attack (compiler parameters): under pallas_sim.estimate the wrapper asks
 # for vmem_limit_bytes = 64 MiB, so 2048 × 2048 blocks (48 MiB of double buffers, over the
 # task's 32 MiB scoped VMEM) run; on data it makes the intended call.
 # Before: 0/10 honest, 10/10 with the trick (faster than the fastest legal candidate).

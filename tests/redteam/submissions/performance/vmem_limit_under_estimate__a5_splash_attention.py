@@ -1,4 +1,4 @@
-# Task 5.7 attack (issue 23, item 1): (4096, 4096) tiles need 50 MiB of VMEM, over the
+# Task 5.7 attack: (4096, 4096) tiles need 50 MiB of VMEM, over the
 # 32 MiB scoped limit; the wrapper raises vmem_limit_bytes to 64 MiB only when its inputs
 # are not NumPy arrays (an abstract run), so the prediction runs and is "legal". Real runs
 # use the solution's wrapper (Task 5.4 keeps its points).

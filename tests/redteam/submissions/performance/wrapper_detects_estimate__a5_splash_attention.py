@@ -1,4 +1,4 @@
-# Task 5.7 attack (issue 23, item 1): the wrapper tells an abstract run from a real one (its
+# Task 5.7 attack: the wrapper tells an abstract run from a real one (its
 # inputs are not NumPy arrays there) and then calls a kernel that does only the two products,
 # with index maps that name one block, so no step copies anything; grid, block shapes and
 # MXU FLOPs are unchanged. Real runs use the solution's wrapper and kernel (Task 5.4 keeps
