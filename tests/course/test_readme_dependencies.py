@@ -1,11 +1,12 @@
-"""The README's list of task dependencies is the labs' records.
+"""The TA guide's list of task dependencies is the labs' records.
 
 The grade charges a mistake to its task and to the tasks that declare it
 (``Task.depends`` in ``graders/labs/<stem>/__init__.py``), and ``pallas-lab check`` notes
-the same dependencies; the README's TA guide lists them. The list is
-``graders.assignments.dependency_list()``: this test fails when the README says anything
-else (the list once left out the performance tasks' dependencies, and later still named
-the wrappers 3.2 and 4.4 after 3.5 and 4.8 stopped timing them).
+the same dependencies; the TA guide (``docs/ta-guide.md``, "Points and partial credit",
+once the README's) lists them. The list is ``graders.assignments.dependency_list()``:
+this test fails when the guide says anything else (the list once left out the
+performance tasks' dependencies, and later still named the wrappers 3.2 and 4.4 after
+3.5 and 4.8 stopped timing them).
 """
 
 from __future__ import annotations
@@ -17,21 +18,23 @@ from graders.assignments import dependency_list
 from graders.records import Assignment, Task
 
 ROOT = Path(__file__).resolve().parents[2]
-#: What precedes the list in the README (the record's field), and what ends it.
+#: The page that states the list.
+GUIDE = ROOT / "docs/ta-guide.md"
+#: What precedes the list in the guide (the record's field), and what ends it.
 LEAD, END = "(`Task.depends`): ", " (the records' list"
 
 
 def readme_dependency_list(text: str) -> str:
-    """The dependency list the README states, whitespace collapsed."""
+    """The dependency list the guide states, whitespace collapsed."""
     flat = re.sub(r"\s+", " ", text)
     start = flat.index(LEAD) + len(LEAD)
     return flat[start:flat.index(END, start)]
 
 
-def test_the_readme_lists_the_records_dependencies() -> None:
-    stated = readme_dependency_list((ROOT / "README.md").read_text(encoding="utf-8"))
+def test_the_ta_guide_lists_the_records_dependencies() -> None:
+    stated = readme_dependency_list(GUIDE.read_text(encoding="utf-8"))
     assert stated == dependency_list(), (
-        "README.md's dependency list differs from the labs' records; write:\n"
+        "docs/ta-guide.md's dependency list differs from the labs' records; write:\n"
         f"{LEAD}{dependency_list()}.")
 
 

@@ -1,7 +1,7 @@
 """graders.discovery: which folders are students, and when the run must stop.
 
-The rules (graders/discovery.py's docstring, README "Files"): a folder holding
-submission files, or only assignment folders (nbgrader's layout), is a
+The rules (graders/discovery.py's docstring; docs/ta-guide.md, "Files" and "Class
+folders"): a folder holding submission files, or only assignment folders (nbgrader's layout), is a
 student; any other folder is a class whose every folder is a student,
 whatever it is called. Nothing is graded when that would drop or merge
 students silently.
@@ -67,7 +67,8 @@ def test_a_student_named_like_an_assignment_in_nbgrader_layout_is_a_student(
 
 def test_only_assignment_folders_each_holding_its_own_file_read_as_one_student(
         tmp_path: Path) -> None:
-    # Documented limit (README, "Files"): indistinguishable from nbgrader's layout.
+    # Documented limit (docs/ta-guide.md, "Class folders"): indistinguishable from
+    # nbgrader's layout.
     folder = tmp_path / "class"
     put(folder / "a1", A1)
     put(folder / "a2", A2)

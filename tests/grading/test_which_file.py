@@ -1,5 +1,5 @@
 """One rule for which file is graded when ``<stem>.py`` and ``<stem>.ipynb`` both exist
-(graders/student/which_file.py; README "Which file is graded").
+(graders/student/which_file.py; docs/ta-guide.md, "Which file is graded").
 
 The rule itself on a1's real handouts, then every path that uses it on a TA's side:
 ``pallas-lab grade`` on a student folder and a class folder (table, skipped lines and
