@@ -50,7 +50,7 @@ def test_fit_recovers_constants_that_generated_the_measurements():
 
 
 def test_stored_constants_give_the_documented_fitted_times():
-    doc = (ROOT / "docs" / "performance-model.md").read_text()
+    doc = (ROOT / "docs/performance-model.md").read_text()
     documented = {}
     for line in doc.splitlines():
         m = re.match(r"^\| (.+?) \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \| ([+-][0-9.]+) %", line)
