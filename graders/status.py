@@ -3,8 +3,8 @@
 Every status a check, a task or a self-check can end in is a member of
 :class:`Status` (a ``StrEnum``: members are the strings reports print and
 results.json holds, so ``Status.PASSED == "passed"``). The tuples below say
-which statuses each kind of outcome may take. Source: the README's TA guide
-("Statuses") and student guide (``pallas-lab check``).
+which statuses each kind of outcome may take. Source: docs/ta-guide.md
+("Statuses") and docs/students.md (``pallas-lab check``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Which file of an assignment is graded when ``<stem>.py`` and ``<stem>.ipynb`` both exist.
 
-The one rule (README, "Which file is graded"; docs/architecture.md), used by
+The one rule (docs/ta-guide.md, "Which file is graded"; docs/architecture.md), used by
 ``pallas-lab check``, ``check --task``, ``status``, ``pallas-lab grade`` on a
 student or class folder, the Gradescope autograder and its dry run:
 
