@@ -7,11 +7,9 @@
 * the ``task("N.M")`` marker naming the assignment task a test belongs to;
 * ``--submission PATH``: the submission file that ``pytest graders --submission
   PATH`` grades (the pytest integration of docs/grading-design.md, "Integrations");
-* the suite runs on every core (pytest-xdist, ``-n auto --dist loadgroup`` in
-  pyproject.toml; ``-n 0`` runs it in this process): a test that uses a module- or
-  class-scoped fixture is kept on one xdist worker with the rest of its module, so an
-  expensive fixture (a class graded through the CLI) is built once; a test that names
-  its own ``xdist_group`` (the corpus, one group per assignment) keeps it;
+* the suite runs on every core (pytest-xdist, ``-n auto --dist loadfile`` in
+  pyproject.toml; ``-n 0`` runs it in this process): a test module stays on one xdist
+  worker, so an expensive module fixture (a class graded through the CLI) is built once;
 * one worker zygote for the session (``graders.worker.zygote``): the workers this
   process starts fork from it, as a batch's do, instead of starting an interpreter each.
   The exec'd workers of single-file grading are still tested where a test asks for them
@@ -51,19 +49,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the ``task`` marker (also declared in pyproject.toml)."""
     config.addinivalue_line("markers", "task(id): the assignment task (N.M) a test belongs to")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put every test that uses a module- or class-scoped fixture in its module's
-    ``xdist_group`` (unless it names one), so that under ``--dist loadgroup`` the fixture
-    is built on one worker only; the other tests are spread one by one."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs.values() if info is not None else ()
-        if any(chain and chain[-1].scope in ("module", "class") for chain in defs):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture

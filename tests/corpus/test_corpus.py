@@ -5,7 +5,8 @@ Every mutant of ``tests/corpus/mutants.py`` must lose points on its own task
 as a dependency; every correct variant under ``tests/corpus/variants/`` must
 get its score. Each assignment's part of the corpus is one class folder graded by
 ``pallas-lab grade CLASS --jobs 2 --format gradescope --out DIR``, so what is
-tested is what a TA runs; the five parts can run on different pytest-xdist workers.
+tested is what a TA runs; running the tests of one assignment (``-k a3``) grades only
+its part.
 ``test_the_corpus_summary`` prints the figures per assignment (mutants caught,
 misattributed, variants at their score).
 """
@@ -110,9 +111,8 @@ STEMS = sorted({m.stem for m in MUTANTS} | {s for s, _ in _variants()})
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str, Any]]:
     """results.json of a corpus student folder (``_student``'s name), by folder name. Each
-    assignment's part is graded once per process, when a test first asks for one of its
-    folders, so that pytest-xdist can grade the five parts on different workers (the tests
-    of one assignment form one ``xdist_group``, ``_by_stem``)."""
+    assignment's part is graded once, when a test first asks for one of its folders, so a
+    selection of one assignment's tests grades that part alone."""
     parts: dict[str, dict[str, dict[str, Any]]] = {}
 
     def result(student: str) -> dict[str, Any]:
@@ -122,11 +122,6 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str
         return parts[stem][student]
 
     return result
-
-
-def _by_stem(stem: str, *values: object, id: str) -> Any:  # noqa: A002 - pytest's name
-    """A parameter set in its assignment's ``xdist_group``: one worker grades that part."""
-    return pytest.param(*values, id=id, marks=pytest.mark.xdist_group(f"corpus-{stem}"))
 
 
 def _tasks(result: dict[str, Any]) -> dict[str, float]:
@@ -156,14 +151,14 @@ def _verdict(mutant: Mutant, result: dict[str, Any]) -> tuple[bool, list[str]]:
     return got[mutant.task] < full[mutant.task], wrong
 
 
-@pytest.mark.parametrize("stem", [_by_stem(s, s, id=s) for s in STEMS])
+@pytest.mark.parametrize("stem", [pytest.param(s, id=s) for s in STEMS])
 def test_the_solutions_get_full_marks(graded: Callable[[str], dict[str, Any]],
                                       stem: str) -> None:
     result = graded(_student("solution", stem, "base"))
     assert _tasks(result) == _full(stem), (stem, result["score"])
 
 
-@pytest.mark.parametrize("mutant", [_by_stem(m.stem, m, id=f"{m.stem[:2]}-{m.task}-{m.name}")
+@pytest.mark.parametrize("mutant", [pytest.param(m, id=f"{m.stem[:2]}-{m.task}-{m.name}")
                                     for m in MUTANTS])
 def test_a_mistake_costs_points_on_its_task_and_only_there(
         graded: Callable[[str], dict[str, Any]], mutant: Mutant) -> None:
@@ -191,7 +186,7 @@ def test_a_mistake_costs_points_on_its_task_and_only_there(
                                           f"which names another mistake:\n{everything}")
 
 
-@pytest.mark.parametrize(("stem", "name"), [_by_stem(s, s, n, id=f"{s}-{n}")
+@pytest.mark.parametrize(("stem", "name"), [pytest.param(s, n, id=f"{s}-{n}")
                                             for s, n in _variants()])
 def test_a_correct_variant_gets_full_marks(graded: Callable[[str], dict[str, Any]], stem: str,
                                            name: str) -> None:
@@ -209,7 +204,7 @@ def _hidden_checks() -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize(("stem", "task", "name"), [
-    _by_stem(s, s, t, n, id=f"{s[:2]}-{t}-{n[:40]}") for s, t, n in _hidden_checks()])
+    pytest.param(s, t, n, id=f"{s[:2]}-{t}-{n[:40]}") for s, t, n in _hidden_checks()])
 def test_every_hidden_check_is_failed_by_some_mutant(graded: Callable[[str], dict[str, Any]],
                                                      stem: str, task: str, name: str) -> None:
     """A check no plausible mistake fails earns its points for nothing (every check can
@@ -221,7 +216,7 @@ def test_every_hidden_check_is_failed_by_some_mutant(graded: Callable[[str], dic
                      "add the plausible mistake it exists to catch")
 
 
-@pytest.mark.parametrize("stem", [_by_stem(s, s, id=s) for s in STEMS])
+@pytest.mark.parametrize("stem", [pytest.param(s, id=s) for s in STEMS])
 def test_the_corpus_summary(graded: Callable[[str], dict[str, Any]], stem: str,
                             capsys: pytest.CaptureFixture[str]) -> None:
     mutants = [m for m in MUTANTS if m.stem == stem]
