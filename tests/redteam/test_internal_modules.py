@@ -88,3 +88,39 @@ def test_the_path_rule_gives_todays_public_modules() -> None:
         assert module not in rules.pallas_sim_public_modules()
     assert rules.is_pallas_sim_internal("pallas_sim._src.tracing")
     assert not rules.is_pallas_sim_internal("pallas_sim.pl")
+    assert "pallas_sim.extend" not in rules.pallas_sim_public_modules()
+    assert rules.is_pallas_sim_internal("pallas_sim.extend")
+
+
+def test_the_trusted_surface_is_refused_at_run_time() -> None:
+    """The worker's ``__import__`` and attribute guard refuse ``pallas_sim.extend`` however
+    the name is spelled, with the grader's surface loaded (as it is in the worker)."""
+    import types
+
+    import pytest
+
+    import pallas_sim.extend  # noqa: F401 - the worker has it loaded
+    from graders.worker.policy.guards import (
+        PolicyAttributeError,
+        PolicyImportError,
+        _guarded_import,
+        load_submission,
+    )
+    from graders.worker.policy.transform import compile_submission
+
+    guarded = _guarded_import({})
+    for args in [("pallas_sim.extend",), ("pallas_sim", None, None, ("extend",)),
+                 ("pallas_sim.extend", None, None, ("sim_options",))]:
+        with pytest.raises(PolicyImportError, match="trusted surface"):
+            guarded(*args)
+    for args in [("pallas_sim._src",), ("pallas_sim", None, None, ("_src",))]:
+        with pytest.raises(PolicyImportError, match="not allowed"):
+            guarded(*args)
+    source = "import pallas_sim\n\n\ndef reach(name):\n    return getattr(pallas_sim, name)\n"
+    compiled = compile_submission(source, "/submission/reach.py")
+    assert compiled.code is not None, compiled.problems
+    module = types.ModuleType("reach")
+    load_submission(compiled.code, module, "/submission/reach.py")
+    for name in ("ext" + "end", "_s" + "rc"):
+        with pytest.raises(PolicyAttributeError, match="not allowed"):
+            module.reach(name)

@@ -123,3 +123,31 @@ def test_the_handouts_solutions_and_samples_pass(folder: str) -> None:
             continue
         result = check_file(path)
         assert result.ok, f"{path.relative_to(REPO)}: {result.message()}"
+
+
+TRUSTED_SURFACE = [
+    "import pallas_sim.extend",
+    "from pallas_sim import extend",
+    "from pallas_sim.extend import sim_options",
+    "import pallas_sim.extend as pe",
+    "import pallas_sim\nopts = pallas_sim.extend.sim_options",
+]
+
+
+@pytest.mark.parametrize("source", TRUSTED_SURFACE)
+def test_the_trusted_surface_is_refused_naming_what_it_is(source: str) -> None:
+    """``pallas_sim.extend`` sits at the top of the package, where the path rule would make
+    a module public; it is the grader's, and a submission is told so."""
+    result = check_source(source)
+    assert not result.ok, source
+    message = result.message()
+    assert f"line {len(source.splitlines())}: " in message, message
+    assert "trusted surface" in message and "not a submission's" in message, message
+
+
+@pytest.mark.parametrize("source", ["import pallas_sim._src.config",
+                                    "from pallas_sim import _src",
+                                    "from pallas_sim._src.config import _override"])
+def test_the_internals_are_refused(source: str) -> None:
+    result = check_source(source)
+    assert not result.ok and "not allowed" in result.message(), result.message()

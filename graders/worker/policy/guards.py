@@ -396,7 +396,7 @@ class Guards:
         """``_write_item_(obj)``: item stores and deletes reach lists, dicts, bytearrays,
         numpy arrays, pallas_sim refs and the submission's own objects."""
         owns = self.owns
-        from pallas_sim._src.refs import Ref  # the kernel's refs: the one thing a kernel writes
+        from pallas_sim.extend import Ref  # the kernel's refs: the one thing a kernel writes
 
         writable = (*_ITEM_WRITABLE, Ref)
 
@@ -548,15 +548,19 @@ def _guarded_import(importable: dict[str, types.ModuleType]) -> Callable[..., An
             raise PolicyImportError("relative imports are not allowed (a submission is a "
                                     "single file)")
         if type(name) is not str or not is_allowed_module(name):
-            raise PolicyImportError(f"import of {name!r} is not allowed while grading "
-                                    f"(allowed: {', '.join(rules.ALLOWED_TOP_LEVEL)})")
+            why = (rules.TRUSTED_REASON if type(name) is str
+                   and rules.refusal_reason(name) == rules.TRUSTED_REASON
+                   else f"allowed: {', '.join(rules.ALLOWED_TOP_LEVEL)}")
+            raise PolicyImportError(f"import of {name!r} is not allowed while grading ({why})")
         names = allowed_names(name) or frozenset()
         for item in fromlist or ():
             if type(item) is not str or (item not in names
                                          and not is_allowed_module(f"{name}.{item}")):
+                why = (rules.TRUSTED_REASON if type(item) is str and rules.refusal_reason(
+                    f"{name}.{item}") == rules.TRUSTED_REASON else
+                    f"it is not among the names of {name} a submission may use")
                 raise PolicyImportError(f"import of {name}.{item} is not allowed while grading "
-                                        f"(it is not among the names of {name} a submission "
-                                        "may use)")
+                                        f"({why})")
         if fromlist:
             return importable.get(name) or builtins.__import__(name, None, None,
                                                                tuple(fromlist), 0)

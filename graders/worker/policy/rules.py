@@ -151,11 +151,20 @@ FUTURE_NAMES = frozenset("""
 #: convention), so a module added there is unreachable without any list edited here.
 PALLAS_SIM = "pallas_sim"
 PALLAS_SIM_INTERNALS = "pallas_sim._src"
+#: pallas_sim's trusted surface (``pallas_sim/extend.py``, as ``jax.extend``): the names the
+#: grader, the harnesses, the reference and the benchmarks take from the internals. It sits
+#: at the top of the package but is never a submission's: the path rule leaves it out.
+PALLAS_SIM_TRUSTED = "pallas_sim.extend"
+#: Why an import of the internals or of the trusted surface is refused (the message's end).
+INTERNALS_REASON = "it is pallas_sim's internals, not its public API"
+TRUSTED_REASON = ("it is pallas_sim's trusted surface for the grader, harnesses and "
+                  "reference, not a submission's")
 
 
 def _pallas_sim_public_modules() -> tuple[str, ...]:
     """``pallas_sim`` and every module file at the top of its folder (``pallas_sim/pl.py``
-    -> ``pallas_sim.pl``) whose name has no leading underscore, in sorted order.
+    -> ``pallas_sim.pl``) whose name has no leading underscore, in sorted order, except
+    the trusted surface ``pallas_sim.extend``.
 
     The path rule: internals live under ``pallas_sim/_src``; subpackages (``backends``,
     the trusted tooling that needs real JAX) are not a submission's either. The folder
@@ -170,7 +179,8 @@ def _pallas_sim_public_modules() -> tuple[str, ...]:
         for entry in os.scandir(folder):
             stem, dot, suffix = entry.name.partition(".")
             if (entry.is_file() and dot and suffix == "py" and stem.isidentifier()
-                    and not stem.startswith("_")):
+                    and not stem.startswith("_")
+                    and f"{PALLAS_SIM}.{stem}" != PALLAS_SIM_TRUSTED):
                 names.add(f"{PALLAS_SIM}.{stem}")
     return tuple(sorted(names))
 
@@ -189,8 +199,21 @@ def pallas_sim_public_modules() -> tuple[str, ...]:
 
 def is_pallas_sim_internal(module: str) -> bool:
     """True when the dotted ``module`` is pallas_sim's internals (``pallas_sim._src`` or
-    below it), whether or not such a module exists."""
-    return module == PALLAS_SIM_INTERNALS or module.startswith(PALLAS_SIM_INTERNALS + ".")
+    below it) or its trusted surface (``pallas_sim.extend`` or below it), whether or not
+    such a module exists."""
+    return any(module == root or module.startswith(root + ".")
+               for root in (PALLAS_SIM_INTERNALS, PALLAS_SIM_TRUSTED))
+
+
+def refusal_reason(module: str) -> str | None:
+    """Why a submission may not import the dotted ``module`` when it is pallas_sim's
+    trusted surface or internals (:data:`TRUSTED_REASON`, :data:`INTERNALS_REASON`);
+    None for any other module."""
+    if module == PALLAS_SIM_TRUSTED or module.startswith(PALLAS_SIM_TRUSTED + "."):
+        return TRUSTED_REASON
+    if is_pallas_sim_internal(module):
+        return INTERNALS_REASON
+    return None
 
 
 def _pallas_sim_internal_names() -> frozenset[str]:
@@ -204,10 +227,12 @@ def _pallas_sim_internal_names() -> frozenset[str]:
                 stem = entry.name.removesuffix(".py")
                 if stem.isidentifier() and (entry.is_dir() or entry.name.endswith(".py")):
                     names.add(stem)
+    names.add(PALLAS_SIM_TRUSTED.rpartition(".")[2])  # ``pallas_sim.extend`` as an attribute
     return frozenset(names)
 
 
-#: Names of pallas_sim's internal modules (``tracing``, ``config``, ...): reading one as an
+#: Names of pallas_sim's internal modules (``tracing``, ``config``, ...) and of its trusted
+#: surface (``extend``): reading one as an
 #: attribute of a pallas_sim module (``pallas_sim.tracing``) is refused at compile time
 #: even where the attribute does not exist, so the message names the internals.
 PALLAS_SIM_INTERNAL_NAMES: frozenset[str] = _pallas_sim_internal_names()

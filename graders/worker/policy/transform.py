@@ -108,6 +108,13 @@ def allowed_names(module: str) -> frozenset[str] | None:
     return names
 
 
+def _trusted_reason(module: str) -> str | None:
+    """The reason given when ``module`` is pallas_sim's trusted surface (``pallas_sim.extend``,
+    refused naming what it is); None otherwise, where the message stays as it was."""
+    reason = rules.refusal_reason(module)
+    return reason if reason == rules.TRUSTED_REASON else None
+
+
 def is_allowed_module(module: str) -> bool:
     """True when ``module`` (dotted, absolute) may be imported by a submission."""
     return allowed_names(module) is not None
@@ -242,8 +249,8 @@ class SubmissionTransformer(RestrictingNodeTransformer):
         """``import X``: only allowed modules, under names the policy allows."""
         for alias in node.names:
             if not is_allowed_module(alias.name):
-                self.error(node, f"import of '{alias.name}' is not allowed (allowed: "
-                                 f"{_ALLOWED_TEXT})")
+                why = _trusted_reason(alias.name) or f"allowed: {_ALLOWED_TEXT}"
+                self.error(node, f"import of '{alias.name}' is not allowed ({why})")
             if alias.asname:
                 self.check_name(node, alias.asname)
         return node
@@ -258,13 +265,14 @@ class SubmissionTransformer(RestrictingNodeTransformer):
         module = node.module or ""
         names = allowed_names(module)
         if names is None:
-            self.error(node, f"import of '{module}' is not allowed (allowed: {_ALLOWED_TEXT})")
+            why = _trusted_reason(module) or f"allowed: {_ALLOWED_TEXT}"
+            self.error(node, f"import of '{module}' is not allowed ({why})")
             return node
         for alias in node.names:
             if alias.name == "*":
                 self.refuse(node, f"'from {module} import *'", "import the names you use")
             elif alias.name not in names and _submodule(module, alias.name) is None:
-                why = ("it is pallas_sim's internals, not its public API"
+                why = (_trusted_reason(f"{module}.{alias.name}") or rules.INTERNALS_REASON
                        if module.startswith("pallas_sim") else
                        f"it is not among the names of {module} a submission may use")
                 self.error(node, f"import of '{module}.{alias.name}' is not allowed ({why})")
@@ -333,7 +341,7 @@ class SubmissionTransformer(RestrictingNodeTransformer):
         if module.startswith("pallas_sim") and (hasattr(importlib.import_module(module), attr)
                                                 or attr in rules.PALLAS_SIM_INTERNAL_NAMES):
             self.refuse(node, f"access to '.{attr}'",
-                        "it is pallas_sim's internals, not its public API")
+                        _trusted_reason(f"{module}.{attr}") or rules.INTERNALS_REASON)
 
     def _wrap(self, guard: str, value: ast.expr, where: ast.AST) -> ast.Call:
         call = ast.Call(func=ast.Name(guard, ast.Load()), args=[value], keywords=[])
