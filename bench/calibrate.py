@@ -32,8 +32,7 @@ import numpy as np
 from lecture_configs import MEASURED, Config
 
 import pallas_sim
-from pallas_sim._src import timeline
-from pallas_sim._src.chips import get_chip
+from pallas_sim.extend import get_chip, timeline
 
 CHIP = get_chip("v7")
 NAMES = ("step_overhead_s", "dma_efficiency", "strided_efficiency", "dma_issue_s",

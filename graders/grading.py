@@ -39,7 +39,7 @@ from graders.status import RESULT_STATUSES, TASK_FAILURE_ORDER, Status
 from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker
 from graders.worker.static_check import StaticCheckResult, check_file
-from pallas_sim._src.config import GRADING_SANITIZERS
+from pallas_sim.extend import GRADING_SANITIZERS
 
 #: pallas_sim sanitizers of the grading profile, for the reference runs in this
 #: process; the worker applies the same to the student's code (worker/main.py). Written

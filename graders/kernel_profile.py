@@ -35,8 +35,7 @@ import numpy as np
 
 import pallas_sim
 from pallas_sim import jax, jnp
-from pallas_sim._src.chips import CHIPS, UnknownChipError, get_chip
-from pallas_sim._src.timeline import Timeline
+from pallas_sim.extend import CHIPS, Timeline, UnknownChipError, get_chip
 
 _DTYPES = {"bf16": jnp.bfloat16, "f32": jnp.float32, "f16": jnp.float16, "i32": jnp.int32,
            "i8": jnp.int8, "int8": jnp.int8, "int32": jnp.int32, "float32": jnp.float32,

@@ -15,8 +15,8 @@ import numpy as _np
 
 from pallas_sim import jax as _jax
 from pallas_sim import pl as _pl
-from pallas_sim._src.values import concrete as _concrete
-from pallas_sim._src.values import traced as _traced
+from pallas_sim.extend import concrete as _concrete
+from pallas_sim.extend import traced as _traced
 
 __all__ = ["accumulate_inplace", "add_kernel", "bias_add", "blocked_add", "vmem_bytes"]
 

@@ -27,8 +27,8 @@ from pallas_sim import jax as _jax
 from pallas_sim import jnp as _jnp
 from pallas_sim import pl as _pl
 from pallas_sim import pltpu as _pltpu
-from pallas_sim._src.values import concrete as _concrete
-from pallas_sim._src.values import traced as _traced
+from pallas_sim.extend import concrete as _concrete
+from pallas_sim.extend import traced as _traced
 
 __all__ = [
     "arithmetic_intensity",

@@ -338,7 +338,7 @@ def flash_vmem_capacity() -> int:
     """Task 4.8: bytes of VMEM on one TensorCore of ``PERFORMANCE_CHIP`` (64 MiB on
     Ironwood): a configuration whose blocks and score tiles need more cannot run (lecture
     §5.3: 4096 x 4096 tiles, 128 MiB, exceed it)."""
-    from pallas_sim._src.chips import get_chip
+    from pallas_sim.extend import get_chip
 
     return int(get_chip(PERFORMANCE_CHIP).vmem_bytes)
 

@@ -15,8 +15,7 @@ import numpy as np
 
 from graders.checks.framework import CheckFailure
 from graders.values import describe_array, describe_value
-from pallas_sim._src.dtypes import is_floating
-from pallas_sim._src.tracing import CallTrace
+from pallas_sim.extend import CallTrace, is_floating
 
 #: (rtol, atol) per result dtype: a float32 kernel summing a few hundred terms
 #: stays within 1e-5 relative of float64; bfloat16 keeps 8 bits of mantissa.

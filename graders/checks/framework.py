@@ -177,7 +177,7 @@ def _to_call_traces(records: tuple[dict[str, Any], ...]) -> list[Any]:
     block indices of a step without guarding): raises ``ValueError`` (or the
     ``from_dict`` errors) for a record the simulator cannot have produced."""
     try:
-        from pallas_sim._src.tracing import CallTrace
+        from pallas_sim.extend import CallTrace
     except ImportError:  # the simulator is not there yet: keep the plain records
         return list(records)
     calls = [CallTrace.from_dict(record) for record in records]

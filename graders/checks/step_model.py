@@ -35,10 +35,7 @@ from typing import Any
 import numpy as np
 
 from graders.registry import CheckFailure
-from pallas_sim._src import timeline
-from pallas_sim._src.chips import Chip, get_chip
-from pallas_sim._src.op_accounting import OpCounts
-from pallas_sim._src.tracing import CallTrace
+from pallas_sim.extend import CallTrace, Chip, OpCounts, get_chip, timeline
 
 #: Per-step keys the op accounting counts (pallas_sim/_src/op_accounting.py) other than
 #: ``mxu_flops_<dtype>``; a record with any other key is not a record of this simulator.

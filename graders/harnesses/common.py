@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pallas_sim._src.tracing import _untraced
+from pallas_sim.extend import untraced as _untraced
 
 
 def beside_kernel(wrapper_out: Any, run_kernel: Callable[[], Any]) -> tuple[Any, Any, str | None]:

@@ -23,7 +23,7 @@ import numpy as np
 
 import pallas_sim
 from pallas_sim import jax, jnp
-from pallas_sim._src.config import _override as sim_options
+from pallas_sim.extend import sim_options
 
 #: Most characters of an error message sent back.
 ERROR_CHARS = 500

@@ -46,7 +46,7 @@ from graders.status import SELF_CHECK_STATUSES, Status
 from graders.student.public import Result, load_public_checks
 from graders.student.which_file import Choice, choose_in
 from graders.worker.static_check import check_source
-from pallas_sim._src.config import GRADING_SANITIZERS
+from pallas_sim.extend import GRADING_SANITIZERS
 
 #: The exploratory profile of the one check framework (``graders.registry``): a fresh seed
 #: each run, few examples, no database, shrinking on.

@@ -73,9 +73,9 @@ import numpy as np  # noqa: E402
 import pallas_lab_protocol as protocol  # noqa: E402
 
 import pallas_sim  # noqa: E402 - no simulator, no worker: the client cannot start one
-from pallas_sim._src.config import GRADING_SANITIZERS as _SANITIZERS  # noqa: E402
-from pallas_sim._src.config import Options as _Options  # noqa: E402
-from pallas_sim._src.config import _lock as _lock_sim_options  # noqa: E402
+from pallas_sim.extend import GRADING_SANITIZERS as _SANITIZERS  # noqa: E402
+from pallas_sim.extend import Options as _Options  # noqa: E402
+from pallas_sim.extend import lock_sim_options as _lock_sim_options  # noqa: E402
 
 # The grading profile: the simulator's defaults (poisoned memory, the 32 MiB scoped
 # limit, ...) plus grading's sanitizers (pallas_sim's GRADING_SANITIZERS: parallel grid

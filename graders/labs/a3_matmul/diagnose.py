@@ -160,7 +160,7 @@ def k_not_last_revisits(case: Case) -> dict[tuple[str, str, str], str]:
 
     from graders.grading import GRADING_SIM_OPTIONS
     from pallas_sim import jax, jnp, pl, pltpu
-    from pallas_sim._src.errors import PallasSimError, RevisitedOutputBlockError
+    from pallas_sim.extend import PallasSimError, RevisitedOutputBlockError
 
     x, y = case.args
     bm, bn, bk = case.kwargs["block_shape"]

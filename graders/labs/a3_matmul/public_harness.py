@@ -14,7 +14,7 @@ from types import ModuleType
 import numpy as np
 
 from pallas_sim import jax, jnp, pl
-from pallas_sim._src.config import _override as sim_options
+from pallas_sim.extend import sim_options
 
 #: The block edge of the handout's example call (Task 3.1).
 BLOCK = 64

@@ -12,7 +12,7 @@ import numpy as np
 
 import pallas_sim
 from pallas_sim import jax, jnp, pl, pltpu
-from pallas_sim._src.config import _override as sim_options
+from pallas_sim.extend import sim_options
 
 from .common import beside_kernel
 from .measure import measure_candidates

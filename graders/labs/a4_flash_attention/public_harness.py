@@ -29,8 +29,7 @@ import numpy as np
 
 import pallas_sim
 from pallas_sim import jax, jnp, pl
-from pallas_sim._src.config import _override as sim_options
-from pallas_sim._src.values import concrete
+from pallas_sim.extend import concrete, sim_options
 
 #: The name of Task 4.3's kernel, which the student's ``flash_attention`` calls.
 KERNEL = "flash_attention_kernel"

@@ -24,7 +24,7 @@ import reference.a4_flash_attention as ref
 from graders.assignments import load_harness
 from graders.checks import step_model
 from pallas_sim import VmemOOMError, jax, jnp
-from pallas_sim._src.tracing import CallTrace
+from pallas_sim.extend import CallTrace
 
 H, L, D = ref.PERFORMANCE_Q_SHAPE
 DV = ref.PERFORMANCE_V_SHAPE[2]

@@ -31,7 +31,7 @@ import numpy as np
 import reference.a5_splash_attention as ref
 from graders.checks import step_model
 from graders.harnesses.measure import seeded_array
-from pallas_sim._src.config import _override as sim_options
+from pallas_sim.extend import sim_options
 
 #: The finest candidate block: every candidate tile is a union of these sub-tiles.
 SUB = min(ref.SPLASH_BLOCK_CANDIDATES)
