@@ -29,6 +29,8 @@ TESTS = ROOT / "tests"
     "result = grade_file(path, assignment)",
     "from tests.samples import graded_sample",
     "from graders.student.selfcheck import SELF_CHECK_SETTINGS, check_file",
+    "from graders.batch import pending_students, run_batch, schedule",
+    "import venv",
 ])
 def test_the_e2e_rule_takes_a_module_that_runs_a_cli_or_grades_whole_files(text: str) -> None:
     assert E2E_PATTERN.search(text), f"{text!r} should make its module e2e"
@@ -46,6 +48,8 @@ def test_the_e2e_rule_leaves_a_module_that_does_neither(text: str) -> None:
 def test_the_corpus_and_the_attacks_are_e2e_and_the_simulator_tests_are_not() -> None:
     assert e2e_module(TESTS / "corpus" / "test_corpus.py")
     assert e2e_module(TESTS / "redteam" / "test_attacks.py")
+    assert e2e_module(TESTS / "redteam" / "test_keyring.py"), (
+        "grades through the CLI of its helper module tests/redteam/replies.py")
     assert not any(e2e_module(path) for path in (TESTS / "sim").glob("test_*.py")), (
         "no test of the simulator runs the CLI")
 
