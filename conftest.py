@@ -10,6 +10,14 @@
 * the suite runs on every core (pytest-xdist, ``-n auto --dist loadfile`` in
   pyproject.toml; ``-n 0`` runs it in this process): a test module stays on one xdist
   worker, so an expensive module fixture (a class graded through the CLI) is built once;
+* the slices' markers, applied at collection (``pytest_collection_modifyitems``): ``e2e``
+  on every test of a module that runs a command line (``graders.cli``,
+  ``graders.student.cli``, ``graders.autograder``; in a subprocess or by its ``main``) or
+  grades whole files through a worker (``grade_file``, ``graded_sample``, the
+  self-check's ``check_file``), decided from the module's source by ``e2e_module``
+  (tests/helpers/slices.py); ``fidelity`` on everything under ``tests/fidelity``; and one marker per
+  discovered lab (``a1`` .. ``a5``, from ``graders.assignments.ASSIGNMENTS``) on a test
+  whose node id names the lab's id or stem (``lab_markers``);
 * one worker zygote for the session (``graders.worker.zygote``): the workers this
   process starts fork from it, as a batch's do, instead of starting an interpreter each.
   The exec'd workers of single-file grading are still tested where a test asks for them
@@ -29,6 +37,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from graders.checks.framework import GRADING_SETTINGS  # noqa: E402 - also registers the profiles
+from tests.helpers.slices import FIDELITY_DIR, assignments, e2e_module, lab_markers  # noqa: E402
 
 # The suite's own profile: the grading profile, but failures print their falsifying example.
 settings.register_profile("ci", settings(GRADING_SETTINGS, verbosity=Verbosity.normal))
@@ -47,8 +56,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``task`` marker (also declared in pyproject.toml)."""
+    """Register the ``task`` marker (also declared in pyproject.toml) and one marker per lab."""
     config.addinivalue_line("markers", "task(id): the assignment task (N.M) a test belongs to")
+    for assignment in assignments():
+        config.addinivalue_line(
+            "markers", f"{assignment.id}: tests that name {assignment.id} ({assignment.stem})")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Apply the ``e2e``, ``fidelity`` and per-lab markers (the module docstring)."""
+    for item in items:
+        path = Path(str(item.path))
+        if FIDELITY_DIR in path.parents:
+            item.add_marker(pytest.mark.fidelity)
+        if path.name.startswith("test_") and e2e_module(path):
+            item.add_marker(pytest.mark.e2e)
+        for lab in lab_markers(item.nodeid):
+            item.add_marker(getattr(pytest.mark, lab))
 
 
 @pytest.fixture

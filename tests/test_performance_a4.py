@@ -117,10 +117,10 @@ class _InProcess:
 def _variant_module(name: str):
     import types
 
-    from tests.corpus.test_corpus import _base_source
+    from tests.corpus.sources import base_source
 
     module = types.ModuleType(name.replace("-", "_"))
-    exec(compile(_base_source("a4_flash_attention", name), f"{name}.py", "exec"),
+    exec(compile(base_source("a4_flash_attention", name), f"{name}.py", "exec"),
          module.__dict__)
     return module
 

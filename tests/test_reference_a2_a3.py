@@ -478,6 +478,7 @@ LECTURE_X = jax.ShapeDtypeStruct(ref_a3.PERFORMANCE_X_SHAPE, jnp.bfloat16)
 LECTURE_Y = jax.ShapeDtypeStruct(ref_a3.PERFORMANCE_Y_SHAPE, jnp.bfloat16)
 
 
+@pytest.mark.slow  # a sweep of every legal candidate: half a minute and more
 def test_the_kept_best_blocks_are_the_fastest_legal_candidate():
     """The grader reads ``ref.BEST_MATMUL_BLOCKS`` instead of searching (seconds per
     submission); the search over every candidate must still find it, or the timeline model

@@ -161,6 +161,7 @@ def _solution() -> ModuleType:
     return _module("solution_a4", (ROOT / "solutions" / "a4_flash_attention.py").read_text())
 
 
+@pytest.mark.slow  # a sweep of every legal candidate: half a minute and more
 def test_the_kept_best_config_is_the_fastest_legal_candidate() -> None:
     """The grader reads ``ref.BEST_FLASH_CONFIG`` instead of searching (50 abstract runs);
     the search must still find it, or the timeline model changed and the constant is stale."""

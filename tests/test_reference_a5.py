@@ -321,6 +321,7 @@ PERF_V = pallas_sim.jax.ShapeDtypeStruct(
     pallas_sim.jnp.bfloat16)
 
 
+@pytest.mark.slow  # a sweep of every legal candidate: half a minute and more
 @pytest.mark.parametrize("kind", ref.PERFORMANCE_MASKS)
 def test_the_kept_best_splash_blocks_are_the_fastest_legal_candidate(kind):
     """The grader reads ``ref.BEST_SPLASH_BLOCKS`` instead of searching 25 candidates per mask;

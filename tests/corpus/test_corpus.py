@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,9 @@ import pytest
 from graders.assignments import ASSIGNMENTS, assignment_for_stem
 from graders.checks.framework import load_checks
 from tests.corpus.everything import MUTANTS, VARIANTS
-from tests.corpus.mutants import Mutant, Variant
+from tests.corpus.mutants import Mutant
+from tests.corpus.sources import base_source, find_variant, mutant_source
+from tests.helpers.cli import pallas_lab
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -38,34 +39,6 @@ def _variants() -> list[tuple[str, str]]:
     return sorted((v.stem, v.name) for v in VARIANTS)
 
 
-def _variant(stem: str, name: str) -> Variant:
-    return next(v for v in VARIANTS if (v.stem, v.name) == (stem, name))
-
-
-def _base_source(stem: str, base: str) -> str:
-    """The source of a solution (``base="solution"``) or of a correct variant."""
-    if base == "solution":
-        return (ROOT / "solutions" / f"{stem}.py").read_text(encoding="utf-8")
-    variant = _variant(stem, base)
-    if not variant.edits:
-        return (VARIANTS_DIR / stem / f"{base}.py").read_text(encoding="utf-8")
-    return _edited(_base_source(stem, "solution"), variant.edits, f"{stem}/{base}")
-
-
-def _edited(source: str, edits: tuple[tuple[str, str], ...], label: str) -> str:
-    for old, new in edits:
-        assert source.count(old) == 1, (
-            f"{label}: the text to change must occur once in its base; {old!r} occurs "
-            f"{source.count(old)} times")
-        source = source.replace(old, new)
-    return source
-
-
-def _mutant_source(mutant: Mutant) -> str:
-    return _edited(_base_source(mutant.stem, mutant.base), mutant.edits,
-                   f"{mutant.stem}/{mutant.name}")
-
-
 def test_every_variant_file_is_listed() -> None:
     on_disk = {(p.parent.name, p.stem) for p in VARIANTS_DIR.glob("*/*.py")}
     listed = {(v.stem, v.name) for v in VARIANTS if not v.edits}
@@ -76,27 +49,22 @@ def _student(kind: str, stem: str, name: str) -> str:
     return f"{kind}-{stem.split('_')[0]}-{name}"
 
 
-def _cli() -> list[str]:
-    script = Path(sys.executable).parent / "pallas-lab"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "graders.cli"]
-
-
 def _grade_stem(stem: str, base: Path) -> dict[str, dict[str, Any]]:
     """results.json by student folder for one assignment's part of the corpus: its
     solution, mutants and correct variants, graded as a class in one CLI batch."""
     klass, out = base / "class", base / "results"
     folder = klass / _student("solution", stem, "base")
     folder.mkdir(parents=True)
-    (folder / f"{stem}.py").write_text(_base_source(stem, "solution"), encoding="utf-8")
+    (folder / f"{stem}.py").write_text(base_source(stem, "solution"), encoding="utf-8")
     for mutant in (m for m in MUTANTS if m.stem == stem):
         folder = klass / _student("mutant", mutant.stem, mutant.name)
         folder.mkdir(parents=True)
-        (folder / f"{mutant.stem}.py").write_text(_mutant_source(mutant), encoding="utf-8")
+        (folder / f"{mutant.stem}.py").write_text(mutant_source(mutant), encoding="utf-8")
     for name in (n for s, n in _variants() if s == stem):
         folder = klass / _student("variant", stem, name)
         folder.mkdir(parents=True)
-        (folder / f"{stem}.py").write_text(_base_source(stem, name), encoding="utf-8")
-    done = subprocess.run([*_cli(), "grade", str(klass), "--jobs", "2", "--format",
+        (folder / f"{stem}.py").write_text(base_source(stem, name), encoding="utf-8")
+    done = subprocess.run([*pallas_lab(), "grade", str(klass), "--jobs", "2", "--format",
                            "gradescope", "--out", str(out)], cwd=base, capture_output=True,
                           text=True, timeout=RUN_LIMIT, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -193,7 +161,7 @@ def test_a_correct_variant_gets_full_marks(graded: Callable[[str], dict[str, Any
     result = graded(_student("variant", stem, name))
     failing = {t["name"]: t.get("output", "") for t in result["tests"]
                if t["score"] < t["max_score"]}
-    want = _variant(stem, name).score
+    want = find_variant(stem, name).score
     assert result["score"] == want, (f"{stem}/{name} is correct and must score {want} "
                                      f"(Variant.score); lost points: {failing}")
 
@@ -226,7 +194,7 @@ def test_the_corpus_summary(graded: Callable[[str], dict[str, Any]], stem: str,
         hit, wrong = _verdict(mutant, graded(_student("mutant", stem, mutant.name)))
         caught += hit
         misattributed += bool(wrong)
-    full = sum(graded(_student("variant", stem, n))["score"] == _variant(stem, n).score
+    full = sum(graded(_student("variant", stem, n))["score"] == find_variant(stem, n).score
                for n in variants)
     with capsys.disabled():
         print(f"\ncorpus {stem}: {caught}/{len(mutants)} mutants caught, {misattributed} "

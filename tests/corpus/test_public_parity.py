@@ -24,7 +24,7 @@ from graders.status import Status
 from graders.student.selfcheck import SELF_CHECK_SETTINGS, check_file
 from tests.corpus.everything import MUTANTS
 from tests.corpus.mutants import Mutant
-from tests.corpus.test_corpus import _mutant_source
+from tests.corpus.sources import mutant_source
 
 #: The self-check's profile with a fixed seed, so that the suite gives one answer.
 PINNED = settings(SELF_CHECK_SETTINGS, derandomize=True)
@@ -35,7 +35,7 @@ def public_verdict(mutant: Mutant, folder: Path) -> tuple[str, list[str]]:
     that does not pass and does not say it depends on the mutant's task) under
     ``pallas-lab check``."""
     path = folder / f"{mutant.stem}.py"
-    path.write_text(_mutant_source(mutant), encoding="utf-8")
+    path.write_text(mutant_source(mutant), encoding="utf-8")
     info = assignment_for_stem(mutant.stem)
     assert info is not None
     report = check_file(path, info, timeout=60, profile=PINNED)

@@ -25,7 +25,7 @@ from graders.assignments import ASSIGNMENTS, assignment_for_stem
 from graders.student.public import load_public_checks
 from graders.student.selfcheck import SELF_CHECK_SETTINGS, check_file
 from tests.corpus.everything import VARIANTS
-from tests.corpus.test_corpus import _base_source
+from tests.corpus.sources import base_source
 
 ROOT = Path(__file__).resolve().parents[2]
 MINE = ("a1_pallas_basics", "a2_pipelining", "a3_matmul", "a5_splash_attention")
@@ -78,7 +78,7 @@ def test_public_checks_run_with_the_grading_options() -> None:
                          ids=lambda v: f"{v.stem[:2]}-{v.name}")
 def test_a_correct_variant_passes_every_public_check(variant, tmp_path: Path) -> None:
     path = tmp_path / f"{variant.stem}.py"
-    path.write_text(_base_source(variant.stem, variant.name), encoding="utf-8")
+    path.write_text(base_source(variant.stem, variant.name), encoding="utf-8")
     info = assignment_for_stem(variant.stem)
     report = check_file(path, info, timeout=60, profile=PINNED)
     # A variant scored below 100 (Variant.score) is correct but slower on a performance task.

@@ -16,21 +16,18 @@ reference kernel's fastest, not the student's.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.helpers.cli import pallas_lab
 
 HERE = Path(__file__).resolve().parent
 STUDENT = HERE / "honest_students" / "uma" / "a4_flash_attention.py"
 
 
-def _cli() -> list[str]:
-    script = Path(sys.executable).parent / "pallas-lab"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "graders.cli"]
-
-
 def test_the_self_check_credits_the_best_choice_for_the_students_own_flash_kernel() -> None:
-    done = subprocess.run([*_cli(), "check", "--task", "4.8", str(STUDENT)], cwd=STUDENT.parent,
-                          capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run([*pallas_lab(), "check", "--task", "4.8", str(STUDENT)],
+                          cwd=STUDENT.parent, capture_output=True, text=True, timeout=600,
+                          check=False)
     out = done.stdout + done.stderr
     text = " ".join(out.split())  # the table wraps at the terminal's width
     assert "Task 4.8 choose_flash_config (performance): passed" in text, out[-2000:]

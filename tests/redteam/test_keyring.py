@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from graders.worker import sandbox
-from tests.redteam.test_replies_and_limits import grade_class, solution
+from tests.redteam.replies import grade_class, solution
 
 
 def _namespace_available() -> bool:

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from tests.redteam.test_attacks import _cli
+from tests.helpers.cli import pallas_lab
 
 REPO = Path(__file__).resolve().parents[2]
 ATTACKS_DIR = Path(__file__).resolve().parent / "submissions" / "perf"
@@ -131,7 +131,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
         solution = (REPO / "solutions" / f"{attack.stem}.py").read_text(encoding="utf-8")
         text = (ATTACKS_DIR / f"{attack.name}__{attack.stem}.py").read_text(encoding="utf-8")
         (folder / f"{attack.stem}.py").write_text(solution + "\n\n" + text, encoding="utf-8")
-    done = subprocess.run([*_cli(), "grade", str(klass), "--jobs", "2", "--format",
+    done = subprocess.run([*pallas_lab(), "grade", str(klass), "--jobs", "2", "--format",
                            "gradescope", "--out", str(out)], cwd=base, capture_output=True,
                           text=True, timeout=RUN_LIMIT, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from graders.assignments import ASSIGNMENTS
-from tests.redteam.test_attacks import _cli
+from tests.helpers.cli import pallas_lab
 
 REPO = Path(__file__).resolve().parents[2]
 ATTACKS_DIR = Path(__file__).resolve().parent / "submissions" / "policy"
@@ -131,7 +131,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     huge = (REPO / "solutions" / f"{stem}.py").read_text(encoding="utf-8")
     (klass / _student(name, stem) / f"{stem}.py").write_text(
         huge + "\n_BIG = [" + "1," * 5_000_000 + "]\n", encoding="utf-8")
-    done = subprocess.run([*_cli(), "grade", str(klass), "--format", "gradescope", "--out",
+    done = subprocess.run([*pallas_lab(), "grade", str(klass), "--format", "gradescope", "--out",
                            str(out)], cwd=base, capture_output=True, text=True,
                           timeout=RUN_LIMIT, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.redteam.test_attacks import ATTACKS, SOLUTION, STEM, _cli, _compose
+from tests.helpers.cli import pallas_lab
+from tests.redteam.attacks import ATTACKS, SOLUTION, STEM, compose
 
 #: Attacks whose feedback carries the worker's own output, exceptions and restarts.
 CHOSEN = ("forged_output", "always_equal", "os_exit", "pytest_outcomes")
@@ -18,7 +19,7 @@ CHOSEN = ("forged_output", "always_equal", "os_exit", "pytest_outcomes")
 
 def _grade(klass: Path, out: Path, policy: bool) -> dict[str, str]:
     done = subprocess.run(
-        [*_cli(), "grade", str(klass), "--format", "gradescope", "--out", str(out),
+        [*pallas_lab(), "grade", str(klass), "--format", "gradescope", "--out", str(out),
          "--timeout", "10"],
         capture_output=True, text=True, timeout=300, check=False,
         env={**os.environ, "PALLAS_LAB_POLICY": "on" if policy else "off"},
@@ -45,7 +46,7 @@ def test_grading_twice_gives_identical_results(tmp_path: Path, policy: bool) -> 
     for attack in ATTACKS:
         if attack.name in CHOSEN:
             (klass / attack.name).mkdir()
-            (klass / attack.name / f"{STEM}.py").write_text(_compose(attack, subs, policy),
+            (klass / attack.name / f"{STEM}.py").write_text(compose(attack, subs, policy),
                                                             encoding="utf-8")
     first = _grade(klass, tmp_path / "first", policy)
     second = _grade(klass, tmp_path / "second", policy)
