@@ -151,6 +151,8 @@ def _special(kind: str, path: Path) -> None:
         path.mkdir()
     elif kind == "device":
         if os.geteuid() != 0:
+            if os.environ.get("CI"):
+                pytest.fail("making a device node needs root, but CI must run this case")
             pytest.skip("making a device node needs root")
         os.mknod(path, stat.S_IFCHR | 0o644, os.makedev(1, 5))  # /dev/zero: endless bytes
     else:  # pragma: no cover

@@ -42,13 +42,10 @@ def _function(sub: ModuleType, name: str) -> Callable[..., Any]:
     return fn
 
 
-class _KernelNotStarted(BaseException):
-    """The student's kernel raised NotImplementedError inside their wrapper (a
-    BaseException, so that a wrapper's ``except Exception`` does not swallow it)."""
-
-
 class _KernelRaised(BaseException):
-    """The student's kernel raised ``error`` inside their wrapper (re-raised as it was)."""
+    """The student's kernel raised ``error`` inside their wrapper (re-raised as it was; its
+    stub's NotImplementedError makes the kernel's task "not started"). A BaseException, so
+    that a wrapper's ``except Exception`` does not swallow it."""
 
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
@@ -139,10 +136,8 @@ def _through_wrapper(sub: ModuleType, kernel: Callable[..., Any], options: dict,
             raise _WrapperProblem(problem)
         try:
             kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, **options)
-        except NotImplementedError as exc:
-            raise _KernelNotStarted(str(exc)) from None
-        except Exception as exc:  # noqa: BLE001 - the kernel's own error, re-raised as is
-            raise _KernelRaised(exc) from None
+        except Exception as exc:  # noqa: BLE001 - the kernel's own error (its stub's too),
+            raise _KernelRaised(exc) from None  # re-raised as is after the wrapper's call
         step = [int(concrete(pl.program_id(axis))) for axis in range(3)]
         if capture and step[2] == int(concrete(pl.num_programs(2))) - 1:
             rows = slice(step[1] * block_q, (step[1] + 1) * block_q)
@@ -155,10 +150,8 @@ def _through_wrapper(sub: ModuleType, kernel: Callable[..., Any], options: dict,
         with pallas_sim.trace() as recorded:
             result = wrapper(q, k, v, causal=causal, sm_scale=sm_scale, block_q=block_q,
                              block_kv=block_kv)
-    except _KernelNotStarted as exc:
-        raise NotImplementedError(str(exc)) from None  # the kernel's task is not started
     except _KernelRaised as raised:
-        raise raised.error from None  # the kernel's own error: its task's
+        raise raised.error from None  # the kernel's own error (a stub's: not started)
     except _WrapperProblem as problem:
         return {"out": None, "m": None, "largest": 0, "masked_reads": None,
                 "visible_skips": None, "problem": str(problem)}
