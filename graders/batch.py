@@ -56,13 +56,13 @@ from typing import Any, Literal
 
 from rich.console import Console
 
-from graders.assignments import ASSIGNMENTS, assignment_for_stem
-from graders.discovery import Submission
+from graders.assignments import ASSIGNMENTS, Assignment, assignment_for_stem
 from graders.feedback import format_points
-from graders.grading import CheckResult, SubmissionResult, file_digest
+from graders.grading import CheckResult, SubmissionResult
 from graders.reports.files import atomic_write_text, student_folder_name, student_of_folder_name
 from graders.reports.progress import GradingProgress
 from graders.safe_text import terminal_text
+from graders.submission import Submission
 
 GRADEBOOK = "gradebook.csv"
 #: The key of pallas-lab's own record in results.json's ``extra_data``.
@@ -105,11 +105,13 @@ def write_result(result: SubmissionResult, path: Path) -> Path:
     return atomic_write_text(path, text)
 
 
-def read_result(path: Path) -> SubmissionResult | None:
-    """The ``SubmissionResult`` a results.json under a batch folder holds (student and stem
-    from its folders), or None when it is not one pallas-lab wrote with its record
-    (``result_document``) or cannot be read."""
-    info = assignment_for_stem(path.parent.name)
+def read_result(path: Path, info: Assignment | None = None) -> SubmissionResult | None:
+    """The ``SubmissionResult`` a results.json under a batch folder holds (student from its
+    folders; the assignment ``info``, else the one its folder's name is the stem of), or
+    None when it is not one pallas-lab wrote with its record (``result_document``) or
+    cannot be read."""
+    if info is None:
+        info = assignment_for_stem(path.parent.name)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         record = data["extra_data"][RECORD]
@@ -167,11 +169,10 @@ def _merge(previous: SubmissionResult, fresh: SubmissionResult) -> SubmissionRes
         seconds=fresh.seconds, sandbox=fresh.sandbox, sha256=fresh.sha256)
 
 
-def _grade_submission(student: str, stem: str, file: str, assignment: str, out: str,
-                      timeout: float, budget: float | None = None,
+def _grade_submission(sub: Submission, out: str, timeout: float, budget: float | None = None,
                       tasks: tuple[str, ...] | None = None,
                       ) -> tuple[str, str, float | None, str | None]:
-    """Grade one submission file of ``student`` (runs in a pool child); never raises.
+    """Grade the submission record ``sub`` (runs in a pool child); never raises.
 
     Writes its results.json and feedback files (with ``tasks``, merged into a current
     result). Returns (student, stem, the score or None when none was written, the
@@ -179,7 +180,7 @@ def _grade_submission(student: str, stem: str, file: str, assignment: str, out: 
     """
     import warnings
 
-    from graders.grading import grade_file
+    from graders.grading import grade_submission
     from graders.reports.feedback_files import write_feedback_files
 
     # Third-party warnings (nbformat on an old notebook, ...) are not the TA's business:
@@ -189,14 +190,14 @@ def _grade_submission(student: str, stem: str, file: str, assignment: str, out: 
     # worker is closed on the way out and the submission keeps no result, so a rerun
     # grades it.
     if _STOP is not None and _STOP.is_set():
-        return student, stem, None, INTERRUPTED  # Ctrl-C came before this file's turn
+        return sub.student, sub.stem, None, INTERRUPTED  # Ctrl-C: before this file's turn
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        path = result_path(Path(out), student, stem)
-        previous = read_result(path) if tasks else None
-        current = previous is not None and previous.sha256 == file_digest(file)[0] != ""
-        result = grade_file(file, assignment=assignment, timeout=timeout, student=student,
-                            budget=budget, tasks=tasks if current else None)
+        path = result_path(Path(out), sub.student, sub.stem)
+        previous = read_result(path, sub.assignment) if tasks else None
+        current = previous is not None and previous.sha256 == sub.sha256 != ""
+        result = grade_submission(sub, timeout=timeout, budget=budget,
+                                  tasks=tasks if current else None)
         if current and previous is not None:
             result = _merge(previous, result)
         if _LOST_INTERRUPT:  # Ctrl-C came while grading, where it could not be raised
@@ -205,16 +206,16 @@ def _grade_submission(student: str, stem: str, file: str, assignment: str, out: 
         write_feedback_files(result, path.parent)
         if result.internal_errors:
             first = result.internal_errors[0]
-            return student, stem, result.score, (
+            return sub.student, sub.stem, result.score, (
                 f"internal error in check {first.assignment} {first.task} {first.check!r}: "
                 f"{first.reason}")
     except KeyboardInterrupt:
-        return student, stem, None, INTERRUPTED
+        return sub.student, sub.stem, None, INTERRUPTED
     except Exception:  # noqa: BLE001 - the grader's bug: report it, keep the batch going
-        return student, stem, None, traceback.format_exc()
+        return sub.student, sub.stem, None, traceback.format_exc()
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    return student, stem, result.score, None
+    return sub.student, sub.stem, result.score, None
 
 
 #: Set in each pool child by ``_ignore_interrupts``: the batch's "stop" event.
@@ -271,10 +272,10 @@ class BatchInterrupted(Exception):  # noqa: N818 - it is what happened, not a fa
 
 
 def _is_current(out: Path, sub: Submission) -> bool:
-    """Whether ``sub`` has a results.json made from a file with its present content."""
-    previous = read_result(result_path(out, sub.student, sub.stem))
-    return previous is not None and previous.sha256 != "" and (
-        previous.sha256 == file_digest(sub.file)[0])
+    """Whether ``sub`` has a results.json made from a file with its content (the record's
+    SHA-256)."""
+    previous = read_result(result_path(out, sub.student, sub.stem), sub.assignment)
+    return previous is not None and previous.sha256 != "" and previous.sha256 == sub.sha256
 
 
 def _drop_stale_result(out: Path, sub: Submission) -> bool:
@@ -304,12 +305,10 @@ def pending_students(submissions: Sequence[Submission], out: Path, *, force: boo
 
 
 def grading_cost(sub: Submission, tasks: Collection[str] | None = None) -> int:
-    """What grading ``sub`` is expected to cost, in checks: those of its assignment (of
-    ``tasks`` only, when given). Only the order of the costs matters (``schedule``)."""
-    from graders.checks.framework import load_checks
-
-    checks = load_checks(sub.assignment)
-    return sum(1 for c in checks if not tasks or c.task in tasks)
+    """What grading ``sub`` is expected to cost, in checks: those its assignment's record
+    declares (``Task.checks``; of ``tasks`` only, when given). The hidden checks are never
+    imported here. Only the order of the costs matters (``schedule``)."""
+    return sub.assignment.check_count(tasks)
 
 
 def schedule(pending: Mapping[str, Sequence[Submission]],
@@ -556,8 +555,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                 "initializer": _ignore_interrupts, "initargs": (stop, _start_zygote(stack))}
 
             def grade(pool: ProcessPoolExecutor, sub: Submission) -> Future:
-                return pool.submit(_grade_submission, sub.student, sub.stem, str(sub.file),
-                                   sub.assignment, str(out), timeout, budget, only)
+                return pool.submit(_grade_submission, sub, str(out), timeout, budget, only)
 
             broken: set[int] = set()  # id() of the files whose grader the broken pool took
             with ProcessPoolExecutor(max_workers=jobs, **options) as pool:

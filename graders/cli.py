@@ -44,7 +44,7 @@ from rich.text import Text
 
 from graders.assignments import ASSIGNMENTS
 from graders.discovery import DEFAULT_ROOT, Discovery, Submission, discover
-from graders.grading import SubmissionResult, grade_file
+from graders.grading import SubmissionResult, grade_submission
 from graders.safe_text import show, terminal_text
 
 EXIT_OK = 0
@@ -186,11 +186,10 @@ def _grade_all(
     serving = zygote.serving() if len(submissions) > 1 else contextlib.nullcontext()
     with serving, GradingProgress(err, len(submissions), transient=True) as progress:
         for sub in submissions:
-            progress.now(f"grading {sub.student}/{sub.file.name} as {sub.assignment}")
+            progress.now(f"grading {sub.student}/{sub.file.name} as {sub.assignment.id}")
             try:
                 results.append(
-                    grade_file(sub.file, assignment=sub.assignment, timeout=timeout,
-                               student=sub.student, budget=budget, tasks=tasks)
+                    grade_submission(sub, timeout=timeout, budget=budget, tasks=tasks)
                 )
             except Exception as exc:  # noqa: BLE001 - the grader's bug: report, go on
                 failed = True
@@ -377,7 +376,7 @@ def _filtered(args: argparse.Namespace, found: Discovery) -> list[Submission]:
         subs = [s for s in subs if s.student in args.student]
     if args.task:
         subs = [s for s in subs
-                if any(t.id in args.task for t in ASSIGNMENTS[s.assignment].tasks)]
+                if any(t.id in args.task for t in s.assignment.tasks)]
     return subs
 
 

@@ -53,26 +53,11 @@ from graders.assignments import (
 )
 from graders.safe_text import terminal_text
 from graders.student.which_file import choose_file
+from graders.submission import Submission
 from graders.submission_files import kind_of
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO_ROOT / "examples" / "submissions"
-
-
-@dataclass(frozen=True)
-class Submission:
-    """One file to grade: ``student`` (folder name), ``stem`` (the assignment's file
-    stem), ``file`` (its path), ``assignment`` (id, e.g. "a1") and ``folder`` (the
-    student's folder, which tells two students of the same name apart)."""
-
-    student: str
-    stem: str
-    file: Path
-    assignment: str
-    folder: Path | None = field(default=None, compare=False)
-    #: Set when the file's name is not the assignment's but maps to it
-    #: (``match_file_name``): e.g. "renamed: a1.py".
-    note: str = field(default="", compare=False)
 
 
 @dataclass
@@ -205,7 +190,7 @@ def _from_file(path: Path, student: str, folder: Path, assignment: str | None,
                 out.note(student, f"misnamed: {path.name}")
             return
         info = found
-    out.submissions.append(Submission(student, info.stem, path, info.id, folder, note))
+    out.submissions.append(Submission.of(path, info, student=student, folder=folder, note=note))
 
 
 def student_folder_of(path: str | Path) -> Path:
@@ -283,8 +268,8 @@ def _from_lms_folder(folder: Path, assignment: str | None, out: Discovery) -> No
             continue
         if assignment is not None and info.id != assignment:
             continue
-        out.submissions.append(Submission(student, info.stem, path, info.id, folder,
-                                          f"renamed: {path.name}"))
+        out.submissions.append(Submission.of(path, info, student=student, folder=folder,
+                                             note=f"renamed: {path.name}"))
 
 
 def _all_subfolders(folder: Path) -> list[Path]:
@@ -381,7 +366,7 @@ def discover(
     seen: set[Path] = set()
     graded: dict[tuple[str, Path, str], Submission] = {}
     unique = []
-    for sub in sorted(out.submissions, key=lambda s: (s.student, order.get(s.assignment, 99),
+    for sub in sorted(out.submissions, key=lambda s: (s.student, order.get(s.assignment.id, 99),
                                                        bool(s.note), s.file.suffix != ".py",
                                                        str(s.file))):
         key = sub.file.resolve()

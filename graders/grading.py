@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pallas_sim
-from graders import submission_files
 from graders.assignments import Assignment, assignment_for_stem, get_assignment
 from graders.checks import measures
 from graders.checks.framework import (
@@ -37,6 +36,7 @@ from graders.registry import Visibility
 from graders.safe_text import terminal_text
 from graders.status import RESULT_STATUSES, TASK_FAILURE_ORDER, Status
 from graders.student.notebook import ConvertedNotebook
+from graders.submission import Submission, link_failure
 from graders.worker.client import LoadResult, Worker
 from graders.worker.static_check import StaticCheckResult, check_file
 from pallas_sim.extend import GRADING_SANITIZERS
@@ -220,55 +220,6 @@ def _load_failure(load: LoadResult, file_name: str) -> CheckFailure:
     )
 
 
-def _link_failure(path: Path) -> CheckFailure | None:
-    """A submission that is a symbolic link, or sits in a linked student folder, is not
-    read: it could point at the solutions, the reference or another student's file
-    (docs/security.md, "Links and names")."""
-    for candidate, what in ((path, path.name), (path.absolute().parent, path.parent.name)):
-        if candidate.is_symlink():
-            return CheckFailure(
-                f"{what} is a symbolic link; only regular files in regular folders are graded",
-                status=Status.ERROR, hint="submit the file itself, not a link to it",
-            )
-    return None
-
-
-def file_digest(path: str | Path) -> tuple[str, CheckFailure | None]:
-    """The SHA-256 (hex) of a submission file's bytes, or ``("", failure)`` saying in words
-    why it cannot be graded: it is not a regular file (a FIFO, a device, a socket, a
-    folder: never opened), it is larger than its limit (``graders.submission_files``:
-    1 MiB for a .py, 16 MiB for a notebook; "file too large: N bytes, limit M", never
-    read), it cannot be read (permissions, a vanished file) or it is empty (its digest
-    and the failure). The size comes from ``lstat`` before anything is opened, and the
-    hash is streamed, never past the limit. A symbolic link is not followed (``""``, no
-    failure: ``open_session`` refuses it with its own reason). Never raises."""
-    path = Path(path)
-    if _link_failure(path) is not None:
-        return "", None
-    try:
-        digest, blank = submission_files.digest(path)
-    except submission_files.RefusedFile as exc:
-        large = exc.reason.startswith("file too large")
-        return "", CheckFailure(
-            f"{path.name} was not read: {exc.reason}", status="error",
-            hint=("submit the handout with your code in it, without large data, outputs or "
-                  "pictures" if large else "submit the file itself"),
-        )
-    except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-        return "", CheckFailure(
-            f"{path.name} could not be read ({why}), so nothing in it was run",
-            status="error",
-            hint="ask the student to resubmit, or give the grader read access to the file",
-        )
-    if blank:
-        return digest, CheckFailure(
-            f"{path.name} is empty, so there was nothing to run", status="error",
-            hint="submit the handout with your code in it",
-        )
-    return digest, None
-
-
 @contextmanager
 def open_session(
     path: str | Path, assignment: Assignment, *, timeout: float = 10.0
@@ -284,16 +235,14 @@ def open_session(
     """
     path = Path(path)
     file_name = path.name
-    link = _link_failure(path)
+    link = link_failure(path)
     if link is not None:
-        yield Session(stem=assignment.stem, assignment=assignment.id, worker=None,
-                      load_failure=link, file_name=file_name)
+        yield Session.failed(assignment, link, file_name)
         return
     if path.suffix.casefold() == ".ipynb":
         with notebook_module(path, assignment.stem) as (module, failure):
             if failure is not None:
-                yield Session(stem=assignment.stem, assignment=assignment.id, worker=None,
-                              load_failure=failure, file_name=file_name)
+                yield Session.failed(assignment, failure, file_name)
                 return
             with _module_session(module.path, assignment, timeout, file_name,
                                  module.converted) as session:
@@ -312,19 +261,13 @@ def _module_session(
     if not static.ok:
         if notebook is not None:
             static = notebook_static_result(static, notebook, file_name)
-        yield Session(
-            stem=assignment.stem, assignment=assignment.id, worker=None,
-            load_failure=_static_failure(static, file_name), file_name=file_name,
-        )
+        yield Session.failed(assignment, _static_failure(static, file_name), file_name)
         return
     with Worker(path, timeout=timeout, module_name=assignment.stem) as worker:
         load = worker.load_result
         assert load is not None
         if not load.ok:
-            session = Session(
-                stem=assignment.stem, assignment=assignment.id, worker=None,
-                load_failure=_load_failure(load, file_name), file_name=file_name,
-            )
+            session = Session.failed(assignment, _load_failure(load, file_name), file_name)
         else:
             session = Session(
                 stem=assignment.stem, assignment=assignment.id, worker=worker,
@@ -478,34 +421,47 @@ def grade_file(
 ) -> SubmissionResult:
     """Grade one submission file against every registered check of its assignment.
 
-    ``assignment`` ("a1") overrides the assignment named by the file's stem;
-    ``timeout`` is each call's limit in seconds; ``budget`` the wall-clock
-    seconds the whole file may take (default: ``CHECK_BUDGET_TIMEOUTS`` x
-    ``timeout`` per check), after which the running check and every later one
-    are recorded as ``timeout``; ``student`` defaults to the
-    name of the file's folder; ``tasks`` (task ids) runs only those tasks' checks
-    (``SubmissionResult.only_tasks``). A file that cannot be read or is empty
-    earns nothing, every check saying why (``file_digest``). Returns a ``SubmissionResult`` with one
-    ``CheckResult`` per check in registration order (plus one per graded task
-    that has no checks). Raises ``KeyError``/``ValueError`` when the
-    assignment cannot be determined and lets the checks module's
-    ``ImportError`` through (both are the caller's or the grader's problem,
-    not the student's).
+    ``assignment`` ("a1") overrides the assignment named by the file's stem; ``student``
+    defaults to the name of the file's folder. Builds the file's ``Submission`` record
+    (hashing it once) and grades it with :func:`grade_submission`, whose docstring says
+    what ``timeout``, ``budget`` and ``tasks`` do. Raises ``KeyError``/``ValueError``
+    when the assignment cannot be determined (the caller's problem, not the student's).
     """
-    path = Path(path)
     info = resolve_assignment(path, assignment)
+    return grade_submission(Submission.of(path, info, student=student), timeout=timeout,
+                            budget=budget, tasks=tasks)
+
+
+def grade_submission(
+    sub: Submission,
+    *,
+    timeout: float = 10.0,
+    budget: float | None = None,
+    tasks: Collection[str] | None = None,
+) -> SubmissionResult:
+    """Grade one submission record against every registered check of its assignment.
+
+    ``timeout`` is each call's limit in seconds; ``budget`` the wall-clock seconds the
+    whole file may take (default: ``CHECK_BUDGET_TIMEOUTS`` x ``timeout`` per check),
+    after which the running check and every later one are recorded as ``timeout``;
+    ``tasks`` (task ids) runs only those tasks' checks (``SubmissionResult.only_tasks``).
+    A file that cannot be read or is empty (``sub.unreadable``) earns nothing, every
+    check saying why. Returns a ``SubmissionResult`` with one ``CheckResult`` per check
+    in registration order (plus one per graded task that has no checks); its ``sha256``
+    is the record's. Lets the checks module's ``ImportError`` through (a grader bug).
+    """
+    path, info = sub.file, sub.assignment
     checks = load_checks(info.id)
     only = None if tasks is None else tuple(t for t in (x.id for x in info.tasks) if t in tasks)
     if only is not None:
         checks = [c for c in checks if c.task in only]
-    digest, unreadable = file_digest(path)
     result = SubmissionResult(
-        student=student or path.resolve().parent.name,
+        student=sub.student,
         stem=info.stem,
         assignment=info.id,
         file=str(path),
         only_tasks=only,
-        sha256=digest,
+        sha256=sub.sha256,
     )
     started = time.monotonic()
     if budget is None:
@@ -516,8 +472,7 @@ def grade_file(
         rule = "set by the grader"
     missing_reason = "this check produced no result"
     try:
-        with pallas_sim.config(**GRADING_SIM_OPTIONS), \
-                _session_for(path, info, timeout, unreadable) as session:
+        with pallas_sim.config(**GRADING_SIM_OPTIONS), _session_for(sub, timeout) as session:
             result.sandbox = session.isolation or isolation_label()
             session.set_budget(started + budget, budget, rule)
             if session.load_failure is not None:
@@ -540,14 +495,12 @@ def grade_file(
 
 
 @contextmanager
-def _session_for(path: Path, info: Assignment, timeout: float,
-                 unreadable: CheckFailure | None) -> Iterator[Session]:
-    """``open_session``, or a session whose every call fails with ``unreadable``."""
-    if unreadable is not None:
-        yield Session(stem=info.stem, assignment=info.id, worker=None,
-                      load_failure=unreadable, file_name=path.name)
+def _session_for(sub: Submission, timeout: float) -> Iterator[Session]:
+    """``open_session``, or a session whose every call fails with ``sub.unreadable``."""
+    if sub.unreadable is not None:
+        yield Session.failed(sub.assignment, sub.unreadable, sub.file.name)
         return
-    with open_session(path, info, timeout=timeout) as session:
+    with open_session(sub.file, sub.assignment, timeout=timeout) as session:
         yield session
 
 

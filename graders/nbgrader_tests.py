@@ -68,7 +68,8 @@ def tests_cell_source(assignment: Assignment, task: str) -> str:
 
 
 def _graded(path: Path, assignment: Assignment):  # -> SubmissionResult
-    from graders.grading import file_digest, grade_file
+    from graders.grading import grade_file
+    from graders.submission import file_digest
 
     # The grader's own bounded hash (never past the notebook limit, never a FIFO): "" for a
     # file it does not read, which grade_file then scores 0 with the reason.

@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graders import submission_files
-from graders.assignments import get_assignment
 from graders.discovery import REPO_ROOT, Submission
 from graders.reports.files import atomic_write_text
 from graders.safe_text import terminal_text
@@ -134,9 +133,9 @@ def compare(submissions: Sequence[Submission], *, threshold: float = 0.5,
     skipped: list[Skipped] = []
     by_assignment: dict[str, list[Submission]] = {}
     for sub in submissions:
-        by_assignment.setdefault(sub.assignment, []).append(sub)
+        by_assignment.setdefault(sub.assignment.id, []).append(sub)
     for aid, subs in sorted(by_assignment.items()):
-        stem = get_assignment(aid).stem
+        stem = subs[0].stem
         handout = handouts / f"{stem}.py"
         boiler = (_fingerprint(stem, handout.read_text(encoding="utf-8")).hashes
                   if handout.is_file() else [])

@@ -37,6 +37,7 @@ from graders.status import FAILURE_STATUSES
 from graders.values import describe_value
 
 if TYPE_CHECKING:
+    from graders.records import Assignment
     from graders.worker.client import CallResult, Worker, WorkerFailure
 
 __all__ = [
@@ -272,6 +273,14 @@ class Session:
         if worker is None and load_failure is None:
             raise ValueError("a Session needs a worker or a load failure")
 
+
+    @classmethod
+    def failed(cls, assignment: Assignment, failure: CheckFailure, file_name: str) -> Session:
+        """The session of a file that never reached a worker (a link, an unreadable or
+        empty file, a notebook that does not convert, a static-check refusal, an import
+        that failed): every call raises ``failure``, so every check says why."""
+        return cls(stem=assignment.stem, assignment=assignment.id, worker=None,
+                   load_failure=failure, file_name=file_name)
     def set_budget(self, deadline: float, seconds: float, rule: str) -> None:
         """Give the submission a wall-clock budget: every call must end by ``deadline``
         (``time.monotonic()``), ``seconds`` after grading began, ``rule`` saying how it was

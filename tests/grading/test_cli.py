@@ -38,7 +38,7 @@ def test_discovery_of_files_student_folders_and_class_folders(klass: Path) -> No
     assert len(found.problems) == 1 and found.problems[0].startswith("carol/notes.py: not an")
     assert [s.student for s in discover([klass / "bob"]).submissions] == ["bob"]
     single = discover([klass / "carol" / "notes.py"], assignment="t9").submissions
-    assert [(s.student, s.assignment) for s in single] == [("carol", "t9")]
+    assert [(s.student, s.assignment.id) for s in single] == [("carol", "t9")]
     missing = klass / "missing"
     assert discover([missing]).problems == [f"{missing}: no such file or folder"]
 

@@ -14,9 +14,10 @@ from graders.assignments import Assignment
 from graders.checks.framework import raised_text
 from graders.cli import main
 from graders.discovery import discover, match_file_name
-from graders.grading import SubmissionResult, file_digest, grade_file
+from graders.grading import SubmissionResult, grade_file
 from graders.reports.table import load_reason, short_reason
 from graders.roster import match_roster, read_roster
+from graders.submission import file_digest
 
 from .conftest import GOOD, STUB, write
 
@@ -35,7 +36,7 @@ def no_grading(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a submission was graded although the options were wrong")
 
-    monkeypatch.setattr(graders.cli, "grade_file", refuse)
+    monkeypatch.setattr(graders.cli, "grade_submission", refuse)
     monkeypatch.setattr("graders.batch.run_batch", refuse)
 
 

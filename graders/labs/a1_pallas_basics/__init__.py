@@ -13,11 +13,11 @@ ASSIGNMENT = Assignment(
     title="Pallas basics",
     lecture="§2",
     tasks=(
-        Task(id="1.1", functions=("add_kernel",), points=15),
-        Task(id="1.2", functions=("blocked_add",), points=25, depends=("1.1",)),
-        Task(id="1.3", functions=("bias_add",), points=25),
-        Task(id="1.4", functions=("accumulate_inplace",), points=20),
-        Task(id="1.5", functions=("vmem_bytes",), points=15),
+        Task(id="1.1", checks=2, functions=("add_kernel",), points=15),
+        Task(id="1.2", checks=3, functions=("blocked_add",), points=25, depends=("1.1",)),
+        Task(id="1.3", checks=4, functions=("bias_add",), points=25),
+        Task(id="1.4", checks=3, functions=("accumulate_inplace",), points=20),
+        Task(id="1.5", checks=2, functions=("vmem_bytes",), points=15),
     ),
     package=__name__,
 )

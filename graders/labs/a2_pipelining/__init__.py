@@ -15,11 +15,12 @@ ASSIGNMENT = Assignment(
     title="Pipelining",
     lecture="§3",
     tasks=(
-        Task(id="2.1", functions=("pipeline_schedule",), points=30),
-        Task(id="2.2", functions=("render_gantt",), points=20),
-        Task(id="2.3", functions=("pipeline_utilization",), points=15, depends=("2.1",)),
-        Task(id="2.4", functions=("effective_bandwidth",), points=10),
-        Task(id="2.5", functions=("double_buffer_kernel", "double_buffered_scale"), points=25),
+        Task(id="2.1", checks=3, functions=("pipeline_schedule",), points=30),
+        Task(id="2.2", checks=3, functions=("render_gantt",), points=20),
+        Task(id="2.3", checks=4, functions=("pipeline_utilization",), points=15, depends=("2.1",)),
+        Task(id="2.4", checks=2, functions=("effective_bandwidth",), points=10),
+        Task(id="2.5", checks=3, functions=("double_buffer_kernel", "double_buffered_scale"),
+             points=25),
     ),
     package=__name__,
 )
