@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from graders.batch import _grade_submission as _real_grade_submission
+from graders.submission import Submission
 
 DYING = "abe"
 #: Written by ``dies_once`` before it dies: the next attempt grades.
@@ -29,22 +30,20 @@ def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def always_dies(student: str, stem: str, file: str, assignment: str, out: str,
-                *args: Any) -> Any:
+def always_dies(sub: Submission, out: str, *args: Any) -> Any:
     """``abe``'s grader process dies every time."""
-    if student == DYING:
+    if sub.student == DYING:
         _die()
-    return _real_grade_submission(student, stem, file, assignment, out, *args)
+    return _real_grade_submission(sub, out, *args)
 
 
-def dies_once(student: str, stem: str, file: str, assignment: str, out: str,
-              *args: Any) -> Any:
+def dies_once(sub: Submission, out: str, *args: Any) -> Any:
     """``abe``'s grader process dies the first time only (``DIED_ONCE`` in ``out``)."""
     marker = Path(out) / DIED_ONCE
-    if student == DYING and not marker.exists():
+    if sub.student == DYING and not marker.exists():
         marker.write_text("", encoding="utf-8")
         _die()
-    return _real_grade_submission(student, stem, file, assignment, out, *args)
+    return _real_grade_submission(sub, out, *args)
 
 
 def attempts(out: Path, student: str) -> int:
@@ -52,8 +51,7 @@ def attempts(out: Path, student: str) -> int:
     return len(list(out.glob(f"{student}.started.*")))
 
 
-def dies_while_amy_grades(student: str, stem: str, file: str, assignment: str, out: str,
-                          *args: Any) -> Any:
+def dies_while_amy_grades(sub: Submission, out: str, *args: Any) -> Any:
     """``abe``'s grader dies every time, the first time while ``amy``'s is grading: ``abe``
     waits until the graders of ``amy`` and ``al`` have started, amy's first grader waits
     (before grading) until abe's is about to die and then until the broken pool ends it.
@@ -62,7 +60,7 @@ def dies_while_amy_grades(student: str, stem: str, file: str, assignment: str, o
     thread. (Python 3.11's pool wakes that thread before it starts a process for a new
     task, so it may be waiting on the processes it knew before, without abe's: a death
     it does not watch is seen at the next result, and amy's, still waiting, is not one.)"""
-    folder = Path(out)
+    folder, student = Path(out), sub.student
     (folder / f"{student}.started.{os.getpid()}").write_text("", encoding="utf-8")
     deadline = time.monotonic() + 60
     if student == DYING:
@@ -77,4 +75,4 @@ def dies_while_amy_grades(student: str, stem: str, file: str, assignment: str, o
         if student == "amy":  # the pool, broken by abe's death, terminates this process
             while time.monotonic() < deadline:
                 time.sleep(0.1)
-    return _real_grade_submission(student, stem, file, assignment, out, *args)
+    return _real_grade_submission(sub, out, *args)
