@@ -11,12 +11,13 @@
   pyproject.toml; ``-n 0`` runs it in this process): a test module stays on one xdist
   worker, so an expensive module fixture (a class graded through the CLI) is built once;
 * the slices' markers, applied at collection (``pytest_collection_modifyitems``): ``e2e``
-  on every test of a module that runs a command line (``graders.cli``,
-  ``graders.student.cli``, ``graders.autograder``; in a subprocess or by its ``main``) or
+  on every test of a module that runs a command line (``graders.cli.main``,
+  ``graders.student.cli``, ``graders.integrations.gradescope.autograder``; in a subprocess or
+  by its ``main``) or
   grades whole files through a worker (``grade_file``, ``graded_sample``, the
   self-check's ``check_file``), decided from the module's source by ``e2e_module``
   (tests/helpers/slices.py); ``fidelity`` on everything under ``tests/fidelity``; and one marker per
-  discovered lab (``a1`` .. ``a5``, from ``graders.assignments.ASSIGNMENTS``) on a test
+  discovered lab (``a1`` .. ``a5``, from ``graders.labs.catalog.ASSIGNMENTS``) on a test
   whose node id names the lab's id or stem (``lab_markers``);
 * one worker zygote for the session (``graders.worker.zygote``): the workers this
   process starts fork from it, as a batch's do, instead of starting an interpreter each.
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from graders.checks.framework import GRADING_SETTINGS  # noqa: E402 - also registers the profiles
+from graders.checking.framework import GRADING_SETTINGS  # noqa: E402 - also registers the profiles
 from tests.helpers.slices import FIDELITY_DIR, assignments, e2e_module, lab_markers  # noqa: E402
 
 # The suite's own profile: the grading profile, but failures print their falsifying example.

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="workers forked from the batch's zygote, exec'd "
                              "(PALLAS_LAB_ZYGOTE=off), or both, alternating run by run")
     args = parser.parse_args(argv)
-    cli = [sys.executable, "-m", "graders.cli", "grade"]
+    cli = [sys.executable, "-m", "graders.cli.main", "grade"]
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as folder:
         cases = []
         if args.only in (None, "samples"):

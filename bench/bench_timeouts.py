@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 from hypothesis import strategies as st  # noqa: E402
 
-from graders.assignments import get_assignment  # noqa: E402
-from graders.checks.framework import CheckFailure, run_property  # noqa: E402
-from graders.grading import open_session  # noqa: E402
+from graders.checking.framework import CheckFailure, run_property  # noqa: E402
+from graders.grading.grade import open_session  # noqa: E402
+from graders.labs.catalog import get_assignment  # noqa: E402
 from graders.worker.client import Worker  # noqa: E402
 
 SOURCE = """

@@ -11,7 +11,7 @@ import functools
 import tomllib
 from pathlib import Path
 
-from graders.grading import SubmissionResult, grade_file
+from graders.grading.grade import SubmissionResult, grade_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "examples" / "submissions"

@@ -20,8 +20,8 @@ import graders.labs.a5_splash_attention.checks as a5
 import graders.labs.a5_splash_attention.diagnose as a5_diagnose
 import reference.a2_pipelining as ref2
 import reference.a5_splash_attention as ref5
-from graders.checks.framework import CheckFailure
-from graders.checks.strategies import F32, Case, make_array
+from graders.checking.framework import CheckFailure
+from graders.checking.strategies import F32, Case, make_array
 from pallas_sim import jax, pl, pltpu
 
 # --- a5: the Splash kernel ------------------------------------------------------------------
@@ -198,7 +198,7 @@ def _revisit_failure(out_map, grid, semantics) -> CheckFailure:
         out_shape=jax.ShapeDtypeStruct((16, 16), np.float32),
         compiler_params=pltpu.CompilerParams(dimension_semantics=semantics))
     import pallas_sim
-    from graders.grading import GRADING_SIM_OPTIONS
+    from graders.grading.grade import GRADING_SIM_OPTIONS
 
     with pytest.raises(RevisitedOutputBlockError) as raised, \
             pallas_sim.config(**GRADING_SIM_OPTIONS):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from graders.grading import SubmissionResult, grade_file
+from graders.grading.grade import SubmissionResult, grade_file
 from graders.labs.a5_splash_attention.checks import mask_cases
 from tests.samples import graded_sample
 
@@ -59,7 +59,7 @@ def test_dev_s_faults_fail_only_the_checks_that_hit_them(graded_samples):
 
 
 def test_the_public_self_check_passes_the_solution_and_flags_ben_s_window():
-    from graders.assignments import get_assignment
+    from graders.labs.catalog import get_assignment
     from graders.student.selfcheck import check_file
 
     a5 = get_assignment("a5")

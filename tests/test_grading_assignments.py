@@ -37,7 +37,7 @@ def test_grading_twice_through_the_cli_gives_identical_results_json(tmp_path: Pa
     for run in ("first", "second"):
         out = tmp_path / f"{run}.json"
         done = subprocess.run(
-            [sys.executable, "-m", "graders.cli", "grade", str(ROOT / "solutions" / A1),
+            [sys.executable, "-m", "graders.cli.main", "grade", str(ROOT / "solutions" / A1),
              "--format", "gradescope", "--out", str(out)],
             cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr

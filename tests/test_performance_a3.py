@@ -1,5 +1,5 @@
 """Task 3.5's trusted side (graders/labs/a3_matmul/checks.py, timing.py and
-graders/checks/step_model.py): what it accepts from the worker's plain-data reply, and the
+graders/checking/step_model.py): what it accepts from the worker's plain-data reply, and the
 full-size time it predicts from the grader's standard call with the kernel's work measured
 on small problems, which must equal ``pallas_sim.estimate`` of a correct wrapper (the
 student's own sweep agrees with the check)."""
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import pallas_sim
-from graders.assignments import load_harness
-from graders.checks import step_model
+from graders.checking import step_model
+from graders.checking.registry import CheckFailure
 from graders.labs.a3_matmul import checks, timing
-from graders.registry import CheckFailure
+from graders.labs.catalog import load_harness
 from pallas_sim import jax, jnp
 
 REPO = Path(__file__).resolve().parents[1]

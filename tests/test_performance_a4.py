@@ -14,10 +14,10 @@ import pytest
 
 import pallas_sim
 import reference.a4_flash_attention as ref
-from graders.assignments import load_harness
-from graders.checks import step_model
+from graders.checking import step_model
+from graders.checking.registry import CheckFailure
 from graders.labs.a4_flash_attention import checks, timing
-from graders.registry import CheckFailure
+from graders.labs.catalog import load_harness
 from pallas_sim import jax, jnp
 
 REPO = Path(__file__).resolve().parents[1]

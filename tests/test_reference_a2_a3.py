@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 import pallas_sim
 import reference.a2_pipelining as ref_a2
 import reference.a3_matmul as ref_a3
-from graders.checks.strategies import Case
+from graders.checking.strategies import Case
 from graders.labs.a2_pipelining import worked as a2_worked
 from graders.labs.a2_pipelining.checks import _broken_invariant as broken_invariant
 from graders.labs.a2_pipelining.checks import durations

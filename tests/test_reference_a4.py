@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 import graders.labs.a4_flash_attention.checks as checks
 import graders.labs.a4_flash_attention.diagnose as diagnose
 import reference.a4_flash_attention as ref
-from graders.assignments import load_harness
+from graders.labs.catalog import load_harness
 from reference.dense_attention import dense_attention
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Handouts are generated from solutions/, stay in sync, and leak no solution line.
 
-`graders.release` turns every ``### BEGIN SOLUTION`` … ``### END SOLUTION``
+`graders.release.handouts` turns every ``### BEGIN SOLUTION`` … ``### END SOLUTION``
 region of ``solutions/<stem>.py`` into ``raise NotImplementedError("Need to
 implement for Task N.M")``, N.M being the ``Task N.M`` that opens the
 enclosing function's docstring (or the nearest ``# Task N.M`` comment above).
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from graders import release
-from graders.assignments import ASSIGNMENTS as DISCOVERED
+from graders.labs.catalog import ASSIGNMENTS as DISCOVERED
+from graders.release.handouts import handouts as release
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.assignments import ASSIGNMENTS
+from graders.labs.catalog import ASSIGNMENTS
 from tests.helpers.slices import E2E_PATTERN, e2e_module, lab_markers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,15 +21,16 @@ TESTS = ROOT / "tests"
 
 
 @pytest.mark.parametrize("text", [
-    'subprocess.run([sys.executable, "-m", "graders.cli", "grade", str(klass)])',
-    "from graders.cli import main",
+    'subprocess.run([sys.executable, "-m", "graders.cli.main", "grade", str(klass)])',
+    "from graders.cli.main import main",
     'subprocess.run([sys.executable, "-m", "graders.student.cli", "check"])',
-    'subprocess.run([sys.executable, "-m", "graders.autograder", "dry-run"])',
+    'subprocess.run([sys.executable, "-m",'
+    ' "graders.integrations.gradescope.autograder", "dry-run"])',
     "from tests.helpers.cli import pallas_lab",
     "result = grade_file(path, assignment)",
     "from tests.samples import graded_sample",
     "from graders.student.selfcheck import SELF_CHECK_SETTINGS, check_file",
-    "from graders.batch import pending_students, run_batch, schedule",
+    "from graders.batch.run import pending_students, run_batch, schedule",
     "import venv",
 ])
 def test_the_e2e_rule_takes_a_module_that_runs_a_cli_or_grades_whole_files(text: str) -> None:
@@ -38,7 +39,7 @@ def test_the_e2e_rule_takes_a_module_that_runs_a_cli_or_grades_whole_files(text:
 
 @pytest.mark.parametrize("text", [
     "from graders.worker.static_check import check_file, check_source",
-    "from graders.grading import SubmissionResult",
+    "from graders.grading.grade import SubmissionResult",
     "import pallas_sim as pl",
 ])
 def test_the_e2e_rule_leaves_a_module_that_does_neither(text: str) -> None:

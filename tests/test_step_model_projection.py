@@ -1,4 +1,4 @@
-"""``graders.checks.step_model.project``: the student's work at another candidate, projected
+"""``graders.checking.step_model.project``: the student's work at another candidate, projected
 from their verified record at the chosen one and the reference's records at both
 (docs/performance-model.md, "Performance tasks")."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graders.checks import step_model
+from graders.checking import step_model
 
 
 def _rec(steps: int, **ops: list[int]) -> step_model.StepRecord:

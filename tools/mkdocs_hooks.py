@@ -4,7 +4,7 @@
 every build, never committed, so they cannot drift from the code:
 
 * ``docs/reference/cli.md``: ``pallas-lab <command> --help`` for every subcommand of
-  ``graders/cli.py``'s parser (and the nested ``gradescope dry-run``), each run as a
+  ``graders/cli/main.py``'s parser (and the nested ``gradescope dry-run``), each run as a
   process of its own, as a user would run it;
 * ``docs/reference/simulator-api.md``: every public name of ``pallas_sim`` and its namespaces
   (their ``__all__``), with its signature and the first paragraph of its docstring.
@@ -44,7 +44,7 @@ API_MODULES = ("pallas_sim", "pallas_sim.pl", "pallas_sim.pltpu", "pallas_sim.ja
 def subcommands() -> list[tuple[str, ...]]:
     """Every ``pallas-lab`` subcommand as an argv prefix, in the parser's order."""
     sys.path.insert(0, str(ROOT))
-    from graders.cli import build_parser
+    from graders.cli.main import build_parser
 
     actions = [a for a in build_parser()._actions
                if isinstance(a, argparse._SubParsersAction)]
@@ -62,7 +62,7 @@ def help_text(command: tuple[str, ...]) -> str:
       RuntimeError: the command exits with a non-zero status.
     """
     env = {**os.environ, "COLUMNS": HELP_COLUMNS, "NO_COLOR": "1"}
-    done = subprocess.run([sys.executable, "-m", "graders.cli", *command, "--help"],
+    done = subprocess.run([sys.executable, "-m", "graders.cli.main", *command, "--help"],
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
                           check=False)
     if done.returncode != 0:
@@ -73,9 +73,9 @@ def help_text(command: tuple[str, ...]) -> str:
 def cli_page() -> str:
     """The Markdown of ``docs/reference/cli.md``."""
     parts = ["# Command line\n",
-             "Generated at build time from the argument parsers (`graders/cli.py` and the "
+             "Generated at build time from the argument parsers (`graders/cli/main.py` and the "
              "modules it hands a subcommand to) by running `pallas-lab COMMAND --help`.\n"]
-    overview = subprocess.run([sys.executable, "-m", "graders.cli", "--help"],
+    overview = subprocess.run([sys.executable, "-m", "graders.cli.main", "--help"],
                               capture_output=True, text=True, cwd=ROOT, timeout=120,
                               env={**os.environ, "COLUMNS": HELP_COLUMNS}, check=False)
     parts += ["## pallas-lab\n", "```text", overview.stdout.rstrip(), "```\n"]

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 
+from graders.checking.registry import CheckFailure
 from graders.fidelity.cases import FidelityCase, FromModule
-from graders.registry import CheckFailure
 
 #: (rtol, atol) per dtype name; floats not listed use float32's.
 TOLERANCES: dict[str, tuple[float, float]] = {

@@ -37,9 +37,9 @@ def task_of(module: object, func: str) -> str | None:
 
 def run(path: Path, modes: list[str], max_examples: int | None) -> list[dict[str, Any]]:
     """Compare every case of ``path`` on the given JAX modes; JSON-ready rows."""
+    from graders.checking.registry import CheckFailure  # noqa: PLC0415
     from graders.fidelity.cases import cases_for  # noqa: PLC0415
     from graders.fidelity.compare import run_case  # noqa: PLC0415
-    from graders.registry import CheckFailure  # noqa: PLC0415
     from pallas_sim.backends.swap import load  # noqa: PLC0415
 
     stem = path.stem

@@ -8,7 +8,7 @@ problem at the chosen block sizes, in which every class of step of the full prob
 (first, middle and last step of the reduction axis, ...), run twice: concretely on seeded
 data (the output goes back, so the trusted side checks the steps' values) and abstractly
 (``pallas_sim.estimate``, shapes only). The trusted side compares the two runs' counts and
-maps them onto the full-size call it builds itself (``graders/checks/step_model.py``).
+maps them onto the full-size call it builds itself (``graders/checking/step_model.py``).
 
 Everything sent back is plain data: ints, lists of ints, strings, and a float32 array
 sample of the output chosen by the grader.

@@ -1,4 +1,4 @@
-"""One package per assignment, discovered by ``graders.assignments`` (no central table).
+"""One package per assignment, discovered by ``graders.labs.catalog`` (no central table).
 
 ``graders/labs/<stem>/`` holds everything that belongs to one assignment:
 

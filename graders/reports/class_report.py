@@ -24,11 +24,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graders.assignments import ASSIGNMENTS, Assignment
-from graders.feedback import format_points
-from graders.grading import SubmissionResult
+from graders.checking.feedback import format_points
+from graders.grading.grade import SubmissionResult
+from graders.labs.catalog import ASSIGNMENTS, Assignment
 from graders.reports.files import atomic_write_text
-from graders.safe_text import terminal_text
+from graders.safety.safe_text import terminal_text
 
 #: Characters kept of a diagnosis in the report's tables and charts.
 MAX_MISTAKE_CHARS = 70

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from graders.grading import SubmissionResult
+from graders.grading.grade import SubmissionResult
 from graders.reports.files import atomic_write_text
-from graders.safe_text import terminal_text
+from graders.safety.safe_text import terminal_text
 
 #: Width, in characters, of the text in the feedback files.
 WIDTH = 100

@@ -8,7 +8,7 @@ import tempfile
 import urllib.parse
 from pathlib import Path
 
-from graders.safe_text import UNSAFE_CODEPOINTS
+from graders.safety.safe_text import UNSAFE_CODEPOINTS
 
 #: Names in a results folder that belong to the grader (the batch's gradebook).
 RESERVED_NAMES = frozenset({"gradebook.csv"})

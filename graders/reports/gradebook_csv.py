@@ -10,11 +10,11 @@ leaves a half-written gradebook; rows of students already in an existing
 gradebook but not in this run are kept, so a batch can be graded in parts.
 
 A student's name is a folder name (or a roster entry), chosen by the student: its
-cell holds the name escaped by ``graders.safe_text.terminal_text``, quoted, with a
+cell holds the name escaped by ``graders.safety.safe_text.terminal_text``, quoted, with a
 single quote before every ``=``, ``+``, ``-``, ``@``, tab or CR that starts the cell
 or follows a ``,``, ``;``, tab or line break inside it (OWASP's CSV-injection rule
 wherever a spreadsheet could start a cell, whatever separator it splits on:
-``graders.safe_text.csv_text``), so that a spreadsheet shows it as text. The notes
+``graders.safety.safe_text.csv_text``), so that a spreadsheet shows it as text. The notes
 column likewise. Scores and predicted times, never negative, are written as bare
 numbers.
 """
@@ -25,12 +25,12 @@ import csv
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from graders.assignments import ASSIGNMENTS
-from graders.checks.measures import PREDICTED_MS
-from graders.feedback import format_points
-from graders.grading import SubmissionResult
+from graders.checking.feedback import format_points
+from graders.checking.measures import PREDICTED_MS
+from graders.grading.grade import SubmissionResult
+from graders.labs.catalog import ASSIGNMENTS
 from graders.reports.files import atomic_write_text
-from graders.safe_text import csv_text, csv_value, terminal_text
+from graders.safety.safe_text import csv_text, csv_value, terminal_text
 
 #: How a performance task's predicted-time column is named: ``"3.5 predicted ms"``.
 PREDICTED_COLUMN = "{task} predicted ms"
@@ -59,7 +59,7 @@ def gradebook_columns(assignment_ids: Sequence[str]) -> list[str]:
 
 def predicted_ms(result: SubmissionResult) -> dict[str, float]:
     """Task id -> the predicted time (ms) its checks measured, for the performance tasks of
-    ``result`` that have one (``graders.checks.measures.PREDICTED_MS``)."""
+    ``result`` that have one (``graders.checking.measures.PREDICTED_MS``)."""
     performance = {task.id for task in result.info.graded_tasks if task.performance}
     times: dict[str, float] = {}
     for check in result.checks:
@@ -79,7 +79,7 @@ TEXT_COLUMNS = frozenset({"student", "notes"})
 
 def gradebook_text(columns: Sequence[str], rows: Iterable[dict[str, str]]) -> str:
     """The CSV text of a gradebook: a header of ``columns``, then ``rows`` (values by
-    column; missing ones empty, others ignored), written by ``graders.safe_text.csv_text``:
+    column; missing ones empty, others ignored), written by ``graders.safety.safe_text.csv_text``:
     names and notes quoted and neutralised wherever a spreadsheet could start a formula,
     points and times as bare numbers."""
     return csv_text(columns, rows, text_columns=TEXT_COLUMNS)

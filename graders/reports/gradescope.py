@@ -6,7 +6,7 @@ One test per check: ``name`` (the check), ``number`` (the task id), ``score``,
 ``tags`` and ``visibility``. Checks of tasks that are not graded yet appear
 with ``max_score`` 0. Everything except ``execution_time`` is a pure function
 of the results, so grading twice gives identical files apart from timing.
-The texts are escaped by ``graders.safe_text.terminal_text``: the file is
+The texts are escaped by ``graders.safety.safe_text.terminal_text``: the file is
 valid UTF-8 JSON with no control character, whatever the submission raised,
 printed or was called.
 """
@@ -17,10 +17,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from graders.feedback import format_points
-from graders.grading import SubmissionResult
+from graders.checking.feedback import format_points
+from graders.grading.grade import SubmissionResult
 from graders.reports.files import atomic_write_text
-from graders.safe_text import terminal_text
+from graders.safety.safe_text import terminal_text
 
 
 def _number(value: float) -> float | int:

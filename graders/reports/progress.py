@@ -4,7 +4,7 @@ On a terminal this is rich's progress bar (``rich.progress``); anywhere else (a 
 file, CI, a pipe) a bar would only show at the end, so one line is printed per
 step instead: ``[3/40] grading alice/a1_pallas_basics.py as a1 (about 1:02 left)``.
 The time left is the mean time per finished step so far times the steps left.
-Names are escaped (``graders.safe_text.terminal_text``) and never read as markup.
+Names are escaped (``graders.safety.safe_text.terminal_text``) and never read as markup.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from graders.safe_text import terminal_text
+from graders.safety.safe_text import terminal_text
 
 
 def _clock(seconds: float) -> str:

@@ -2,7 +2,7 @@
 
 docs/grading-design.md, "Reports": per task the points, the status and a one-line reason.
 Every string that came from a student (names, file names, reasons, feedback,
-printed output) is escaped by ``graders.safe_text.terminal_text`` and added as
+printed output) is escaped by ``graders.safety.safe_text.terminal_text`` and added as
 ``Text``, so control characters show as escapes and markup as text.
 """
 
@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from graders.feedback import format_points
-from graders.grading import SubmissionResult
-from graders.safe_text import terminal_text
+from graders.checking.feedback import format_points
+from graders.grading.grade import SubmissionResult
+from graders.safety.safe_text import terminal_text
 
 STATUS_STYLE = {
     "passed": "green",

@@ -16,7 +16,7 @@ FILE`` on the other one says so. Exit
 status of ``check``: 0 when every task checked passed, 1 otherwise, 2 for
 usage errors; ``status`` exits 0, or 2 when it finds no handout at all.
 
-The main CLI (``graders.cli``) mounts these subcommands with
+The main CLI (``graders.cli.main``) mounts these subcommands with
 :func:`add_commands`; the student bundle's ``pallas-lab`` is :func:`main`.
 Other check backends plug in through :func:`add_check_arguments` (new
 options) and :data:`CHECK_BACKENDS` (name -> runner).
@@ -35,8 +35,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from graders.assignments import ASSIGNMENTS
-from graders.status import Status
+from graders.checking.status import Status
+from graders.labs.catalog import ASSIGNMENTS
 from graders.student.selfcheck import (
     FileReport,
     assignment_of_file,

@@ -23,13 +23,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from graders.assignments import Assignment
-from graders.status import Status
+from graders.checking.status import Status
+from graders.labs.catalog import Assignment
 from graders.student.selfcheck import FileReport, TaskOutcome, module_source
 
 #: The program each file runs in (``python -m RUNNER FILE``): JSON lines out. It is a
 #: program, not an import, so the student commands and ``graders.fidelity`` import
-#: nothing of each other; the bundle ships it (``graders.bundle.PROGRAMS``).
+#: nothing of each other; the bundle ships it (``graders.release.bundle.PROGRAMS``).
 RUNNER = "graders.fidelity.run"
 MODES = {"hlo": "interpret=True", "tpu": "TPU interpret mode"}
 

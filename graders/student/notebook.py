@@ -129,7 +129,7 @@ def read_notebook_cells(path: str | Path) -> list[tuple[int, str, str]]:
     """(cell number, cell type, source) of every cell of a notebook file, in order.
 
     Uses nbformat (notebook format 4; older formats are upgraded). The file is read as
-    ``graders.submission_files.read_bytes`` reads it (a regular file of at most 16 MiB,
+    ``graders.safety.submission_files.read_bytes`` reads it (a regular file of at most 16 MiB,
     never a FIFO or a device). Raises
     ``NotebookError`` when the file cannot be read, is not valid UTF-8, is not a
     notebook, or has a code cell holding a lone surrogate (the message names the
@@ -138,7 +138,7 @@ def read_notebook_cells(path: str | Path) -> list[tuple[int, str, str]]:
     import nbformat
     from nbformat.warnings import DuplicateCellId, MissingIDFieldWarning
 
-    from graders.submission_files import read_bytes
+    from graders.safety.submission_files import read_bytes
 
     path = Path(path)
     try:

@@ -9,7 +9,7 @@ reference. It is written once against :class:`Api` and runs two ways:
   ``graders.student.selfcheck``) with an exploratory hypothesis profile: a
   fresh random seed each run, few examples;
 * in the trusted grader with the student's code in the worker (the Gradescope
-  autograder's visible tests, ``graders.autograder``).
+  autograder's visible tests, ``graders.integrations.gradescope.autograder``).
 
 Register one with ``@public_check(assignment, task, name)``; the modules are
 ``graders/labs/<stem>/public_checks.py``.
@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 from hypothesis import strategies as st
 
-from graders.registry import (  # noqa: F401 - StudentRaised: for public checks
+from graders.checking.registry import (  # noqa: F401 - StudentRaised: for public checks
     Check,
     CheckFailure,
     StudentRaised,
@@ -33,7 +33,7 @@ from graders.registry import (  # noqa: F401 - StudentRaised: for public checks
     register,
     registered,
 )
-from graders.values import describe_value
+from graders.checking.values import describe_value
 
 #: The failure a public check raises: the one framework's ``CheckFailure`` (``what``, and
 #: the failing ``input``, ``expected`` and ``got``), under the name public checks use.
@@ -59,20 +59,21 @@ class Api(Protocol):
 
     def kernel(self, harness: str, func: str, *args: Any, **kwargs: Any) -> Any:
         """Run ``<func>(module, *args, **kwargs)`` of the harness module ``harness``
-        (``graders.assignments.load_harness``); public checks name a lab's public one,
+        (``graders.labs.catalog.load_harness``); public checks name a lab's public one,
         ``<id>_public`` (``graders/labs/<stem>/public_harness.py``: the student's kernel
         in a call the handout shows, or through their own wrapper; never the grader's
         standard call, which does not ship). Returns its value."""
 
     def run_property(self, strategy: st.SearchStrategy[Any], body: Callable[[Any], None],
                      *, max_examples: int = 10) -> None:
-        """Run ``body`` on drawn examples (``graders.registry.run_property``); raise the
+        """Run ``body`` on drawn examples (``graders.checking.registry.run_property``); raise the
         smallest failing one's ``CheckFailure``."""
 
 
 def public_check(assignment: str, task: str, name: str
                  ) -> Callable[[Callable[[Api], None]], Callable[[Api], None]]:
-    """Decorator registering ``fn(api)`` as a public ``Check`` (``graders.registry.register``
+    """Decorator registering ``fn(api)`` as a public ``Check``
+    (``graders.checking.registry.register``
     with ``Visibility.PUBLIC``, 0 points; re-registering the same function replaces it).
     Raises ``ValueError`` for a task id not of the form ``N.M``."""
     return register(assignment, task, name, visibility=Visibility.PUBLIC)
@@ -84,7 +85,7 @@ def load_public_checks(assignment: str) -> list[Check]:
 
     Raises ``KeyError`` for an assignment id no lab defines.
     """
-    from graders.assignments import get_assignment
+    from graders.labs.catalog import get_assignment
 
     module = get_assignment(assignment).public_checks_module
     if module is not None:
@@ -100,7 +101,7 @@ def load_public_checks(assignment: str) -> list[Check]:
 
 def describe(value: Any) -> str:
     """Short deterministic text of a value, as every feedback prints it
-    (``graders.values.describe_value``: arrays as ``f32[2,3] [..]`` or with their range;
+    (``graders.checking.values.describe_value``: arrays as ``f32[2,3] [..]`` or with their range;
     a drawn case whose class defines its own ``__repr__`` as that)."""
     return describe_value(value)
 

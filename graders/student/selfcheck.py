@@ -18,7 +18,7 @@ dependencies' checks as well to know (``note_dependencies``).
 
 The checks run as grading runs them (``self_check_environment``): pallas_sim
 with poisoned memory and the parallel grid axes visited in the grader's seeded
-shuffled order (``SIM_OPTIONS``, the same as ``graders.grading``'s), and
+shuffled order (``SIM_OPTIONS``, the same as ``graders.grading.grade``'s), and
 hypothesis with no example database and its cache in a temporary folder, so
 that ``pallas-lab check`` writes nothing into the student's folder.
 """
@@ -39,16 +39,21 @@ from typing import Any
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from graders.assignments import ASSIGNMENTS, Assignment, assignment_for_stem, load_harness
-from graders.records import Task
-from graders.registry import EXPLORATORY_SETTINGS, CheckFailure, StudentRaised, run_property
-from graders.status import SELF_CHECK_STATUSES, Status
+from graders.checking.registry import (
+    EXPLORATORY_SETTINGS,
+    CheckFailure,
+    StudentRaised,
+    run_property,
+)
+from graders.checking.status import SELF_CHECK_STATUSES, Status
+from graders.labs.catalog import ASSIGNMENTS, Assignment, assignment_for_stem, load_harness
+from graders.labs.records import Task
 from graders.student.public import Result, load_public_checks
 from graders.student.which_file import Choice, choose_in
 from graders.worker.static_check import check_source
 from pallas_sim.extend import GRADING_SANITIZERS
 
-#: The exploratory profile of the one check framework (``graders.registry``): a fresh seed
+#: The exploratory profile of the one check framework (``graders.checking.registry``): a fresh seed
 #: each run, few examples, no database, shrinking on.
 SELF_CHECK_SETTINGS = EXPLORATORY_SETTINGS
 STATUSES = SELF_CHECK_STATUSES
@@ -198,7 +203,7 @@ class InProcessApi:
 
     def run_property(self, strategy: st.SearchStrategy[Any], body: Callable[[Any], None],
                      *, max_examples: int = 10) -> None:
-        """``graders.registry.run_property`` with this Api's (exploratory) profile: the
+        """``graders.checking.registry.run_property`` with this Api's (exploratory) profile: the
         shrunk failure gets its input."""
         run_property(strategy, body, max_examples=max_examples, profile=self.profile)
 
@@ -274,7 +279,7 @@ def note_dependencies(assignment: Assignment, outcomes: Sequence[TaskOutcome]
     the records the grade's feedback uses), a last detail line naming those that are
     failing or not started too: "depends on Task N.M (...), which is failing too: ...".
 
-    The grade adds the same note ("which failed too", ``graders.grading``) and charges a
+    The grade adds the same note ("which failed too", ``graders.grading.grade``) and charges a
     kernel's mistake to the kernel's task; here the wrapper's public check compares with
     plain math, so it fails too, and the note says where the fault may be. A dependency
     whose own failure says it depends on this task (a kernel check run through this

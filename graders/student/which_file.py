@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from graders.submission_files import MAX_SOURCE_BYTES, RefusedFile, read_bytes
+from graders.safety.submission_files import MAX_SOURCE_BYTES, RefusedFile, read_bytes
 
 #: How a tie between two changed files is broken: "mtime" (the newer; the student's own
 #: machine, a TA's folders) or "changes" (the one further from the handout; Gradescope).

@@ -35,7 +35,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from graders import submission_files
+from graders.safety import submission_files
 from graders.worker import cgroups, protocol, sandbox, zygote
 from graders.worker.libdir import (  # noqa: F401 - re-exported: the worker's files and env
     HARNESS_DIR,
@@ -280,7 +280,7 @@ class Worker:
     submission. ``call`` never raises for anything the submission does: a
     timeout, crash or malformed reply kills the process group, and the next
     call restarts it and re-loads the submission. Raises ``FileNotFoundError``
-    when the submission does not exist, ``graders.submission_files.RefusedFile`` (an
+    when the submission does not exist, ``graders.safety.submission_files.RefusedFile`` (an
     ``OSError``) when it is not a regular file or is larger than the submission limit
     (the file is read once, bounded, into the snapshot every start runs), and
     ``RuntimeError`` when numpy cannot be found. Every load and call carries a seed
@@ -308,7 +308,7 @@ class Worker:
         if not self.submission_path.is_file():
             raise FileNotFoundError(f"no submission file at {submission_path}")
         # Every (re)start runs this snapshot, read as the grader reads student files: a
-        # regular file, never past its limit (graders.submission_files).
+        # regular file, never past its limit (graders.safety.submission_files).
         self._source = submission_files.read_bytes(self.submission_path)
         #: The SHA-256 of what the worker runs: the file part of every call's seed.
         self.source_digest = hashlib.sha256(self._source).digest()

@@ -31,7 +31,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from graders import submission_files
+from graders.safety import submission_files
 from graders.worker.policy import policy_enabled, rules
 from graders.worker.policy.transform import (
     compile_submission,
@@ -128,7 +128,7 @@ def check_source(source: str, filename: str = "<submission>") -> StaticCheckResu
         StaticProblem(p.line, p.column, p.message) for p in compiled.problems))
 
 
-#: The largest submission the grader reads, in bytes (``graders.submission_files``, where
+#: The largest submission the grader reads, in bytes (``graders.safety.submission_files``, where
 #: the limits live: a handout is about 30 KiB, and the compile-time check's time and memory
 #: grow with the source; a 10 MB file took 5 GB).
 MAX_SOURCE_BYTES = submission_files.MAX_SOURCE_BYTES
@@ -139,7 +139,7 @@ def check_file(path: str | Path) -> StaticCheckResult:
 
     A file that is not a regular file, is larger than ``MAX_SOURCE_BYTES`` (its size
     from ``lstat``, before it is opened), cannot be read or cannot be decoded gives a
-    single problem with line 0 (``graders.submission_files``).
+    single problem with line 0 (``graders.safety.submission_files``).
     """
     path = Path(path)
     try:

@@ -12,7 +12,7 @@ uid) before it reads anything from the grader (docs/security.md, "Sandbox levels
 Only the namespace level is served (the zygote needs its own mount namespace to
 import the packages from the paths the workers' roots show); any other level, or
 a zygote that cannot be reached, gives the exec'd worker as before.
-``Zygote()`` is used by ``graders.batch.run_batch``; a grader process selects it
+``Zygote()`` is used by ``graders.batch.run.run_batch``; a grader process selects it
 with ``use(config_path)`` and ``graders.worker.client.Worker`` asks ``spawn``.
 """
 

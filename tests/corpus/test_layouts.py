@@ -57,7 +57,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], di
         when = older.stat().st_mtime - 3600
         os.utime(older, (when, when))
     script = Path(sys.executable).parent / "pallas-lab"
-    cli = [str(script)] if script.exists() else [sys.executable, "-m", "graders.cli"]
+    cli = [str(script)] if script.exists() else [sys.executable, "-m", "graders.cli.main"]
     done = subprocess.run([*cli, "grade", str(klass), "--jobs", "2", "--format", "gradescope",
                            "--out", str(out)], cwd=base, capture_output=True, text=True,
                           timeout=RUN_LIMIT, check=False)

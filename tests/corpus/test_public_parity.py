@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from graders.assignments import assignment_for_stem
-from graders.status import Status
+from graders.checking.status import Status
+from graders.labs.catalog import assignment_for_stem
 from graders.student.selfcheck import SELF_CHECK_SETTINGS, check_file
 from tests.corpus.everything import MUTANTS
 from tests.corpus.mutants import Mutant

@@ -1,4 +1,4 @@
-"""Stand-ins for ``graders.batch._grade_submission`` whose grader process dies (SIGKILL, as
+"""Stand-ins for ``graders.batch.run._grade_submission`` whose grader process dies (SIGKILL, as
 the kernel's OOM killer does) for the student ``abe``, for tests/course/test_batch_grader_death.py.
 
 They are module-level functions so that a batch's pool can send them to its grader
@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from graders.batch import _grade_submission as _real_grade_submission
-from graders.submission import Submission
+from graders.batch.run import _grade_submission as _real_grade_submission
+from graders.grading.submission import Submission
 
 DYING = "abe"
 #: Written by ``dies_once`` before it dies: the next attempt grades.

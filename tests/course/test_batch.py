@@ -38,7 +38,7 @@ def make_class(root: Path) -> dict[str, float]:
 
 def batch(klass: Path, out: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "graders.cli", "grade", str(klass), "--jobs", "2", "--out",
+        [sys.executable, "-m", "graders.cli.main", "grade", str(klass), "--jobs", "2", "--out",
          str(out), "--timeout", "5"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 

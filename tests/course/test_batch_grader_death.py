@@ -3,7 +3,7 @@ operator's kill) costs only its own file: the batch goes on, the files whose gra
 broken pool cut short are graded again, each in a pool of its own, and a file whose grader
 dies again has no result, an error naming it and a gradebook row with a note.
 
-The deaths are real: ``graders.batch._grade_submission`` is replaced by a stand-in from
+The deaths are real: ``graders.batch.run._grade_submission`` is replaced by a stand-in from
 ``tests/course/_dying_grader.py`` that SIGKILLs its own grader process for student ``abe``.
 """
 
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from graders import batch
-from graders.batch import run_batch
-from graders.discovery import discover
+from graders.batch.discovery import discover
+from graders.batch.run import run as batch
+from graders.batch.run import run_batch
 
 from . import _dying_grader
 from ._batch_class import SAMPLES, make_class, results_without_timing

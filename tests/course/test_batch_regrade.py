@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.cli import main
+from graders.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "examples" / "submissions"
@@ -127,7 +127,7 @@ def test_ctrl_c_stops_a_batch_cleanly_and_a_rerun_finishes_it(tmp_path: Path) ->
     klass, out = tmp_path / "class", tmp_path / "results"
     for i in range(8):
         _student(klass, f"s{i}", "ada_correct" if i % 2 else "ben_typical_mistakes")
-    command = [sys.executable, "-m", "graders.cli", "grade", str(klass), "--jobs", "2",
+    command = [sys.executable, "-m", "graders.cli.main", "grade", str(klass), "--jobs", "2",
                "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     run = subprocess.Popen(  # Ctrl-C reaches the whole foreground process group
@@ -161,7 +161,7 @@ def test_third_party_warnings_do_not_reach_the_ta(tmp_path: Path, batch: list[st
     (tmp_path / "class" / "amy" / f"{STEM}.ipynb").write_text(json.dumps(notebook),
                                                              encoding="utf-8")
     run = subprocess.run(
-        [sys.executable, "-m", "graders.cli", "grade", str(tmp_path / "class"), *batch,
+        [sys.executable, "-m", "graders.cli.main", "grade", str(tmp_path / "class"), *batch,
          "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True,
         timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": ""})
     assert run.returncode == 0, run.stderr

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from graders.batch import pending_students, run_batch, schedule
-from graders.discovery import discover
+from graders.batch.discovery import discover
+from graders.batch.run import pending_students, run_batch, schedule
 
 from ._batch_class import make_class, results_without_timing
 
@@ -32,8 +32,8 @@ def test_the_schedule_is_per_file_most_expensive_first_in_student_order(
                                         "bob": ("cleo_untouched", (A2, A4))})
     pending = pending_students(discover([klass]).submissions, tmp_path / "out")
     order = [(s.student, s.stem) for s in schedule(pending)]
-    from graders.assignments import assignment_for_stem
-    from graders.checks.framework import load_checks
+    from graders.checking.framework import load_checks
+    from graders.labs.catalog import assignment_for_stem
 
     checks = {stem: len(load_checks(assignment_for_stem(stem).id)) for stem in (A1, A2, A4)}
     assert checks[A4] > max(checks[A1], checks[A2]) and checks[A1] != checks[A2]
@@ -98,7 +98,7 @@ def test_a_ctrl_c_lost_in_a_gc_callback_stops_the_file_without_a_traceback(
     import sys
     import types
 
-    from graders import batch
+    from graders.batch.run import run as batch
 
     monkeypatch.setattr(batch, "_LOST_INTERRUPT", False)
     lost = types.SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(),

@@ -1,6 +1,6 @@
 """The student bundle installs in a fresh virtual environment, checks, and hides the graders.
 
-What ships is chosen by a rule (``graders.bundle.shipped_files``); these tests hold the
+What ships is chosen by a rule (``graders.release.bundle.shipped_files``); these tests hold the
 written bundle to it from outside: every shipped ``.py`` file imports only shipped files
 (its AST, walked here independently of the rule) or declared dependencies, and the
 installed commands run from a fresh virtual environment with relative paths.
@@ -18,7 +18,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from graders.bundle import DEPENDENCIES, HIDDEN, JAX_DEPENDENCIES, write_bundle
+from graders.release.bundle import DEPENDENCIES, HIDDEN, JAX_DEPENDENCIES, write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_bundle_installs_and_checks_without_hidden_parts(tmp_path: Path) -> None:
     bundle = write_bundle(tmp_path / "bundle")
-    for hidden in ("reference", "solutions", "graders/checks", "graders/grading.py",
+    for hidden in ("reference", "solutions", "graders/checking", "graders/grading/grade.py",
                    "graders/worker/client.py", "examples", "tests"):
         assert not (bundle / hidden).exists(), f"the bundle ships {hidden}"
     assert (bundle / "assignments" / "a1_pallas_basics.ipynb").is_file()
@@ -58,8 +58,8 @@ def test_bundle_installs_and_checks_without_hidden_parts(tmp_path: Path) -> None
     assert picked.returncode == 0, picked.stdout + picked.stderr
     assert ("graded a1_pallas_basics.ipynb (a1_pallas_basics.py is unchanged from the "
             "handout)") in picked.stdout
-    probe = ("import importlib.util as u; print([m for m in ('reference', 'graders.checks', "
-             "'graders.grading', 'graders.worker.client', 'solutions') if u.find_spec(m)])")
+    probe = ("import importlib.util as u; print([m for m in ('reference', 'graders.checking', "
+             "'graders.grading.grade', 'graders.worker.client', 'solutions') if u.find_spec(m)])")
     absent = subprocess.run([str(python), "-c", probe], cwd=work, capture_output=True,
                             text=True, timeout=60, env=env)
     assert absent.stdout.strip() == "[]", absent.stdout + absent.stderr

@@ -1,6 +1,6 @@
 """The student bundle ships no answer: no line of it is a solution line the handout hides.
 
-The bundle is written (``graders.bundle.write_bundle``) and every text file in it is read
+The bundle is written (``graders.release.bundle.write_bundle``) and every text file in it is read
 line by line (a notebook's code cells cell by cell). A line is an *answer line* of an
 assignment when it is in ``solutions/<stem>.py`` but not in ``assignments/<stem>.py``
 (``### BEGIN SOLUTION`` regions are what the handout replaces by a stub). No shipped line
@@ -32,7 +32,7 @@ import json
 import re
 from pathlib import Path
 
-from graders.bundle import write_bundle
+from graders.release.bundle import write_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Fewer tokens than this: an idiom, not an answer (see the module docstring).

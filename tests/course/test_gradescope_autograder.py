@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from graders.autograder import main as gradescope_main
+from graders.integrations.gradescope.autograder import main as gradescope_main
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "examples" / "submissions"
@@ -67,7 +67,8 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert not (site / "pyproject.toml").exists() and (site / "graders").is_dir()
     out = work / "autograder-a1.zip"
     run = subprocess.run(
-        [sys.executable, "-c", "import graders, sys; from graders.autograder import main; "
+        [sys.executable, "-c", "import graders, sys; "
+         "from graders.integrations.gradescope.autograder import main; "
          "print(graders.__file__); sys.exit(main(sys.argv[1:]))",
          "--assignment", "a1", "--out", str(out)],
         cwd=work, capture_output=True, text=True, timeout=300,
@@ -100,7 +101,8 @@ def tree(archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def dry_run(archive: Path, root: Path, submission: Path) -> tuple[dict, str]:
     """`pallas-lab gradescope dry-run ZIP SUBMISSION --root ROOT` in a bare environment."""
-    run = subprocess.run([sys.executable, "-m", "graders.autograder", "dry-run", str(archive),
+    run = subprocess.run([sys.executable, "-m", "graders.integrations.gradescope.autograder",
+                          "dry-run", str(archive),
                           str(submission), "--root", str(root)],
                          capture_output=True, text=True, timeout=600,
                          env=BARE)
@@ -134,7 +136,8 @@ def test_a_correct_submission_scores_full_with_public_tests_visible(
 
 
 def _choice_test(data: dict) -> dict:
-    """The visible test that names the file graded (graders.autograder.choice_test)."""
+    """The visible test that names the file graded
+    (graders.integrations.gradescope.autograder.choice_test)."""
     [test] = [t for t in data["tests"] if t["name"] == "which file was graded"]
     assert test["visibility"] == "visible" and test["score"] == test["max_score"] == 0
     return test

@@ -2,7 +2,7 @@
 column and ``pallas-lab leaderboard``.
 
 Results are built by hand (``CheckResult`` with ``measures``) and written the way a batch
-writes them (``graders.batch.write_result``), so no submission is graded here; the grading
+writes them (``graders.batch.run.write_result``), so no submission is graded here; the grading
 side (Task 3.5's check records ``predicted_ms``) is covered by the a3 samples and corpus.
 """
 
@@ -13,12 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from graders.assignments import ASSIGNMENTS
-from graders.batch import gradebook_from_results, read_results, result_path, write_result
-from graders.checks.measures import PREDICTED_MS
-from graders.cli import main as cli_main
-from graders.grading import CheckResult, SubmissionResult
-from graders.reports import leaderboard
+from graders.batch.run import (
+    gradebook_from_results,
+    leaderboard,
+    read_results,
+    result_path,
+    write_result,
+)
+from graders.checking.measures import PREDICTED_MS
+from graders.cli.main import main as cli_main
+from graders.grading.grade import CheckResult, SubmissionResult
+from graders.labs.catalog import ASSIGNMENTS
 from graders.reports.gradebook_csv import predicted_column, write_gradebook
 
 A3 = ASSIGNMENTS["a3"]

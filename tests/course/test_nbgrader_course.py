@@ -15,10 +15,10 @@ import jupytext
 import nbformat
 import pytest
 
-from graders.grading import grade_file
-from graders.nbgrader_course import main as nbgrader_main
-from graders.nbgrader_course import write_course
-from graders.release_notebook import grade_cell_id
+from graders.grading.grade import grade_file
+from graders.integrations.nbgrader.course import main as nbgrader_main
+from graders.integrations.nbgrader.course import write_course
+from graders.release.notebook import grade_cell_id
 
 ROOT = Path(__file__).resolve().parents[2]
 STEM = "a1_pallas_basics"
@@ -53,7 +53,7 @@ def test_nbgrader_autograde_export_and_feedback_give_pallas_labs_scores(tmp_path
     its partial credit; each task's auto score equals `pallas-lab grade`'s on the same
     notebook, and no student cell runs outside the sandbox."""
     course = tmp_path / "course"
-    made = subprocess.run([sys.executable, "-m", "graders.cli", "nbgrader", str(course),
+    made = subprocess.run([sys.executable, "-m", "graders.cli.main", "nbgrader", str(course),
                            "--due", "a1=2026-11-30 12:00:00 UTC"],
                           capture_output=True, text=True, timeout=300, env=ENV)
     assert made.returncode == 0 and made.stderr == "", made.stderr
@@ -122,8 +122,8 @@ def test_grade_task_grades_the_notebook_once_and_returns_each_tasks_points(
     """What a tests cell runs: the points `pallas-lab grade` gives the task (ben's a1: 76 in
     all, 10/25 on Task 1.3), its feedback on stdout, nothing on stderr (nbgrader scores a
     cell with stderr output 0), and one grading of the notebook for all five cells."""
-    import graders.grading
-    from graders import nbgrader_tests
+    import graders.grading.grade
+    from graders.integrations.nbgrader import tests as nbgrader_tests
 
     mistakes = jupytext.reads((ROOT / "examples" / "submissions" / "ben_typical_mistakes" /
                                f"{STEM}.py").read_text(encoding="utf-8"), fmt="py:percent")
@@ -131,8 +131,8 @@ def test_grade_task_grades_the_notebook_once_and_returns_each_tasks_points(
     folder.mkdir()
     nbformat.write(mistakes, folder / f"{STEM}.ipynb")
     calls = []
-    original = graders.grading.grade_file
-    monkeypatch.setattr(graders.grading, "grade_file",
+    original = graders.grading.grade.grade_file
+    monkeypatch.setattr(graders.grading.grade, "grade_file",
                         lambda *a, **k: calls.append(a) or original(*a, **k))
     monkeypatch.chdir(folder)
     points = {task: nbgrader_tests.grade_task(task) for task in ("1.1", "1.2", "1.3", "1.4",
@@ -195,7 +195,7 @@ def test_generate_assignment_grade_submitted_and_read_the_gradebook(tmp_path: Pa
         else:
             shutil.copyfile(source, folder / f"{STEM}.ipynb")
         (folder / "timestamp.txt").write_text("2026-11-30 12:00:00 UTC", encoding="utf-8")
-    grade = subprocess.run([sys.executable, "-m", "graders.cli", "grade", str(course),
+    grade = subprocess.run([sys.executable, "-m", "graders.cli.main", "grade", str(course),
                             "--to-gradebook"], cwd=ROOT, capture_output=True, text=True,
                            timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert grade.returncode == 0, grade.stdout + grade.stderr

@@ -25,7 +25,7 @@ LAB_FILES = {
     "__init__.py": '''
         """A fixture assignment (tests/course/test_new_lab.py)."""
 
-        from graders.records import Assignment, Task
+        from graders.labs.records import Assignment, Task
 
         ASSIGNMENT = Assignment(
             id="a6", stem="a6_fixture", title="Fixture", lecture="§9",
@@ -38,7 +38,7 @@ LAB_FILES = {
 
         import numpy as np
 
-        from graders.checks.framework import CheckFailure, Session, check
+        from graders.checking.framework import CheckFailure, Session, check
 
 
         @check("a6", "6.1", 100, "double doubles")
@@ -116,14 +116,14 @@ def test_a_new_lab_is_discovered_graded_released_and_bundled(tmp_path: Path) -> 
     (copy / "solutions" / f"{STEM}.py").write_text(textwrap.dedent(SOLUTION).lstrip(),
                                                    encoding="utf-8")
 
-    found = _run(copy, "-c", "import graders, graders.assignments as a; "
+    found = _run(copy, "-c", "import graders, graders.labs.catalog as a; "
                              "print(graders.__file__); print(list(a.ASSIGNMENTS))")
     assert found.returncode == 0, found.stderr
     where, ids = found.stdout.splitlines()
     assert Path(where).is_relative_to(copy), "the copy's own graders package is imported"
     assert ids == str(["a1", "a2", "a3", "a4", "a5", "a6"]), "the new lab is discovered"
 
-    released = _run(copy, "-m", "graders.cli", "release", STEM)
+    released = _run(copy, "-m", "graders.cli.main", "release", STEM)
     assert released.returncode == 0, released.stderr
     handout = (copy / "assignments" / f"{STEM}.py").read_text(encoding="utf-8")
     assert 'raise NotImplementedError("Need to implement for Task 6.1")' in handout
@@ -131,7 +131,7 @@ def test_a_new_lab_is_discovered_graded_released_and_bundled(tmp_path: Path) -> 
 
     for folder, score in (("solutions", 100), ("assignments", 0)):
         out = tmp_path / f"{folder}.json"
-        graded = _run(copy, "-m", "graders.cli", "grade", f"{folder}/{STEM}.py",
+        graded = _run(copy, "-m", "graders.cli.main", "grade", f"{folder}/{STEM}.py",
                       "--format", "gradescope", "--out", str(out))
         assert graded.returncode == 0, graded.stderr
         data = json.loads(out.read_text(encoding="utf-8"))
@@ -139,7 +139,7 @@ def test_a_new_lab_is_discovered_graded_released_and_bundled(tmp_path: Path) -> 
         assert [t["number"] for t in data["tests"]] == ["6.1"]
 
     bundle = tmp_path / "bundle"
-    bundled = _run(copy, "-m", "graders.cli", "release", "--bundle", str(bundle))
+    bundled = _run(copy, "-m", "graders.cli.main", "release", "--bundle", str(bundle))
     assert bundled.returncode == 0, bundled.stderr
     shipped = bundle / "graders" / "labs" / STEM
     assert (shipped / "public_checks.py").is_file() and (shipped / "__init__.py").is_file()

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graders.grading import grade_file
-from graders.release import render_handout
-from graders.release_notebook import handout_notebook, notebook_text
+from graders.grading.grade import grade_file
+from graders.release.handouts import render_handout
+from graders.release.notebook import handout_notebook, notebook_text
 from graders.student.notebook import cells_to_module
 from graders.worker.static_check import check_source
 

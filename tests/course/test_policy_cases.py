@@ -29,7 +29,7 @@ WARNED = "    dma_seconds = compute_time * (1.0 / utilization - 1.0)\n"
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "graders.cli", *args], cwd=cwd, text=True,
+    return subprocess.run([sys.executable, "-m", "graders.cli.main", *args], cwd=cwd, text=True,
                           capture_output=True, timeout=600, env=env)
 
 

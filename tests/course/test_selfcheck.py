@@ -13,7 +13,7 @@ SAMPLES = ROOT / "examples" / "submissions"
 
 
 def pallas_lab(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "graders.cli", *args], cwd=cwd, text=True,
+    return subprocess.run([sys.executable, "-m", "graders.cli.main", *args], cwd=cwd, text=True,
                           capture_output=True, timeout=timeout,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
                                "COLUMNS": "200"})
@@ -24,7 +24,7 @@ def test_check_passes_the_solution_and_uses_no_hidden_module() -> None:
             "rc = main(['check', 'solutions/a1_pallas_basics.py', "
             "'solutions/a4_flash_attention.py', '--task', '4.1']);"
             "hidden = sorted(m for m in sys.modules if m.split('.')[0] == 'reference' or "
-            "m.startswith(('graders.checks', 'graders.grading', 'graders.worker.client')));"
+            "m.startswith(('graders.checking', 'graders.grading.grade', 'graders.worker.client')));"
             "print('HIDDEN', hidden); sys.exit(rc)")
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, text=True, capture_output=True,
                          timeout=120, env={"PYTHONPATH": str(ROOT), "COLUMNS": "200"})
@@ -66,7 +66,7 @@ STEMS = sorted(p.stem for p in (ROOT / "solutions").glob("*.py") if not p.name.s
 
 @pytest.mark.parametrize("stem", STEMS)
 def test_every_public_check_passes_the_solution_and_none_passes_the_handout(stem: str) -> None:
-    from graders.assignments import assignment_for_stem
+    from graders.labs.catalog import assignment_for_stem
     from graders.student.public import load_public_checks
     from graders.student.selfcheck import check_file
 

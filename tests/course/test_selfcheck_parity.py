@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from graders.assignments import ASSIGNMENTS, assignment_for_stem
+from graders.labs.catalog import ASSIGNMENTS, assignment_for_stem
 from graders.student.public import load_public_checks
 from graders.student.selfcheck import SELF_CHECK_SETTINGS, check_file
 from tests.corpus.everything import VARIANTS
@@ -44,7 +44,7 @@ def test_every_graded_task_has_a_public_check(assignment: str) -> None:
 
 def test_public_checks_run_with_the_grading_options() -> None:
     import pallas_sim
-    from graders.grading import GRADING_SIM_OPTIONS
+    from graders.grading.grade import GRADING_SIM_OPTIONS
     from graders.student.selfcheck import SIM_OPTIONS, self_check_environment
     from pallas_sim import jax, jnp, pl, pltpu
 
@@ -96,7 +96,7 @@ def test_check_and_status_write_nothing_into_the_folder(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
     env.pop("HYPOTHESIS_STORAGE_DIRECTORY", None)
     for command in (["check"], ["status"]):
-        done = subprocess.run([sys.executable, "-m", "graders.cli", *command], cwd=tmp_path,
+        done = subprocess.run([sys.executable, "-m", "graders.cli.main", *command], cwd=tmp_path,
                               text=True, capture_output=True, timeout=300, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
     assert "5.4 ✓" in done.stdout, "a correct 5.4 shows ✓ in the status table, not ?"
@@ -111,7 +111,8 @@ def test_grading_writes_nothing_into_the_folder_it_runs_from(tmp_path: Path) -> 
         encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
     env.pop("HYPOTHESIS_STORAGE_DIRECTORY", None)
-    done = subprocess.run([sys.executable, "-m", "graders.cli", "grade", "a1_pallas_basics.py"],
+    done = subprocess.run([sys.executable, "-m", "graders.cli.main", "grade",
+                           "a1_pallas_basics.py"],
                           cwd=tmp_path, text=True, capture_output=True, timeout=600, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "100/100" in done.stdout, done.stdout

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import jupytext
 
-from graders.bundle import shipped_files
+from graders.release.bundle import shipped_files
 
 ROOT = Path(__file__).resolve().parents[2]
 STEM = "a1_pallas_basics"

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def check(path: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "graders.cli", "check", "--backend", "jax",
+    return subprocess.run([sys.executable, "-m", "graders.cli.main", "check", "--backend", "jax",
                            str(path), *extra], capture_output=True, text=True, cwd=ROOT,
                           timeout=600, check=False)
 
@@ -51,7 +51,7 @@ def test_relying_on_an_in_place_update_fails_here_as_on_jax(tmp_path):
     broken += source[end:]
     path = tmp_path / "a1_pallas_basics.py"
     path.write_text(broken, encoding="utf-8")
-    on_sim = subprocess.run([sys.executable, "-m", "graders.cli", "check", str(path), "--task",
+    on_sim = subprocess.run([sys.executable, "-m", "graders.cli.main", "check", str(path), "--task",
                              "1.4"], capture_output=True, text=True, cwd=ROOT, timeout=600,
                             check=False)
     assert "Task 1.4 accumulate_inplace: failing" in on_sim.stdout, on_sim.stdout + on_sim.stderr
@@ -70,7 +70,8 @@ def test_relative_paths_and_notebooks_run_on_jax(tmp_path):
     notebook.mkdir()
     jupytext.write(jupytext.reads(source, fmt="py:percent"), notebook / "a1_pallas_basics.ipynb")
     for cwd, name in ((tmp_path, "a1_pallas_basics.py"), (notebook, "a1_pallas_basics.ipynb")):
-        done = subprocess.run([sys.executable, "-m", "graders.cli", "check", "--backend", "jax",
+        done = subprocess.run([sys.executable, "-m", "graders.cli.main", "check",
+                               "--backend", "jax",
                                name, "--task", "1.2"], capture_output=True, text=True, cwd=cwd,
                               timeout=600, check=False,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -82,7 +83,7 @@ def test_the_installed_student_bundle_runs_a_file_on_jax(tmp_path):
     on a relative file: the bundle ships what the JAX backend needs."""
     import venv
 
-    from graders.bundle import write_bundle
+    from graders.release.bundle import write_bundle
 
     bundle = write_bundle(tmp_path / "bundle")
     env_dir = tmp_path / "venv"

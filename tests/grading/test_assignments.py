@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from graders.assignments import ASSIGNMENTS, assignment_for_stem, get_assignment, known_stems
-from graders.checks.framework import check, load_checks
+from graders.checking.framework import check, load_checks
+from graders.labs.catalog import ASSIGNMENTS, assignment_for_stem, get_assignment, known_stems
 
 
 def test_the_labs_are_discovered_in_course_order() -> None:
@@ -37,7 +37,7 @@ def test_check_registration_rejects_bad_tasks_points_and_duplicates() -> None:
 
 
 def test_hidden_and_public_checks_are_one_record_type_in_one_registry() -> None:
-    from graders.registry import REGISTRY, Check, Visibility, register
+    from graders.checking.registry import REGISTRY, Check, Visibility, register
     from graders.student.public import load_public_checks
 
     hidden, public = load_checks("a1"), load_public_checks("a1")
@@ -55,7 +55,7 @@ def test_hidden_and_public_checks_are_one_record_type_in_one_registry() -> None:
 
 
 def test_a_copied_failure_keeps_its_class_and_fields() -> None:
-    from graders.registry import StudentRaised
+    from graders.checking.registry import StudentRaised
 
     raised = StudentRaised("f raised ValueError: bad", error_type="ValueError",
                            message="bad", traceback="line 3")

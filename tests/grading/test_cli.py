@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from graders.assignments import Assignment
-from graders.cli import main
-from graders.discovery import discover
+from graders.batch.discovery import discover
+from graders.cli.main import main
+from graders.labs.catalog import Assignment
 
 from .conftest import GOOD, STUB, write
 
@@ -132,7 +132,7 @@ def test_a_grader_bug_exits_1_after_writing_the_report(
     fake_assignment: Assignment, make_submission: Callable[..., Path], tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from graders.checks.framework import check
+    from graders.checking.framework import check
 
     @check("t9", "9.1", 1, "a check with a bug")
     def buggy(s: object) -> None:
@@ -146,10 +146,10 @@ def test_a_grader_bug_exits_1_after_writing_the_report(
 
 
 def test_release_is_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
-    import graders.release
+    import graders.release.handouts
 
     seen: list[object] = []
-    monkeypatch.setattr(graders.release, "main", lambda argv=None: seen.append(argv) or 0)
+    monkeypatch.setattr(graders.release.handouts, "main", lambda argv=None: seen.append(argv) or 0)
     assert main(["release", "--check"]) == 0
     assert seen == [["--check"]]
 

@@ -1,6 +1,6 @@
-"""graders.discovery: which folders are students, and when the run must stop.
+"""graders.batch.discovery: which folders are students, and when the run must stop.
 
-The rules (graders/discovery.py's docstring; docs/ta-guide.md, "Files" and "Class
+The rules (graders/batch/discovery.py's docstring; docs/ta-guide.md, "Files" and "Class
 folders"): a folder holding submission files, or only assignment folders (nbgrader's layout), is a
 student; any other folder is a class whose every folder is a student,
 whatever it is called. Nothing is graded when that would drop or merge
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graders.discovery import discover
+from graders.batch.discovery import discover
 
 A1 = "a1_pallas_basics.py"
 A2 = "a2_pipelining.py"

@@ -4,7 +4,7 @@ same submission graded twice gives the same scores and feedback).
 hypothesis (6.131+) mixes into its draws the literals of every "local" module it finds in
 ``sys.modules`` (not stdlib, not site-packages), with a time limit on collecting them. A
 grader installed from a wheel, one run from the repository, a batch that preloaded every
-lab and a single-file run would then draw different inputs. ``graders.registry`` turns
+lab and a single-file run would then draw different inputs. ``graders.checking.registry`` turns
 that source off; this test loads a module full of distinctive literals between two runs
 of the same property and asks for the same examples.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from graders.registry import GRADING_SETTINGS, run_property
+from graders.checking.registry import GRADING_SETTINGS, run_property
 
 LITERALS = [7_123_456_789 + i for i in range(200)]
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-import graders.cli
-from graders.assignments import Assignment
-from graders.checks.framework import raised_text
-from graders.cli import main
-from graders.discovery import discover, match_file_name
-from graders.grading import SubmissionResult, grade_file
+import graders.cli.main
+from graders.batch.discovery import discover, match_file_name
+from graders.checking.framework import raised_text
+from graders.cli.main import main
+from graders.grading.grade import SubmissionResult, grade_file
+from graders.grading.submission import file_digest
+from graders.labs.catalog import Assignment
+from graders.reports.roster import match_roster, read_roster
 from graders.reports.table import load_reason, short_reason
-from graders.roster import match_roster, read_roster
-from graders.submission import file_digest
 
 from .conftest import GOOD, STUB, write
 
@@ -36,8 +36,8 @@ def no_grading(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a submission was graded although the options were wrong")
 
-    monkeypatch.setattr(graders.cli, "grade_submission", refuse)
-    monkeypatch.setattr("graders.batch.run_batch", refuse)
+    monkeypatch.setattr(graders.cli.main, "grade_submission", refuse)
+    monkeypatch.setattr("graders.batch.run.run_batch", refuse)
 
 
 def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -93,14 +93,14 @@ def test_to_gradebook_outside_a_course_is_refused_before_grading(
 def test_a_failing_to_gradebook_after_grading_still_prints_the_table(
         klass: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from graders.nbgrader_course import GradebookError
+    from graders.integrations.nbgrader.course import GradebookError
 
     def fail(*args: object) -> int:
         raise GradebookError("the gradebook has no assignment 't9_fake'")
 
     (tmp_path / "nbgrader_config.py").write_text("", encoding="utf-8")
-    monkeypatch.setattr("graders.grade_options.gradebook_problem", lambda *a: None)
-    monkeypatch.setattr("graders.nbgrader_course.write_scores", fail)
+    monkeypatch.setattr("graders.cli.grade_options.gradebook_problem", lambda *a: None)
+    monkeypatch.setattr("graders.integrations.nbgrader.course.write_scores", fail)
     assert main(["grade", str(klass), "--to-gradebook", str(tmp_path), "--timeout", "2"]) == 2
     captured = capsys.readouterr()
     assert "alice" in captured.out and "100/100" in captured.out, "the table is printed"
@@ -225,7 +225,7 @@ def test_an_unreadable_file_says_so(tmp_path: Path, fake_assignment: Assignment)
     folder.mkdir(parents=True)
     digest, failure = file_digest(folder)
     assert digest == "" and failure is not None
-    # Never opened: its kind comes from lstat (graders.submission_files).
+    # Never opened: its kind comes from lstat (graders.safety.submission_files).
     assert "t9_fake.py was not read: not a regular file: it is a folder" in failure.what
     result = grade_file(folder, assignment="t9", timeout=2)
     assert result.score == 0 and "not a regular file" in (result.load_error or "")
@@ -282,7 +282,7 @@ def test_an_out_that_cannot_be_written_is_refused_before_grading(
         klass: Path, tmp_path: Path, no_grading: None, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     # As root every folder is writable, so the permission check is made to say no here.
-    monkeypatch.setattr("graders.grade_options.os.access", lambda path, mode: False)
+    monkeypatch.setattr("graders.cli.grade_options.os.access", lambda path, mode: False)
     message = _refused(["grade", str(klass), "--jobs", "2", "--out",
                         str(tmp_path / "results")], capsys)
     assert f"{tmp_path} is not writable" in message

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from graders import grading
-from graders.assignments import Assignment
-from graders.checks.framework import check
-from graders.grading import grade_file
+from graders.checking.framework import check
+from graders.grading.grade import grade as grading
+from graders.grading.grade import grade_file
+from graders.labs.catalog import Assignment
 
 from .conftest import BUGGY, GOOD, STUB
 
@@ -121,7 +121,7 @@ def test_a_graded_task_without_checks_is_reported_not_silently_free(
     fake_assignment: Assignment, make_submission: Callable[..., Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from graders.checks.framework import REGISTRY
+    from graders.checking.framework import REGISTRY
 
     monkeypatch.setitem(REGISTRY, "t9", [c for c in REGISTRY["t9"] if c.task != "9.2"])
     result = grade_file(make_submission(GOOD), timeout=2.0)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import pallas_sim
-from graders.grading import GRADING_SIM_OPTIONS
+from graders.grading.grade import GRADING_SIM_OPTIONS
 from graders.worker.client import Worker
 from pallas_sim._src.grid_order import grid_steps
 from pallas_sim._src.values import concrete

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import pallas_sim
-from graders import cli, kernel_profile
+from graders.cli.main import main as cli
+from graders.reports import kernel_profile
 from pallas_sim import jax, jnp
 
 ROOT = Path(__file__).resolve().parents[2]

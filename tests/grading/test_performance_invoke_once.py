@@ -1,4 +1,4 @@
-"""``graders.checks.performance.invoke_once``: both checks of a performance task (3.5, 4.8)
+"""``graders.checking.performance.invoke_once``: both checks of a performance task (3.5, 4.8)
 read one worker round trip per grading session, failures included."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import gc
 from types import SimpleNamespace
 
-from graders.checks import performance
-from graders.registry import CheckFailure
+from graders.checking import performance
+from graders.checking.registry import CheckFailure
 
 
 class FakeSession:

@@ -1,6 +1,6 @@
 """The lab records against what the labs register: a record's ``Task.checks`` is the
 number of hidden checks of the task, so a batch schedules by it without importing the
-hidden checks (graders/batch.py, ``grading_cost``)."""
+hidden checks (graders/batch/run.py, ``grading_cost``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from graders.assignments import ASSIGNMENTS
-from graders.checks.framework import load_checks
+from graders.checking.framework import load_checks
+from graders.labs.catalog import ASSIGNMENTS
 
 
 @pytest.mark.parametrize("assignment", list(ASSIGNMENTS.values()), ids=list(ASSIGNMENTS))

@@ -231,7 +231,7 @@ def _record() -> dict:
 
 
 def test_an_honest_trace_record_reads_back() -> None:
-    from graders.checks.framework import _to_call_traces
+    from graders.checking.framework import _to_call_traces
 
     (call,) = _to_call_traces((_record(),))
     assert call.num_steps == 4 and call.operands[0].block_indices.shape == (4, 2)
@@ -245,7 +245,7 @@ def test_an_honest_trace_record_reads_back() -> None:
     (lambda r: r["operands"][0].update(kernel_reads=np.zeros(3, np.int32)), "3 read counts"),
 ])
 def test_trace_records_that_contradict_themselves_are_refused(corrupt, words: str) -> None:
-    from graders.checks.framework import _to_call_traces
+    from graders.checking.framework import _to_call_traces
 
     record = _record()
     corrupt(record)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graders.reports.files import RESERVED_NAMES, student_folder_name, student_of_folder_name
-from graders.safe_text import UNSAFE_CODEPOINTS
+from graders.safety.safe_text import UNSAFE_CODEPOINTS
 
 #: Any folder name a file system can hold (bytes but "/" and NUL), as Python reads it.
 FOLDER_NAMES = st.binary(min_size=1, max_size=24).filter(

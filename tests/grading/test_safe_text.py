@@ -1,4 +1,4 @@
-"""graders.safe_text: what a student wrote, made safe for the terminal and the reports."""
+"""graders.safety.safe_text: what a student wrote, made safe for the terminal and the reports."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from graders.safe_text import (
+from graders.safety.safe_text import (
     FORMULA_STARTS,
     UNSAFE_CODEPOINTS,
     csv_cell,

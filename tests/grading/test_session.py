@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from graders.assignments import get_assignment
-from graders.checks.framework import (
+from graders.checking.framework import (
     GRADING_SETTINGS,
     RETRY_TIMEOUT,
     CheckFailure,
@@ -18,7 +17,8 @@ from graders.checks.framework import (
     describe_value,
     run_property,
 )
-from graders.grading import open_session
+from graders.grading.grade import open_session
+from graders.labs.catalog import get_assignment
 
 from .conftest import BUGGY, STUB
 

@@ -44,7 +44,7 @@ def test_the_handout_imports_and_every_allowed_module_pass() -> None:
         ("def f():\n    import importlib\n    return importlib\n", 2, "importlib"),
         ("import numpy, sys\n", 1, "sys"),
         ("import reference.a1_pallas_basics\n", 1, "reference.a1_pallas_basics"),
-        ("from graders.checks import framework\n", 1, "graders.checks"),
+        ("from graders.checking import framework\n", 1, "graders.checking"),
         ("import jax\n", 1, "jax"),
         ("from pallas_sim._private import x\n", 1, "pallas_sim._private"),
     ],

@@ -1,4 +1,4 @@
-"""``graders.submission_files``: stat first, regular files only, never past the limit."""
+"""``graders.safety.submission_files``: stat first, regular files only, never past the limit."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from graders import submission_files
-from graders.submission_files import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, RefusedFile
+from graders.safety import submission_files
+from graders.safety.submission_files import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, RefusedFile
 
 WORKER = Path(submission_files.__file__).parent / "worker" / "main.py"
 

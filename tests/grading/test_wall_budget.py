@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from graders.assignments import Assignment
-from graders.cli import main
-from graders.grading import grade_file
+from graders.cli.main import main
+from graders.grading.grade import grade_file
+from graders.labs.catalog import Assignment
 from tests.grading.conftest import GOOD
 
 #: spin takes a good fraction of a second per call (and far less than the timeout).

@@ -19,7 +19,7 @@ import jupytext
 import nbformat
 import pytest
 
-from graders.discovery import discover
+from graders.batch.discovery import discover
 from graders.student import which_file
 from graders.student.which_file import choose_file, choose_in, fingerprints_text
 
@@ -246,7 +246,7 @@ def test_a_renamed_filled_notebook_beside_an_untouched_py_is_graded(tmp_path: Pa
 
 def test_grade_cli_grades_the_notebook_and_the_gradebook_notes_say_so(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from graders.cli import main
+    from graders.cli.main import main
 
     klass = tmp_path / "class"
     handout(klass / "alice", PY)

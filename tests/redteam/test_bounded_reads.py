@@ -37,7 +37,7 @@ RUN_LIMIT = 300
 def grade(*args: object) -> subprocess.CompletedProcess[str]:
     """``pallas-lab grade ARGS --timeout 5`` in a subprocess, 300 columns wide."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "300", "NO_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "graders.cli", "grade", *map(str, args),
+    return subprocess.run([sys.executable, "-m", "graders.cli.main", "grade", *map(str, args),
                            "--timeout", "5"], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=RUN_LIMIT)
 
@@ -134,7 +134,7 @@ def test_a_rerun_of_the_batch_regrades_nothing_it_cannot_read(
 
 GRADE_ONE = textwrap.dedent("""
     import sys
-    from graders.grading import grade_file
+    from graders.grading.grade import grade_file
     result = grade_file(sys.argv[1], assignment="a1", timeout=5)
     print(result.score, "|", result.load_error)
 """)

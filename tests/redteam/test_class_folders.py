@@ -69,7 +69,7 @@ def grade(*args: object, timeout: float = 5) -> subprocess.CompletedProcess[byte
            if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
     env.update(PYTHONPATH=str(REPO), COLUMNS="400", NO_COLOR="1")
     return subprocess.run(
-        [sys.executable, "-m", "graders.cli", "grade", *map(str, args), "--timeout",
+        [sys.executable, "-m", "graders.cli.main", "grade", *map(str, args), "--timeout",
          str(timeout)], cwd=REPO, env=env, capture_output=True, timeout=RUN_LIMIT)
 
 
@@ -388,7 +388,7 @@ def test_a_killed_batch_of_colliding_names_resumes_to_the_full_gradebook(
     student(klass, "zz_slow", SOLUTION.read_text(encoding="utf-8") + "\nwhile True:\n    pass\n")
     env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
     first = subprocess.Popen(
-        [sys.executable, "-m", "graders.cli", "grade", str(klass), "--jobs", "1", "--out",
+        [sys.executable, "-m", "graders.cli.main", "grade", str(klass), "--jobs", "1", "--out",
          str(out), "--timeout", "5"], cwd=REPO, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + RUN_LIMIT

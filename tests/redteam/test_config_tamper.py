@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graders.grading import grade_file
+from graders.grading.grade import grade_file
 
 ROOT = Path(__file__).resolve().parents[2]
 ZERO_INIT = "        z_ref[...] = jnp.zeros_like(z_ref)"

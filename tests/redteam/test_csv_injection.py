@@ -40,7 +40,7 @@ ROSTER = ["x;=1+2;", "alice", "r;=HYPERLINK(1)", "@mallory", "s,-1"]
 
 def grade(*args: object) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "300", "NO_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "graders.cli", "grade", *map(str, args),
+    return subprocess.run([sys.executable, "-m", "graders.cli.main", "grade", *map(str, args),
                            "--timeout", "5"], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300)
 
@@ -112,7 +112,7 @@ def test_text_is_quoted_and_scores_stay_plain_numbers(
 
 def test_a_regraded_student_keeps_one_row_and_names_read_back(
         books: dict[str, Path], tmp_path: Path) -> None:
-    from graders.safe_text import csv_value
+    from graders.safety.safe_text import csv_value
 
     book = tmp_path / "book.csv"
     shutil.copyfile(books["csv"], book)

@@ -4,7 +4,7 @@
 Before the fix the dry run copied the submission following links, so a link to any
 file the TA can read (here: a stand-in for the solutions) was graded as the student's
 file and quoted in results.json; the real Gradescope run refuses links
-(``graders.grading``: "is a symbolic link"). A stand-in autograder zip whose
+(``graders.grading.grade``: "is a symbolic link"). A stand-in autograder zip whose
 ``run_autograder`` only records what its ``submission/`` folder holds shows what the
 dry run hands to the zip, in a second; the real zip's refusal is tested in
 ``tests/course/test_gradescope_autograder.py``.
@@ -59,7 +59,7 @@ def recorder_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def dry_run(archive: Path, submission: Path, root: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "graders.cli", "gradescope", "dry-run", str(archive),
+        [sys.executable, "-m", "graders.cli.main", "gradescope", "dry-run", str(archive),
          str(submission), "--root", str(root)],
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
         text=True, timeout=120)

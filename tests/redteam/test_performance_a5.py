@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.grading import grade_file
+from graders.grading.grade import grade_file
 
 REPO = Path(__file__).resolve().parents[2]
 ATTACKS = Path(__file__).resolve().parent / "submissions" / "performance"

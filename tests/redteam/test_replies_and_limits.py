@@ -336,8 +336,8 @@ def test_a_slow_submission_stops_at_its_wall_budget(slow: Graded) -> None:
     stopped = [t for t in result["tests"] if "wall-clock budget" in t["output"]]
     assert stopped, f"graded in {result['execution_time']} s without a budget\n" + feedback(
         result)
-    from graders.checks.framework import load_checks
-    from graders.grading import CHECK_BUDGET_TIMEOUTS
+    from graders.checking.framework import load_checks
+    from graders.grading.grade import CHECK_BUDGET_TIMEOUTS
 
     budget = len(load_checks("a1")) * CHECK_BUDGET_TIMEOUTS * SLOW_TIMEOUT
     assert f"budget of {budget:g} s" in stopped[0]["output"], stopped[0]["output"]

@@ -37,7 +37,7 @@ def test_a_forged_looks_like_line_is_not_counted_and_a_verified_one_is(tmp_path:
         (klass / name / f"{STEM}.py").write_text(source, encoding="utf-8")
     out = tmp_path / "results"
     run = subprocess.run(
-        [sys.executable, "-m", "graders.cli", "grade", str(klass), "--jobs", "2", "--out",
+        [sys.executable, "-m", "graders.cli.main", "grade", str(klass), "--jobs", "2", "--out",
          str(out), "--report", "--timeout", "5"], cwd=REPO, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]

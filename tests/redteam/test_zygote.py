@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from graders.batch import read_results, run_batch
-from graders.discovery import discover
+from graders.batch.discovery import discover
+from graders.batch.run import read_results, run_batch
 from graders.worker import sandbox, zygote
 from graders.worker.client import Worker
 

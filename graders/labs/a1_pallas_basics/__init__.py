@@ -4,9 +4,9 @@ Source: docs/grading-design.md ("Assignments and tasks") and docs/student-api.md
 function names).
 """
 
-from graders.records import Assignment, Task
+from graders.labs.records import Assignment, Task
 
-#: The assignment this lab package grades (discovered by ``graders.assignments``).
+#: The assignment this lab package grades (discovered by ``graders.labs.catalog``).
 ASSIGNMENT = Assignment(
     id="a1",
     stem="a1_pallas_basics",

@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import reference.a1_pallas_basics as ref
-from graders.checks.compare import (
+from graders.checking.compare import (
     against_own_kernel,
     assert_close,
     assert_equal_int,
@@ -22,14 +22,14 @@ from graders.checks.compare import (
     require_ndarray,
     tolerance,
 )
-from graders.checks.framework import (
+from graders.checking.framework import (
     CheckFailure,
     Session,
     check,
     describe_value,
     run_property,
 )
-from graders.checks.strategies import BF16, F32, I32, Case, blocked_2d, make_array, seeds
+from graders.checking.strategies import BF16, F32, I32, Case, blocked_2d, make_array, seeds
 from graders.labs.a1_pallas_basics import worked
 from graders.labs.a1_pallas_basics.diagnose import (
     column_inner_dmas,

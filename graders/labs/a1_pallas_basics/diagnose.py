@@ -13,7 +13,7 @@ import numpy as np
 
 import pallas_sim
 import reference.a1_pallas_basics as ref
-from graders.checks.compare import reference_run
+from graders.checking.compare import reference_run
 from pallas_sim import jax, pl, pltpu
 
 

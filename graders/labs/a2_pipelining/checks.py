@@ -20,7 +20,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import reference.a2_pipelining as ref
-from graders.checks.compare import (
+from graders.checking.compare import (
     as_array,
     as_finite_number,
     assert_close,
@@ -28,8 +28,8 @@ from graders.checks.compare import (
     require_finite,
     tolerance,
 )
-from graders.checks.framework import CheckFailure, Session, check, run_property
-from graders.checks.strategies import BF16, F32, Case, make_array
+from graders.checking.framework import CheckFailure, Session, check, run_property
+from graders.checking.strategies import BF16, F32, Case, make_array
 from graders.labs.a2_pipelining import worked
 from graders.labs.a2_pipelining.diagnose import (
     ANTI_PATTERN,

@@ -15,9 +15,9 @@ import re
 import numpy as np
 
 import reference.a2_pipelining as ref
-from graders.checks.compare import tolerance
-from graders.checks.framework import CheckFailure
-from graders.checks.strategies import Case
+from graders.checking.compare import tolerance
+from graders.checking.framework import CheckFailure
+from graders.checking.strategies import Case
 
 #: Times are equal within this, absolute and relative (sums of at most 64 durations <= 20).
 TIME_TOL = 1e-9

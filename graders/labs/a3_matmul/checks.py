@@ -30,16 +30,16 @@ from hypothesis import strategies as st
 
 import pallas_sim
 import reference.a3_matmul as ref
-from graders.checks import measures, performance, step_model
-from graders.checks.compare import (
+from graders.checking import measures, performance, step_model
+from graders.checking.compare import (
     against_own_kernel,
     as_array,
     as_finite_number,
     assert_equal_int,
     kernel_mismatch,
 )
-from graders.checks.framework import CheckFailure, Session, check, run_property
-from graders.checks.strategies import BF16, F32, Case, make_array, seeds
+from graders.checking.framework import CheckFailure, Session, check, run_property
+from graders.checking.strategies import BF16, F32, Case, make_array, seeds
 from graders.labs.a3_matmul import timing, worked
 from graders.labs.a3_matmul.diagnose import (
     diagnose_block,

@@ -15,8 +15,8 @@ import numpy as np
 
 import pallas_sim
 import reference.a3_matmul as ref
-from graders.checks.framework import CheckFailure
-from graders.checks.strategies import BF16, Case
+from graders.checking.framework import CheckFailure
+from graders.checking.strategies import BF16, Case
 
 #: The intended dimension semantics of the matmul's grid (M/bm, N/bn, K/bk).
 SEMANTICS = ("parallel", "parallel", "arbitrary")
@@ -158,7 +158,7 @@ def k_not_last_revisits(case: Case) -> dict[tuple[str, str, str], str]:
     """
     import itertools
 
-    from graders.grading import GRADING_SIM_OPTIONS
+    from graders.grading.grade import GRADING_SIM_OPTIONS
     from pallas_sim import jax, jnp, pl, pltpu
     from pallas_sim.extend import PallasSimError, RevisitedOutputBlockError
 

@@ -52,8 +52,8 @@ from hypothesis import strategies as st
 import pallas_sim
 import reference.a4_flash_attention as ref
 import reference.dense_attention as dense
-from graders.checks import measures, performance, step_model
-from graders.checks.compare import (
+from graders.checking import measures, performance, step_model
+from graders.checking.compare import (
     against_own_kernel,
     as_array,
     as_finite_number,
@@ -63,8 +63,8 @@ from graders.checks.compare import (
     kernel_mismatch,
     tolerance,
 )
-from graders.checks.framework import CheckFailure, Session, check, describe_value, run_property
-from graders.checks.strategies import Case, make_array, seeds
+from graders.checking.framework import CheckFailure, Session, check, describe_value, run_property
+from graders.checking.strategies import Case, make_array, seeds
 from graders.labs.a4_flash_attention import timing, worked
 from graders.labs.a4_flash_attention.diagnose import (
     ATTENTION_TOL,

@@ -19,7 +19,7 @@ import numpy as np
 
 import reference.a4_flash_attention as ref
 import reference.dense_attention as dense
-from graders.checks.strategies import BF16, F32
+from graders.checking.strategies import BF16, F32
 
 #: The default of ``emulate``'s ``constant``: the case's own max_logit_const.
 _UNSET = object()

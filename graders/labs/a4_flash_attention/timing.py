@@ -1,6 +1,6 @@
 """Task 4.8's trusted timing: the lecture's attention predicted
 from the grader's standard call around the student's kernel (docs/performance-model.md,
-"Performance tasks"; the shared pieces are graders/checks/step_model.py).
+"Performance tasks"; the shared pieces are graders/checking/step_model.py).
 
 Per candidate (block_q, block_kv, max_logit_const): the full-size call is Task 4.3's
 standard pallas_call (``harness._standard_call``: grid (H, L/block_q, L/block_kv), the kv
@@ -21,8 +21,8 @@ import types
 import numpy as np
 
 import reference.a4_flash_attention as ref
-from graders.assignments import load_harness
-from graders.checks import step_model
+from graders.checking import step_model
+from graders.labs.catalog import load_harness
 from pallas_sim import VmemOOMError, jax, jnp
 from pallas_sim.extend import CallTrace
 

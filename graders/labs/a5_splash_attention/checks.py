@@ -39,8 +39,8 @@ from hypothesis import strategies as st
 
 import pallas_sim
 import reference.a5_splash_attention as ref
-from graders.checks import measures, performance, step_model
-from graders.checks.compare import (
+from graders.checking import measures, performance, step_model
+from graders.checking.compare import (
     against_own_kernel,
     as_array,
     as_finite_number,
@@ -50,8 +50,8 @@ from graders.checks.compare import (
     kernel_mismatch,
     nonfinite_kind,
 )
-from graders.checks.framework import CheckFailure, Session, check, run_property
-from graders.checks.strategies import make_array, seeds
+from graders.checking.framework import CheckFailure, Session, check, run_property
+from graders.checking.strategies import make_array, seeds
 from graders.labs.a5_splash_attention import splash_timing
 from graders.labs.a5_splash_attention.diagnose import (
     SPLASH_ATOL,

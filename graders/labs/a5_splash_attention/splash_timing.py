@@ -15,7 +15,7 @@ at any candidate (lecture §6.5; docs/performance-model.md, "Performance tasks")
   ``pallas_sim.estimate`` around an empty kernel: grid, block indices, copies and VMEM of
   the real problem, every skipped tile skipped. ``VmemOOMError`` when it does not fit.
 * ``full_time``: that trace with each step's op counts taken from its class in the
-  measured small run (``class_work``; ``graders.checks.step_model.full_size_timeline``,
+  measured small run (``class_work``; ``graders.checking.step_model.full_size_timeline``,
   i.e. ``timeline.predict``): the time ``pallas_sim.estimate`` gives a correct wrapper
   around the same kernel.
 """
@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 import reference.a5_splash_attention as ref
-from graders.checks import step_model
+from graders.checking import step_model
 from graders.harnesses.measure import seeded_array
 from pallas_sim.extend import sim_options
 
@@ -356,7 +356,7 @@ def reference_work(bq: int, bkv: int, masks: tuple[str, ...] = ref.PERFORMANCE_M
     """
     import types
 
-    from graders.assignments import load_harness
+    from graders.labs.catalog import load_harness
 
     harness = load_harness("a5")
     sub = types.SimpleNamespace(splash_attention_kernel=_reference_kernel)

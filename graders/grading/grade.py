@@ -1,0 +1,531 @@
+"""Grade one submission file: static check, worker, every check in order, results.
+
+docs/grading-design.md, "Trusted and untrusted code": student code never runs in this process;
+a crash, timeout or exception fails only the check that caused it; every
+registered check that produced no result counts as failed; a check that
+raises anything but ``CheckFailure`` is the grader's bug and is recorded as
+status "error" without losing the other results. Scores count only graded
+tasks (``graders.labs.catalog``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import traceback
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pallas_sim
+from graders.checking import measures
+from graders.checking.feedback import cap_text, failure_text, passed_text
+from graders.checking.framework import (
+    Check,
+    CheckFailure,
+    PropertyAbort,
+    Session,
+    load_checks,
+    raised_hint,
+    raised_text,
+)
+from graders.checking.registry import Visibility
+from graders.checking.status import RESULT_STATUSES, TASK_FAILURE_ORDER, Status
+from graders.grading.notebook import notebook_module, notebook_static_result
+from graders.grading.submission import Submission, link_failure
+from graders.labs.catalog import Assignment, assignment_for_stem, get_assignment
+from graders.safety.safe_text import terminal_text
+from graders.student.notebook import ConvertedNotebook
+from graders.worker.client import LoadResult, Worker
+from graders.worker.static_check import StaticCheckResult, check_file
+from pallas_sim.extend import GRADING_SANITIZERS
+
+#: pallas_sim sanitizers of the grading profile, for the reference runs in this
+#: process; the worker applies the same to the student's code (worker/main.py). Written
+#: once, in ``pallas_sim._src.config.GRADING_SANITIZERS``.
+GRADING_SIM_OPTIONS = GRADING_SANITIZERS
+
+#: A submission file's default wall-clock budget, in per-call timeouts per check: a file
+#: whose calls all take just under the timeout stops after (checks x 3 x timeout) seconds
+#: (docs/security.md, "Limits"). Honest files use a small fraction of it.
+CHECK_BUDGET_TIMEOUTS = 3
+NO_CHECKS = "(no checks registered)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckResult:
+    """The outcome of one check for one submission (built by keyword only).
+
+    ``points`` earned of ``max_points``; ``status`` a :class:`Status` (a string given
+    becomes its member; ``ValueError`` for one outside ``RESULT_STATUSES``);
+    ``feedback`` the student-facing text (docs/style.md); ``reason`` its one-line
+    summary ("" when passed); ``graded`` whether the task counts; ``internal``
+    True when the grader itself failed (``internal_detail`` then holds our
+    traceback, for the staff only, never shown to students).
+    """
+
+    assignment: str
+    task: str
+    check: str
+    points: float
+    max_points: float
+    status: Status
+    feedback: str
+    seconds: float = 0.0
+    graded: bool = True
+    reason: str = ""
+    internal: bool = False
+    internal_detail: str = ""
+    #: What the check measured besides its points (``graders.checking.measures``): e.g. a
+    #: performance task's ``"predicted_ms"``; empty for most checks.
+    measures: dict[str, float] = field(default_factory=dict)
+    #: The "looks like" diagnosis the check itself computed and verified on the failing
+    #: input (``CheckFailure.diagnosis``, control characters escaped), "" when there is
+    #: none. A field of its own, never parsed from ``feedback``, which quotes what the
+    #: student's code raised and printed: the class report counts mistakes from this.
+    diagnosis: str = ""
+
+    def __post_init__(self) -> None:
+        status = Status(self.status)
+        if status not in RESULT_STATUSES:
+            raise ValueError(f"a check result's status is one of {list(RESULT_STATUSES)}, "
+                             f"not {status.value!r}")
+        object.__setattr__(self, "status", status)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskResult:
+    """A task's rollup over its checks: points, the worst status and the first reason."""
+
+    task: str
+    title: str
+    points: float
+    max_points: float
+    status: Status
+    reason: str
+    graded: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
+
+    @property
+    def shown_status(self) -> str:
+        """The status reports show: "partial" for a failed task that kept some points."""
+        if self.status == Status.FAILED and self.points > 0:
+            return Status.PARTIAL
+        return self.status
+
+
+@dataclass
+class SubmissionResult:
+    """Everything graded for one submission file.
+
+    ``checks`` in registration order; ``load_error`` the static-check or import
+    failure (None when the file loaded); ``score``/``max_score`` over graded tasks;
+    ``sandbox`` the isolation the submission ran under (``Worker.isolation``, e.g.
+    "namespace, cgroup v1"; for a file that never ran, what it would have got).
+    """
+
+    student: str
+    stem: str
+    assignment: str
+    file: str
+    checks: list[CheckResult] = field(default_factory=list)
+    load_error: str | None = None
+    seconds: float = 0.0
+    sandbox: str = ""
+    #: The task ids this result covers (``grade_file(..., tasks=...)``); None: every task.
+    only_tasks: tuple[str, ...] | None = None
+    #: The SHA-256 of the file's bytes when it was graded ("" when it could not be read).
+    sha256: str = ""
+
+    @property
+    def info(self) -> Assignment:
+        """The assignment's table entry."""
+        return get_assignment(self.assignment)
+
+    @property
+    def score(self) -> float:
+        """Points earned on graded tasks."""
+        return round(sum(c.points for c in self.checks if c.graded), 6)
+
+    @property
+    def max_score(self) -> float:
+        """Points available on graded tasks (from the assignments table; with
+        ``only_tasks``, on those tasks only)."""
+        if self.only_tasks is None:
+            return self.info.max_score
+        return sum(t.points for t in self.info.graded_tasks if t.id in self.only_tasks)
+
+    @property
+    def internal_errors(self) -> list[CheckResult]:
+        """Checks that failed because of the grader, not the student."""
+        return [c for c in self.checks if c.internal]
+
+    def tasks(self) -> list[TaskResult]:
+        """Per-task rollup in the assignment's task order (tasks without checks included)."""
+        rollup = []
+        for task in self.info.tasks:
+            if self.only_tasks is not None and task.id not in self.only_tasks:
+                continue
+            checks = [c for c in self.checks if c.task == task.id]
+            if not checks and not task.graded:
+                continue
+            earned = sum(c.points for c in checks)
+            statuses = [c.status for c in checks]
+            if statuses and all(s == Status.PASSED for s in statuses):
+                status = Status.PASSED
+            elif statuses and all(s == Status.NOT_STARTED for s in statuses):
+                status = Status.NOT_STARTED
+            else:
+                failing = [s for s in statuses if s != Status.PASSED]
+                status = next((s for s in TASK_FAILURE_ORDER if s in failing), Status.FAILED)
+            reason = next((c.reason for c in checks if c.status != Status.PASSED and c.reason), "")
+            rollup.append(
+                TaskResult(task=task.id, title=task.title, points=round(earned, 6),
+                           max_points=task.points, status=status, reason=reason,
+                           graded=task.graded)
+            )
+        return rollup
+
+
+def _static_failure(result: StaticCheckResult, file_name: str) -> CheckFailure:
+    first = result.problems[0].message.splitlines()[0]
+    more = len(result.problems) - 1
+    extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return CheckFailure(
+        f"{file_name} was not run: {first}{extra}",
+        status=Status.ERROR,
+        traceback="\n".join("  " + line for line in result.message().splitlines()),
+        hint="fix the file so that it imports only the allowed modules and compiles",
+    )
+
+
+def _load_failure(load: LoadResult, file_name: str) -> CheckFailure:
+    error = load.error
+    if error is None:  # pragma: no cover - a failed LoadResult always has an error
+        return CheckFailure(f"{file_name} could not be loaded", status=Status.ERROR)
+    hint = "code at the top level of the file runs on import: keep it to definitions"
+    if error.kind in ("exception", "not_implemented"):
+        what = raised_text(f"importing {file_name}", error.type, error.message)
+        hint = raised_hint(error.type, error.message) or hint
+    elif error.kind == "timeout":
+        what = f"importing {file_name} {error.message}"
+    else:
+        what = f"{file_name} could not be loaded: {error.message}"
+    return CheckFailure(
+        what, status=Status.ERROR, traceback=error.traceback or None, output=error.output or None,
+        hint=hint,
+    )
+
+
+@contextmanager
+def open_session(
+    path: str | Path, assignment: Assignment, *, timeout: float = 10.0
+) -> Iterator[Session]:
+    """A ``Session`` for one submission file, its worker closed on exit.
+
+    Runs the static check first; a rejected file or one that fails to import
+    gives a Session whose every call raises that failure. A ``.ipynb`` file is
+    first turned into its module here, in the trusted process, without running
+    anything (``graders.student.notebook``); a file that is not a notebook
+    fails every call with status "error". Raises ``FileNotFoundError`` when
+    ``path`` does not exist.
+    """
+    path = Path(path)
+    file_name = path.name
+    link = link_failure(path)
+    if link is not None:
+        yield Session.failed(assignment, link, file_name)
+        return
+    if path.suffix.casefold() == ".ipynb":
+        with notebook_module(path, assignment.stem) as (module, failure):
+            if failure is not None:
+                yield Session.failed(assignment, failure, file_name)
+                return
+            with _module_session(module.path, assignment, timeout, file_name,
+                                 module.converted) as session:
+                yield session
+        return
+    with _module_session(path, assignment, timeout, file_name) as session:
+        yield session
+
+
+@contextmanager
+def _module_session(
+    path: Path, assignment: Assignment, timeout: float, file_name: str,
+    notebook: ConvertedNotebook | None = None,
+) -> Iterator[Session]:
+    static = check_file(path)
+    if not static.ok:
+        if notebook is not None:
+            static = notebook_static_result(static, notebook, file_name)
+        yield Session.failed(assignment, _static_failure(static, file_name), file_name)
+        return
+    with Worker(path, timeout=timeout, module_name=assignment.stem) as worker:
+        load = worker.load_result
+        assert load is not None
+        if not load.ok:
+            session = Session.failed(assignment, _load_failure(load, file_name), file_name)
+        else:
+            session = Session(
+                stem=assignment.stem, assignment=assignment.id, worker=worker,
+                names=load.names, file_name=file_name,
+                why_unbound=notebook.why_unbound if notebook is not None else None,
+            )
+        yield session
+
+
+def _result_for_failure(
+    check: Check, assignment: Assignment, failure: CheckFailure, seconds: float,
+    detail: str = "",
+) -> CheckResult:
+    task = _task_of(check, assignment)
+    feedback = failure_text(
+        failure, task_id=check.task, task_title=task.title, check_name=check.name,
+        points=check.points, lecture=assignment.lecture,
+    )
+    reason = cap_text(failure.what.splitlines()[0]) if failure.what else failure.status
+    diagnosis = terminal_text(cap_text(failure.diagnosis)) if failure.diagnosis else ""
+    return CheckResult(
+        assignment=assignment.id, task=check.task, check=check.name, points=0.0,
+        max_points=check.points, status=failure.status, feedback=feedback, seconds=seconds,
+        graded=task.graded, reason=reason, internal=failure.internal or bool(detail),
+        internal_detail=detail, diagnosis=diagnosis,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _CheckTask:
+    """The title of a check's task and whether it counts toward the grade."""
+
+    title: str
+    graded: bool
+
+
+def _task_of(check: Check, assignment: Assignment) -> _CheckTask:
+    try:
+        task = assignment.task(check.task)
+    except KeyError:
+        return _CheckTask(title="(unknown task)", graded=False)
+    return _CheckTask(title=task.title, graded=task.graded)
+
+
+def _internal_failure(exc: BaseException) -> tuple[CheckFailure, str]:
+    failure = CheckFailure(
+        f"internal grader error ({type(exc).__name__}); this is not your fault, "
+        "please tell the course staff",
+        status=Status.ERROR, internal=True,
+    )
+    return failure, "".join(traceback.format_exception(exc))
+
+
+def run_check(session: Session, check: Check, assignment: Assignment) -> CheckResult:
+    """Run one check against a session and turn its outcome into a ``CheckResult``.
+
+    Never raises for a check's failure or a check's bug (``Exception``);
+    ``KeyboardInterrupt`` and ``SystemExit`` propagate.
+    """
+    session.begin_check(check)
+    started = time.monotonic()
+    detail = ""
+    try:
+        check.run(session)
+    except CheckFailure as failure:
+        outcome: CheckFailure | None = failure
+    except PropertyAbort as abort:  # a session call in a property not run by run_property
+        outcome = abort.failure
+    except Exception as exc:  # noqa: BLE001 - the grader's bug, recorded not raised
+        outcome, detail = _internal_failure(exc)
+    else:
+        outcome = None
+    finally:
+        session.begin_check(None)
+        recorded = measures.take(session)
+    seconds = time.monotonic() - started
+    if outcome is not None:
+        return _result_for_failure(check, assignment, outcome, seconds, detail)
+    task = _task_of(check, assignment)
+    feedback = passed_text(
+        task_id=check.task, task_title=task.title, check_name=check.name, points=check.points
+    )
+    return CheckResult(
+        assignment=assignment.id, task=check.task, check=check.name, points=check.points,
+        max_points=check.points, status=Status.PASSED, feedback=feedback, seconds=seconds,
+        graded=task.graded, measures=recorded,
+    )
+
+
+def _missing_results(
+    assignment: Assignment, checks: list[Check], results: list[CheckResult], reason: str,
+    only_tasks: tuple[str, ...] | None = None,
+) -> list[CheckResult]:
+    """Results for every check that produced none, and for graded tasks without checks
+    (of ``only_tasks`` when given)."""
+    done = {(r.task, r.check) for r in results}
+    extra = []
+    for check in checks:
+        if (check.task, check.name) not in done:
+            failure = CheckFailure(reason, status=Status.ERROR)
+            extra.append(_result_for_failure(check, assignment, failure, 0.0))
+    for task in assignment.graded_tasks:
+        if only_tasks is not None and task.id not in only_tasks:
+            continue
+        if not any(c.task == task.id for c in checks):
+            stub = Check(assignment=assignment.id, task=task.id, name=NO_CHECKS,
+                         visibility=Visibility.HIDDEN, points=task.points, run=lambda s: None)
+            failure = CheckFailure(
+                f"internal grader error: no checks are registered for Task {task.id}",
+                status=Status.ERROR, internal=True,
+            )
+            extra.append(_result_for_failure(stub, assignment, failure, 0.0))
+    return extra
+
+
+def isolation_label() -> str:
+    """The sandbox level and tree limits workers of this process get ("" when they cannot
+    be determined: a forced level that is not available)."""
+    from graders.worker import sandbox
+
+    try:
+        level = sandbox.choose_level()
+        return sandbox.describe(level, sandbox.choose_tree_level(level))[0]
+    except (RuntimeError, ValueError):
+        return ""
+
+
+def resolve_assignment(path: str | Path, assignment: str | None = None) -> Assignment:
+    """The assignment a file is graded as: ``assignment`` (an id) or the one its stem names.
+
+    Raises ``KeyError`` for an unknown id and ``ValueError`` when the stem names none.
+    """
+    if assignment is not None:
+        return get_assignment(assignment)
+    found = assignment_for_stem(Path(path).stem)
+    if found is None:
+        raise ValueError(
+            f"{Path(path).name} does not name an assignment; pass --assignment aN"
+        )
+    return found
+
+
+def grade_file(
+    path: str | Path,
+    *,
+    assignment: str | None = None,
+    timeout: float = 10.0,
+    student: str | None = None,
+    budget: float | None = None,
+    tasks: Collection[str] | None = None,
+) -> SubmissionResult:
+    """Grade one submission file against every registered check of its assignment.
+
+    ``assignment`` ("a1") overrides the assignment named by the file's stem; ``student``
+    defaults to the name of the file's folder. Builds the file's ``Submission`` record
+    (hashing it once) and grades it with :func:`grade_submission`, whose docstring says
+    what ``timeout``, ``budget`` and ``tasks`` do. Raises ``KeyError``/``ValueError``
+    when the assignment cannot be determined (the caller's problem, not the student's).
+    """
+    info = resolve_assignment(path, assignment)
+    return grade_submission(Submission.of(path, info, student=student), timeout=timeout,
+                            budget=budget, tasks=tasks)
+
+
+def grade_submission(
+    sub: Submission,
+    *,
+    timeout: float = 10.0,
+    budget: float | None = None,
+    tasks: Collection[str] | None = None,
+) -> SubmissionResult:
+    """Grade one submission record against every registered check of its assignment.
+
+    ``timeout`` is each call's limit in seconds; ``budget`` the wall-clock seconds the
+    whole file may take (default: ``CHECK_BUDGET_TIMEOUTS`` x ``timeout`` per check),
+    after which the running check and every later one are recorded as ``timeout``;
+    ``tasks`` (task ids) runs only those tasks' checks (``SubmissionResult.only_tasks``).
+    A file that cannot be read or is empty (``sub.unreadable``) earns nothing, every
+    check saying why. Returns a ``SubmissionResult`` with one ``CheckResult`` per check
+    in registration order (plus one per graded task that has no checks); its ``sha256``
+    is the record's. Lets the checks module's ``ImportError`` through (a grader bug).
+    """
+    path, info = sub.file, sub.assignment
+    checks = load_checks(info.id)
+    only = None if tasks is None else tuple(t for t in (x.id for x in info.tasks) if t in tasks)
+    if only is not None:
+        checks = [c for c in checks if c.task in only]
+    result = SubmissionResult(
+        student=sub.student,
+        stem=info.stem,
+        assignment=info.id,
+        file=str(path),
+        only_tasks=only,
+        sha256=sub.sha256,
+    )
+    started = time.monotonic()
+    if budget is None:
+        budget = len(checks) * CHECK_BUDGET_TIMEOUTS * timeout
+        rule = (f"{len(checks)} checks x {CHECK_BUDGET_TIMEOUTS} x the {timeout:g} s "
+                "call timeout")
+    else:
+        rule = "set by the grader"
+    missing_reason = "this check produced no result"
+    try:
+        with pallas_sim.config(**GRADING_SIM_OPTIONS), _session_for(sub, timeout) as session:
+            result.sandbox = session.isolation or isolation_label()
+            session.set_budget(started + budget, budget, rule)
+            if session.load_failure is not None:
+                result.load_error = session.load_failure.what
+            for check in checks:
+                if session.out_of_budget and session.load_failure is None:
+                    result.checks.append(_result_for_failure(
+                        check, info, session.budget_failure(ran=False), 0.0))
+                    continue
+                result.checks.append(run_check(session, check, info))
+    except (OSError, RuntimeError) as exc:
+        result.load_error = f"the submission could not be graded: {exc}"
+        missing_reason = result.load_error
+    finally:
+        result.checks.extend(_missing_results(info, checks, result.checks, missing_reason,
+                                              only))
+        result.checks[:] = _note_dependencies(info, result.checks)
+        result.seconds = time.monotonic() - started
+    return result
+
+
+@contextmanager
+def _session_for(sub: Submission, timeout: float) -> Iterator[Session]:
+    """``open_session``, or a session whose every call fails with ``sub.unreadable``."""
+    if sub.unreadable is not None:
+        yield Session.failed(sub.assignment, sub.unreadable, sub.file.name)
+        return
+    with open_session(sub.file, sub.assignment, timeout=timeout) as session:
+        yield session
+
+
+def _note_dependencies(assignment: Assignment, checks: list[CheckResult]) -> list[CheckResult]:
+    """Add to each failed check of a task that uses another task's functions (``Task.depends``)
+    which of those failed too: the fault may be there (one fault, one charge, and
+    a dependant's feedback says so)."""
+    failed = {c.task for c in checks if c.status != Status.PASSED}
+    if not failed:
+        return checks
+    out = []
+    for c in checks:
+        try:
+            task = assignment.task(c.task)
+        except KeyError:
+            out.append(c)
+            continue
+        broken = [d for d in task.depends if d in failed]
+        if c.status == Status.PASSED or not broken:
+            out.append(c)
+            continue
+        names = ", ".join(f"Task {d} ({assignment.task(d).title})" for d in broken)
+        note = (f"  depends on {names}, which failed too: your {task.title} calls it, so fix "
+                "that first; this check may pass once it does")
+        out.append(dataclasses.replace(
+            c, feedback=f"{c.feedback.rstrip()}\n{note}",
+            reason=f"{c.reason} (depends on Task {', '.join(broken)}, which failed)"))
+    return out

@@ -1,0 +1,2 @@
+"""Gradescope: the autograder archive and what runs inside it (``autograder``), and the
+results document sent back (``upload``)."""

@@ -1,0 +1,198 @@
+"""Similarity of submissions across a class, per assignment, with copydetect.
+
+``pallas-lab grade CLASS --jobs N --similarity [THRESHOLD]`` compares every
+pair of submissions of the same assignment and lists the pairs whose
+similarity is at least THRESHOLD (default 0.5) in ``similarity.txt`` in the
+results folder, most similar first.
+
+The detector is copydetect (``pip install -e '.[report]'``), a maintained
+implementation of winnowing (Schleimer, Wilkerson and Aiken, "Winnowing:
+local algorithms for document fingerprinting", SIGMOD 2003, the algorithm
+behind MOSS): each file is tokenized by pygments with identifiers, literals
+and comments normalised away, hashed as overlapping k-grams and reduced to
+fingerprints, so renamed variables, reformatting and reordered functions do not
+hide a copy. The handout's own text (``assignments/<stem>.py``, which every
+submission starts from) is its boilerplate: fingerprints found in the handout
+are dropped before comparing, so two untouched handouts are not "similar".
+A pair's similarity is the larger of the two shares of each file's
+fingerprinted tokens found in the other. Nothing is run: the files are only read
+(notebooks as the module their code cells make, ``graders.student.notebook``), as
+the grader reads them (``graders.safety.submission_files``: size from ``lstat`` first, regular
+files only, never past the submission limit); a file that cannot be read that way (1 TiB
+of sparse file, a FIFO) is listed under "not compared" with the reason and costs the
+other pairs nothing.
+This flags pairs for a person to read; it proves nothing by itself.
+
+Why copydetect: MOSS is a web service (student code would leave the machine,
+and the course machine has no network to it), JPlag needs a Java runtime, and
+home-made hashing would be our own code where a maintained library exists.
+copydetect is a pure-Python package on PyPI (MIT), implements the same
+winnowing as MOSS, takes boilerplate fingerprints directly and compares two
+in-memory fingerprints without writing its HTML report.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from graders.grading.submission import Submission
+from graders.reports.files import atomic_write_text
+from graders.safety import submission_files
+from graders.safety.safe_text import terminal_text
+
+#: copydetect's defaults: k-grams of 25 tokens (the noise threshold); a match of 30
+#: tokens is always found (the guarantee threshold), hence windows of 30 - 25 + 1.
+NOISE_TOKENS, GUARANTEE_TOKENS = 25, 30
+HANDOUTS = Path(__file__).resolve().parents[2] / "assignments"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two students' submissions of ``assignment``: ``similarity`` (the larger share, 0-1),
+    each file's share, and the number of overlapping tokens."""
+
+    assignment: str
+    first: str
+    second: str
+    similarity: float
+    shares: tuple[float, float]
+    tokens: int
+
+
+class Unread(Exception):  # noqa: N818 - a file left out, not a failure of the check
+    """A submission the similarity check did not read: ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _source(path: Path) -> str:
+    """The text compared for a submission: a .py's text, a notebook's code cells as a
+    module. Read as the grader reads it (``graders.safety.submission_files``: a regular file
+    within its limit, its size from ``lstat`` first, never a FIFO or a device). Raises
+    ``Unread`` naming why it was not read (too large, not a regular file, unreadable,
+    not a notebook)."""
+    try:
+        if path.suffix.casefold() == ".ipynb":
+            from graders.student.notebook import NotebookError, notebook_to_module
+
+            submission_files.check_file(path)
+            try:
+                return notebook_to_module(path).source
+            except NotebookError as exc:
+                why = str(exc).removeprefix(f"cannot read {path.name}: ")
+                raise Unread(why.removeprefix(f"{path.name} ")) from None
+        return submission_files.read_bytes(path).decode("utf-8", "replace")
+    except submission_files.RefusedFile as exc:
+        raise Unread(exc.reason) from None
+    except OSError as exc:
+        raise Unread(f"could not be read ({exc.strerror or type(exc).__name__})") from None
+
+
+def _fingerprint(name: str, text: str, boilerplate: Sequence[int] | None = None):  # noqa: ANN202
+    from copydetect import CodeFingerprint
+
+    return CodeFingerprint(f"{name}.py", NOISE_TOKENS, GUARANTEE_TOKENS - NOISE_TOKENS + 1,
+                           boilerplate=list(boilerplate or []), fp=io.StringIO(text))
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A submission left out of the comparison: its ``student``, file ``name`` and
+    ``reason`` ("file too large: N bytes, limit M ...", "not a regular file: ...")."""
+
+    assignment: str
+    student: str
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What ``compare`` found: the ``pairs`` at or above the threshold, most similar
+    first, and the submissions ``skipped`` (not read), in the order given."""
+
+    pairs: list[Pair]
+    skipped: list[Skipped]
+
+
+def compare(submissions: Sequence[Submission], *, threshold: float = 0.5,
+            handouts: Path = HANDOUTS) -> Comparison:
+    """Pairs of different students' submissions of one assignment whose similarity is at
+    least ``threshold`` (0-1), and the submissions that could not be read (too large,
+    not a regular file, unreadable, not a notebook: ``_source``), which are left out and
+    cost the others nothing. Raises ``ImportError`` without copydetect."""
+    from copydetect import compare_files
+
+    pairs: list[Pair] = []
+    skipped: list[Skipped] = []
+    by_assignment: dict[str, list[Submission]] = {}
+    for sub in submissions:
+        by_assignment.setdefault(sub.assignment.id, []).append(sub)
+    for aid, subs in sorted(by_assignment.items()):
+        stem = subs[0].stem
+        handout = handouts / f"{stem}.py"
+        boiler = (_fingerprint(stem, handout.read_text(encoding="utf-8")).hashes
+                  if handout.is_file() else [])
+        prints = []
+        for sub in subs:
+            try:
+                text = _source(Path(sub.file))
+            except Unread as exc:
+                skipped.append(Skipped(aid, sub.student, Path(sub.file).name, exc.reason))
+                continue
+            if text.strip():
+                prints.append((sub.student, _fingerprint(stem, text, sorted(boiler))))
+        for (a, fa), (b, fb) in itertools.combinations(prints, 2):
+            if a == b or not fa.hashes or not fb.hashes:
+                continue
+            tokens, (share_a, share_b), _slices = compare_files(fa, fb)
+            best = max(share_a, share_b)
+            if best >= threshold:
+                pairs.append(Pair(aid, a, b, float(best), (float(share_a), float(share_b)),
+                                  int(tokens)))
+    pairs.sort(key=lambda p: (-p.similarity, p.assignment, p.first, p.second))
+    return Comparison(pairs, skipped)
+
+
+def similar_pairs(submissions: Sequence[Submission], *, threshold: float = 0.5,
+                  handouts: Path = HANDOUTS) -> list[Pair]:
+    """``compare(...).pairs``: the pairs at or above ``threshold``, most similar first.
+    Raises ``ImportError`` without copydetect."""
+    return compare(submissions, threshold=threshold, handouts=handouts).pairs
+
+
+def pairs_text(pairs: Sequence[Pair], threshold: float,
+               skipped: Sequence[Skipped] = ()) -> str:
+    """The report: one line per pair (assignment, similarity, the two students, each
+    file's share, overlapping tokens), or a line saying none was found; then one line per
+    submission that was not compared and why."""
+    head = (f"similarity (copydetect winnowing, handout excluded): pairs at or above "
+            f"{threshold:.0%}")
+    lines = [f"{head}: {len(pairs)}" if pairs else f"{head}: none"]
+    for p in pairs:
+        lines.append(
+            f"  {p.assignment}  {p.similarity:4.0%}  {terminal_text(p.first)} <-> "
+            f"{terminal_text(p.second)}  ({p.shares[0]:.0%} / {p.shares[1]:.0%} of their "
+            f"tokens, {p.tokens} tokens in common)")
+    if skipped:
+        lines.append(f"not compared ({len(skipped)}: not read, so not in any pair):")
+        lines.extend(f"  {s.assignment}  {terminal_text(s.student)} ({terminal_text(s.name)}: "
+                     f"{terminal_text(s.reason)})" for s in skipped)
+    return "\n".join(lines) + "\n"
+
+
+def similarity_report(submissions: Sequence[Submission], folder: Path, *,
+                      threshold: float = 0.5) -> tuple[str, Path]:
+    """Compare ``submissions`` (``compare``) and write the text to ``folder/similarity.txt``
+    (the pairs, then the submissions not compared and why); returns (the text, its path).
+    Raises ``ImportError`` without copydetect and ``OSError`` when the file cannot be
+    written."""
+    found = compare(submissions, threshold=threshold)
+    text = pairs_text(found.pairs, threshold, found.skipped)
+    return text, atomic_write_text(folder / "similarity.txt", text)
