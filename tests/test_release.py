@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from graders.labs.catalog import ASSIGNMENTS as DISCOVERED
-from graders.release.handouts import handouts as release
+from graders.release import handouts as release
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"

@@ -489,7 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``pallas-lab`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "release":
-        from graders.release.handouts import handouts as release
+        from graders.release import handouts as release
 
         return int(release.main(argv[1:]) or 0)
     if argv and argv[0] == "nbgrader":
@@ -505,7 +505,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return int(kernel_profile.main(argv[1:]) or 0)
     if argv and argv[0] == "leaderboard":
-        from graders.batch.run import leaderboard
+        from graders.batch import leaderboard
 
         return int(leaderboard.main(argv[1:]) or 0)
     args = build_parser().parse_args(argv)

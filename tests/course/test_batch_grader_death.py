@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from graders.batch import run as batch
 from graders.batch.discovery import discover
-from graders.batch.run import run as batch
 from graders.batch.run import run_batch
 
 from . import _dying_grader

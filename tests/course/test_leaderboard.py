@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from graders.batch import leaderboard
 from graders.batch.run import (
     gradebook_from_results,
-    leaderboard,
     read_results,
     result_path,
     write_result,

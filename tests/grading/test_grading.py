@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from graders.checking.framework import check
-from graders.grading.grade import grade as grading
+from graders.grading import grade as grading
 from graders.grading.grade import grade_file
 from graders.labs.catalog import Assignment
 

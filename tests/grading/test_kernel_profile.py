@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import pallas_sim
-from graders.cli.main import main as cli
+from graders.cli import main as cli
 from graders.reports import kernel_profile
 from pallas_sim import jax, jnp
 

@@ -12,7 +12,7 @@ import pytest
 from graders.safety import submission_files
 from graders.safety.submission_files import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, RefusedFile
 
-WORKER = Path(submission_files.__file__).parent / "worker" / "main.py"
+WORKER = Path(submission_files.__file__).parents[1] / "worker" / "main.py"
 
 
 def test_the_worker_compiles_no_more_than_the_grader_reads() -> None:
