@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import graders.cli.main
+import graders.cli.grade
 from graders.batch.discovery import discover, match_file_name
 from graders.checking.framework import raised_text
 from graders.cli.main import main
@@ -36,7 +36,7 @@ def no_grading(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a submission was graded although the options were wrong")
 
-    monkeypatch.setattr(graders.cli.main, "grade_submission", refuse)
+    monkeypatch.setattr(graders.cli.grade, "grade_submission", refuse)
     monkeypatch.setattr("graders.batch.run.run_batch", refuse)
 
 

@@ -1,0 +1,455 @@
+"""``pallas-lab grade``: grade submission files, student folders or a class folder.
+
+::
+
+    pallas-lab grade [PATH ...] [--assignment aN] [--format table|gradescope|csv]
+                     [--out PATH] [--timeout S] [--budget S] [--feedback]
+                     [--jobs [N]] [--force] [--student NAME] [--task N.M]
+                     [--roster CSV] [--report] [--similarity [T]]
+                     [--to-gradebook [COURSE]]
+
+Options are checked before anything is graded (``graders.cli.grade_options``); with
+``--jobs`` grading is a resumable parallel batch (``graders.batch.run``), otherwise the files
+are graded one after the other in this process, each in its own worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import os
+import sys
+import traceback
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from graders.batch.discovery import DEFAULT_ROOT, Discovery, Submission, discover
+from graders.cli.common import (
+    DEFAULT_TIMEOUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    SAMPLES_TIMEOUT,
+    add_timeout_options,
+    positive_float,
+)
+from graders.grading.grade import SubmissionResult, grade_submission
+from graders.labs.catalog import ASSIGNMENTS
+from graders.safety.safe_text import show, terminal_text
+
+NAME = "grade"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    """Add ``grade`` and its options to the ``pallas-lab`` subcommands ``commands``."""
+    grade = commands.add_parser(
+        NAME, help="grade submission files, student folders or a class folder",
+        description="Grade PATHs: a submission file (its name names the assignment), a student "
+                    f"folder of such files, or a class folder of student folders. "
+                    f"No PATH grades {DEFAULT_ROOT.relative_to(DEFAULT_ROOT.parents[1])}/.",
+    )
+    grade.add_argument("paths", nargs="*", metavar="PATH", type=Path)
+    add_timeout_options(grade)
+    grade.add_argument(
+        "--budget", type=positive_float, default=None, metavar="S",
+        help="wall-clock seconds one submission file may take in all; then its remaining "
+             "checks are recorded as timeout (default: 3 x --timeout per check)",
+    )
+    grade.add_argument(
+        "--format", choices=("table", "gradescope", "csv"), default="table",
+        help="table: terminal summary (default); gradescope: results.json; csv: gradebook",
+    )
+    grade.add_argument(
+        "--out", type=Path, default=None,
+        help="gradescope: the results.json file (one submission) or a folder (several; "
+             "default results/); csv: the gradebook file (default gradebook.csv); "
+             "table: also write the report as text here (with --jobs: the results folder)",
+    )
+    grade.add_argument(
+        "--feedback", action="store_true", help="table: print the feedback of failed checks"
+    )
+    grade.add_argument(
+        "--jobs", type=int, nargs="?", const=os.cpu_count() or 1, default=None, metavar="N",
+        help="grade as a resumable batch, N >= 1 submission files at once (default: the CPU "
+             "count): results.json and feedback files per submission and gradebook.csv under --out "
+             "(default results/; with --format csv, --out is the gradebook and the results "
+             "go to <its name>_results/ beside it)",
+    )
+    grade.add_argument(
+        "--force", action="store_true",
+        help="batch: grade every student again, even those whose results are current",
+    )
+    grade.add_argument(
+        "--student", action="append", default=None, metavar="NAME",
+        help="grade only this student (their folder's name; repeatable); in a batch they are "
+             "graded again and the others keep their results",
+    )
+    grade.add_argument(
+        "--task", action="append", default=None, metavar="N.M",
+        help="run only this task's checks (repeatable); in a batch its checks are re-run and "
+             "merged into each student's current results",
+    )
+    grade.add_argument(
+        "--roster", type=Path, default=None, metavar="CSV",
+        help="the class list (plain CSV, or a Canvas/Moodle/Blackboard export): every student "
+             "on it gets a row, missing submissions included",
+    )
+    grade.add_argument(
+        "--report", action="store_true",
+        help="batch: also write the class report (per-task statistics, histograms, the "
+             "mistakes seen) into the results folder",
+    )
+    grade.add_argument(
+        "--similarity", type=float, nargs="?", const=0.5, default=None, metavar="THRESHOLD",
+        help="batch: also compare the submissions of each assignment with one another "
+             "(copydetect; handout text excluded) and list pairs above THRESHOLD "
+             "(default 0.5)",
+    )
+    grade.add_argument(
+        "--to-gradebook", nargs="?", type=Path, const=Path(), default=None, metavar="COURSE",
+        help="also write each task's score into the nbgrader gradebook of COURSE (default: the "
+             "nbgrader course the PATH belongs to)",
+    )
+
+
+def run(args: argparse.Namespace, con: Console, err: Console) -> int:
+    """Run ``pallas-lab grade`` with the parsed ``args``; returns the exit status."""
+    if args.timeout is None:
+        args.timeout = SAMPLES_TIMEOUT if not args.paths else DEFAULT_TIMEOUT
+    # Third-party libraries' warnings (nbformat, nbgrader, SQLAlchemy) are noise to a TA:
+    # everything the TA needs is in the report, and the student's code runs elsewhere.
+    from graders.batch.run import BatchInterrupted
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return _grade(args, con, err)
+        except BatchInterrupted as stopped:
+            show(err, f"pallas-lab grade: {stopped}; their results are kept: run the same "
+                      "command again to grade the rest")
+            return EXIT_INTERRUPTED
+        except KeyboardInterrupt:
+            show(err, "pallas-lab grade: interrupted; nothing was written for the "
+                      "submission being graded")
+            return EXIT_INTERRUPTED
+
+
+def _grade_all(
+    submissions: Sequence[Submission], timeout: float, err: Console,
+    budget: float | None = None, tasks: Sequence[str] | None = None,
+) -> tuple[list[SubmissionResult], bool]:
+    """Grade ``submissions`` one after the other, with N/M and the time left on ``err``."""
+    from graders.reports.progress import GradingProgress
+    from graders.worker import zygote
+
+    results: list[SubmissionResult] = []
+    failed = False
+    # Several files: their workers fork from one zygote (one interpreter start, not one
+    # per file and restart); a single file gains nothing from it.
+    serving = zygote.serving() if len(submissions) > 1 else contextlib.nullcontext()
+    with serving, GradingProgress(err, len(submissions), transient=True) as progress:
+        for sub in submissions:
+            progress.now(f"grading {sub.student}/{sub.file.name} as {sub.assignment.id}")
+            try:
+                results.append(
+                    grade_submission(sub, timeout=timeout, budget=budget, tasks=tasks)
+                )
+            except Exception as exc:  # noqa: BLE001 - the grader's bug: report, go on
+                failed = True
+                show(err, f"internal error while grading {sub.file}: "
+                          f"{type(exc).__name__}: {exc}", style="bold red")
+                show(err, traceback.format_exc(), multiline=True)
+            progress.advance()
+    return results, failed
+
+
+def _report_internal(results: Sequence[SubmissionResult], err: Console) -> bool:
+    found = False
+    for result in results:
+        for check in result.internal_errors:
+            found = True
+            show(err, f"internal error in check {check.assignment} {check.task} "
+                      f"{check.check!r} for {result.student}: {check.reason}", style="bold red")
+            if check.internal_detail:
+                show(err, check.internal_detail, multiline=True)
+    return found
+
+
+def _write_gradescope(results: Sequence[SubmissionResult], out: Path | None, con: Console) -> None:
+    from graders.reports.gradescope import results_text, write_results_json
+
+    if len(results) == 1 and (out is None or not out.is_dir()):
+        if out is None:
+            sys.stdout.write(results_text(results[0]))
+        else:
+            show(con, f"wrote {write_results_json(results[0], out)}")
+        return
+    from graders.batch.run import result_path, write_result
+    from graders.reports.feedback_files import write_feedback_files
+
+    folder = out if out is not None else Path("results")
+    for result in results:
+        path = write_result(result, result_path(folder, result.student, result.stem))
+        write_feedback_files(result, path.parent)
+        show(con, f"wrote {path}")
+
+
+def _to_gradebook(args: argparse.Namespace, scores: dict, con: Console, err: Console) -> bool:
+    from graders.integrations.nbgrader.course import GradebookError, course_of, write_scores
+
+    course = course_of(args.to_gradebook, args.paths)
+    try:
+        written = write_scores(course, scores)
+    except (GradebookError, ImportError) as exc:
+        show(err, f"pallas-lab grade: {exc}")
+        return False
+    show(con, f"wrote {written} task score(s) into the nbgrader gradebook of {course}")
+    return True
+
+
+def _batch_paths(args: argparse.Namespace) -> tuple[Path, Path]:
+    """(the results folder, the gradebook file) of a batch (``--jobs``)."""
+    from graders.batch.run import GRADEBOOK
+
+    if args.format == "csv" and args.out is not None:
+        return args.out.parent / f"{args.out.stem}_results", args.out
+    out = args.out if args.out is not None else Path("results")
+    return out, out / GRADEBOOK
+
+
+def _print_results(args: argparse.Namespace, results: Sequence[SubmissionResult],
+                   problems: Sequence[str], con: Console) -> None:
+    from graders.reports.table import print_report
+
+    print_report(results, con, problems=problems, feedback=args.feedback)
+
+
+def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str]],
+           con: Console, err: Console, *, keep: bool = True) -> int:
+    from graders.batch.run import read_results, run_batch, task_scores_from_results
+
+    out, gradebook = _batch_paths(args)
+    selected = _filtered(args, found)
+    outcome = run_batch(selected, out=out, jobs=args.jobs, timeout=args.timeout, err=err,
+                        budget=args.budget, force=args.force or bool(args.student),
+                        tasks=args.task, gradebook=gradebook, notes=notes)
+    shown = {s.student for s in selected}
+    everyone = {s.student for s in found.submissions}
+    class_results = [r for r in read_results(out) if r.student in everyone]
+    results = [r for r in class_results if r.student in shown]
+    if args.format != "gradescope":
+        _print_results(args, results, found.problems, con)
+    if keep:
+        show(con, f"graded {outcome.graded} student(s), {outcome.skipped} already had "
+                  f"results; wrote {gradebook}")
+    if args.format == "gradescope":
+        for problem in found.problems:
+            show(err, f"skipped: {problem}")
+    for line in _note_lines(notes):
+        show(err, line)
+    code = _extras(args, out, class_results, found.submissions, set(notes), con, err)
+    for error in outcome.errors:
+        show(err, f"internal error while grading {error}", multiline=True)
+    if args.to_gradebook is not None and not _to_gradebook(
+            args, task_scores_from_results(out), con, err):
+        return EXIT_USAGE
+    return EXIT_INTERNAL if outcome.errors else code
+
+
+def _extras(args: argparse.Namespace, out: Path, results: Sequence[SubmissionResult],
+            submissions: Sequence[Submission], students: set[str], con: Console,
+            err: Console) -> int:
+    """The class report (over ``results``: the whole class's, whoever was graded now) and
+    the similarity check (over ``submissions``) of a batch, when asked for."""
+    if args.report:
+        from graders.reports.class_report import write_class_report
+
+        for path in write_class_report(results, out, students):
+            show(con, f"wrote {path}")
+    if args.similarity is not None:
+        from graders.reports.similarity import similarity_report
+
+        text, path = similarity_report(submissions, out, threshold=args.similarity)
+        con.print(text, markup=False, highlight=False)
+        show(con, f"wrote {path}")
+    return EXIT_OK
+
+
+def _note_lines(notes: dict[str, list[str]]) -> list[str]:
+    return [f"{student}: {'; '.join(lines)}" for student, lines in sorted(notes.items())
+            if lines]
+
+
+def _check_options(args: argparse.Namespace, found: Discovery) -> str | None:
+    """One line saying why the options cannot work (None when they can), before grading."""
+    from graders.cli.grade_options import (
+        gradebook_problem,
+        jobs_problem,
+        out_kind,
+        writable_problem,
+    )
+
+    problem = jobs_problem(args.jobs)
+    if problem:
+        return problem
+    batch = args.jobs is not None
+    if not batch and (args.force or args.report or args.similarity is not None):
+        used = [o for o, on in (("--force", args.force), ("--report", args.report),
+                                ("--similarity", args.similarity is not None)) if on]
+        return f"{', '.join(used)} work(s) with a batch: add --jobs N"
+    if args.similarity is not None and not 0 < args.similarity <= 1:
+        return f"--similarity's threshold is a fraction in (0, 1], not {args.similarity:g}"
+    if args.similarity is not None and importlib.util.find_spec("copydetect") is None:
+        return "--similarity needs copydetect: pip install -e '.[report]'"
+    if args.task and not batch and args.format != "table":
+        return (f"--task with --format {args.format} needs --jobs: a batch merges the task's "
+                "checks into each student's results, a single run would write partial scores")
+    if args.task:
+        known = {t.id for a in ASSIGNMENTS.values() for t in a.tasks}
+        unknown = [t for t in args.task if t not in known]
+        if unknown:
+            return f"--task {unknown[0]}: no such task (tasks look like 1.2, 4.3)"
+    if args.student:
+        students = {s.student for s in found.submissions}
+        unknown = [n for n in args.student if n not in students]
+        if unknown:
+            return (f"--student {terminal_text(unknown[0])}: no submission of that student "
+                    "found under the PATHs")
+    if batch:
+        out, gradebook = _batch_paths(args)
+        problem = writable_problem(out, "folder") or writable_problem(gradebook, "file")
+    elif args.out is not None:
+        kind = out_kind(args.format, batch, len(found.submissions), args.out)
+        problem = writable_problem(args.out, kind)
+    if problem:
+        return problem
+    if args.to_gradebook is not None:
+        from graders.integrations.nbgrader.course import course_of
+
+        course = course_of(args.to_gradebook, args.paths)
+        return gradebook_problem(course, {s.stem for s in found.submissions})
+    return None
+
+
+def _filtered(args: argparse.Namespace, found: Discovery) -> list[Submission]:
+    """The submissions this run grades: of ``--student``s, of assignments with a
+    ``--task``."""
+    subs = found.submissions
+    if args.student:
+        subs = [s for s in subs if s.student in args.student]
+    if args.task:
+        subs = [s for s in subs
+                if any(t.id in args.task for t in s.assignment.tasks)]
+    return subs
+
+
+def _roster_notes(args: argparse.Namespace, found: Discovery) -> dict[str, list[str]]:
+    """Discovery's notes, plus the roster's: a row for each student on it without a
+    submission, and a note on submitters who are not on it. Raises ``RosterError``."""
+    notes = {k: list(v) for k, v in found.notes.items()}
+    if args.roster is None:
+        return notes
+    from graders.reports.roster import match_roster, read_roster
+
+    entries = read_roster(args.roster)
+    students = {s.student for s in found.submissions} | set(found.notes)
+    _matched, missing, strangers = match_roster(entries, sorted(students))
+    for entry in missing:
+        notes.setdefault(entry.name, []).append("missing: no submission")
+    for student in strangers:
+        notes.setdefault(student, []).append("not on the roster")
+    return notes
+
+
+def _say_isolation(err: Console) -> None:
+    """One line on stderr when workers get less than the full sandbox (namespaces and a
+    cgroup for the process tree): the TA must know what a submission can do here."""
+    from graders.worker import sandbox
+
+    try:
+        level = sandbox.choose_level()
+        warning = sandbox.describe(level, sandbox.choose_tree_level(level))[1]
+    except (RuntimeError, ValueError):
+        return  # a forced level that is not available: every submission reports it
+    if warning:
+        err.print(warning, markup=False, highlight=False, style="yellow", soft_wrap=True)
+
+
+def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
+    found = discover(args.paths, assignment=args.assignment)
+    if found.ambiguities:  # grading would drop or merge students without a word
+        for ambiguity in found.ambiguities:
+            show(err, f"pallas-lab grade: {ambiguity}")
+        return EXIT_USAGE
+    if not found.submissions:
+        for problem in found.problems:
+            show(err, f"pallas-lab grade: {problem}")
+        show(err, "pallas-lab grade: nothing to grade")
+        return EXIT_USAGE
+    if any(not Path(p).exists() for p in args.paths):
+        for problem in found.problems:
+            show(err, f"pallas-lab grade: {problem}")
+        return EXIT_USAGE
+    problem = _check_options(args, found)
+    if problem is None:
+        from graders.reports.roster import RosterError
+
+        try:
+            notes = _roster_notes(args, found)
+        except RosterError as exc:
+            problem = str(exc)
+    if problem is not None:  # one line, however narrow the terminal
+        err.print(Text(terminal_text(f"pallas-lab grade: {problem}; nothing was graded")),
+                  soft_wrap=True)
+        return EXIT_USAGE
+    _say_isolation(err)
+    if args.jobs is not None:
+        return _batch(args, found, notes, con, err)
+    if not args.paths and args.out is None and args.format == "table" \
+            and args.to_gradebook is None and not args.report and args.similarity is None:
+        # The bundled samples (the README's first command): a batch of two graders at a
+        # time into a temporary folder, then the same table; nothing is left behind.
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="pallas-lab-samples-") as folder:
+            args.jobs, args.out = max(1, min(2, os.cpu_count() or 1)), Path(folder)
+            return _batch(args, found, notes, con, err, keep=False)
+    submissions = _filtered(args, found)
+    results, failed = _grade_all(submissions, args.timeout, err, args.budget, args.task)
+    code = EXIT_OK
+    if args.format == "table":
+        _print_results(args, results, found.problems, con)
+        for line in _note_lines(notes):
+            show(err, line)
+        if args.out is not None:
+            from graders.reports.files import atomic_write_text
+            from graders.reports.table import print_report
+
+            text = Console(record=True, width=120, file=io.StringIO())
+            print_report(results, text, problems=found.problems, feedback=args.feedback)
+            atomic_write_text(args.out, text.export_text())
+    elif args.format == "gradescope":
+        _write_gradescope(results, args.out, err if args.out is None else con)
+        for problem in found.problems:
+            show(err, f"skipped: {problem}")
+    else:
+        from graders.reports.gradebook_csv import write_gradebook
+
+        path = write_gradebook(results, args.out or Path("gradebook.csv"), notes=notes)
+        show(con, f"wrote {path} ({len(results)} submission(s))")
+        for problem in found.problems:
+            show(err, f"skipped: {problem}")
+    if args.to_gradebook is not None:
+        from graders.integrations.nbgrader.course import scores_of_results
+
+        if not _to_gradebook(args, scores_of_results(results), con, err):
+            code = EXIT_USAGE
+    internal = _report_internal(results, err)
+    return EXIT_INTERNAL if failed or internal else code

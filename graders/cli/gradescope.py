@@ -1,0 +1,27 @@
+"""``pallas-lab gradescope``: build a Gradescope autograder zip (instructors).
+
+The command's options are its own: ``autograder.main`` of ``graders.integrations.gradescope`` parses
+every argument after the command's name, ``--help`` included.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+NAME = "gradescope"
+#: The arguments after the command's name are the command's own.
+PASS_THROUGH = True
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    """Add the command to ``commands``, the ``pallas-lab`` subcommands."""
+    commands.add_parser(NAME, add_help=False,
+                        help="build a Gradescope autograder zip (instructors)")
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run the command on ``argv``, the arguments after its name; returns the exit status."""
+    from graders.integrations.gradescope import autograder
+
+    return int(autograder.main(list(argv)) or 0)

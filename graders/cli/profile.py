@@ -1,0 +1,27 @@
+"""``pallas-lab profile``: predicted TPU time of a file's kernels (pallas_sim.estimate).
+
+The command's options are its own: ``kernel_profile.main`` of ``graders.reports`` parses
+every argument after the command's name, ``--help`` included.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+NAME = "profile"
+#: The arguments after the command's name are the command's own.
+PASS_THROUGH = True
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    """Add the command to ``commands``, the ``pallas-lab`` subcommands."""
+    commands.add_parser(NAME, add_help=False,
+                        help="predicted TPU time of a file's kernels (pallas_sim.estimate)")
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run the command on ``argv``, the arguments after its name; returns the exit status."""
+    from graders.reports import kernel_profile
+
+    return int(kernel_profile.main(list(argv)) or 0)
