@@ -6,88 +6,17 @@ pallas as pl`` to run the same kernel on real Pallas.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
-
 from ._src import surface as _surface
 from ._src.block_dims import Blocked, BoundedSlice, Element, Squeezed, squeezed
 from ._src.call_args import no_block_spec
 from ._src.context import num_programs, program_id, when
+from ._src.dslice import ds, dslice, multiple_of
 from ._src.loop import loop
 from ._src.memory_spaces import ANY, MemorySpace
 from ._src.mesh import kernel
 from ._src.pallas_call import cdiv, pallas_call
 from ._src.scoped import run_scoped
 from ._src.specs import BlockSpec, Buffered, CostEstimate, GridSpec
-from ._src.values import concrete
-
-
-def ds(start: int | None, size: int | None = None, stride: int | None = None) -> slice:
-    """``pl.ds`` (``pl.dslice``): a slice of a ref, spelled as JAX spells it.
-
-    * ``pl.ds(None)`` is ``:``;
-    * ``pl.ds(j)`` is ``:j`` (``j`` elements from 0);
-    * ``pl.ds(i, j)`` is ``i : i + j``;
-    * ``pl.ds(i, j, stride)`` is ``j`` elements from ``i``, ``stride`` apart.
-
-    Returned as a Python ``slice``, so it indexes refs and plain arrays alike.
-    ``start`` may be traced (``pl.program_id(0) * 8``); ``size`` and ``stride`` must be
-    static ints, as in JAX.
-
-    Raises:
-      ValueError: ``size`` or ``stride`` is negative (JAX: "`stride` must be >= 0"), or
-        ``stride`` is 0.
-      TracerConversionError: ``size`` or ``stride`` is traced.
-    """
-    if start is None:
-        return slice(None)
-    if size is None:
-        start, size = 0, start
-    step = 1 if stride is None else int(stride)
-    start, size = int(concrete(start)), int(size)
-    if size < 0:
-        raise ValueError(f"pl.ds size={size} must be >= 0")
-    if step < 0:
-        raise ValueError("`stride` must be >= 0.")
-    if step == 0:
-        raise ValueError("pl.ds with stride=0 (one element repeated) is not supported by "
-                         "pallas_sim; index the element and broadcast it")
-    if step == 1 or size == 0:
-        return slice(start, start + size)
-    return slice(start, start + (size - 1) * step + 1, step)
-
-
-dslice = ds
-
-
-def multiple_of(x: Any, values: int | Sequence[int]) -> Any:
-    """``pl.multiple_of(x, values)``: the promise that ``x`` (a grid index product, a
-    ``pl.ds`` start) is a multiple of ``values``, which Mosaic uses to prove aligned
-    accesses. Returns ``x`` unchanged, as JAX does; the hint changes no value.
-
-    Raises:
-      TypeError: ``values`` is not an int or a sequence of ints (JAX takes nothing else).
-      ValueError: ``x`` is an integer known here and is not a multiple of ``values``: a
-        false hint is undefined behaviour on a TPU (Mosaic trusts it), so pallas_sim
-        refuses it where JAX's interpreter would pass it silently.
-    """
-    ints = [values] if isinstance(values, int) else list(values) if isinstance(
-        values, (tuple, list)) else None
-    if ints is None or not ints or any(isinstance(v, bool) or not isinstance(v, int)
-                                       for v in ints):
-        raise TypeError(f"pl.multiple_of values={values!r}: expected an int or a sequence "
-                        "of ints")
-    raw = concrete(x)
-    if isinstance(raw, (int, np.integer, np.ndarray)) and not isinstance(raw, bool):
-        array = np.asarray(raw)
-        if array.dtype.kind in "iu" and array.size and isinstance(values, int) and values > 0:
-            if np.any(array % values):
-                raise ValueError(f"pl.multiple_of: {array.tolist()} is not a multiple of "
-                                 f"{values}; the hint must hold (a false one is undefined "
-                                 "behaviour on a TPU)")
-    return x
 
 __all__ = ["ANY", "BlockSpec", "Blocked", "BoundedSlice", "Buffered", "CostEstimate", "Element",
            "GridSpec", "MemorySpace", "Squeezed", "cdiv", "ds", "dslice", "kernel", "loop",

@@ -6,10 +6,8 @@ message: pallas_sim keeps no registry (:mod:`pallas_sim._src.pytrees`).
 
 from __future__ import annotations
 
-from typing import Any
-
 from ._src import surface as _surface
-from ._src.pytrees import PyTreeDef
+from ._src.pytrees import PyTreeDef, all_leaves, treedef_is_leaf
 from ._src.pytrees import all as tree_all
 from ._src.pytrees import flatten as tree_flatten
 from ._src.pytrees import leaves as tree_leaves
@@ -17,17 +15,6 @@ from ._src.pytrees import map as tree_map
 from ._src.pytrees import reduce as tree_reduce
 from ._src.pytrees import structure as tree_structure
 from ._src.pytrees import unflatten as tree_unflatten
-
-
-def treedef_is_leaf(treedef: PyTreeDef) -> bool:
-    """``jax.tree_util.treedef_is_leaf``: whether ``treedef`` is the structure of a leaf."""
-    return treedef.num_nodes == 1 and treedef.num_leaves == 1
-
-
-def all_leaves(iterable: Any, is_leaf: Any = None) -> bool:
-    """``jax.tree_util.all_leaves``: whether every element of ``iterable`` is a leaf."""
-    return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)
-
 
 __all__ = ["PyTreeDef", "all_leaves", "tree_all", "tree_flatten", "tree_leaves", "tree_map",
            "tree_reduce", "tree_structure", "tree_unflatten", "treedef_is_leaf"]

@@ -5,21 +5,17 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from .refused_dtypes import REFUSED_NAMES
+
+__all__ = ["REFUSED", "REFUSED_NAMES", "as_dtype", "bfloat16", "fill_value", "is_floating",
+           "refuse"]
+
 bfloat16 = ml_dtypes.bfloat16
 
 _NAMED = {"bfloat16": np.dtype(bfloat16), "bf16": np.dtype(bfloat16)}
 
-#: The dtypes JAX 0.10.2's ``jax.numpy`` names that pallas_sim's does not offer (and that
-#: 64-bit truncation does not turn into one it offers): the 8-, 6- and 4-bit floats, the
-#: 1- and 2-bit integers, complex. They are refused by every spelling, ``jnp.<name>``, the
-#: string ``"<name>"``, ``np.dtype("<name>")`` or an array of that dtype, with the message
-#: of the name (:func:`refuse`). JAX Pallas TPU does run some of them (fp8 products on
-#: v6e and v7, per JAX's ``tpu_info``); pallas_sim models none of them, so a kernel cannot
-#: use one to be counted at another rate than the one it computes at.
-REFUSED_NAMES: tuple[str, ...] = (
-    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
-    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn",
-    "float4_e2m1fn", "int1", "int2", "uint1", "uint2", "complex64", "complex128")
+#: The dtypes pallas_sim refuses by name (:data:`REFUSED_NAMES`, from
+#: :mod:`pallas_sim._src.refused_dtypes`), by every spelling (:func:`refuse`).
 REFUSED: frozenset[np.dtype] = frozenset(
     np.dtype(getattr(ml_dtypes, n, None) or n) for n in REFUSED_NAMES)
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import lax
+from .lax_control_flow import fori_loop
 from .values import KERNELS, KernelValue, canonical_dtype, concrete
 
 
@@ -85,7 +85,7 @@ def loop(lower: Any, upper: Any, *, init_carry: Any = None, step: Any = 1,
                 return None
             return body(index, carry)
 
-        return lax.fori_loop(0, count, with_index, init_carry, unroll=unroll)
+        return fori_loop(0, count, with_index, init_carry, unroll=unroll)
 
     return decorator
 

@@ -123,7 +123,7 @@ def create_tensorcore_mesh(axis_name: str, devices: Sequence[Any] | None = None,
         raise ValueError("cannot specify both devices and num_cores")
     if num_cores is None:
         if devices is None:
-            from ..jax import devices as all_devices
+            from .devices import devices as all_devices
 
             devices = all_devices()
         num_cores = int(getattr(devices[0], "num_cores", 1))

@@ -65,9 +65,9 @@ def cdiv(a: Any, b: Any) -> Any:
     """
     if isinstance(a, int | np.integer) and isinstance(b, int | np.integer):
         return (int(a) + int(b) - 1) // int(b)
-    from .. import lax
+    from .lax_elementwise import div
 
-    return lax.div(a + (b - 1), b)
+    return div(a + (b - 1), b)
 
 
 def pallas_call(kernel: Callable[..., None], out_shape: object, *,

@@ -167,7 +167,7 @@ def _normalize(specs: Any) -> tuple[Any, ...]:
 def _check_cores(ctx: Any, core_axis: Any, core_axis_name: Any) -> None:
     """With one core there is nothing to partition; the axis must exist, as in JAX."""
     if core_axis_name is not None:
-        from ..lax import axis_size
+        from .lax_axes import axis_size
 
         axis_size(core_axis_name)
     if core_axis is not None:

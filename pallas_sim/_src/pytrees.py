@@ -18,6 +18,8 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .exports import publish
+
 IsLeaf = Callable[[Any], bool] | None
 
 _NO_INITIALIZER = object()
@@ -273,3 +275,16 @@ def reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any = _N
     if initializer is _NO_INITIALIZER:
         return functools.reduce(function, items)
     return functools.reduce(function, items, initializer)
+
+
+def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+    """``jax.tree_util.treedef_is_leaf``: whether ``treedef`` is the structure of a leaf."""
+    return treedef.num_nodes == 1 and treedef.num_leaves == 1
+
+
+def all_leaves(iterable: Any, is_leaf: Any = None) -> bool:
+    """``jax.tree_util.all_leaves``: whether every element of ``iterable`` is a leaf."""
+    return builtins.all(treedef_is_leaf(structure(x, is_leaf)) for x in iterable)
+
+
+publish("pallas_sim.tree_util", globals(), ["treedef_is_leaf", "all_leaves"])

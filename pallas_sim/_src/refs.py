@@ -17,7 +17,7 @@ import numpy as np
 
 from .abstract import AbstractArray
 from .errors import HBMAccessError, TracerConversionError
-from .values import KERNELS, KernelValue, canonical_dtype, captured
+from .values import KERNELS, NOT_OPERANDS, KernelValue, canonical_dtype, captured
 
 
 class Ref:
@@ -187,6 +187,9 @@ class Ref:
         raise IndexError(
             f"index {_fmt(idx)} is out of bounds for {self.name} of shape "
             f"{self._buf.shape} (axis {dim} has size {size})")
+
+
+NOT_OPERANDS[Ref] = "arithmetic on a ref: load it first (x_ref[...]), as in JAX"
 
 
 def _concrete_index(value: KernelValue) -> object:

@@ -16,9 +16,9 @@ import importlib
 from collections.abc import Callable
 from typing import NoReturn
 
-from .dtypes import REFUSED_NAMES
 from .errors import UnsupportedJaxAPIError
 from .jax_names import JAX_VERSION, NAMES
+from .refused_dtypes import REFUSED_NAMES
 
 #: How code spells the Pallas namespaces.
 _SHORT = {"jax.experimental.pallas": "pl", "jax.experimental.pallas.tpu": "pltpu"}

@@ -473,6 +473,12 @@ def _unary(ufunc: np.ufunc) -> Callable[..., Any]:
     return method
 
 
+#: Types an operator of a kernel value refuses as its other operand, each with the
+#: TypeError's message. Refs register themselves here (pallas_sim._src.refs), so this
+#: module never imports the module of refs, which imports it.
+NOT_OPERANDS: dict[type, str] = {}
+
+
 def _operand(x: Any) -> Any:
     if type(x) is KernelValue:
         return x._a
@@ -482,18 +488,10 @@ def _operand(x: Any) -> Any:
         return x
     if isinstance(x, np.generic | bool | int | float | complex):
         return x
-    from .refs import Ref
-
-    if isinstance(x, Ref):
-        raise TypeError(
-            "arithmetic on a ref: load it first (x_ref[...]), as in JAX")
+    for kind, why in NOT_OPERANDS.items():
+        if isinstance(x, kind):
+            raise TypeError(why)
     return np.asarray(x)
-
-
-def _matmul(a: Any, b: Any) -> Any:
-    from .. import jnp  # jnp's product rule: MXU-style f32 accumulation
-
-    return jnp.matmul(a, b)
 
 
 # ``x += y`` on a traced value rebinds x to a new value, as on a JAX array.
@@ -511,10 +509,8 @@ for _op, _ufunc in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
 for _op, _ufunc in (("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
                     ("invert", np.invert)):
     setattr(KernelValue, f"__{_op}__", _unary(_ufunc))
-KernelValue.__matmul__ = KernelValue.__imatmul__ = lambda self, other: _matmul(self, other)
-KernelValue.__rmatmul__ = lambda self, other: _matmul(other, self)
+# ``@`` and ``dot`` are jnp's products, installed by pallas_sim._src.products.
 KernelValue.__round__ = lambda self, ndigits=None: _wrap(np.round(self._a, ndigits or 0))
-KernelValue.dot = lambda self, other: _matmul(self, other)
 
 for _name in ("reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten", "sum", "prod",
               "max", "min", "mean", "std", "var", "any", "all", "argmax", "argmin", "cumsum",
