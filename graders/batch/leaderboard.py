@@ -1,7 +1,7 @@
 """``pallas-lab leaderboard RESULTS``: a ranking per performance task.
 
 RESULTS is the folder a batch writes (``<student>/<stem>/results.json``, read with
-``graders.batch.run.read_results``) or a CSV gradebook (its ``"<task> predicted ms"``
+``graders.batch.store.read_results``) or a CSV gradebook (its ``"<task> predicted ms"``
 columns, ``graders.reports.gradebook_csv``). Per performance task the students with a
 predicted time are ranked fastest first (equal times share a rank), with the time in
 milliseconds and how much slower than the fastest it is; students without a prediction
@@ -59,7 +59,7 @@ def _performance_tasks() -> dict[str, str]:
 
 def entries_from_results(folder: Path) -> dict[str, list[Entry]]:
     """Task id -> one entry per student graded on its assignment, from a batch folder."""
-    from graders.batch.run import read_results
+    from graders.batch.store import read_results
     from graders.reports.gradebook_csv import predicted_ms
 
     tasks = _performance_tasks()

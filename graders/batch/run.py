@@ -41,8 +41,6 @@ resubmitted a file has that file graded again. ``force`` grades every file again
 from __future__ import annotations
 
 import contextlib
-import csv
-import json
 import multiprocessing
 import signal
 import sys
@@ -56,117 +54,22 @@ from typing import Any, Literal
 
 from rich.console import Console
 
-from graders.checking.feedback import format_points
-from graders.grading.grade import CheckResult, SubmissionResult
+from graders.batch.schedule import drop_stale_result, pending_students, schedule
+from graders.batch.store import (
+    GRADEBOOK,
+    gradebook_from_results,
+    merge_tasks,
+    read_result,
+    result_path,
+    write_result,
+)
 from graders.grading.submission import Submission
-from graders.labs.catalog import ASSIGNMENTS, Assignment, assignment_for_stem
-from graders.reports.files import atomic_write_text, student_folder_name, student_of_folder_name
+from graders.labs.catalog import ASSIGNMENTS
+from graders.reports.files import atomic_write_text
 from graders.reports.progress import GradingProgress
-from graders.safety.safe_text import terminal_text
 
-GRADEBOOK = "gradebook.csv"
-#: The key of pallas-lab's own record in results.json's ``extra_data``.
-RECORD = "pallas_lab"
 #: What a pool child reports for a student whose grading Ctrl-C stopped.
 INTERRUPTED = "interrupted"
-
-
-def result_path(out: Path, student: str, stem: str) -> Path:
-    """Where a submission's results.json goes under the batch folder ``out``
-    (``student_folder_name`` keeps it clear of the gradebook and other students)."""
-    return out / student_folder_name(student) / stem / "results.json"
-
-
-def result_document(result: SubmissionResult) -> dict[str, Any]:
-    """results.json for ``result`` (``graders.reports.gradescope.results_json``) with
-    pallas-lab's record in ``extra_data[RECORD]``: the file's name and SHA-256, the load
-    error, and per check its status, one-line reason (what the table shows), measures and
-    the diagnosis the check verified (``CheckResult.diagnosis``, which the class report
-    counts: never the feedback's text)."""
-    from graders.reports.gradescope import results_json
-
-    document = results_json(result)
-    document["extra_data"][RECORD] = {
-        "file": terminal_text(Path(result.file).name),
-        "sha256": result.sha256,
-        "load_error": (terminal_text(result.load_error, multiline=True)
-                       if result.load_error else None),
-        "checks": [{"status": c.status, "reason": terminal_text(c.reason),
-                    **({"measures": dict(c.measures)} if c.measures else {}),
-                    **({"diagnosis": terminal_text(c.diagnosis)} if c.diagnosis else {})}
-                   for c in result.checks],
-    }
-    return document
-
-
-def write_result(result: SubmissionResult, path: Path) -> Path:
-    """Write ``result_document(result)`` to ``path`` atomically; returns the path."""
-    text = json.dumps(result_document(result), indent=2, ensure_ascii=False) + "\n"
-    return atomic_write_text(path, text)
-
-
-def read_result(path: Path, info: Assignment | None = None) -> SubmissionResult | None:
-    """The ``SubmissionResult`` a results.json under a batch folder holds (student from its
-    folders; the assignment ``info``, else the one its folder's name is the stem of), or
-    None when it is not one pallas-lab wrote with its record (``result_document``) or
-    cannot be read."""
-    if info is None:
-        info = assignment_for_stem(path.parent.name)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        record = data["extra_data"][RECORD]
-        tests = data["tests"]
-        statuses = record["checks"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if info is None or len(statuses) != len(tests):
-        return None
-    result = SubmissionResult(
-        student=student_of_folder_name(path.parent.parent.name), stem=info.stem,
-        assignment=info.id, file=str(path.parent / record.get("file", info.file_name)),
-        load_error=record.get("load_error"), sandbox=data["extra_data"].get("sandbox", ""),
-        sha256=record.get("sha256", ""), seconds=float(data.get("execution_time", 0)),
-    )
-    try:
-        checks = [_check_of(info.id, test, state) for test, state in zip(tests, statuses,
-                                                                          strict=True)]
-    except (KeyError, TypeError, ValueError):  # not a results.json this batch wrote
-        return None
-    result.checks.extend(checks)
-    return result
-
-
-def _check_of(assignment: str, test: dict, state: dict) -> CheckResult:
-    """One check's result from its Gradescope test entry and its recorded status."""
-    graded = "not graded" not in test.get("tags", [])
-    return CheckResult(
-        assignment=assignment, task=str(test["number"]), check=str(test["name"]),
-        points=float(test["score"]), max_points=float(test["max_score"]),
-        status=str(state["status"]), feedback=str(test.get("output", "")), seconds=0.0,
-        graded=graded, reason=str(state.get("reason", "")),
-        measures={str(k): float(v) for k, v in (state.get("measures") or {}).items()},
-        diagnosis=str(state.get("diagnosis", "")))
-
-
-def read_results(out: Path) -> list[SubmissionResult]:
-    """Every result under the batch folder ``out``, by student then assignment."""
-    order = {a: i for i, a in enumerate(ASSIGNMENTS)}
-    found = [r for r in map(read_result, sorted(out.glob("*/*/results.json"))) if r]
-    return sorted(found, key=lambda r: (r.student, order.get(r.assignment, 99)))
-
-
-def _merge(previous: SubmissionResult, fresh: SubmissionResult) -> SubmissionResult:
-    """``previous`` with the checks of ``fresh.only_tasks`` replaced by ``fresh``'s."""
-    from graders.checking.framework import load_checks
-
-    tasks = set(fresh.only_tasks or ())
-    kept = [c for c in previous.checks if c.task not in tasks]
-    rank = {(c.task, c.name): i for i, c in enumerate(load_checks(previous.assignment))}
-    checks = sorted([*kept, *fresh.checks], key=lambda c: rank.get((c.task, c.check), 999))
-    return SubmissionResult(
-        student=fresh.student, stem=fresh.stem, assignment=fresh.assignment, file=fresh.file,
-        checks=checks, load_error=fresh.load_error or previous.load_error,
-        seconds=fresh.seconds, sandbox=fresh.sandbox, sha256=fresh.sha256)
 
 
 def _grade_submission(sub: Submission, out: str, timeout: float, budget: float | None = None,
@@ -199,7 +102,7 @@ def _grade_submission(sub: Submission, out: str, timeout: float, budget: float |
         result = grade_submission(sub, timeout=timeout, budget=budget,
                                   tasks=tasks if current else None)
         if current and previous is not None:
-            result = _merge(previous, result)
+            result = merge_tasks(previous, result)
         if _LOST_INTERRUPT:  # Ctrl-C came while grading, where it could not be raised
             raise KeyboardInterrupt
         write_result(result, path)
@@ -220,6 +123,8 @@ def _grade_submission(sub: Submission, out: str, timeout: float, budget: float |
 
 #: Set in each pool child by ``_ignore_interrupts``: the batch's "stop" event.
 _STOP: Any = None
+
+
 #: Set in a pool child when a Ctrl-C was raised where Python could not pass it on (in a
 #: garbage-collector callback, such as hypothesis' gc timer): the file is then not kept.
 _LOST_INTERRUPT = False
@@ -269,123 +174,6 @@ class BatchInterrupted(Exception):  # noqa: N818 - it is what happened, not a fa
     def __init__(self, graded: int, pending: int) -> None:
         super().__init__(f"interrupted after {graded} of {graded + pending} student(s)")
         self.graded, self.pending = graded, pending
-
-
-def _is_current(out: Path, sub: Submission) -> bool:
-    """Whether ``sub`` has a results.json made from a file with its content (the record's
-    SHA-256)."""
-    previous = read_result(result_path(out, sub.student, sub.stem), sub.assignment)
-    return previous is not None and previous.sha256 != "" and previous.sha256 == sub.sha256
-
-
-def _drop_stale_result(out: Path, sub: Submission) -> bool:
-    """After ``sub``'s grader died for good: remove a results.json (and the feedback
-    files beside it) made from other content than ``sub.file``'s present one, so the
-    gradebook shows no score rather than an earlier submission's. Returns whether a
-    result of this very content is kept."""
-    if _is_current(out, sub):
-        return True
-    path = result_path(out, sub.student, sub.stem)
-    for stale in (path, path.with_name("feedback.md"), path.with_name("feedback.html")):
-        stale.unlink(missing_ok=True)
-    return False
-
-
-def pending_students(submissions: Sequence[Submission], out: Path, *, force: bool = False
-                     ) -> dict[str, list[Submission]]:
-    """Students to grade, in order, each with the submissions of theirs to grade: with
-    ``force`` every student and every submission, otherwise the students with a submission
-    that lacks a current results.json (none yet, one of another content, or one without
-    pallas-lab's record), with just those submissions (the others' results are current)."""
-    by_student: dict[str, list[Submission]] = {}
-    for sub in submissions:
-        if force or not _is_current(out, sub):
-            by_student.setdefault(sub.student, []).append(sub)
-    return by_student
-
-
-def grading_cost(sub: Submission, tasks: Collection[str] | None = None) -> int:
-    """What grading ``sub`` is expected to cost, in checks: those its assignment's record
-    declares (``Task.checks``; of ``tasks`` only, when given). The hidden checks are never
-    imported here. Only the order of the costs matters (``schedule``)."""
-    return sub.assignment.check_count(tasks)
-
-
-def schedule(pending: Mapping[str, Sequence[Submission]],
-             tasks: Collection[str] | None = None) -> list[Submission]:
-    """The order in which a batch hands out ``pending``'s submissions (one file per job):
-    the most expensive first (``grading_cost``), ties in the students' order then each
-    student's, so that the long files start early and the short ones fill in the gaps
-    at the end, whichever student they belong to (longest processing time first)."""
-    subs = [sub for student_subs in pending.values() for sub in student_subs]
-    costs = {id(sub): grading_cost(sub, tasks) for sub in subs}
-    return sorted(subs, key=lambda sub: -costs[id(sub)])  # sorted() is stable
-
-
-def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None = None
-                           ) -> str:
-    """The CSV gradebook text of every ``<student>/<stem>/results.json`` under ``out``.
-
-    Columns as ``graders.reports.gradebook_csv``: ``student``, graded task ids, each
-    performance task's predicted ms, assignment totals, ``total``; one row per student,
-    sorted; cells written as that module writes them (names escaped, formulas
-    neutralised). ``notes`` (student -> lines such as "missing: a1", "misnamed:
-    a1.txt") adds a ``notes`` column, and a row for every student it names, with or
-    without results.
-    """
-    from graders.reports.gradebook_csv import (
-        format_ms,
-        gradebook_columns,
-        gradebook_text,
-        predicted_column,
-        predicted_ms,
-        student_cell_value,
-    )
-
-    rows: dict[str, dict[str, str]] = {}
-    ids: set[str] = set()
-    stems = {a.stem: a for a in ASSIGNMENTS.values()}
-    for path in sorted(out.glob("*/*/results.json")):
-        student, stem = student_of_folder_name(path.parent.parent.name), path.parent.name
-        info = stems.get(stem)
-        if info is None:
-            continue
-        data = json.loads(path.read_text(encoding="utf-8"))
-        row = rows.setdefault(student, {"student": student_cell_value(student)})
-        points: dict[str, float] = {t.id: 0.0 for t in info.graded_tasks}
-        for test in data.get("tests", []):
-            if test.get("number") in points and "not graded" not in test.get("tags", []):
-                points[test["number"]] += float(test.get("score", 0))
-        for task, value in points.items():
-            row[task] = format_points(round(value, 6))
-        row[info.id] = format_points(float(data.get("score", 0)))
-        result = read_result(path)
-        for task_id, value in (predicted_ms(result) if result else {}).items():
-            row[predicted_column(task_id)] = format_ms(value)
-        ids.add(info.id)
-    columns = gradebook_columns(sorted(ids))
-    for row in rows.values():
-        row["total"] = format_points(round(sum(float(row[a]) for a in ids if a in row), 6))
-    if notes and any(notes.values()):
-        columns.append("notes")
-        for student, lines in notes.items():
-            row = rows.setdefault(student, {"student": student_cell_value(student)})
-            if lines:
-                row["notes"] = terminal_text("; ".join(lines))
-    return gradebook_text(columns, sorted(rows.values(), key=lambda row: row["student"]))
-
-
-def task_scores_from_results(out: Path) -> dict[tuple[str, str], dict[str, float]]:
-    """(student, stem) -> points per graded task, read back from the results.json files."""
-    scores: dict[tuple[str, str], dict[str, float]] = {}
-    for path in sorted(out.glob("*/*/results.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        points: dict[str, float] = {}
-        for test in data.get("tests", []):
-            if "not graded" not in test.get("tags", []):
-                points[test["number"]] = points.get(test["number"], 0.0) + float(test["score"])
-        scores[(student_of_folder_name(path.parent.parent.name), path.parent.name)] = points
-    return scores
 
 
 @dataclass(frozen=True)
@@ -439,7 +227,7 @@ def _grade_alone(out: Path, subs: Sequence[Submission], jobs: int,
     """Grade ``subs`` again, the files a broken pool did not finish, each in a pool of its
     own (one grader process, ``options`` as the batch's pool: the same zygote), at most
     ``jobs`` at a time, in order: a grader that dies now took only its own file down.
-    Such a file gets no result (``_drop_stale_result`` under the batch folder ``out``),
+    Such a file gets no result (``drop_stale_result`` under the batch folder ``out``),
     an error for ``done`` and the note "grader died: FILE" in ``notes``;
     every file is passed to ``done`` (except after Ctrl-C: ``stop`` is set and
     the files not started are left). Returns whether Ctrl-C stopped the batch."""
@@ -469,7 +257,7 @@ def _grade_alone(out: Path, subs: Sequence[Submission], jobs: int,
                 name = Path(sub.file).name
                 notes.setdefault(sub.student, []).append(f"grader died: {name}")
                 kept = ("an earlier result of the same content is kept"
-                        if _drop_stale_result(out, sub) else "no result was written")
+                        if drop_stale_result(out, sub) else "no result was written")
                 done(sub, f"the grader process died while grading {name} ({how}), "
                           f"also when graded alone; {kept}", "grader died:")
     except KeyboardInterrupt:
@@ -587,9 +375,3 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
         raise BatchInterrupted(finished, len(pending) - finished)
     errors = [f"{student}: {error}" for student, (_, error) in first_errors.items()]
     return BatchOutcome(len(pending), done_before, errors)
-
-
-def summary_rows(out: Path) -> list[dict[str, Any]]:
-    """The gradebook's rows (dicts) as written."""
-    with open(out / GRADEBOOK, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))

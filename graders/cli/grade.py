@@ -191,7 +191,7 @@ def _write_gradescope(results: Sequence[SubmissionResult], out: Path | None, con
         else:
             show(con, f"wrote {write_results_json(results[0], out)}")
         return
-    from graders.batch.run import result_path, write_result
+    from graders.batch.store import result_path, write_result
     from graders.reports.feedback_files import write_feedback_files
 
     folder = out if out is not None else Path("results")
@@ -216,7 +216,7 @@ def _to_gradebook(args: argparse.Namespace, scores: dict, con: Console, err: Con
 
 def _batch_paths(args: argparse.Namespace) -> tuple[Path, Path]:
     """(the results folder, the gradebook file) of a batch (``--jobs``)."""
-    from graders.batch.run import GRADEBOOK
+    from graders.batch.store import GRADEBOOK
 
     if args.format == "csv" and args.out is not None:
         return args.out.parent / f"{args.out.stem}_results", args.out
@@ -233,7 +233,8 @@ def _print_results(args: argparse.Namespace, results: Sequence[SubmissionResult]
 
 def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str]],
            con: Console, err: Console, *, keep: bool = True) -> int:
-    from graders.batch.run import read_results, run_batch, task_scores_from_results
+    from graders.batch.run import run_batch
+    from graders.batch.store import read_results, task_scores_from_results
 
     out, gradebook = _batch_paths(args)
     selected = _filtered(args, found)

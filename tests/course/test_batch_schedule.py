@@ -17,7 +17,8 @@ import pytest
 from rich.console import Console
 
 from graders.batch.discovery import discover
-from graders.batch.run import pending_students, run_batch, schedule
+from graders.batch.run import run_batch
+from graders.batch.schedule import pending_students, schedule
 
 from ._batch_class import make_class, results_without_timing
 

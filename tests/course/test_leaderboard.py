@@ -2,7 +2,7 @@
 column and ``pallas-lab leaderboard``.
 
 Results are built by hand (``CheckResult`` with ``measures``) and written the way a batch
-writes them (``graders.batch.run.write_result``), so no submission is graded here; the grading
+writes them (``graders.batch.store.write_result``), so no submission is graded here; the grading
 side (Task 3.5's check records ``predicted_ms``) is covered by the a3 samples and corpus.
 """
 
@@ -14,12 +14,7 @@ from pathlib import Path
 import pytest
 
 from graders.batch import leaderboard
-from graders.batch.run import (
-    gradebook_from_results,
-    read_results,
-    result_path,
-    write_result,
-)
+from graders.batch.store import gradebook_from_results, read_results, result_path, write_result
 from graders.checking.measures import PREDICTED_MS
 from graders.cli.main import main as cli_main
 from graders.grading.grade import CheckResult, SubmissionResult

@@ -1,6 +1,6 @@
 """The lab records against what the labs register: a record's ``Task.checks`` is the
 number of hidden checks of the task, so a batch schedules by it without importing the
-hidden checks (graders/batch/run.py, ``grading_cost``)."""
+hidden checks (graders/batch/schedule.py, ``grading_cost``)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ import pytest
 from rich.console import Console
 
 from graders.batch.discovery import discover
-from graders.batch.run import read_results, run_batch
+from graders.batch.run import run_batch
+from graders.batch.store import read_results
 from graders.worker import sandbox, zygote
 from graders.worker.client import Worker
 

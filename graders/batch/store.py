@@ -1,0 +1,196 @@
+"""The batch's results store: one ``<student>/<stem>/results.json`` per submission under
+the batch folder (Gradescope's schema; ``extra_data`` holds pallas-lab's record: the file's
+SHA-256 and each check's status, reason, measures and diagnosis), read back into
+``SubmissionResult``s, merged when only some tasks were graded again, and the gradebook and
+per-task scores rebuilt from those files (docs/ta-guide.md, "A class at once").
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from graders.checking.feedback import format_points
+from graders.grading.grade import CheckResult, SubmissionResult
+from graders.labs.catalog import ASSIGNMENTS, Assignment, assignment_for_stem
+from graders.reports.files import atomic_write_text, student_folder_name, student_of_folder_name
+from graders.safety.safe_text import terminal_text
+
+GRADEBOOK = "gradebook.csv"
+
+
+#: The key of pallas-lab's own record in results.json's ``extra_data``.
+RECORD = "pallas_lab"
+
+
+def result_path(out: Path, student: str, stem: str) -> Path:
+    """Where a submission's results.json goes under the batch folder ``out``
+    (``student_folder_name`` keeps it clear of the gradebook and other students)."""
+    return out / student_folder_name(student) / stem / "results.json"
+
+
+def result_document(result: SubmissionResult) -> dict[str, Any]:
+    """results.json for ``result`` (``graders.reports.gradescope.results_json``) with
+    pallas-lab's record in ``extra_data[RECORD]``: the file's name and SHA-256, the load
+    error, and per check its status, one-line reason (what the table shows), measures and
+    the diagnosis the check verified (``CheckResult.diagnosis``, which the class report
+    counts: never the feedback's text)."""
+    from graders.reports.gradescope import results_json
+
+    document = results_json(result)
+    document["extra_data"][RECORD] = {
+        "file": terminal_text(Path(result.file).name),
+        "sha256": result.sha256,
+        "load_error": (terminal_text(result.load_error, multiline=True)
+                       if result.load_error else None),
+        "checks": [{"status": c.status, "reason": terminal_text(c.reason),
+                    **({"measures": dict(c.measures)} if c.measures else {}),
+                    **({"diagnosis": terminal_text(c.diagnosis)} if c.diagnosis else {})}
+                   for c in result.checks],
+    }
+    return document
+
+
+def write_result(result: SubmissionResult, path: Path) -> Path:
+    """Write ``result_document(result)`` to ``path`` atomically; returns the path."""
+    text = json.dumps(result_document(result), indent=2, ensure_ascii=False) + "\n"
+    return atomic_write_text(path, text)
+
+
+def read_result(path: Path, info: Assignment | None = None) -> SubmissionResult | None:
+    """The ``SubmissionResult`` a results.json under a batch folder holds (student from its
+    folders; the assignment ``info``, else the one its folder's name is the stem of), or
+    None when it is not one pallas-lab wrote with its record (``result_document``) or
+    cannot be read."""
+    if info is None:
+        info = assignment_for_stem(path.parent.name)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        record = data["extra_data"][RECORD]
+        tests = data["tests"]
+        statuses = record["checks"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if info is None or len(statuses) != len(tests):
+        return None
+    result = SubmissionResult(
+        student=student_of_folder_name(path.parent.parent.name), stem=info.stem,
+        assignment=info.id, file=str(path.parent / record.get("file", info.file_name)),
+        load_error=record.get("load_error"), sandbox=data["extra_data"].get("sandbox", ""),
+        sha256=record.get("sha256", ""), seconds=float(data.get("execution_time", 0)),
+    )
+    try:
+        checks = [_check_of(info.id, test, state) for test, state in zip(tests, statuses,
+                                                                          strict=True)]
+    except (KeyError, TypeError, ValueError):  # not a results.json this batch wrote
+        return None
+    result.checks.extend(checks)
+    return result
+
+
+def _check_of(assignment: str, test: dict, state: dict) -> CheckResult:
+    """One check's result from its Gradescope test entry and its recorded status."""
+    graded = "not graded" not in test.get("tags", [])
+    return CheckResult(
+        assignment=assignment, task=str(test["number"]), check=str(test["name"]),
+        points=float(test["score"]), max_points=float(test["max_score"]),
+        status=str(state["status"]), feedback=str(test.get("output", "")), seconds=0.0,
+        graded=graded, reason=str(state.get("reason", "")),
+        measures={str(k): float(v) for k, v in (state.get("measures") or {}).items()},
+        diagnosis=str(state.get("diagnosis", "")))
+
+
+def read_results(out: Path) -> list[SubmissionResult]:
+    """Every result under the batch folder ``out``, by student then assignment."""
+    order = {a: i for i, a in enumerate(ASSIGNMENTS)}
+    found = [r for r in map(read_result, sorted(out.glob("*/*/results.json"))) if r]
+    return sorted(found, key=lambda r: (r.student, order.get(r.assignment, 99)))
+
+
+def merge_tasks(previous: SubmissionResult, fresh: SubmissionResult) -> SubmissionResult:
+    """``previous`` with the checks of ``fresh.only_tasks`` replaced by ``fresh``'s."""
+    from graders.checking.framework import load_checks
+
+    tasks = set(fresh.only_tasks or ())
+    kept = [c for c in previous.checks if c.task not in tasks]
+    rank = {(c.task, c.name): i for i, c in enumerate(load_checks(previous.assignment))}
+    checks = sorted([*kept, *fresh.checks], key=lambda c: rank.get((c.task, c.check), 999))
+    return SubmissionResult(
+        student=fresh.student, stem=fresh.stem, assignment=fresh.assignment, file=fresh.file,
+        checks=checks, load_error=fresh.load_error or previous.load_error,
+        seconds=fresh.seconds, sandbox=fresh.sandbox, sha256=fresh.sha256)
+
+
+def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None = None
+                           ) -> str:
+    """The CSV gradebook text of every ``<student>/<stem>/results.json`` under ``out``.
+
+    Columns as ``graders.reports.gradebook_csv``: ``student``, graded task ids, each
+    performance task's predicted ms, assignment totals, ``total``; one row per student,
+    sorted; cells written as that module writes them (names escaped, formulas
+    neutralised). ``notes`` (student -> lines such as "missing: a1", "misnamed:
+    a1.txt") adds a ``notes`` column, and a row for every student it names, with or
+    without results.
+    """
+    from graders.reports.gradebook_csv import (
+        format_ms,
+        gradebook_columns,
+        gradebook_text,
+        predicted_column,
+        predicted_ms,
+        student_cell_value,
+    )
+
+    rows: dict[str, dict[str, str]] = {}
+    ids: set[str] = set()
+    stems = {a.stem: a for a in ASSIGNMENTS.values()}
+    for path in sorted(out.glob("*/*/results.json")):
+        student, stem = student_of_folder_name(path.parent.parent.name), path.parent.name
+        info = stems.get(stem)
+        if info is None:
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        row = rows.setdefault(student, {"student": student_cell_value(student)})
+        points: dict[str, float] = {t.id: 0.0 for t in info.graded_tasks}
+        for test in data.get("tests", []):
+            if test.get("number") in points and "not graded" not in test.get("tags", []):
+                points[test["number"]] += float(test.get("score", 0))
+        for task, value in points.items():
+            row[task] = format_points(round(value, 6))
+        row[info.id] = format_points(float(data.get("score", 0)))
+        result = read_result(path)
+        for task_id, value in (predicted_ms(result) if result else {}).items():
+            row[predicted_column(task_id)] = format_ms(value)
+        ids.add(info.id)
+    columns = gradebook_columns(sorted(ids))
+    for row in rows.values():
+        row["total"] = format_points(round(sum(float(row[a]) for a in ids if a in row), 6))
+    if notes and any(notes.values()):
+        columns.append("notes")
+        for student, lines in notes.items():
+            row = rows.setdefault(student, {"student": student_cell_value(student)})
+            if lines:
+                row["notes"] = terminal_text("; ".join(lines))
+    return gradebook_text(columns, sorted(rows.values(), key=lambda row: row["student"]))
+
+
+def task_scores_from_results(out: Path) -> dict[tuple[str, str], dict[str, float]]:
+    """(student, stem) -> points per graded task, read back from the results.json files."""
+    scores: dict[tuple[str, str], dict[str, float]] = {}
+    for path in sorted(out.glob("*/*/results.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        points: dict[str, float] = {}
+        for test in data.get("tests", []):
+            if "not graded" not in test.get("tags", []):
+                points[test["number"]] = points.get(test["number"], 0.0) + float(test["score"])
+        scores[(student_of_folder_name(path.parent.parent.name), path.parent.name)] = points
+    return scores
+
+
+def summary_rows(out: Path) -> list[dict[str, Any]]:
+    """The gradebook's rows (dicts) as written."""
+    with open(out / GRADEBOOK, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
