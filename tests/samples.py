@@ -11,7 +11,8 @@ import functools
 import tomllib
 from pathlib import Path
 
-from graders.grading.grade import SubmissionResult, grade_file
+from graders.grading.grade import grade_file
+from graders.grading.result import SubmissionResult
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "examples" / "submissions"

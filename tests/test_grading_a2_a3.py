@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from graders.grading.grade import SubmissionResult
+from graders.grading.result import SubmissionResult
 from graders.labs.catalog import assignment_for_stem
 from tests.samples import graded_sample
 

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from graders.grading.grade import SubmissionResult, grade_file
+from graders.grading.grade import grade_file
+from graders.grading.result import SubmissionResult
 from graders.labs.a5_splash_attention.checks import mask_cases
 from tests.samples import graded_sample
 

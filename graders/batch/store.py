@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from graders.checking.feedback import format_points
-from graders.grading.grade import CheckResult, SubmissionResult
+from graders.grading.result import CheckResult, SubmissionResult
 from graders.labs.catalog import ASSIGNMENTS, Assignment, assignment_for_stem
 from graders.reports.files import atomic_write_text, student_folder_name, student_of_folder_name
 from graders.safety.safe_text import terminal_text

@@ -15,7 +15,7 @@ import time
 import traceback
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pallas_sim
@@ -27,18 +27,14 @@ from graders.checking.framework import (
     PropertyAbort,
     Session,
     load_checks,
-    raised_hint,
-    raised_text,
 )
 from graders.checking.registry import Visibility
-from graders.checking.status import RESULT_STATUSES, TASK_FAILURE_ORDER, Status
-from graders.grading.notebook import notebook_module, notebook_static_result
-from graders.grading.submission import Submission, link_failure
+from graders.checking.status import Status
+from graders.grading.result import CheckResult, SubmissionResult
+from graders.grading.session import open_session
+from graders.grading.submission import Submission
 from graders.labs.catalog import Assignment, assignment_for_stem, get_assignment
 from graders.safety.safe_text import terminal_text
-from graders.student.notebook import ConvertedNotebook
-from graders.worker.client import LoadResult, Worker
-from graders.worker.static_check import StaticCheckResult, check_file
 from pallas_sim.extend import GRADING_SANITIZERS
 
 #: pallas_sim sanitizers of the grading profile, for the reference runs in this
@@ -46,235 +42,14 @@ from pallas_sim.extend import GRADING_SANITIZERS
 #: once, in ``pallas_sim._src.config.GRADING_SANITIZERS``.
 GRADING_SIM_OPTIONS = GRADING_SANITIZERS
 
+
 #: A submission file's default wall-clock budget, in per-call timeouts per check: a file
 #: whose calls all take just under the timeout stops after (checks x 3 x timeout) seconds
 #: (docs/security.md, "Limits"). Honest files use a small fraction of it.
 CHECK_BUDGET_TIMEOUTS = 3
+
+
 NO_CHECKS = "(no checks registered)"
-
-
-@dataclass(frozen=True, kw_only=True)
-class CheckResult:
-    """The outcome of one check for one submission (built by keyword only).
-
-    ``points`` earned of ``max_points``; ``status`` a :class:`Status` (a string given
-    becomes its member; ``ValueError`` for one outside ``RESULT_STATUSES``);
-    ``feedback`` the student-facing text (docs/style.md); ``reason`` its one-line
-    summary ("" when passed); ``graded`` whether the task counts; ``internal``
-    True when the grader itself failed (``internal_detail`` then holds our
-    traceback, for the staff only, never shown to students).
-    """
-
-    assignment: str
-    task: str
-    check: str
-    points: float
-    max_points: float
-    status: Status
-    feedback: str
-    seconds: float = 0.0
-    graded: bool = True
-    reason: str = ""
-    internal: bool = False
-    internal_detail: str = ""
-    #: What the check measured besides its points (``graders.checking.measures``): e.g. a
-    #: performance task's ``"predicted_ms"``; empty for most checks.
-    measures: dict[str, float] = field(default_factory=dict)
-    #: The "looks like" diagnosis the check itself computed and verified on the failing
-    #: input (``CheckFailure.diagnosis``, control characters escaped), "" when there is
-    #: none. A field of its own, never parsed from ``feedback``, which quotes what the
-    #: student's code raised and printed: the class report counts mistakes from this.
-    diagnosis: str = ""
-
-    def __post_init__(self) -> None:
-        status = Status(self.status)
-        if status not in RESULT_STATUSES:
-            raise ValueError(f"a check result's status is one of {list(RESULT_STATUSES)}, "
-                             f"not {status.value!r}")
-        object.__setattr__(self, "status", status)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TaskResult:
-    """A task's rollup over its checks: points, the worst status and the first reason."""
-
-    task: str
-    title: str
-    points: float
-    max_points: float
-    status: Status
-    reason: str
-    graded: bool
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "status", Status(self.status))
-
-    @property
-    def shown_status(self) -> str:
-        """The status reports show: "partial" for a failed task that kept some points."""
-        if self.status == Status.FAILED and self.points > 0:
-            return Status.PARTIAL
-        return self.status
-
-
-@dataclass
-class SubmissionResult:
-    """Everything graded for one submission file.
-
-    ``checks`` in registration order; ``load_error`` the static-check or import
-    failure (None when the file loaded); ``score``/``max_score`` over graded tasks;
-    ``sandbox`` the isolation the submission ran under (``Worker.isolation``, e.g.
-    "namespace, cgroup v1"; for a file that never ran, what it would have got).
-    """
-
-    student: str
-    stem: str
-    assignment: str
-    file: str
-    checks: list[CheckResult] = field(default_factory=list)
-    load_error: str | None = None
-    seconds: float = 0.0
-    sandbox: str = ""
-    #: The task ids this result covers (``grade_file(..., tasks=...)``); None: every task.
-    only_tasks: tuple[str, ...] | None = None
-    #: The SHA-256 of the file's bytes when it was graded ("" when it could not be read).
-    sha256: str = ""
-
-    @property
-    def info(self) -> Assignment:
-        """The assignment's table entry."""
-        return get_assignment(self.assignment)
-
-    @property
-    def score(self) -> float:
-        """Points earned on graded tasks."""
-        return round(sum(c.points for c in self.checks if c.graded), 6)
-
-    @property
-    def max_score(self) -> float:
-        """Points available on graded tasks (from the assignments table; with
-        ``only_tasks``, on those tasks only)."""
-        if self.only_tasks is None:
-            return self.info.max_score
-        return sum(t.points for t in self.info.graded_tasks if t.id in self.only_tasks)
-
-    @property
-    def internal_errors(self) -> list[CheckResult]:
-        """Checks that failed because of the grader, not the student."""
-        return [c for c in self.checks if c.internal]
-
-    def tasks(self) -> list[TaskResult]:
-        """Per-task rollup in the assignment's task order (tasks without checks included)."""
-        rollup = []
-        for task in self.info.tasks:
-            if self.only_tasks is not None and task.id not in self.only_tasks:
-                continue
-            checks = [c for c in self.checks if c.task == task.id]
-            if not checks and not task.graded:
-                continue
-            earned = sum(c.points for c in checks)
-            statuses = [c.status for c in checks]
-            if statuses and all(s == Status.PASSED for s in statuses):
-                status = Status.PASSED
-            elif statuses and all(s == Status.NOT_STARTED for s in statuses):
-                status = Status.NOT_STARTED
-            else:
-                failing = [s for s in statuses if s != Status.PASSED]
-                status = next((s for s in TASK_FAILURE_ORDER if s in failing), Status.FAILED)
-            reason = next((c.reason for c in checks if c.status != Status.PASSED and c.reason), "")
-            rollup.append(
-                TaskResult(task=task.id, title=task.title, points=round(earned, 6),
-                           max_points=task.points, status=status, reason=reason,
-                           graded=task.graded)
-            )
-        return rollup
-
-
-def _static_failure(result: StaticCheckResult, file_name: str) -> CheckFailure:
-    first = result.problems[0].message.splitlines()[0]
-    more = len(result.problems) - 1
-    extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return CheckFailure(
-        f"{file_name} was not run: {first}{extra}",
-        status=Status.ERROR,
-        traceback="\n".join("  " + line for line in result.message().splitlines()),
-        hint="fix the file so that it imports only the allowed modules and compiles",
-    )
-
-
-def _load_failure(load: LoadResult, file_name: str) -> CheckFailure:
-    error = load.error
-    if error is None:  # pragma: no cover - a failed LoadResult always has an error
-        return CheckFailure(f"{file_name} could not be loaded", status=Status.ERROR)
-    hint = "code at the top level of the file runs on import: keep it to definitions"
-    if error.kind in ("exception", "not_implemented"):
-        what = raised_text(f"importing {file_name}", error.type, error.message)
-        hint = raised_hint(error.type, error.message) or hint
-    elif error.kind == "timeout":
-        what = f"importing {file_name} {error.message}"
-    else:
-        what = f"{file_name} could not be loaded: {error.message}"
-    return CheckFailure(
-        what, status=Status.ERROR, traceback=error.traceback or None, output=error.output or None,
-        hint=hint,
-    )
-
-
-@contextmanager
-def open_session(
-    path: str | Path, assignment: Assignment, *, timeout: float = 10.0
-) -> Iterator[Session]:
-    """A ``Session`` for one submission file, its worker closed on exit.
-
-    Runs the static check first; a rejected file or one that fails to import
-    gives a Session whose every call raises that failure. A ``.ipynb`` file is
-    first turned into its module here, in the trusted process, without running
-    anything (``graders.student.notebook``); a file that is not a notebook
-    fails every call with status "error". Raises ``FileNotFoundError`` when
-    ``path`` does not exist.
-    """
-    path = Path(path)
-    file_name = path.name
-    link = link_failure(path)
-    if link is not None:
-        yield Session.failed(assignment, link, file_name)
-        return
-    if path.suffix.casefold() == ".ipynb":
-        with notebook_module(path, assignment.stem) as (module, failure):
-            if failure is not None:
-                yield Session.failed(assignment, failure, file_name)
-                return
-            with _module_session(module.path, assignment, timeout, file_name,
-                                 module.converted) as session:
-                yield session
-        return
-    with _module_session(path, assignment, timeout, file_name) as session:
-        yield session
-
-
-@contextmanager
-def _module_session(
-    path: Path, assignment: Assignment, timeout: float, file_name: str,
-    notebook: ConvertedNotebook | None = None,
-) -> Iterator[Session]:
-    static = check_file(path)
-    if not static.ok:
-        if notebook is not None:
-            static = notebook_static_result(static, notebook, file_name)
-        yield Session.failed(assignment, _static_failure(static, file_name), file_name)
-        return
-    with Worker(path, timeout=timeout, module_name=assignment.stem) as worker:
-        load = worker.load_result
-        assert load is not None
-        if not load.ok:
-            session = Session.failed(assignment, _load_failure(load, file_name), file_name)
-        else:
-            session = Session(
-                stem=assignment.stem, assignment=assignment.id, worker=worker,
-                names=load.names, file_name=file_name,
-                why_unbound=notebook.why_unbound if notebook is not None else None,
-            )
-        yield session
 
 
 def _result_for_failure(

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders.checking.feedback import format_points
-from graders.grading.grade import SubmissionResult
+from graders.grading.result import SubmissionResult
 from graders.labs.catalog import ASSIGNMENTS, Assignment
 from graders.reports.files import atomic_write_text
 from graders.safety.safe_text import terminal_text

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from graders.grading.grade import SubmissionResult
+from graders.grading.result import SubmissionResult
 from graders.reports.files import atomic_write_text
 from graders.safety.safe_text import terminal_text
 

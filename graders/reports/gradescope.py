@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from graders.checking.feedback import format_points
-from graders.grading.grade import SubmissionResult
+from graders.grading.result import SubmissionResult
 from graders.reports.files import atomic_write_text
 from graders.safety.safe_text import terminal_text
 

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from graders.checking.feedback import format_points
-from graders.grading.grade import SubmissionResult
+from graders.grading.result import SubmissionResult
 from graders.safety.safe_text import terminal_text
 
 STATUS_STYLE = {

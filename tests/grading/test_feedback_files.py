@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graders.grading.grade import CheckResult, SubmissionResult
+from graders.grading.result import CheckResult, SubmissionResult
 from graders.reports.class_report import class_stats, report_text
 from graders.reports.feedback_files import feedback_markdown, write_feedback_files
 

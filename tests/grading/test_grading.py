@@ -10,6 +10,7 @@ import pytest
 
 from graders.checking.framework import check
 from graders.grading import grade as grading
+from graders.grading import session
 from graders.grading.grade import grade_file
 from graders.labs.catalog import Assignment
 
@@ -101,7 +102,7 @@ def test_every_check_without_a_result_counts_as_failed(
     def broken_worker(*args: object, **kwargs: object) -> None:
         raise RuntimeError("cannot find the numpy package to give to the worker")
 
-    monkeypatch.setattr(grading, "Worker", broken_worker)
+    monkeypatch.setattr(session, "Worker", broken_worker)
     result = grade_file(make_submission(GOOD), timeout=2.0)
     assert len(result.checks) == 4 and result.score == 0
     assert {c.status for c in result.checks} == {"error"}

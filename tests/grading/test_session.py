@@ -17,7 +17,7 @@ from graders.checking.framework import (
     describe_value,
     run_property,
 )
-from graders.grading.grade import open_session
+from graders.grading.session import open_session
 from graders.labs.catalog import get_assignment
 
 from .conftest import BUGGY, STUB

@@ -303,7 +303,8 @@ def public_results(path: Path, info: Assignment, timeout: float) -> list[dict[st
     """Gradescope tests (visible, 0 points) of the public checks, run through the worker."""
     from dataclasses import replace
 
-    from graders.grading.grade import open_session, run_check
+    from graders.grading.grade import run_check
+    from graders.grading.session import open_session
     from graders.student.public import load_public_checks
 
     tests = []

@@ -1,0 +1,111 @@
+"""A ``Session`` for one submission file: refuse a link, turn a notebook into its module
+in this trusted process, run the static check, start the worker and import the file in
+it; a file that fails any of these gives ``Session.failed``, whose every call says why
+(docs/security.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from graders.checking.framework import (
+    CheckFailure,
+    Session,
+    raised_hint,
+    raised_text,
+)
+from graders.checking.status import Status
+from graders.grading.notebook import notebook_module, notebook_static_result
+from graders.grading.submission import link_failure
+from graders.labs.catalog import Assignment
+from graders.student.notebook import ConvertedNotebook
+from graders.worker.client import LoadResult, Worker
+from graders.worker.static_check import StaticCheckResult, check_file
+
+
+def _static_failure(result: StaticCheckResult, file_name: str) -> CheckFailure:
+    first = result.problems[0].message.splitlines()[0]
+    more = len(result.problems) - 1
+    extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return CheckFailure(
+        f"{file_name} was not run: {first}{extra}",
+        status=Status.ERROR,
+        traceback="\n".join("  " + line for line in result.message().splitlines()),
+        hint="fix the file so that it imports only the allowed modules and compiles",
+    )
+
+
+def _load_failure(load: LoadResult, file_name: str) -> CheckFailure:
+    error = load.error
+    if error is None:  # pragma: no cover - a failed LoadResult always has an error
+        return CheckFailure(f"{file_name} could not be loaded", status=Status.ERROR)
+    hint = "code at the top level of the file runs on import: keep it to definitions"
+    if error.kind in ("exception", "not_implemented"):
+        what = raised_text(f"importing {file_name}", error.type, error.message)
+        hint = raised_hint(error.type, error.message) or hint
+    elif error.kind == "timeout":
+        what = f"importing {file_name} {error.message}"
+    else:
+        what = f"{file_name} could not be loaded: {error.message}"
+    return CheckFailure(
+        what, status=Status.ERROR, traceback=error.traceback or None, output=error.output or None,
+        hint=hint,
+    )
+
+
+@contextmanager
+def open_session(
+    path: str | Path, assignment: Assignment, *, timeout: float = 10.0
+) -> Iterator[Session]:
+    """A ``Session`` for one submission file, its worker closed on exit.
+
+    Runs the static check first; a rejected file or one that fails to import
+    gives a Session whose every call raises that failure. A ``.ipynb`` file is
+    first turned into its module here, in the trusted process, without running
+    anything (``graders.student.notebook``); a file that is not a notebook
+    fails every call with status "error". Raises ``FileNotFoundError`` when
+    ``path`` does not exist.
+    """
+    path = Path(path)
+    file_name = path.name
+    link = link_failure(path)
+    if link is not None:
+        yield Session.failed(assignment, link, file_name)
+        return
+    if path.suffix.casefold() == ".ipynb":
+        with notebook_module(path, assignment.stem) as (module, failure):
+            if failure is not None:
+                yield Session.failed(assignment, failure, file_name)
+                return
+            with _module_session(module.path, assignment, timeout, file_name,
+                                 module.converted) as session:
+                yield session
+        return
+    with _module_session(path, assignment, timeout, file_name) as session:
+        yield session
+
+
+@contextmanager
+def _module_session(
+    path: Path, assignment: Assignment, timeout: float, file_name: str,
+    notebook: ConvertedNotebook | None = None,
+) -> Iterator[Session]:
+    static = check_file(path)
+    if not static.ok:
+        if notebook is not None:
+            static = notebook_static_result(static, notebook, file_name)
+        yield Session.failed(assignment, _static_failure(static, file_name), file_name)
+        return
+    with Worker(path, timeout=timeout, module_name=assignment.stem) as worker:
+        load = worker.load_result
+        assert load is not None
+        if not load.ok:
+            session = Session.failed(assignment, _load_failure(load, file_name), file_name)
+        else:
+            session = Session(
+                stem=assignment.stem, assignment=assignment.id, worker=worker,
+                names=load.names, file_name=file_name,
+                why_unbound=notebook.why_unbound if notebook is not None else None,
+            )
+        yield session
