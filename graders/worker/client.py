@@ -24,19 +24,19 @@ import re
 import secrets
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from graders.safety import submission_files
 from graders.worker import cgroups, protocol, sandbox, zygote
+from graders.worker.conversation import Conversation, Malformed, Refused, validate_call_reply
 from graders.worker.libdir import (  # noqa: F401 - re-exported: the worker's files and env
     HARNESS_DIR,
     POLICY_DIR,
@@ -47,6 +47,7 @@ from graders.worker.libdir import (  # noqa: F401 - re-exported: the worker's fi
     worker_env,
 )
 from graders.worker.policy import policy_enabled
+from graders.worker.process import apply_limits, cleanup, describe_exit, kill_group
 from graders.worker.zygote import ForkedProcess
 
 #: Bytes of the worker's captured output kept for a reply (the end of it).
@@ -65,7 +66,6 @@ _RESERVED_MODULE_NAMES = frozenset(
      "reference",
      "graders", "solutions"}
 )
-
 
 
 #: The check name of a file's load in ``call_seed`` (no check is named so).
@@ -169,50 +169,6 @@ class CallResult:
     seconds: float = 0.0
 
 
-class _Malformed(Exception):
-    """A reply that breaks the protocol."""
-
-
-class _Refused(_Malformed):
-    """A reply over its budget (``protocol.ReplyRefused``), refused before it is decoded."""
-
-
-def _apply_limits(pid: int | None = None,
-                  limits: list[tuple[str, int]] | tuple[tuple[str, int], ...] = sandbox.LIMITS
-                  ) -> None:
-    """Lower the rlimits of ``pid`` to ``limits`` (None: this process, before exec).
-
-    Run as another user than root, ``RLIMIT_NPROC`` counts every process of that user
-    (the grader's included), so a limit above 1 means nothing there and is skipped;
-    1 (no second process, ``sandbox.limits_for`` without a cgroup) is applied.
-    """
-    import resource
-
-    for name, value in limits:
-        which = getattr(resource, name, None)
-        if which is None or (name == "RLIMIT_NPROC" and os.geteuid() != 0 and value > 1):
-            continue
-        soft, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        if pid is None:
-            resource.setrlimit(which, (value, value))
-        else:
-            resource.prlimit(pid, which, (value, value))
-
-
-def _describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "the worker process stopped answering"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"the worker process was killed by {name}"
-    return f"the worker process exited with status {returncode}"
-
-
 def _safe_module_name(path: Path, module_name: str | None) -> str:
     name = module_name or path.stem
     if (
@@ -223,53 +179,6 @@ def _safe_module_name(path: Path, module_name: str | None) -> str:
     ):
         return "submission"
     return name
-
-
-def _cleanup(live: dict[str, subprocess.Popen[bytes] | None], base: Path,
-             cgroup: cgroups.Cgroup | None = None) -> None:
-    process = live.get("process")
-    if process is not None:
-        _kill_group(process)
-    if cgroup is not None:
-        cgroup.remove()  # every process of the tree, then the cgroup itself
-    shutil.rmtree(base, ignore_errors=True)
-
-
-def _kill_group(process: subprocess.Popen[bytes] | ForkedProcess) -> None:
-    """SIGKILL the worker's whole process group and reap the worker."""
-    if isinstance(process, ForkedProcess):
-        process.kill_group()  # by pidfd: the zygote reaps it, so its pid may be reused
-    else:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            process.kill()
-        except ProcessLookupError:
-            pass
-    for stream in (process.stdin, process.stdout):
-        if stream is not None:
-            try:
-                stream.close()
-            except OSError:
-                pass
-    try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not fail
-        pass
-
-
-@dataclass
-class _Conversation:
-    """One running worker process: its pipes, its output file, the key that signs its
-    replies and the number of replies read so far (each tag covers that number)."""
-
-    process: subprocess.Popen[bytes]
-    output_path: Path
-    key: bytes
-    replies: int = 0
-    started: float = field(default_factory=time.monotonic)
 
 
 class Worker:
@@ -332,14 +241,14 @@ class Worker:
         self._oom_kills = 0
         self.restarts = 0
         self.load_result: LoadResult | None = None
-        self._conversation: _Conversation | None = None
+        self._conversation: Conversation | None = None
         self._spawned = 0
         self._loaded_once = False
         self._closed = False
         self._mark = 0  # output offset where the current exchange began
         self._live: dict[str, subprocess.Popen[bytes] | None] = {"process": None}
         self._base = Path(tempfile.mkdtemp(prefix="pallas-lab-"))
-        self._finalizer = weakref.finalize(self, _cleanup, self._live, self._base, self._cgroup)
+        self._finalizer = weakref.finalize(self, cleanup, self._live, self._base, self._cgroup)
         #: The batch's worker zygote (``graders.worker.zygote``) this worker forks from, or
         #: None: then each (re)start execs a new interpreter.
         self._zygote = zygote.current() if self.sandbox_level == "namespace" else None
@@ -412,7 +321,7 @@ class Worker:
                 process.wait(timeout=1.0)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-            _kill_group(process)
+            kill_group(process)
         self._live["process"] = None
         self._finalizer()
 
@@ -473,7 +382,7 @@ class Worker:
                 start_new_session=True,
                 close_fds=True,
                 preexec_fn=None if use_prlimit or in_launcher
-                else functools.partial(_apply_limits, None, self._limits),
+                else functools.partial(apply_limits, None, self._limits),
             )
 
     def _spawn(self) -> WorkerFailure | None:
@@ -503,13 +412,13 @@ class Worker:
             # Before the hello: the worker program runs no student code until it has it.
             try:
                 if use_prlimit:
-                    _apply_limits(process.pid, self._limits)
+                    apply_limits(process.pid, self._limits)
                 if self._cgroup is not None:
                     self._cgroup.join(process.pid)
             except (OSError, ValueError) as exc:
-                self._conversation = _Conversation(process, output_path, key)
+                self._conversation = Conversation(process, output_path, key)
                 return self._fail("crash", f"the worker could not be limited ({exc})")
-        self._conversation = _Conversation(process, output_path, key)
+        self._conversation = Conversation(process, output_path, key)
         self._mark = 0
         deadline = time.monotonic() + self.startup_timeout
         try:
@@ -520,7 +429,7 @@ class Worker:
             return self._fail("crash", "the worker did not start in time")
         except EOFError:
             return self._fail("crash", "the worker could not start")
-        except _Malformed as exc:
+        except Malformed as exc:
             return self._fail("malformed", f"the worker's first message is malformed: {exc}")
         if not (isinstance(ready, dict) and ready.get("ok") is True and ready.get("ready") is True):
             return self._fail("malformed", "the worker's first message is not 'ready'")
@@ -537,12 +446,12 @@ class Worker:
                     process.wait(timeout=1.0)
                 except subprocess.TimeoutExpired:
                     pass
-                message = f"{message}: {_describe_exit(process.returncode)}"
+                message = f"{message}: {describe_exit(process.returncode)}"
                 if self._cgroup is not None and self._cgroup.oom_kills() > self._oom_kills:
                     message += (" (the kernel stopped the submission's processes: together "
                                 "they used more than their "
                                 f"{protocol.fmt_bytes(self.memory_bytes)} of memory)")
-            _kill_group(process)
+            kill_group(process)
             if self._cgroup is not None:
                 self._cgroup.kill_all()  # children that left the process group, too
             self._live["process"] = None
@@ -653,11 +562,11 @@ class Worker:
             return CallResult(False, error=self._error_from(reply, output), output=output,
                               seconds=seconds)
         try:
-            result = _validate_call_reply(reply, len(request["args"]), return_args, budget)
-        except _Refused as exc:
+            result = validate_call_reply(reply, len(request["args"]), return_args, budget)
+        except Refused as exc:
             failure = self._fail("oversize", f"the reply of {func} was refused: {exc}")
             return CallResult(False, error=failure, output=output, seconds=seconds)
-        except _Malformed as exc:
+        except Malformed as exc:
             failure = self._fail("malformed", f"the worker's reply is malformed: {exc}")
             return CallResult(False, error=failure, output=output, seconds=seconds)
         return CallResult(True, *result, output=output, seconds=seconds)
@@ -696,9 +605,9 @@ class Worker:
             raise _Failed(self._fail("timeout", f"did not finish within {timeout:g} s")) from None
         except EOFError:
             raise _Failed(self._fail("crash", "the worker stopped")) from None
-        except _Refused as exc:
+        except Refused as exc:
             raise _Failed(self._fail("oversize", f"{what} was refused: {exc}")) from None
-        except _Malformed as exc:
+        except Malformed as exc:
             raise _Failed(self._fail("malformed", f"the worker's reply is malformed: {exc}")) \
                 from None
         if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
@@ -732,7 +641,7 @@ class Worker:
 
         The prefix is checked against ``budget`` before the rest is read, and the
         frame's arrays before they are decoded. Raises ``TimeoutError``,
-        ``EOFError``, ``_Refused`` (over the budget) or ``_Malformed`` (bad
+        ``EOFError``, ``Refused`` (over the budget) or ``Malformed`` (bad
         framing, or a tag that does not verify: bytes the worker program did not
         sign, e.g. written to the channel by the submission).
         """
@@ -760,21 +669,21 @@ class Worker:
                 try:
                     needed = protocol.frame_size(bytes(buffer[: protocol.PREFIX_SIZE]), budget)
                 except protocol.ReplyRefused as exc:
-                    raise _Refused(str(exc)) from None
+                    raise Refused(str(exc)) from None
                 except protocol.ProtocolError as exc:
-                    raise _Malformed(str(exc)) from None
+                    raise Malformed(str(exc)) from None
                 needed += protocol.TAG_BYTES
         frame, tag = bytes(buffer[: -protocol.TAG_BYTES]), bytes(buffer[-protocol.TAG_BYTES:])
         expected = protocol.reply_tag(conversation.key, conversation.replies, frame)
         if not hmac.compare_digest(tag, expected):
-            raise _Malformed("a reply that the worker program did not sign (forged or corrupted)")
+            raise Malformed("a reply that the worker program did not sign (forged or corrupted)")
         conversation.replies += 1
         try:
             return protocol.unpack_message(frame, budget)
         except protocol.ReplyRefused as exc:
-            raise _Refused(str(exc)) from None
+            raise Refused(str(exc)) from None
         except protocol.ProtocolError as exc:
-            raise _Malformed(str(exc)) from None
+            raise Malformed(str(exc)) from None
 
     # -- output ----------------------------------------------------------------------------------
 
@@ -833,39 +742,3 @@ class _Failed(Exception):
         self.failure = failure
 
 
-def _validate_call_reply(
-    reply: dict[str, Any], n_args: int, return_args: bool, budget: protocol.ReplyBudget
-) -> tuple[Any, tuple[dict[str, Any], ...], tuple[int | None, ...], tuple[int | None, ...],
-           tuple[Any, ...] | None]:
-    """Check a successful call reply's keys and types; raises ``_Malformed``, or
-    ``_Refused`` for more pallas_call records than ``budget.trace_calls``."""
-    expected = {"ok", "value", "traces", "returned_arg", "sources", "args_after"}
-    if set(reply) != expected:
-        raise _Malformed(f"keys {sorted(reply)} instead of {sorted(expected)}")
-    traces = reply["traces"]
-    if not isinstance(traces, list) or not all(isinstance(t, dict) for t in traces):
-        raise _Malformed("traces is not a list of dicts")
-    if len(traces) > budget.trace_calls:
-        raise _Refused(f"it records {len(traces)} pallas_calls; at most {budget.trace_calls} "
-                       "are expected")
-    returned = reply["returned_arg"]
-    if not isinstance(returned, list) or not all(
-        r is None or (type(r) is int and 0 <= r < n_args) for r in returned
-    ):
-        raise _Malformed("returned_arg is not a list of argument indices")
-    value = reply["value"]
-    top = len(value) if isinstance(value, list | tuple) else 1
-    if len(returned) != top:
-        raise _Malformed("returned_arg does not match the returned value")
-    sources = reply["sources"]
-    if not isinstance(sources, list) or len(sources) != top or not all(
-        s is None or (type(s) is int and 0 <= s < len(traces)) for s in sources
-    ):
-        raise _Malformed("sources is not a list of pallas_call indices")
-    args_after = reply["args_after"]
-    if return_args:
-        if not isinstance(args_after, tuple) or len(args_after) != n_args:
-            raise _Malformed("args_after is not the tuple of positional arguments")
-    elif args_after is not None:
-        raise _Malformed("args_after was sent without being asked for")
-    return value, tuple(traces), tuple(returned), tuple(sources), args_after

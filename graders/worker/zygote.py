@@ -213,7 +213,7 @@ class ForkedProcess:
                 pass
 
     def kill_group(self) -> None:
-        """What ``client._kill_group`` does to a Popen's group: here ``kill()``."""
+        """What ``process.kill_group`` does to a Popen's group: here ``kill()``."""
         self.kill()
 
     def _close_pidfd(self) -> None:
