@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import graders.labs.a1_pallas_basics.diagnose as a1
-import graders.labs.a2_pipelining.diagnose as a2
-import graders.labs.a3_matmul.checks as a3
-import graders.labs.a3_matmul.diagnose as a3_diagnose
-import graders.labs.a5_splash_attention.checks as a5
-import graders.labs.a5_splash_attention.diagnose as a5_diagnose
+import graders.labs.a1_pallas_basics.hidden.diagnose as a1
+import graders.labs.a2_pipelining.hidden.diagnose as a2
+import graders.labs.a3_matmul.hidden.checks as a3
+import graders.labs.a3_matmul.hidden.diagnose as a3_diagnose
+import graders.labs.a5_splash_attention.hidden.checks as a5
+import graders.labs.a5_splash_attention.hidden.diagnose as a5_diagnose
 import reference.a2_pipelining as ref2
 import reference.a5_splash_attention as ref5
 from graders.checks.framework import CheckFailure
@@ -317,7 +317,7 @@ def test_bandwidth_diagnoses() -> None:
 
 
 def _flash_case(block_q: int, block_kv: int, length: int, *, high: bool = False):
-    import graders.labs.a4_flash_attention.checks as a4
+    import graders.labs.a4_flash_attention.hidden.checks as a4
 
     rng = np.random.default_rng(3)
     q, k = rng.uniform(-4, 4, (2, length, 8)), rng.uniform(-4, 4, (1, length, 8))
@@ -338,7 +338,7 @@ def _flash_case(block_q: int, block_kv: int, length: int, *, high: bool = False)
 
 @pytest.mark.task("4.3")
 def test_a_strict_skip_test_is_named_only_with_odd_blocks() -> None:
-    import graders.labs.a4_flash_attention.diagnose as a4_diagnose
+    import graders.labs.a4_flash_attention.hidden.diagnose as a4_diagnose
 
     odd = _flash_case(3, 2, 12)  # kv block 1 starts at key 2, q block 0's last query
     got = a4_diagnose.emulate(odd, skip_strict=True)
@@ -355,7 +355,7 @@ def test_a_strict_skip_test_is_named_only_with_odd_blocks() -> None:
 def test_an_unconverted_base2_constant_is_named_where_it_overflows() -> None:
     import math
 
-    import graders.labs.a4_flash_attention.diagnose as a4_diagnose
+    import graders.labs.a4_flash_attention.hidden.diagnose as a4_diagnose
 
     case = _flash_case(4, 4, 16, high=True)
     const = case.max_logit_const

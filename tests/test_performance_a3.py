@@ -15,7 +15,7 @@ import pytest
 import pallas_sim
 from graders.assignments import load_harness
 from graders.checks import step_model
-from graders.labs.a3_matmul import checks, timing
+from graders.labs.a3_matmul.hidden import checks, timing
 from graders.registry import CheckFailure
 from pallas_sim import jax, jnp
 

@@ -16,7 +16,7 @@ import pallas_sim
 import reference.a4_flash_attention as ref
 from graders.assignments import load_harness
 from graders.checks import step_model
-from graders.labs.a4_flash_attention import checks, timing
+from graders.labs.a4_flash_attention.hidden import checks, timing
 from graders.registry import CheckFailure
 from pallas_sim import jax, jnp
 

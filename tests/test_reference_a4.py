@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import graders.labs.a4_flash_attention.checks as checks
-import graders.labs.a4_flash_attention.diagnose as diagnose
+import graders.labs.a4_flash_attention.hidden.checks as checks
+import graders.labs.a4_flash_attention.hidden.diagnose as diagnose
 import reference.a4_flash_attention as ref
 from graders.assignments import load_harness
 from reference.dense_attention import dense_attention
@@ -173,7 +173,7 @@ def test_the_kept_best_config_is_the_fastest_legal_candidate() -> None:
 
 
 def test_the_public_constants_are_the_reference_ones() -> None:
-    from graders.labs.a4_flash_attention import worked
+    from graders.labs.a4_flash_attention.public import worked
 
     assert worked.FLASH_BLOCK_CANDIDATES == ref.FLASH_BLOCK_CANDIDATES
     assert worked.FLASH_MLE_CANDIDATES == ref.FLASH_MLE_CANDIDATES

@@ -20,7 +20,7 @@ import pallas_sim
 import reference.a5_splash_attention as ref
 from graders.assignments import load_harness
 from graders.checks import step_model
-from graders.labs.a5_splash_attention import splash_timing as st
+from graders.labs.a5_splash_attention.hidden import splash_timing as st
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("solution_a5_timing",
@@ -129,7 +129,7 @@ def test_the_solutions_projected_bar_is_the_references_best(kind):
     """The solution's work measured at (1024, 2048) (the §6.2 table's blocks, +25 %) and
     projected onto every legal candidate from the reference's: the bar is the reference
     kernel's best time for the mask, and the candidate the reference's best."""
-    from graders.labs.a5_splash_attention import checks
+    from graders.labs.a5_splash_attention.hidden import checks
 
     chosen, masks = (1024, 2048), (kind,)
     work = _solution_work(chosen, masks)

@@ -40,8 +40,8 @@ from graders.checks.compare import (
 )
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import BF16, F32, Case, make_array, seeds
-from graders.labs.a3_matmul import timing, worked
-from graders.labs.a3_matmul.diagnose import (
+from graders.labs.a3_matmul.hidden import timing
+from graders.labs.a3_matmul.hidden.diagnose import (
     diagnose_block,
     diagnose_values,
     error_bound,
@@ -49,6 +49,7 @@ from graders.labs.a3_matmul.diagnose import (
     revisit_diagnosis,
     trace_diagnosis,
 )
+from graders.labs.a3_matmul.public import worked
 
 A = "a3"
 MiB, KiB = 1 << 20, 1 << 10

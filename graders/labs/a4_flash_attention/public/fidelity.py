@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from graders.fidelity.cases import FidelityCase, array, just
-from graders.labs.a4_flash_attention import worked as a4_worked
+from graders.labs.a4_flash_attention.public import worked as a4_worked
 
 
 @st.composite

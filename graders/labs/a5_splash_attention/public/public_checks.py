@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from graders.assignments import load_harness
-from graders.labs.a5_splash_attention import worked
+from graders.labs.a5_splash_attention.public import worked
 from graders.student.public import (
     Api,
     Mismatch,

@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
-from graders.labs.a2_pipelining import worked
+from graders.labs.a2_pipelining.public import worked
 from graders.student.public import (
     Api,
     Mismatch,

@@ -30,8 +30,7 @@ from graders.checks.compare import (
 )
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import BF16, F32, Case, make_array
-from graders.labs.a2_pipelining import worked
-from graders.labs.a2_pipelining.diagnose import (
+from graders.labs.a2_pipelining.hidden.diagnose import (
     ANTI_PATTERN,
     SINGLE_BUFFER,
     TIME_TOL,
@@ -42,6 +41,7 @@ from graders.labs.a2_pipelining.diagnose import (
     diagnose_schedule,
     truncated_gantt,
 )
+from graders.labs.a2_pipelining.public import worked
 
 A = "a2"
 MiB = 1 << 20

@@ -52,15 +52,15 @@ from graders.checks.compare import (
 )
 from graders.checks.framework import CheckFailure, Session, check, run_property
 from graders.checks.strategies import make_array, seeds
-from graders.labs.a5_splash_attention import splash_timing
-from graders.labs.a5_splash_attention.diagnose import (
+from graders.labs.a5_splash_attention.hidden import splash_timing
+from graders.labs.a5_splash_attention.hidden.diagnose import (
     SPLASH_ATOL,
     SPLASH_RTOL,
     diagnose_kernel,
     explains,
     pattern_diagnosis,
 )
-from graders.labs.a5_splash_attention.public_checks import (
+from graders.labs.a5_splash_attention.public.public_checks import (
     DTYPES,
     KINDS,
     LOG2_E,
@@ -1115,7 +1115,7 @@ def stats_worked(s: Session) -> None:
 
 # --- Task 5.6 masks computed in the kernel ---------------------------------------------------
 
-from graders.labs.a5_splash_attention import worked  # noqa: E402  (Task 5.6's worked answer)
+from graders.labs.a5_splash_attention.public import worked  # noqa: E402  (Task 5.6's worked answer)
 from reference.dense_attention import masked_dense_attention  # noqa: E402
 
 #: The mask families of Task 5.6 (lecture §6.1, §6.4): each rule alone and their ``&``.

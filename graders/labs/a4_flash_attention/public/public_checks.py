@@ -21,7 +21,7 @@ import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
-from graders.labs.a4_flash_attention import worked
+from graders.labs.a4_flash_attention.public import worked
 from graders.student.public import (
     Api,
     Mismatch,

@@ -65,8 +65,8 @@ from graders.checks.compare import (
 )
 from graders.checks.framework import CheckFailure, Session, check, describe_value, run_property
 from graders.checks.strategies import Case, make_array, seeds
-from graders.labs.a4_flash_attention import timing, worked
-from graders.labs.a4_flash_attention.diagnose import (
+from graders.labs.a4_flash_attention.hidden import timing
+from graders.labs.a4_flash_attention.hidden.diagnose import (
     ATTENTION_TOL,
     close_to,
     diagnose_base2_constant,
@@ -80,7 +80,8 @@ from graders.labs.a4_flash_attention.diagnose import (
     matches_model,
     same_values,
 )
-from graders.labs.a4_flash_attention.public_checks import mask_rows
+from graders.labs.a4_flash_attention.public import worked
+from graders.labs.a4_flash_attention.public.public_checks import mask_rows
 
 A = "a4"
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)

@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
-from graders.labs.a1_pallas_basics import worked
+from graders.labs.a1_pallas_basics.public import worked
 from graders.student.public import (
     Api,
     Mismatch,

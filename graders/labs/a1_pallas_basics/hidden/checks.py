@@ -30,12 +30,12 @@ from graders.checks.framework import (
     run_property,
 )
 from graders.checks.strategies import BF16, F32, I32, Case, blocked_2d, make_array, seeds
-from graders.labs.a1_pallas_basics import worked
-from graders.labs.a1_pallas_basics.diagnose import (
+from graders.labs.a1_pallas_basics.hidden.diagnose import (
     column_inner_dmas,
     column_inner_trace,
     diagnose_vmem,
 )
+from graders.labs.a1_pallas_basics.public import worked
 
 A = "a1"
 MiB = worked.MiB

@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
-from graders.labs.a3_matmul import worked
+from graders.labs.a3_matmul.public import worked
 from graders.student.public import (
     Api,
     Mismatch,

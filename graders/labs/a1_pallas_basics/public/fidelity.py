@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from graders.fidelity.cases import FidelityCase, array
-from graders.labs.a1_pallas_basics import worked as a1_worked
+from graders.labs.a1_pallas_basics.public import worked as a1_worked
 
 
 @st.composite
