@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 
 from graders.grading import SubmissionResult, grade_file
-from graders.labs.a5_splash_attention.hidden.checks import mask_cases
+from graders.labs.a5_splash_attention.hidden.checks.common import mask_cases
 from tests.samples import graded_sample
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +76,7 @@ def test_the_public_self_check_passes_the_solution_and_flags_ben_s_window():
 
 def _causal_case():
     import reference.a5_splash_attention as ref
-    from graders.labs.a5_splash_attention.hidden.checks import MaskCase
+    from graders.labs.a5_splash_attention.hidden.checks.common import MaskCase
 
     mask = ref.causal_mask(16) & ref.local_mask(16, (8, None))  # tiles P, F, P per row
     return ref, MaskCase(mask, 4, 4, "causal_mask(16) & local_mask(16, (8, None))")
@@ -120,7 +120,8 @@ def _corrupt(fields: dict, how: str) -> dict:
     ("full next", "mask_next of a full tile is the pattern of the next partial tile"),
 ])
 def test_each_broken_invariant_is_named(how, invariant):
-    from graders.labs.a5_splash_attention.hidden.checks import FIELDS, _broken_invariant
+    from graders.labs.a5_splash_attention.hidden.checks.common import FIELDS
+    from graders.labs.a5_splash_attention.hidden.checks.mask_info import _broken_invariant
 
     ref, case = _causal_case()
     fields = ref.build_mask_info(case.mask, case.block_q, case.block_kv)._asdict()
@@ -134,7 +135,7 @@ def test_each_broken_invariant_is_named(how, invariant):
 @given(mask_cases())
 def test_the_reference_mask_info_satisfies_every_invariant(case):
     import reference.a5_splash_attention as ref
-    from graders.labs.a5_splash_attention.hidden.checks import _broken_invariant
+    from graders.labs.a5_splash_attention.hidden.checks.mask_info import _broken_invariant
 
     info = ref.build_mask_info(case.mask, case.block_q, case.block_kv)
     assert _broken_invariant([np.asarray(v) for v in info], case) is None
