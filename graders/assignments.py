@@ -73,7 +73,7 @@ def get_assignment(assignment_id: str) -> Assignment:
 
 
 def assignment_for_stem(stem: str) -> Assignment | None:
-    """The assignment whose file stem is ``stem`` (e.g. ``a1_pallas_basics``), else None."""
+    """The assignment whose file stem is ``stem`` (a record's ``stem``), else None."""
     for assignment in ASSIGNMENTS.values():
         if assignment.stem == stem:
             return assignment

@@ -234,14 +234,14 @@ numpy, math, functools, itertools, dataclasses, typing, warnings and `pallas_sim
 
 ```bash
 pallas-lab check                       # every handout found here or in assignments/
-pallas-lab check assignments/a1_pallas_basics.py
+pallas-lab check assignments/{first}.py
 pallas-lab check --task 4.1            # one task
 pallas-lab status                      # the table over all assignments
 ```
 
 To see your own kernels run on real JAX Pallas (on the CPU, in JAX's two
 interpreters), install the extra once with `.venv/bin/pip install '.[jax]'`
-and run `pallas-lab check --backend jax assignments/a1_pallas_basics.py`.
+and run `pallas-lab check --backend jax assignments/{first}.py`.
 
 `check` runs the public checks in your own Python: the lecture's worked
 answers and properties against plain math, on fresh random inputs each run.
@@ -304,7 +304,9 @@ def write_bundle(dest: str | Path, *, root: str | Path | None = None,
         _copy(path, dest / "assignments" / path.name)
     names = ", ".join(f"`{a.stem}`" for a in ASSIGNMENTS.values()
                       if (dest / "assignments" / f"{a.stem}.py").is_file())
-    (dest / "README.md").write_text(README.format(handouts=names), encoding="utf-8")
+    first = next(iter(ASSIGNMENTS.values())).stem  # the examples' handout: the first lab's
+    (dest / "README.md").write_text(README.format(handouts=names, first=first),
+                                    encoding="utf-8")
     deps = "[" + ", ".join(f'"{d}"' for d in DEPENDENCIES) + "]"
     jax_deps = "[" + ", ".join(f'"{d}"' for d in JAX_DEPENDENCIES) + "]"
     (dest / "pyproject.toml").write_text(PYPROJECT.format(version=version, dependencies=deps,

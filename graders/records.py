@@ -70,7 +70,7 @@ class Assignment:
 
     @property
     def file_name(self) -> str:
-        """The submission's file name, e.g. ``a1_pallas_basics.py``."""
+        """The submission's file name, ``<stem>.py``."""
         return f"{self.stem}.py"
 
     @property

@@ -17,10 +17,11 @@ from pathlib import Path
 
 from graders.assignments import assignment_for_stem
 from graders.grading import SubmissionResult
+from tests.helpers.labs import file_of
 from tests.samples import graded_sample
 
 ROOT = Path(__file__).resolve().parent.parent
-A2, A3 = "a2_pipelining.py", "a3_matmul.py"
+A2, A3 = file_of("a2"), file_of("a3")
 
 
 def graded(student: str, stem: str) -> SubmissionResult:
