@@ -51,7 +51,7 @@ def spin(n):
 
 
 def _file(folder: Path, text: str) -> Path:
-    path = folder / "a1_pallas_basics.py"
+    path = folder / get_assignment("a1").file_name
     path.write_text(text, encoding="utf-8")
     return path
 

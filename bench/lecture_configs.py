@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from graders.labs.catalog import get_assignment  # noqa: E402
 from pallas_sim import jax, jnp, pl, pltpu  # noqa: E402
 
 MS = 1e-3
@@ -40,9 +41,9 @@ def load_solution(stem: str) -> ModuleType:
     return module
 
 
-A3 = load_solution("a3_matmul")
-A4 = load_solution("a4_flash_attention")
-A5 = load_solution("a5_splash_attention")
+A3 = load_solution(get_assignment("a3").stem)
+A4 = load_solution(get_assignment("a4").stem)
+A5 = load_solution(get_assignment("a5").stem)
 
 # The lecture's shapes.
 M, K, N = 4096, 7168, 18432          # §4.2: (4096, 7168) @ (7168, 18432), bf16

@@ -1,7 +1,7 @@
 """Hidden reference implementation of the student API (never shipped to students).
 
 One module per assignment, named by the assignment's stem
-(``reference.a1_pallas_basics``, ``reference.a4_flash_attention``, ...). Each
+(``reference.<stem>``, the stem of the assignment's record). Each
 module exposes exactly the public names of its assignment in
 ``docs/student-api.md`` (listed in its ``__all__``); everything else, imports
 included, is private (leading underscore).

@@ -12,25 +12,28 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import graders.labs.a1_pallas_basics.diagnose as a1
-import graders.labs.a2_pipelining.diagnose as a2
-import graders.labs.a3_matmul.checks as a3
-import graders.labs.a3_matmul.diagnose as a3_diagnose
-import graders.labs.a5_splash_attention.checks as a5
-import graders.labs.a5_splash_attention.diagnose as a5_diagnose
+import graders.labs.a1_pallas_basics.hidden.diagnose as a1
+import graders.labs.a2_pipelining.hidden.diagnose as a2
+import graders.labs.a3_matmul.hidden.checks.common as a3
+import graders.labs.a3_matmul.hidden.diagnose as a3_diagnose
+import graders.labs.a5_splash_attention.hidden.diagnose as a5_diagnose
 import reference.a2_pipelining as ref2
 import reference.a5_splash_attention as ref5
 from graders.checking.framework import CheckFailure
 from graders.checking.strategies import F32, Case, make_array
+from graders.labs.a5_splash_attention.hidden.checks import common as a5_common
+from graders.labs.a5_splash_attention.hidden.checks import computed as a5_computed
+from graders.labs.a5_splash_attention.hidden.checks import kernel as a5_kernel
 from pallas_sim import jax, pl, pltpu
 
 # --- a5: the Splash kernel ------------------------------------------------------------------
 
 
-def _splash_case(mask: np.ndarray, block: int, recipe: str) -> a5.SplashCase:
+def _splash_case(mask: np.ndarray, block: int, recipe: str) -> a5_kernel.SplashCase:
     length = mask.shape[0]
     q, k, v = (make_array((2, length, 4), F32, seed, low=-2, high=2) for seed in (1, 2, 3))
-    return a5.SplashCase(q, k, v, a5.MaskCase(mask, block, block, recipe), None, (1, 2, 3))
+    return a5_kernel.SplashCase(q, k, v, a5_common.MaskCase(mask, block, block, recipe), None,
+                                (1, 2, 3))
 
 
 #: local & documents: rows whose first active tile masks all their keys (so -inf without
@@ -39,15 +42,15 @@ _MASK = ref5.local_mask(16, (5, 0)) & ref5.segment_mask(np.repeat([0, 1], [6, 10
 _CASE = _splash_case(_MASK, 2, "local & documents")
 
 
-def _expected(c: a5.SplashCase) -> np.ndarray:
-    return a5._dense_attention(c.q, c.k, c.v, c.case.mask, c.scale)
+def _expected(c: a5_kernel.SplashCase) -> np.ndarray:
+    return a5_common._dense_attention(c.q, c.k, c.v, c.case.mask, c.scale)
 
 
 @pytest.mark.task("5.4")
 @pytest.mark.parametrize("index", range(len(a5_diagnose.KERNEL_MISTAKES)))
 def test_a_splash_mistake_is_named_by_its_own_output_only(index: int) -> None:
     mistake = a5_diagnose.KERNEL_MISTAKES[index]
-    fields = a5._kernel_fields(_CASE.info)
+    fields = a5_kernel._kernel_fields(_CASE.info)
     got = a5_diagnose.splash_model(_CASE, fields, mistake).astype(np.float32)
     diagnosis = a5_diagnose.diagnose_kernel(got, _CASE, fields, _expected(_CASE))
     assert diagnosis == mistake.text, (
@@ -75,7 +78,7 @@ def test_nan_from_neg_inf_scores_is_not_blamed_on_masking_full_tiles() -> None:
 
 @pytest.mark.task("5.4")
 def test_an_output_no_mistake_computes_gets_no_diagnosis() -> None:
-    fields = a5._kernel_fields(_CASE.info)
+    fields = a5_kernel._kernel_fields(_CASE.info)
     expected = _expected(_CASE)
     noisy = expected + np.random.default_rng(0).normal(0, 0.1, expected.shape)
     assert a5_diagnose.diagnose_kernel(noisy, _CASE, fields, expected) is None
@@ -97,7 +100,7 @@ def test_reinitialising_every_tile_is_told_from_masking_full_tiles_by_the_true_m
     poisoned = tuple(info._replace(
         partial_mask_blocks=np.concatenate([blocks, np.zeros((1, *blocks.shape[1:]), bool)]),
         mask_next=np.where(full, len(blocks), info.mask_next).astype(np.int32)))
-    real = a5._kernel_fields(info)
+    real = a5_kernel._kernel_fields(info)
     every_tile = next(m for m in a5_diagnose.KERNEL_MISTAKES if m.init_every_tile)
     on_full = a5_diagnose.KERNEL_MISTAKES[0]
     got = a5_diagnose.splash_model(case, poisoned, every_tile)
@@ -115,7 +118,7 @@ def test_the_positions_diagnosis_reads_what_the_call_was_handed() -> None:
     length = 4
     q_pos = np.arange(length, dtype=np.int32) + 2
     every = np.arange(length, dtype=np.int32)
-    case = a5.ComputedCase(*(np.zeros((1, length, 4), np.float32),) * 3,
+    case = a5_computed.ComputedCase(*(np.zeros((1, length, 4), np.float32),) * 3,
                            {"q_positions": q_pos, "causal": True},
                            ref5.causal_mask(length), 2, 2, "causal")
 
@@ -123,15 +126,15 @@ def test_the_positions_diagnosis_reads_what_the_call_was_handed() -> None:
         return [[((length, 1), "int32", q_pos.reshape(length, 1)),
                  ((1, length), "int32", kv.reshape(1, length))]]
 
-    assert a5._positions_diagnosis(call(q_pos), case) == a5.KV_POSITIONS_FROM_Q
-    assert a5._positions_diagnosis(call(every), case) == a5.POSITIONS_FROM_GRID
-    assert a5._positions_diagnosis(call(every * 3), case) is None
+    assert a5_computed._positions_diagnosis(call(q_pos), case) == a5_computed.KV_POSITIONS_FROM_Q
+    assert a5_computed._positions_diagnosis(call(every), case) == a5_computed.POSITIONS_FROM_GRID
+    assert a5_computed._positions_diagnosis(call(every * 3), case) is None
 
 
 @pytest.mark.task("5.3")
 def test_pattern_diagnoses_follow_the_stored_patterns() -> None:
     docs = ref5.segment_mask(np.repeat([0, 1, 2], [3, 6, 7]))
-    case = a5.MaskCase(docs, 4, 4, "documents 3/6/7")
+    case = a5_common.MaskCase(docs, 4, 4, "documents 3/6/7")
     none_shared, by_offset = (patterns for patterns, _ in a5_diagnose.pattern_models(case))
     assert len(none_shared) != len(by_offset), "the mask must tell the two mistakes apart"
     assert "its own pattern" in a5_diagnose.pattern_diagnosis(none_shared, case)
@@ -317,7 +320,7 @@ def test_bandwidth_diagnoses() -> None:
 
 
 def _flash_case(block_q: int, block_kv: int, length: int, *, high: bool = False):
-    import graders.labs.a4_flash_attention.checks as a4
+    import graders.labs.a4_flash_attention.hidden.checks.problems as a4
 
     rng = np.random.default_rng(3)
     q, k = rng.uniform(-4, 4, (2, length, 8)), rng.uniform(-4, 4, (1, length, 8))
@@ -338,7 +341,7 @@ def _flash_case(block_q: int, block_kv: int, length: int, *, high: bool = False)
 
 @pytest.mark.task("4.3")
 def test_a_strict_skip_test_is_named_only_with_odd_blocks() -> None:
-    import graders.labs.a4_flash_attention.diagnose as a4_diagnose
+    import graders.labs.a4_flash_attention.hidden.diagnose as a4_diagnose
 
     odd = _flash_case(3, 2, 12)  # kv block 1 starts at key 2, q block 0's last query
     got = a4_diagnose.emulate(odd, skip_strict=True)
@@ -355,7 +358,7 @@ def test_a_strict_skip_test_is_named_only_with_odd_blocks() -> None:
 def test_an_unconverted_base2_constant_is_named_where_it_overflows() -> None:
     import math
 
-    import graders.labs.a4_flash_attention.diagnose as a4_diagnose
+    import graders.labs.a4_flash_attention.hidden.diagnose as a4_diagnose
 
     case = _flash_case(4, 4, 16, high=True)
     const = case.max_logit_const

@@ -17,10 +17,11 @@ from pathlib import Path
 
 from graders.grading.result import SubmissionResult
 from graders.labs.catalog import assignment_for_stem
+from tests.helpers.labs import file_of
 from tests.samples import graded_sample
 
 ROOT = Path(__file__).resolve().parent.parent
-A2, A3 = "a2_pipelining.py", "a3_matmul.py"
+A2, A3 = file_of("a2"), file_of("a3")
 
 
 def graded(student: str, stem: str) -> SubmissionResult:
@@ -68,7 +69,7 @@ def test_pallas_lab_grade_gives_both_solutions_100(tmp_path: Path) -> None:
         shutil.copy(ROOT / "solutions" / stem, student / stem)
     out = tmp_path / "results"
     done = subprocess.run(
-        [sys.executable, "-m", "graders.cli.main", "grade", str(student), "--format", "gradescope",
+        [sys.executable, "-m", "graders.cli", "grade", str(student), "--format", "gradescope",
          "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

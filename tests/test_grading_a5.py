@@ -19,7 +19,7 @@ from hypothesis import given, settings
 
 from graders.grading.grade import grade_file
 from graders.grading.result import SubmissionResult
-from graders.labs.a5_splash_attention.checks import mask_cases
+from graders.labs.a5_splash_attention.hidden.checks.common import mask_cases
 from tests.samples import graded_sample
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +77,7 @@ def test_the_public_self_check_passes_the_solution_and_flags_ben_s_window():
 
 def _causal_case():
     import reference.a5_splash_attention as ref
-    from graders.labs.a5_splash_attention.checks import MaskCase
+    from graders.labs.a5_splash_attention.hidden.checks.common import MaskCase
 
     mask = ref.causal_mask(16) & ref.local_mask(16, (8, None))  # tiles P, F, P per row
     return ref, MaskCase(mask, 4, 4, "causal_mask(16) & local_mask(16, (8, None))")
@@ -121,7 +121,8 @@ def _corrupt(fields: dict, how: str) -> dict:
     ("full next", "mask_next of a full tile is the pattern of the next partial tile"),
 ])
 def test_each_broken_invariant_is_named(how, invariant):
-    from graders.labs.a5_splash_attention.checks import FIELDS, _broken_invariant
+    from graders.labs.a5_splash_attention.hidden.checks.common import FIELDS
+    from graders.labs.a5_splash_attention.hidden.checks.mask_info import _broken_invariant
 
     ref, case = _causal_case()
     fields = ref.build_mask_info(case.mask, case.block_q, case.block_kv)._asdict()
@@ -135,7 +136,7 @@ def test_each_broken_invariant_is_named(how, invariant):
 @given(mask_cases())
 def test_the_reference_mask_info_satisfies_every_invariant(case):
     import reference.a5_splash_attention as ref
-    from graders.labs.a5_splash_attention.checks import _broken_invariant
+    from graders.labs.a5_splash_attention.hidden.checks.mask_info import _broken_invariant
 
     info = ref.build_mask_info(case.mask, case.block_q, case.block_kv)
     assert _broken_invariant([np.asarray(v) for v in info], case) is None

@@ -1,6 +1,6 @@
 """A lab's harness and its reference wrapper make the same pallas_call.
 
-The grader runs a student's kernel in the lab's harness (``graders/labs/<stem>/harness.py``,
+The grader runs a student's kernel in the lab's harness (``graders/labs/<stem>/hidden/harness.py``,
 the intended pallas_call written for the worker) and compares the student's wrapper with
 the reference's (``reference/<stem>.py``). The reference does not import the harness (the
 imports point one way: ``pallas_sim`` <- ``reference`` <- ``graders``), so the two calls

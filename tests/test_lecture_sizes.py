@@ -28,9 +28,10 @@ from reference import a3_matmul as ref3
 from reference import a4_flash_attention as ref4
 from reference import a5_splash_attention as ref5
 from tests.corpus.everything import VARIANTS
+from tests.helpers.labs import stem_of
 
 ROOT = Path(__file__).resolve().parents[1]
-STEMS = ("a3_matmul", "a4_flash_attention", "a5_splash_attention")
+STEMS = (stem_of("a3"), stem_of("a4"), stem_of("a5"))
 
 
 def _source(stem: str, name: str) -> str:
@@ -111,7 +112,7 @@ def _run_a5(sub: ModuleType) -> None:
         assert want > 2 ** 31 and math.isfinite(est.time_s)
 
 
-RUNS = {"a3_matmul": _run_a3, "a4_flash_attention": _run_a4, "a5_splash_attention": _run_a5}
+RUNS = {stem_of("a3"): _run_a3, stem_of("a4"): _run_a4, stem_of("a5"): _run_a5}
 
 
 @pytest.mark.parametrize(("stem", "name"), CASES, ids=[f"{s[:2]}-{n}" for s, n in CASES])

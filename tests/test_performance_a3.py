@@ -1,4 +1,4 @@
-"""Task 3.5's trusted side (graders/labs/a3_matmul/checks.py, timing.py and
+"""Task 3.5's trusted side (graders/labs/a3_matmul/hidden/checks/performance.py, timing.py and
 graders/checking/step_model.py): what it accepts from the worker's plain-data reply, and the
 full-size time it predicts from the grader's standard call with the kernel's work measured
 on small problems, which must equal ``pallas_sim.estimate`` of a correct wrapper (the
@@ -15,7 +15,8 @@ import pytest
 import pallas_sim
 from graders.checking import step_model
 from graders.checking.registry import CheckFailure
-from graders.labs.a3_matmul import checks, timing
+from graders.labs.a3_matmul.hidden import timing
+from graders.labs.a3_matmul.hidden.checks import performance
 from graders.labs.catalog import load_harness
 from pallas_sim import jax, jnp
 
@@ -46,7 +47,7 @@ def _measured(sub, blocks: list[tuple[int, int, int]], concrete: list[tuple[int,
 ])
 def test_replies_without_three_candidate_blocks_are_refused(reply, what):
     with pytest.raises(CheckFailure, match=what):
-        checks._validate_blocks(reply)
+        performance._validate_blocks(reply)
 
 
 @pytest.mark.parametrize(("blocks", "what"), [
@@ -57,7 +58,7 @@ def test_blocks_that_do_not_divide_or_fit_are_refused_by_the_grader(blocks, what
     """The grader decides on its own call (no student code): bk = 2048 does not divide
     7168; 2048 × 2048 blocks need 48 MiB of double buffers."""
     with pytest.raises(CheckFailure, match=what):
-        checks._require_fits(blocks)
+        performance._require_fits(blocks)
 
 
 def _record(ops: dict, steps: int = 3, **more) -> dict:
@@ -125,7 +126,7 @@ def test_the_check_predicts_what_the_students_own_estimate_gives(path):
     y = jax.ShapeDtypeStruct((7168, 18432), jnp.bfloat16)
     harness = load_harness("a3")
     for b in blocks:
-        record = checks._verified(reply, b, whose="these blocks")
+        record = performance._verified(reply, b, whose="these blocks")
         got = timing.full_timeline(b, record).time_s
         if path.stem in NOT_THE_STANDARD_CALL:
             def wrapper(a, c, *, block_shape):
@@ -152,10 +153,10 @@ def test_the_vmem_arithmetic_is_the_standard_calls():
 
 
 def test_the_fastest_candidate_is_predicted_once_per_process():
-    first = checks.best_candidate()
+    first = performance.best_candidate()
     assert first[0] == BEST and 1.5e-3 < first[1] < 1.7e-3, (
         "the fastest legal candidate is predicted at about 1.60 ms (docs/performance-model.md)")
-    assert checks.best_candidate() is first, "cached: computed once per grading process"
+    assert performance.best_candidate() is first, "cached: computed once per grading process"
 
 
 def test_the_solutions_projected_threshold_is_the_references_best():
@@ -165,15 +166,15 @@ def test_the_solutions_projected_threshold_is_the_references_best():
     sub = _module(REPO / "solutions" / "a3_matmul.py")
     chosen = (512, 512, 512)
     reply = _measured(sub, [], concrete=[chosen])
-    record = checks._verified(reply, chosen, whose="your blocks")
+    record = performance._verified(reply, chosen, whose="your blocks")
     for b in [BEST, (1024, 1024, 1024), (256, 2048, 512)]:
         got = timing.projected(b, chosen, record)
         want = timing.reference_record(b)
         assert set(got.ops) == set(want.ops)
         assert all(np.array_equal(got.ops[k], want.ops[k]) for k in want.ops), b
-    (fastest, best_s), _ = checks.projected_best(chosen, record)
+    (fastest, best_s), _ = performance.projected_best(chosen, record)
     assert fastest in (BEST, (2048, 1024, 1024))
-    assert best_s == pytest.approx(checks.best_candidate()[1], rel=1e-12)
+    assert best_s == pytest.approx(performance.best_candidate()[1], rel=1e-12)
 
 
 def _attack(name: str):
@@ -196,8 +197,8 @@ def test_what_a_kernel_does_at_other_blocks_cannot_raise_the_threshold(name):
     sub = _attack(name)
     chosen = (512, 512, 512)
     reply = _measured(sub, [], concrete=[chosen])
-    record = checks._verified(reply, chosen, whose="your blocks")
-    (fastest, best_s), _ = checks.projected_best(chosen, record)
+    record = performance._verified(reply, chosen, whose="your blocks")
+    (fastest, best_s), _ = performance.projected_best(chosen, record)
     got_s = timing.full_timeline(chosen, record).time_s
     assert fastest in (BEST, (2048, 1024, 1024))
     assert got_s / best_s == pytest.approx(4.6138 / 1.6030, rel=1e-3)

@@ -1,8 +1,8 @@
-"""Task 4.8's trusted side (graders/labs/a4_flash_attention/checks.py, timing.py; shared
-pieces tests/test_performance_a3.py): the chosen configuration's checks, the standard
-call's VMEM arithmetic, and the full-size time built from the grader's call with the
-kernel's work measured on small problems, which must equal ``pallas_sim.estimate`` of a
-correct wrapper (the student's own sweep agrees with the check)."""
+"""Task 4.8's trusted side (graders/labs/a4_flash_attention/hidden/checks/performance.py,
+timing.py; shared pieces tests/test_performance_a3.py): the chosen configuration's checks,
+the standard call's VMEM arithmetic, and the full-size time built from the grader's call
+with the kernel's work measured on small problems, which must equal ``pallas_sim.estimate``
+of a correct wrapper (the student's own sweep agrees with the check)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import pallas_sim
 import reference.a4_flash_attention as ref
 from graders.checking import step_model
 from graders.checking.registry import CheckFailure
-from graders.labs.a4_flash_attention import checks, timing
+from graders.labs.a4_flash_attention.hidden import timing
+from graders.labs.a4_flash_attention.hidden.checks import performance
 from graders.labs.catalog import load_harness
 from pallas_sim import jax, jnp
 
@@ -40,7 +41,7 @@ def _module(path: Path):
 ])
 def test_replies_without_a_candidate_configuration_are_refused(reply, what):
     with pytest.raises(CheckFailure, match=what):
-        checks._validate_flash_config(reply)
+        performance._validate_flash_config(reply)
 
 
 def test_the_vmem_arithmetic_is_the_standard_calls():
@@ -87,7 +88,7 @@ def test_the_check_predicts_what_the_students_own_estimate_gives(path):
     q = jax.ShapeDtypeStruct(ref.PERFORMANCE_Q_SHAPE, jnp.bfloat16)
     v = jax.ShapeDtypeStruct(ref.PERFORMANCE_V_SHAPE, jnp.bfloat16)
     for config in configs:
-        record = checks._flash_verified(reply, config, whose="this configuration")
+        record = performance._flash_verified(reply, config, whose="this configuration")
         got = timing.full_timeline(config, record).time_s
         want = pallas_sim.estimate(sub.flash_attention, q, q, v, sm_scale=192 ** -0.5,
                                    block_q=config[0], block_kv=config[1],
@@ -96,7 +97,7 @@ def test_the_check_predicts_what_the_students_own_estimate_gives(path):
 
 
 def test_mle_off_is_diagnosed_from_the_students_own_sweep():
-    text = checks._choice_diagnosis((2048, 2048, None), 3.3e-3, BEST, 2.73e-3,
+    text = performance._choice_diagnosis((2048, 2048, None), 3.3e-3, BEST, 2.73e-3,
                                     {BEST: 2.73e-3})
     assert text.startswith("MLE off costs 21% here"), text
     assert step_model.ratio_text(2.1, 1.0) == "2.1x slower"
@@ -136,13 +137,13 @@ def test_a_slower_kernel_earns_the_choice_at_its_own_best_candidate():
     not do, which a projection cannot see)."""
     module = _variant_module("f32-kv-guarded-slower")
     assert module.choose_flash_config() == (4096, 1024, 70.0)
-    checks.flash_config_fast(_InProcess(module))  # passes: raises nothing
-    _, config, record, line = checks._flash_chosen_time(_InProcess(module))
-    _, ref_best_s = checks.best_flash_candidate()
+    performance.flash_config_fast(_InProcess(module))  # passes: raises nothing
+    _, config, record, line = performance._flash_chosen_time(_InProcess(module))
+    _, ref_best_s = performance.best_flash_candidate()
     assert line.time_s > 1.1 * ref_best_s, "slower than the reference's best by > 10 %"
     module.choose_flash_config = lambda: (4096, 1024, None)
     with pytest.raises(CheckFailure, match="than \\(4096, 1024, 70.0\\), the best") as info:
-        checks.flash_config_fast(_InProcess(module))
+        performance.flash_config_fast(_InProcess(module))
     assert info.value.diagnosis.startswith("MLE off costs 22% here"), info.value.diagnosis
     assert "projected" in info.value.diagnosis
 
@@ -166,15 +167,15 @@ def test_the_solutions_projected_threshold_is_the_references_best():
     solution = _module(REPO / "solutions" / "a4_flash_attention.py")
     for sub in (solution, module):  # the attack is the solution at its choice
         sub.choose_flash_config = lambda: (1024, 2048, None)
-        _, config, record, line = checks._flash_chosen_time(_InProcess(sub))
-        (fastest, best_s), _, records = checks.projected_best(config, record)
+        _, config, record, line = performance._flash_chosen_time(_InProcess(sub))
+        (fastest, best_s), _, records = performance.projected_best(config, record)
         assert fastest == BEST and best_s == pytest.approx(
-            checks.best_flash_candidate()[1], rel=1e-12)
+            performance.best_flash_candidate()[1], rel=1e-12)
         for other in (BEST, (512, 512, None)):
             want = timing.reference_record(other)
             assert all(np.array_equal(records[other].ops[k], want.ops[k]) for k in want.ops)
         with pytest.raises(CheckFailure, match="48 % slower than \\(2048, 2048, 70.0\\)"):
-            checks.flash_config_fast(_InProcess(sub))
+            performance.flash_config_fast(_InProcess(sub))
 
 
 def test_a_kernel_whose_values_are_wrong_gets_no_time():
@@ -191,7 +192,7 @@ def test_a_kernel_whose_values_are_wrong_gets_no_time():
          module.__dict__)
     module.choose_flash_config = lambda: (2048, 2048, None)
     with pytest.raises(CheckFailure, match="output at your configuration .* is wrong"):
-        checks._flash_chosen_time(_InProcess(module))
+        performance._flash_chosen_time(_InProcess(module))
 
 
 def test_the_slides_start_names_both_of_its_causes():
@@ -200,10 +201,10 @@ def test_the_slides_start_names_both_of_its_causes():
     who then turns MLE on a second time for the blocks: both are named, and MLE alone is
     said not to reach the bar."""
     slow = 3.4e-3 * 0.9  # the same blocks with MLE: still above 1.1 x the best's 2.7281 ms
-    text = checks._choice_diagnosis((1024, 2048, None), 3.4e-3, BEST, 2.7281e-3,
+    text = performance._choice_diagnosis((1024, 2048, None), 3.4e-3, BEST, 2.7281e-3,
                                     {(1024, 2048, 70.0): slow})
     assert text.startswith("MLE off costs 11% here"), text
     assert "even with MLE" in text and "block_q 2048 instead of 1024" in text, text
-    only_mle = checks._choice_diagnosis((2048, 2048, None), 3.3e-3, BEST, 2.73e-3,
+    only_mle = performance._choice_diagnosis((2048, 2048, None), 3.3e-3, BEST, 2.73e-3,
                                         {BEST: 2.73e-3})
     assert "instead of" not in only_mle, only_mle

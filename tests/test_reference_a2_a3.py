@@ -29,10 +29,10 @@ import pallas_sim
 import reference.a2_pipelining as ref_a2
 import reference.a3_matmul as ref_a3
 from graders.checking.strategies import Case
-from graders.labs.a2_pipelining import worked as a2_worked
-from graders.labs.a2_pipelining.checks import _broken_invariant as broken_invariant
-from graders.labs.a2_pipelining.checks import durations
-from graders.labs.a3_matmul import worked as a3_worked
+from graders.labs.a2_pipelining.hidden.checks.common import durations
+from graders.labs.a2_pipelining.hidden.checks.schedule import _broken_invariant as broken_invariant
+from graders.labs.a2_pipelining.public import worked as a2_worked
+from graders.labs.a3_matmul.public import worked as a3_worked
 from pallas_sim import jax, jnp, pl, pltpu
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +128,7 @@ def test_measured_23_4_percent_means_6_833_us_copies_at_613_8_gb_per_s(impl):
 def test_random_copy_times_give_about_76_87_92_percent_with_2_3_4_buffers(impl):
     # Fixed generator and seed (the grader's draw); the lecture's 76.0 / 86.7 / 91.6 % come
     # from another draw, so they are matched within 2.5 percentage points.
-    from graders.labs.a2_pipelining.checks import (
+    from graders.labs.a2_pipelining.hidden.checks.utilization import (
         STOCHASTIC_LECTURE,
         STOCHASTIC_TOL,
         stochastic_durations,

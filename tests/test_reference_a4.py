@@ -4,7 +4,7 @@ states and kv_len != q_len, and the graders' model of the kernel is the kernel.
 The handout (solutions/a4_flash_attention.py) defines what online_softmax does with
 -inf entries, what merging empty states gives, and that flash_attention refuses k and
 v of another length than q. Grading compares students with the reference, so the two
-implementations must agree there too. ``_emulate`` in the lab's checks.py
+implementations must agree there too. ``_emulate`` in the lab's hidden checks
 is how a "looks like" diagnosis is verified on the failing input: with no mistake
 switched on it must reproduce dense attention, and with one switched on it must
 reproduce the kernel that makes that mistake.
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import graders.labs.a4_flash_attention.checks as checks
-import graders.labs.a4_flash_attention.diagnose as diagnose
+import graders.labs.a4_flash_attention.hidden.diagnose as diagnose
 import reference.a4_flash_attention as ref
+from graders.labs.a4_flash_attention.hidden.checks import merge, problems, softmax
 from graders.labs.catalog import load_harness
 from reference.dense_attention import dense_attention
 
@@ -58,7 +58,7 @@ def test_masked_entries_get_probability_zero_and_the_empty_state(impl: ModuleTyp
 
 
 @SETTINGS
-@given(case=checks.masked_softmax_cases())
+@given(case=softmax.masked_softmax_cases())
 def test_the_solution_agrees_with_the_reference_on_masked_rows(case) -> None:
     x, block = case.args
     probs, trace = sol.online_softmax(x, block)
@@ -70,7 +70,7 @@ def test_the_solution_agrees_with_the_reference_on_masked_rows(case) -> None:
 
 
 @SETTINGS
-@given(case=checks.empty_merge_cases())
+@given(case=merge.empty_merge_cases())
 def test_the_solution_merges_empty_states_as_the_reference_does(case) -> None:
     for got, want in zip(sol.merge_attention_states(*case.args),
                          ref.merge_attention_states(*case.args), strict=True):
@@ -94,20 +94,20 @@ def test_dense_attention_refuses_another_kv_length() -> None:
 
 # --- the graders' kernel model -----------------------------------------------------------------
 
-FLAVORS = ["plain", "deep", "small-cap", "far-constant", *checks.OPTION_FLAVORS]
+FLAVORS = ["plain", "deep", "small-cap", "far-constant", *problems.OPTION_FLAVORS]
 
 
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_the_model_without_a_mistake_is_the_solution_kernel(flavor: str) -> None:
     @SETTINGS
-    @given(case=checks.attention_cases(flavor=flavor))
-    def agree(case: checks.AttentionCase) -> None:
+    @given(case=problems.attention_cases(flavor=flavor))
+    def agree(case: problems.AttentionCase) -> None:
         tol = diagnose.ATTENTION_TOL[case.q.dtype.name]
         with np.errstate(invalid="ignore", divide="ignore"):
             got = harness.flash_attention_kernel(sol, *case.args, **case.kwargs)
         model = diagnose.emulate(case)
         assert diagnose.matches_model(np.asarray(got, np.float64), model, tol), case
-        if case.max_logit_const != checks.FAR_CONSTANT:
+        if case.max_logit_const != problems.FAR_CONSTANT:
             assert diagnose.matches_model(diagnose.emulate(case), case.expected(), tol)
     agree()
 
@@ -133,8 +133,8 @@ def test_a_model_with_a_mistake_is_the_kernel_that_makes_it(edit: tuple[str, str
     causal = knobs.get("mask") == "flipped" or None
 
     @settings(SETTINGS, max_examples=10)
-    @given(case=checks.attention_cases(flavor=flavor, causal=causal))
-    def agree(case: checks.AttentionCase) -> None:
+    @given(case=problems.attention_cases(flavor=flavor, causal=causal))
+    def agree(case: problems.AttentionCase) -> None:
         if knobs.get("constant") == 0.0 and case.max_logit_const is None:
             return
         with np.errstate(all="ignore"):
@@ -146,8 +146,8 @@ def test_a_model_with_a_mistake_is_the_kernel_that_makes_it(edit: tuple[str, str
 
 
 @settings(SETTINGS, max_examples=5)
-@given(case=checks.attention_cases(flavor="far-constant"))
-def test_the_far_constant_model_is_not_the_softmax(case: checks.AttentionCase) -> None:
+@given(case=problems.attention_cases(flavor="far-constant"))
+def test_the_far_constant_model_is_not_the_softmax(case: problems.AttentionCase) -> None:
     model = diagnose.emulate(case)
     assert np.isnan(model).all(), "with c = 800 every exp(s - c) is 0: every row is 0 / 0"
     running = diagnose.emulate(case, constant=None)
@@ -173,7 +173,7 @@ def test_the_kept_best_config_is_the_fastest_legal_candidate() -> None:
 
 
 def test_the_public_constants_are_the_reference_ones() -> None:
-    from graders.labs.a4_flash_attention import worked
+    from graders.labs.a4_flash_attention.public import worked
 
     assert worked.FLASH_BLOCK_CANDIDATES == ref.FLASH_BLOCK_CANDIDATES
     assert worked.FLASH_MLE_CANDIDATES == ref.FLASH_MLE_CANDIDATES

@@ -17,13 +17,9 @@ from hypothesis import strategies as st
 
 import pallas_sim
 import reference.a5_splash_attention as ref
-from graders.labs.a5_splash_attention import worked as a5_worked
-from graders.labs.a5_splash_attention.checks import (
-    ComputedCase,
-    MaskCase,
-    computed_cases,
-    mask_cases,
-)
+from graders.labs.a5_splash_attention.hidden.checks.common import MaskCase, mask_cases
+from graders.labs.a5_splash_attention.hidden.checks.computed import ComputedCase, computed_cases
+from graders.labs.a5_splash_attention.public import worked as a5_worked
 from reference.dense_attention import masked_dense_attention
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 import pallas_sim
 import reference.a1_pallas_basics as ref_a1
 import reference.a4_flash_attention as ref_a4
-from graders.labs.a1_pallas_basics import worked as a1_worked
-from graders.labs.a4_flash_attention import worked as a4_worked
+from graders.labs.a1_pallas_basics.public import worked as a1_worked
+from graders.labs.a4_flash_attention.public import worked as a4_worked
 from reference.dense_attention import dense_attention
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ import pytest
 import pallas_sim
 import reference.a5_splash_attention as ref
 from graders.checking import step_model
-from graders.labs.a5_splash_attention import splash_timing as st
+from graders.labs.a5_splash_attention.hidden import splash_timing as st
 from graders.labs.catalog import load_harness
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,11 +129,11 @@ def test_the_solutions_projected_bar_is_the_references_best(kind):
     """The solution's work measured at (1024, 2048) (the §6.2 table's blocks, +25 %) and
     projected onto every legal candidate from the reference's: the bar is the reference
     kernel's best time for the mask, and the candidate the reference's best."""
-    from graders.labs.a5_splash_attention import checks
+    from graders.labs.a5_splash_attention.hidden.checks import performance
 
     chosen, masks = (1024, 2048), (kind,)
     work = _solution_work(chosen, masks)
-    legal = checks._legal_candidates()
+    legal = performance._legal_candidates()
     works = {b: st.projected_work(kind, b, chosen, masks, work) for b in legal}
     found = step_model.fastest(list(works), lambda b: st.time_floor(kind, *b, works[b]),
                                lambda b: st.full_time(kind, *b, works[b]).time_s)

@@ -9,7 +9,7 @@ A PATH is one of (docs/grading-design.md, "Who does what"):
   layout): folders named after an assignment's stem or id that hold no file
   of another assignment and no folder of submissions;
 * a class folder: any other folder; every folder in it is a student, whatever
-  it is called (``a1/``, ``a1_pallas_basics/``, ``gradebook.csv/``), hidden
+  it is called (``a1/``, ``<stem>/``, ``gradebook.csv/``), hidden
   ones (``.bob/``, ``_carol/``) when they hold submission files. An nbgrader
   course folder (one with ``nbgrader_config.py``) means its ``submitted/``
   folder, always a class folder.
@@ -25,8 +25,8 @@ When a folder holds both ``<stem>.py`` and ``<stem>.ipynb`` (or both ``a1.py``
 and ``a1.ipynb``), one is graded by the one rule of
 ``graders.student.which_file`` (the one that differs from the handout; both
 changed: the newer); the other is listed as skipped and the choice goes into
-the student's gradebook notes ("graded a1_pallas_basics.ipynb
-(a1_pallas_basics.py is unchanged from the handout)"). In an nbgrader course
+the student's gradebook notes ("graded <stem>.ipynb
+(<stem>.py is unchanged from the handout)"). In an nbgrader course
 only notebooks are graded, as ``nbgrader autograde`` grades only
 ``<stem>.ipynb``: a ``.py`` there is skipped with a note.
 
@@ -95,9 +95,9 @@ def match_file_name(name: str) -> tuple[Assignment | None, str | None]:
     The rule, applied to a ``.py``/``.ipynb`` name (suffix in any case) whose stem is
     not an assignment's: drop an LMS prefix (``LMS_PREFIX``), then copy suffixes
     (``COPY_SUFFIX``, repeatedly), fold the case and read spaces and hyphens as
-    underscores; what is left must be an assignment's stem (``a2_pipelining``) or id
-    (``a1``). So ``A2_Pipelining.py``, ``a1.py``, ``a4_flash_attention (1).py`` and
-    ``smithjane_123_456_a1_pallas_basics.py`` map; ``a1_final.py`` and ``hw.py`` do not.
+    underscores; what is left must be an assignment's stem (its record's ``stem``) or id
+    (``a1``). So the stem in capitals, ``a1.py``, ``<stem> (1).py`` and
+    ``smithjane_123_456_<stem>.py`` map; ``a1_final.py`` and ``hw.py`` do not.
     """
     path = Path(name)
     if path.suffix.casefold() not in SUFFIXES:

@@ -306,7 +306,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     students = {s.student for s in submissions}
     done_before = len(students) - len(pending)
     first_errors: dict[str, tuple[int, str]] = {}  # per student: its first file's error
-    # The caller's notes and the batch's own ("grader died: a1_pallas_basics.py").
+    # The caller's notes and the batch's own ("grader died: <stem>.py").
     book_notes = {student: list(lines) for student, lines in (notes or {}).items()}
     finished = 0
     interrupted = False

@@ -232,7 +232,7 @@ def raised_hint(error_type: str, message: str) -> str | None:
 class Session:
     """One submission file, given to every check (``check.run(session)``).
 
-    ``stem`` (e.g. ``"a1_pallas_basics"``) and ``assignment`` (``"a1"``) name
+    ``stem`` (the record's, e.g. ``"<stem>"``) and ``assignment`` (``"a1"``) name
     it; ``file_name`` is what the student knows it as. ``call``/``invoke`` run
     a student function in the worker and return a ``Reply``, or raise
     ``CheckFailure`` (never anything else). Within one check (between
@@ -356,7 +356,7 @@ class Session:
     ) -> Reply:
         """Run the student's ``func(*args, **kwargs)`` in the worker and return its ``Reply``.
 
-        With ``harness="a1"`` the worker runs ``graders/labs/a1_pallas_basics/harness.py``'s
+        With ``harness="a1"`` the worker runs that lab's ``hidden/harness.py``'s
         ``func(submission_module, *args, **kwargs)`` instead (``func`` must
         still be defined by the submission). ``return_args`` asks for the
         positional args after the call; ``timeout`` (s) overrides the worker's.

@@ -2,7 +2,7 @@
 interpreters and compare (docs/grading-design.md, "Integrations"; docs/pallas-sim.md).
 
 * :mod:`graders.fidelity.cases` — the case record; each lab's
-  ``graders/labs/<stem>/fidelity.py`` says which functions to call and on which
+  ``graders/labs/<stem>/public/fidelity.py`` says which functions to call and on which
   hypothesis-drawn inputs;
 * :mod:`graders.fidelity.compare` — load a file on both backends, call, compare;
 * :mod:`graders.fidelity.run` — ``python -m graders.fidelity.run FILE``, the

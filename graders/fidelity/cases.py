@@ -5,7 +5,7 @@ submission file (docs/student-api.md), the kernels it exercises, and a hypothesi
 strategy of ``(args, kwargs)``.  Shapes are small (grids of at most a dozen
 steps) because JAX's TPU interpret mode costs tens of milliseconds per grid
 step and compiles once per shape; the lecture's worked numbers are fixed
-examples.  Each lab lists its own cases in ``graders/labs/<stem>/fidelity.py``
+examples.  Each lab lists its own cases in ``graders/labs/<stem>/public/fidelity.py``
 (``CASES``), found by :func:`cases_for`; a function that uses
 ``pl``/``pltpu``/``jnp``/``jax`` must appear there (as ``func`` or in ``covers``):
 tests/fidelity checks that.
@@ -79,15 +79,15 @@ def just(calls: Iterable[tuple[tuple[Any, ...], dict[str, Any]]]) -> SearchStrat
 
 
 def cases_for(stem: str) -> tuple[FidelityCase, ...]:
-    """The cases of an assignment file stem (``"a1_pallas_basics"``): the ``CASES`` of its
-    lab's ``fidelity.py`` (``graders/labs/<stem>/fidelity.py``); () for a stem no lab has
+    """The cases of an assignment file stem (a record's ``stem``): the ``CASES`` of its
+    lab's ``fidelity.py`` (``graders/labs/<stem>/public/fidelity.py``); () for a stem no lab has
     or a lab without that module. Lets a broken ``fidelity.py``'s ImportError through."""
     from graders.labs.catalog import assignment_for_stem
 
     assignment = assignment_for_stem(stem)
     if assignment is None or assignment.package is None:
         return ()
-    name = f"{assignment.package}.fidelity"
+    name = f"{assignment.package}.public.fidelity"
     try:
         module = importlib.import_module(name)
     except ModuleNotFoundError as exc:

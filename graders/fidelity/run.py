@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file", type=Path)
     parser.add_argument("--modes", default="hlo,tpu", help="comma-separated: hlo, tpu")
     parser.add_argument("--max-examples", type=int, default=None)
-    parser.add_argument("--stem", default=None, help="assignment file stem, e.g. a1_pallas_basics")
+    parser.add_argument("--stem", default=None, help="assignment file stem (a lab record's stem)")
     args = parser.parse_args(argv)
     path = args.file
     if args.stem:

@@ -73,7 +73,7 @@ def get_assignment(assignment_id: str) -> Assignment:
 
 
 def assignment_for_stem(stem: str) -> Assignment | None:
-    """The assignment whose file stem is ``stem`` (e.g. ``a1_pallas_basics``), else None."""
+    """The assignment whose file stem is ``stem`` (a record's ``stem``), else None."""
     for assignment in ASSIGNMENTS.values():
         if assignment.stem == stem:
             return assignment
@@ -96,16 +96,17 @@ def known_stems() -> tuple[str, ...]:
     return tuple(assignment.stem for assignment in ASSIGNMENTS.values())
 
 
-#: A lab's harness files and the suffix of their module names: ``harness.py`` (the grader's
-#: standard calls, as ``<id>``; never shipped to students) and ``public_harness.py`` (what
-#: the public checks run, as ``<id>_public``; shipped in the student bundle).
-HARNESS_FILES = (("harness.py", ""), ("public_harness.py", "_public"))
+#: A lab's harness files (in its folder) and the suffix of their module names:
+#: ``hidden/harness.py`` (the grader's standard calls, as ``<id>``; never shipped to
+#: students) and ``public/public_harness.py`` (what the public checks run, as
+#: ``<id>_public``; shipped in the student bundle).
+HARNESS_FILES = (("hidden/harness.py", ""), ("public/public_harness.py", "_public"))
 
 
 def harness_files() -> dict[str, Path]:
-    """Each lab's harness files by module name: ``harness.py`` as ``<id>`` and
-    ``public_harness.py`` as ``<id>_public`` (files a lab does not have are left out; the
-    student bundle has no ``harness.py``).
+    """Each lab's harness files by module name: ``hidden/harness.py`` as ``<id>`` and
+    ``public/public_harness.py`` as ``<id>_public`` (files a lab does not have are left out;
+    the student bundle has no ``hidden/``).
 
     The worker receives them as ``pallas_lab_harnesses.<name>`` beside
     ``graders/harnesses/common.py``; in the grader's (or the student's) own process

@@ -64,17 +64,18 @@ class Assignment:
 
     @property
     def checks_module(self) -> str | None:
-        """The module registering the hidden checks (``<package>.checks``), or None."""
-        return None if self.package is None else f"{self.package}.checks"
+        """The module registering the hidden checks (``<package>.hidden.checks``), or None."""
+        return None if self.package is None else f"{self.package}.hidden.checks"
 
     @property
     def public_checks_module(self) -> str | None:
-        """The module registering the public checks (``<package>.public_checks``), or None."""
-        return None if self.package is None else f"{self.package}.public_checks"
+        """The module registering the public checks (``<package>.public.public_checks``), or
+        None."""
+        return None if self.package is None else f"{self.package}.public.public_checks"
 
     @property
     def file_name(self) -> str:
-        """The submission's file name, e.g. ``a1_pallas_basics.py``."""
+        """The submission's file name, ``<stem>.py``."""
         return f"{self.stem}.py"
 
     @property

@@ -4,10 +4,11 @@
 
 * ``assignments/`` (the handouts, ``.py`` and ``.ipynb``);
 * the code, chosen by a rule on paths (:func:`shipped_files`), not a list: the
-  roots ``pallas_sim/`` (the simulator), ``graders/labs/`` (of each lab only the files
-  named in :data:`LAB_SHIPPED`: its record, public checks, public harness, worked answers
-  and fidelity cases; never its ``harness.py``, whose standard calls are the wrapper
-  tasks' answers, nor its hidden checks) and ``graders/student/`` (
+  roots ``pallas_sim/`` (the simulator), ``graders/labs/`` (of each lab only its record,
+  ``__init__.py``, and its ``public/`` folder: public checks, public harness, worked
+  answers and fidelity cases; never its ``hidden/`` folder: the hidden checks and the
+  grader's ``harness.py``, whose standard calls are the wrapper tasks' answers) and
+  ``graders/student/`` (
   self-check, notebook conversion, the ``check``/``status`` commands), the
   program ``python -m graders.fidelity.run`` that ``check --backend jax``
   starts, and every repository module those import, transitively, read from
@@ -18,10 +19,11 @@
   ``status`` only, and a student ``README.md``.
 
 Left out on purpose, and refused should the rule ever reach them (:data:`HIDDEN`):
-``reference/``, ``solutions/``, the hidden checks' framework (``graders/checking/``
-but for the registry, statuses, values and feedback text the public checks share), every lab file
-not in :data:`LAB_SHIPPED` (``checks.py``, ``diagnose.py``, ``harness.py``), grading
-and the worker (``graders/grading/grade.py``, ``graders/worker/client.py``, ...), tests
+``reference/``, ``solutions/``, the hidden checks' framework (``graders/checking/`` but
+for the registry, statuses, values and feedback text the public checks share), every
+lab file outside its record and its ``public/`` folder (:func:`lab_hidden`: ``hidden/``
+with its checks, diagnoses, ``harness.py`` and timing), grading
+and the worker (``graders/grading/``, ``graders/worker/client.py``, ...), tests
 and sample submissions.
 """
 
@@ -36,7 +38,7 @@ from graders.student.jax_backend import RUNNER as JAX_RUNNER
 
 #: The bundle's roots, relative to the repository: the simulator, the student's
 #: commands and the assignments' packages, each a whole folder (every file in it ships,
-#: but of a lab only :data:`LAB_SHIPPED`).
+#: but of a lab only its record and its ``public/`` folder: :data:`LAB_PUBLIC`).
 ROOTS = ("pallas_sim", "graders/student", "graders/labs")
 #: Modules the shipped commands run as programs (``python -m``) instead of importing:
 #: the ``--backend jax`` subprocess.
@@ -47,15 +49,18 @@ HIDDEN = ("reference", "solutions", *(f"graders/checking/{name}.py" for name in 
     "framework", "compare", "strategies", "measures", "performance", "step_model")),
           "graders/grading", "graders/batch", "graders/worker/client.py",
           "graders/worker/main.py", "examples", "tests")
-#: The assignments' packages, and the only files of a lab that ship (an allowlist, so a
-#: file added to a lab stays with the grader until it is named here): the record, the
-#: public checks and what they run (``public_harness.py``, never ``harness.py``: its
-#: standard calls are the wrapper tasks' answers), the worked answers and the cases of
-#: ``check --backend jax``. ``tests/course/test_bundle_answers.py`` fails on any shipped
-#: line that is a solution line the handout does not show.
+#: The assignments' packages. Of a lab, the folder decides what ships: its record
+#: (``__init__.py``) and everything under :data:`LAB_PUBLIC` (the public checks and what
+#: they run, ``public_harness.py``; the worked answers; the cases of ``check --backend
+#: jax``); nothing else, so the ``hidden/`` folder (the hidden checks, their diagnoses,
+#: the grader's ``harness.py``, whose standard calls are the wrapper tasks' answers, the
+#: timing) and any file added beside the record stay with the grader.
+#: ``tests/course/test_bundle_answers.py`` fails on any shipped line that is a solution
+#: line the handout does not show.
 LABS = Path("graders/labs")
-LAB_SHIPPED = ("__init__.py", "public_checks.py", "public_harness.py", "worked.py",
-               "fidelity.py")
+LAB_RECORD = "__init__.py"
+LAB_PUBLIC = "public"
+LAB_HIDDEN = "hidden"
 #: The repository's own top-level packages: an import of one of them is followed.
 FIRST_PARTY = ("pallas_sim", "graders", "reference", "solutions")
 
@@ -146,7 +151,7 @@ def shipped_files(root: Path) -> list[Path]:
             raise ValueError(f"missing from {root}: {part}")
         for path in sorted(folder.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" \
-                    and not _lab_hidden(path.relative_to(root)):
+                    and not lab_hidden(path.relative_to(root)):
                 add(path)
     for program in PROGRAMS:
         path = _module_file(root, program)
@@ -159,7 +164,7 @@ def shipped_files(root: Path) -> list[Path]:
         if path.name.endswith("harness.py") and path.relative_to(root).is_relative_to(LABS):
             # a lab's harness runs in the worker beside graders/harnesses/ (libdir.py
             # copies it there), so its relative imports are that package's
-            name = f"graders.harnesses.{path.parent.name}"
+            name = f"graders.harnesses.{path.relative_to(root / LABS).parts[0]}"
         for module in sorted(imported_modules(path, name)):
             if module.partition(".")[0] not in FIRST_PARTY:
                 continue
@@ -177,7 +182,7 @@ def shipped_files(root: Path) -> list[Path]:
     relative = sorted(path.relative_to(root) for path in files)
     leaked = sorted({part for part in HIDDEN for path in relative
                      if path == Path(part) or path.is_relative_to(part)}
-                    | {str(path) for path in relative if _lab_hidden(path)})
+                    | {str(path) for path in relative if lab_hidden(path)})
     if leaked:
         raise ValueError(f"the bundle would contain hidden parts: {', '.join(leaked)}")
     return relative
@@ -232,14 +237,14 @@ numpy, math, functools, itertools, dataclasses, typing, warnings and `pallas_sim
 
 ```bash
 pallas-lab check                       # every handout found here or in assignments/
-pallas-lab check assignments/a1_pallas_basics.py
+pallas-lab check assignments/{first}.py
 pallas-lab check --task 4.1            # one task
 pallas-lab status                      # the table over all assignments
 ```
 
 To see your own kernels run on real JAX Pallas (on the CPU, in JAX's two
 interpreters), install the extra once with `.venv/bin/pip install '.[jax]'`
-and run `pallas-lab check --backend jax assignments/a1_pallas_basics.py`.
+and run `pallas-lab check --backend jax assignments/{first}.py`.
 
 `check` runs the public checks in your own Python: the lecture's worked
 answers and properties against plain math, on fresh random inputs each run.
@@ -258,11 +263,15 @@ handout). `check` and `status` check that same file and say which.
 """
 
 
-def _lab_hidden(relative: Path) -> bool:
-    """Whether a repository-relative path is a lab's file that never ships (inside
-    ``graders/labs/<stem>/`` and not in :data:`LAB_SHIPPED`)."""
-    return (relative.is_relative_to(LABS) and len(relative.parts) > len(LABS.parts) + 1
-            and relative.name not in LAB_SHIPPED)
+def lab_hidden(relative: Path) -> bool:
+    """Whether a repository-relative path is a lab's file that never ships: inside
+    ``graders/labs/<stem>/`` and neither its record (``<stem>/__init__.py``) nor under its
+    ``public/`` folder. Decided by the folder, whatever the file is called."""
+    relative = Path(relative)
+    if not relative.is_relative_to(LABS) or len(relative.parts) <= len(LABS.parts) + 1:
+        return False  # graders/labs/__init__.py, or not a lab's
+    inside = relative.parts[len(LABS.parts) + 1:]
+    return inside != (LAB_RECORD,) and not (inside[0] == LAB_PUBLIC and len(inside) > 1)
 
 
 def _copy(source: Path, target: Path) -> None:
@@ -298,7 +307,9 @@ def write_bundle(dest: str | Path, *, root: str | Path | None = None,
         _copy(path, dest / "assignments" / path.name)
     names = ", ".join(f"`{a.stem}`" for a in ASSIGNMENTS.values()
                       if (dest / "assignments" / f"{a.stem}.py").is_file())
-    (dest / "README.md").write_text(README.format(handouts=names), encoding="utf-8")
+    first = next(iter(ASSIGNMENTS.values())).stem  # the examples' handout: the first lab's
+    (dest / "README.md").write_text(README.format(handouts=names, first=first),
+                                    encoding="utf-8")
     deps = "[" + ", ".join(f'"{d}"' for d in DEPENDENCIES) + "]"
     jax_deps = "[" + ", ".join(f'"{d}"' for d in JAX_DEPENDENCIES) + "]"
     (dest / "pyproject.toml").write_text(PYPROJECT.format(version=version, dependencies=deps,

@@ -7,14 +7,14 @@ rendering: the first grid steps as DMA / MXU / VPU+EUP lanes, the roofline point
 the chip's ridge, and for Splash the block map of full, partial and skipped tiles. With
 ``--png DIR`` it also draws these as PNG files (needs matplotlib: the ``plot`` extra).
 
-Without ``--function`` a file named after an assignment (a3_matmul.py,
-a4_flash_attention.py, a5_splash_attention.py) is profiled on the lecture's
+Without ``--function`` a file named after an assignment (``<stem>.py``, the stem of
+a lab with lecture configurations: a3, a4, a5) is profiled on the lecture's
 configurations (lecture §4.2, §5.3-5.4, §6.5). FILE runs in this process, as
 ``python FILE`` would: profile your own code.
 
 Usage::
 
-    pallas-lab profile a3_matmul.py
+    pallas-lab profile <stem>.py
     pallas-lab profile my.py --function matmul --shapes bf16[4096,7168] bf16[7168,18432] \
         --kw "block_shape=(1024, 1024, 1024)" --chip v6e --png out/
 """

@@ -2,7 +2,7 @@
 
 On a terminal this is rich's progress bar (``rich.progress``); anywhere else (a log
 file, CI, a pipe) a bar would only show at the end, so one line is printed per
-step instead: ``[3/40] grading alice/a1_pallas_basics.py as a1 (about 1:02 left)``.
+step instead: ``[3/40] grading alice/<stem>.py as a1 (about 1:02 left)``.
 The time left is the mean time per finished step so far times the steps left.
 Names are escaped (``graders.safety.safe_text.terminal_text``) and never read as markup.
 """

@@ -2,9 +2,9 @@
 from assignments/, do not edit (graders.student.which_file compares submissions
 with it; a test fails when it is out of date)."""
 
-#: stem -> suffix -> one 8-hex-digit hash per code line (which_file.code_lines)
+#: assignment id -> suffix -> one 8-hex-digit hash per code line (which_file.code_lines)
 FINGERPRINTS: dict[str, dict[str, str]] = {
-    "a1_pallas_basics": {
+    "a1": {
         ".ipynb": (
             "6f11581d1ded67b4a74ea4ad7170c52d9b95d0e61dd139a44f22a35348ba53d5c7fecba7e94c3e9c3412809c"
             "f8a83485aea23329e71d612490ad01a090f12eeae0b24c3fd6f8633455f1f605e634b688c7fecba7f2a09163"
@@ -26,7 +26,7 @@ FINGERPRINTS: dict[str, dict[str, str]] = {
             "9c9935e9c7fecba7856e8fa13412809c884e8c293dc8d4978ca63c9297d0eeaf29c8b271"
         ),
     },
-    "a2_pipelining": {
+    "a2": {
         ".ipynb": (
             "6f11581d3ba0b16dbad043c72e95b755cfc43dca611975a069f63153a54bfd33c7fecba7c56d05d33412809c"
             "e1d19fc6aebe0587d006dbd1044b5819d185a47c231127975f8b03a07a8919addcc2f83266683828c7fecba7"
@@ -50,7 +50,7 @@ FINGERPRINTS: dict[str, dict[str, str]] = {
             "4f1b3826f2c8b619d22b07826f8a79fd8773ec63ac2f1b3d3a6cc7223b9a0c9dc9045d11bbe97481"
         ),
     },
-    "a3_matmul": {
+    "a3": {
         ".ipynb": (
             "6f11581d3ba0b16d01f1383d67234421170490a1b3e2b1f3ae18b431ec9933028e588e6bbda7b3a6c7fecba7"
             "5d5d61ad3412809ca1261aad1cb246da9a8371af699c31a0d125b4f8e28ed8c41bd2bf46c3802cb4dda9bae4"
@@ -76,7 +76,7 @@ FINGERPRINTS: dict[str, dict[str, str]] = {
             "4f2e2a7371a3e028"
         ),
     },
-    "a4_flash_attention": {
+    "a4": {
         ".ipynb": (
             "6f11581d3ba0b16d597a19833f85a4d8e73982ac45e78d27392e2f8f8f699699c0594099fa7dc02cbadc856d"
             "f6e1fc45c7fecba7a54cf5f13412809c72a154a036894dcb464d0db45b53a4ab3e7a89bd720232aabd489e0f"
@@ -118,7 +118,7 @@ FINGERPRINTS: dict[str, dict[str, str]] = {
             "ee91f006b1ac0f577742aa4e760db739b31b2f2ec210df68b8f8a771415b7cad4350db39"
         ),
     },
-    "a5_splash_attention": {
+    "a5": {
         ".ipynb": (
             "6f11581dbb675ccdef877678fe7514a4f2ea6937c7fecba7e73bb61514b834975e1329bf13e5aa551744c2a1"
             "e3fad8c4c7fecba7e73bb615dc679d855c22dafce54bcdff2d6c26c6aa807cd5c7fecba7e73bb6153412809c"

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-A1, A2, A3, A4, A5 = ("a1_pallas_basics", "a2_pipelining", "a3_matmul",
-                      "a4_flash_attention", "a5_splash_attention")
+from tests.helpers.labs import stem_of
+
+A1, A2, A3, A4, A5 = (stem_of(f"a{n}") for n in range(1, 6))
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,12 @@ from rich.console import Console
 from graders.batch import run as batch
 from graders.batch.discovery import discover
 from graders.batch.run import run_batch
+from tests.helpers.labs import stem_of
 
 from . import _dying_grader
 from ._batch_class import SAMPLES, make_class, results_without_timing
 
-A1, A2 = "a1_pallas_basics", "a2_pipelining"
+A1, A2 = stem_of("a1"), stem_of("a2")
 TIMEOUT = 3.0
 
 

@@ -19,12 +19,13 @@ from rich.console import Console
 from graders.batch.discovery import discover
 from graders.batch.run import run_batch
 from graders.batch.schedule import pending_students, schedule
+from tests.helpers.labs import stem_of
 
 from ._batch_class import make_class, results_without_timing
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "examples" / "submissions"
-A1, A2, A4 = "a1_pallas_basics", "a2_pipelining", "a4_flash_attention"
+A1, A2, A4 = stem_of("a1"), stem_of("a2"), stem_of("a4")
 
 
 def test_the_schedule_is_per_file_most_expensive_first_in_student_order(

@@ -18,7 +18,16 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from graders.release.bundle import DEPENDENCIES, HIDDEN, JAX_DEPENDENCIES, write_bundle
+from graders.labs.catalog import ASSIGNMENTS, Assignment, harness_files
+from graders.release.bundle import (
+    DEPENDENCIES,
+    HIDDEN,
+    JAX_DEPENDENCIES,
+    LABS,
+    lab_hidden,
+    shipped_files,
+    write_bundle,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_bundle_installs_and_checks_without_hidden_parts(tmp_path: Path) -> None:
     bundle = write_bundle(tmp_path / "bundle")
-    for hidden in ("reference", "solutions", "graders/checking", "graders/grading/grade.py",
+    for hidden in ("reference", "solutions", "graders/checking/framework.py",
+                   "graders/checking/step_model.py", "graders/grading", "graders/batch",
                    "graders/worker/client.py", "examples", "tests"):
         assert not (bundle / hidden).exists(), f"the bundle ships {hidden}"
     assert (bundle / "assignments" / "a1_pallas_basics.ipynb").is_file()
@@ -58,8 +68,9 @@ def test_bundle_installs_and_checks_without_hidden_parts(tmp_path: Path) -> None
     assert picked.returncode == 0, picked.stdout + picked.stderr
     assert ("graded a1_pallas_basics.ipynb (a1_pallas_basics.py is unchanged from the "
             "handout)") in picked.stdout
-    probe = ("import importlib.util as u; print([m for m in ('reference', 'graders.checking', "
-             "'graders.grading.grade', 'graders.worker.client', 'solutions') if u.find_spec(m)])")
+    probe = ("import importlib.util as u; print([m for m in ('reference', "
+             "'graders.checking.framework', 'graders.grading', 'graders.batch', "
+             "'graders.worker.client', 'solutions') if u.find_spec(m)])")
     absent = subprocess.run([str(python), "-c", probe], cwd=work, capture_output=True,
                             text=True, timeout=60, env=env)
     assert absent.stdout.strip() == "[]", absent.stdout + absent.stderr
@@ -111,11 +122,12 @@ def test_every_shipped_file_imports_only_shipped_files_or_declared_dependencies(
     problems = []
     for path in sources:
         where = path.relative_to(bundle)
-        lab_harness = where.name == "harness.py" and where.parts[:2] == ("graders", "labs")
+        lab_harness = where.name.endswith("harness.py") and where.parts[:2] == ("graders", "labs")
+        own = ".".join(where.parent.parts) + "."
         for line, module, name in _imports(path, bundle):
-            if lab_harness and module.startswith(f"graders.labs.{where.parent.name}."):
-                # runs in the worker beside graders/harnesses/ (client.py copies it there)
-                module = "graders.harnesses." + module.split(".", 3)[3]
+            if lab_harness and module.startswith(own):
+                # runs in the worker beside graders/harnesses/ (libdir.py copies it there)
+                module = "graders.harnesses." + module[len(own):]
             top = module.partition(".")[0]
             if top in ("pallas_sim", "graders"):
                 whole = f"{module}.{name}" if name not in (None, "*") else module
@@ -128,6 +140,64 @@ def test_every_shipped_file_imports_only_shipped_files_or_declared_dependencies(
     assert not problems, "\n".join(problems)
     for hidden in HIDDEN:
         assert not (bundle / hidden).exists(), f"the bundle ships {hidden}"
+
+
+@pytest.mark.parametrize("lab", ASSIGNMENTS.values(), ids=lambda a: a.id)
+def test_of_a_lab_only_its_record_and_its_public_folder_ship(lab: Assignment) -> None:
+    """The folder decides: every file under ``graders/labs/<stem>/public/`` and the record
+    ship, nothing under ``hidden/`` (the hidden checks, the grader's harness) does."""
+    folder = LABS / lab.stem
+    shipped = {path for path in shipped_files(ROOT) if path.is_relative_to(folder)}
+    public = {path.relative_to(ROOT) for path in (ROOT / folder / "public").rglob("*.py")
+              if "__pycache__" not in path.parts}
+    hidden = {path.relative_to(ROOT) for path in (ROOT / folder / "hidden").rglob("*.py")}
+    assert public and hidden, f"{folder} has a public/ and a hidden/ folder"
+    assert shipped == public | {folder / "__init__.py"}, sorted(map(str, shipped))
+    assert (ROOT / folder / "hidden" / "harness.py").is_file() == (
+        f"{lab.id}" in harness_files()), "the grader's harness is the lab's hidden/harness.py"
+    assert not shipped & hidden
+
+
+@pytest.mark.parametrize(("path", "hidden"), [
+    ("graders/labs/__init__.py", False),
+    ("graders/labs/a9_new/__init__.py", False),
+    ("graders/labs/a9_new/public/public_checks.py", False),
+    ("graders/labs/a9_new/public/public_checks/kernel.py", False),
+    ("graders/labs/a9_new/public/anything_else.py", False),
+    ("graders/labs/a9_new/hidden/checks.py", True),
+    ("graders/labs/a9_new/hidden/public_checks.py", True),  # the folder decides, not the name
+    ("graders/labs/a9_new/hidden/checks/common.py", True),
+    ("graders/labs/a9_new/checks.py", True),  # beside the record: never shipped
+    ("graders/labs/a9_new/public", True),  # a file called public, not the folder
+    ("graders/student/cli.py", False),
+])
+def test_the_folder_decides_whether_a_lab_file_ships(path: str, hidden: bool) -> None:
+    assert lab_hidden(Path(path)) is hidden
+
+
+def test_a_public_file_that_imports_a_hidden_one_is_refused(tmp_path: Path) -> None:
+    """The rule follows imports; one from ``public/`` into ``hidden/`` stops the bundle."""
+    files = {
+        "pallas_sim/__init__.py": "",
+        "graders/__init__.py": "",
+        "graders/student/__init__.py": "",
+        "graders/labs/__init__.py": "",
+        "graders/fidelity/__init__.py": "",
+        "graders/fidelity/run.py": "",
+        "graders/labs/a9_new/__init__.py": "",
+        "graders/labs/a9_new/public/__init__.py": "",
+        "graders/labs/a9_new/public/public_checks.py":
+            "from graders.labs.a9_new.hidden import checks\n",
+        "graders/labs/a9_new/hidden/__init__.py": "",
+        "graders/labs/a9_new/hidden/checks.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match="hidden parts: graders/labs/a9_new/hidden"):
+        shipped_files(tmp_path)
+    (tmp_path / "graders/labs/a9_new/public/public_checks.py").write_text("", encoding="utf-8")
+    assert Path("graders/labs/a9_new/hidden/checks.py") not in shipped_files(tmp_path)
 
 
 @pytest.mark.slow

@@ -79,7 +79,7 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
         names = set(z.namelist())
         assert {"setup.sh", "run_autograder", "requirements.txt"} <= names
         assert "pallas-lab/reference/__init__.py" in names and (
-            "pallas-lab/graders/labs/a1_pallas_basics/checks.py" in names)
+            "pallas-lab/graders/labs/a1_pallas_basics/hidden/checks.py" in names)
         assert not any(n.startswith(("pallas-lab/solutions", "pallas-lab/tests")) for n in names)
         assert "numpy==" in z.read("requirements.txt").decode()
         assert "--assignment a1" in z.read("run_autograder").decode()

@@ -1,10 +1,11 @@
 """A new assignment touches only its own places: a throwaway lab, end to end.
 
 A temporary copy of the repository gets a one-task assignment ``a6_fixture``:
-its lab package (record, hidden check, public check) and its solution, nothing
-else. The copy's own commands then discover it, release its handout, grade the
-solution (100) and the handout (0), and write a student bundle that ships its
-public checks but not its hidden ones, where ``pallas-lab check`` runs them.
+its lab package (record, hidden check in ``hidden/``, public check in ``public/``)
+and its solution, nothing else. The copy's own commands then discover it, release
+its handout, grade the solution (100) and the handout (0), and write a student
+bundle that ships its public checks but not its hidden ones, where ``pallas-lab
+check`` runs them.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ LAB_FILES = {
             package=__name__,
         )
         ''',
-    "checks.py": '''
+    "public/__init__.py": '''"""Shipped to students."""''',
+    "hidden/__init__.py": '''"""Never shipped."""''',
+    "hidden/checks.py": '''
         """Hidden checks of the fixture assignment."""
 
         import numpy as np
@@ -50,7 +53,7 @@ LAB_FILES = {
                 raise CheckFailure("double(x) differs from 2 x", expected=str(2 * x),
                                    got=str(got))
         ''',
-    "public_checks.py": '''
+    "public/public_checks.py": '''
         """Public checks of the fixture assignment."""
 
         import numpy as np
@@ -112,6 +115,7 @@ def test_a_new_lab_is_discovered_graded_released_and_bundled(tmp_path: Path) -> 
     lab = copy / "graders" / "labs" / STEM
     lab.mkdir()
     for name, text in LAB_FILES.items():
+        (lab / name).parent.mkdir(parents=True, exist_ok=True)
         (lab / name).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
     (copy / "solutions" / f"{STEM}.py").write_text(textwrap.dedent(SOLUTION).lstrip(),
                                                    encoding="utf-8")
@@ -142,8 +146,9 @@ def test_a_new_lab_is_discovered_graded_released_and_bundled(tmp_path: Path) -> 
     bundled = _run(copy, "-m", "graders.cli.main", "release", "--bundle", str(bundle))
     assert bundled.returncode == 0, bundled.stderr
     shipped = bundle / "graders" / "labs" / STEM
-    assert (shipped / "public_checks.py").is_file() and (shipped / "__init__.py").is_file()
-    assert not (shipped / "checks.py").exists(), "the hidden checks never ship"
+    assert (shipped / "public" / "public_checks.py").is_file()
+    assert (shipped / "__init__.py").is_file()
+    assert not (shipped / "hidden").exists(), "the hidden checks never ship"
     solution_copy = bundle / f"{STEM}.py"
     shutil.copyfile(copy / "solutions" / f"{STEM}.py", solution_copy)
     checked = _run(copy, "-m", "graders.student.cli", "check", str(solution_copy), cwd=bundle)

@@ -26,9 +26,10 @@ from graders.student.public import load_public_checks
 from graders.student.selfcheck import SELF_CHECK_SETTINGS, check_file
 from tests.corpus.everything import VARIANTS
 from tests.corpus.sources import base_source
+from tests.helpers.labs import stem_of
 
 ROOT = Path(__file__).resolve().parents[2]
-MINE = ("a1_pallas_basics", "a2_pipelining", "a3_matmul", "a5_splash_attention")
+MINE = (stem_of("a1"), stem_of("a2"), stem_of("a3"), stem_of("a5"))
 #: The self-check's profile with a fixed seed, so that this suite gives one answer; students
 #: get fresh draws from the same strategies.
 PINNED = settings(SELF_CHECK_SETTINGS, derandomize=True)

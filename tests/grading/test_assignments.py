@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
+import re
+
 import pytest
 
 from graders.checking.framework import check, load_checks
-from graders.labs.catalog import ASSIGNMENTS, assignment_for_stem, get_assignment, known_stems
+from graders.labs.catalog import (
+    ASSIGNMENTS,
+    LABS_DIR,
+    assignment_for_stem,
+    get_assignment,
+    known_stems,
+)
+from tests.helpers.labs import stem_of
 
 
 def test_the_labs_are_discovered_in_course_order() -> None:
@@ -18,9 +28,10 @@ def test_the_labs_are_discovered_in_course_order() -> None:
 
 
 def test_stems_name_assignments() -> None:
-    assert known_stems() == ("a1_pallas_basics", "a2_pipelining", "a3_matmul",
-                             "a4_flash_attention", "a5_splash_attention")
-    assert assignment_for_stem("a4_flash_attention") is get_assignment("a4")
+    folders = sorted(p.name for p in LABS_DIR.iterdir() if (p / "__init__.py").is_file())
+    assert sorted(known_stems()) == folders, "every lab folder is an assignment, by its stem"
+    assert known_stems() == tuple(a.stem for a in ASSIGNMENTS.values())
+    assert assignment_for_stem(stem_of("a4")) is get_assignment("a4")
     assert assignment_for_stem("homework") is None
     with pytest.raises(KeyError, match="known: a1, a2"):
         get_assignment("a9")
@@ -66,3 +77,33 @@ def test_a_copied_failure_keeps_its_class_and_fields() -> None:
     assert raised.input is None
     with pytest.raises(ValueError, match="status"):
         raised.copy(status="fine")
+
+
+ROOT = LABS_DIR.parent.parent
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS.values(), ids=lambda a: a.id)
+def test_a_split_check_package_imports_every_module_that_registers_checks(assignment) -> None:
+    """A check package (``hidden/checks/``, ``public/public_checks/``) registers in the
+    order of its ``MODULES``: a module with checks left out of it would never register."""
+    for module in (assignment.checks_module, assignment.public_checks_module):
+        folder = ROOT.joinpath(*module.split("."))
+        if not folder.is_dir():
+            continue
+        package = importlib.import_module(module)
+        registering = {path.stem for path in folder.glob("*.py")
+                       if re.search(r"^@(public_)?check\(", path.read_text(encoding="utf-8"),
+                                    re.M)}
+        assert registering == set(package.MODULES), module
+
+
+def test_no_module_outside_the_labs_names_a_lab_by_its_stem() -> None:
+    """Code outside ``graders/labs/`` asks the records (``get_assignment(id).stem``) instead
+    of writing a lab's stem; tests and their data are free to."""
+    stems = re.compile("|".join(re.escape(stem) for stem in known_stems()))
+    naming = [str(path.relative_to(ROOT))
+              for folder in ("graders", "bench", "reference", "tools")
+              for path in sorted((ROOT / folder).rglob("*.py"))
+              if not path.is_relative_to(LABS_DIR) and "__pycache__" not in path.parts
+              and stems.search(path.read_text(encoding="utf-8"))]
+    assert naming == []

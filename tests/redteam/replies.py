@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.labs import stems
+
 REPO = Path(__file__).resolve().parents[2]
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 #: Seconds a CLI run may take before the test calls the grader hung (a hang guard only).
 RUN_LIMIT = 300
-STEMS = {"a1": "a1_pallas_basics", "a2": "a2_pipelining", "a3": "a3_matmul",
-         "a4": "a4_flash_attention", "a5": "a5_splash_attention"}
+STEMS = stems()
 
 
 def solution(assignment: str) -> str:

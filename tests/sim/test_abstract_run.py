@@ -18,6 +18,7 @@ from sim_helpers import SIM_SETTINGS
 
 import pallas_sim
 from pallas_sim import jax, jnp, pl, pltpu
+from tests.helpers.labs import stem_of
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 
@@ -29,8 +30,7 @@ def _load(stem: str) -> ModuleType:
     return module
 
 
-A1, A3, A4, A5 = (_load(s) for s in ("a1_pallas_basics", "a3_matmul", "a4_flash_attention",
-                                     "a5_splash_attention"))
+A1, A3, A4, A5 = (_load(stem_of(i)) for i in ("a1", "a3", "a4", "a5"))
 
 
 def _sds(a: np.ndarray) -> jax.ShapeDtypeStruct:

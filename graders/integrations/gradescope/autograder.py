@@ -23,7 +23,7 @@ at its top level:
   cannot run, a fallback written by the shell script.
 
 **Which file is graded** (:func:`find_submission`): ``<stem>.py`` and
-``<stem>.ipynb`` (e.g. ``a1_pallas_basics.py``) anywhere in the submission
+``<stem>.ipynb`` (``<stem>`` the record's) anywhere in the submission
 (the shallowest of each); without either, the only ``.py`` and the only
 ``.ipynb``, unless its name is another assignment's. When both of the pair
 exist, the one rule of ``graders.student.which_file`` picks one: the one that

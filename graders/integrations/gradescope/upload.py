@@ -12,7 +12,7 @@ TA can read. So (docs/security.md, "nbgrader and Gradescope"):
   anything is copied (``RefusedUpload``: the CLI exits 2 and grades nothing);
 * links inside a submission folder are copied as links, never followed: the zip's own
   ``run_autograder`` then refuses a linked submission file exactly as the real
-  Gradescope run does (``graders.grading.grade``: "a1_pallas_basics.py is a symbolic link;
+  Gradescope run does (``graders.grading``: "<stem>.py is a symbolic link;
   only regular files in regular folders are graded", 0 points), and never descends
   into a linked folder;
 * a FIFO, device or socket is refused (``RefusedUpload``): an upload holds none, and

@@ -3,7 +3,7 @@
 TARGETS = [
     "@@REPO@@/reference/a1_pallas_basics.py",
     "@@REPO@@/solutions/a1_pallas_basics.py",
-    "@@REPO@@/graders/labs/a1_pallas_basics/checks.py",
+    "@@REPO@@/graders/labs/a1_pallas_basics/hidden/checks.py",
     "@@CLASS@@/aaa_honest/a1_pallas_basics.py",
     "@@RESULTS@@/aaa_honest/a1_pallas_basics/results.json",
 ]

@@ -1,0 +1,21 @@
+"""The discovered labs as tests name them: by id, their stem and file name from the record
+(``graders.labs.catalog``), never written out by hand."""
+
+from __future__ import annotations
+
+from graders.labs.catalog import ASSIGNMENTS, get_assignment
+
+
+def stem_of(assignment_id: str) -> str:
+    """The file stem of the lab with this id (``stem_of("a3")``), from its record."""
+    return get_assignment(assignment_id).stem
+
+
+def file_of(assignment_id: str) -> str:
+    """The submission file name of the lab with this id (``<stem>.py``)."""
+    return get_assignment(assignment_id).file_name
+
+
+def stems() -> dict[str, str]:
+    """Every discovered lab's stem by id, in course order."""
+    return {assignment.id: assignment.stem for assignment in ASSIGNMENTS.values()}
