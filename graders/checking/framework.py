@@ -270,6 +270,9 @@ class Session:
         self._calls_in_check = 0  # the index of the next call in call_seed
         self._deadline: float | None = None
         self._budget = (0.0, "")
+        #: The hex SHA-256 of the file's bytes as the session read them (what is graded;
+        #: "" when the file was not read): set by ``graders.grading.session.open_session``.
+        self.file_sha256 = ""
         if worker is None and load_failure is None:
             raise ValueError("a Session needs a worker or a load failure")
 

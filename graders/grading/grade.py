@@ -249,6 +249,10 @@ def grade_submission(
     try:
         with pallas_sim.config(**GRADING_SIM_OPTIONS), _session_for(sub, timeout) as session:
             result.sandbox = session.isolation or isolation_label()
+            # what was graded: the bytes the session read, which may differ from what
+            # discovery hashed when the file changed in between (a result never claims
+            # content it was not made from: the resume rule compares this digest)
+            result.sha256 = session.file_sha256 or result.sha256
             session.set_budget(started + budget, budget, rule)
             if session.load_failure is not None:
                 result.load_error = session.load_failure.what

@@ -5,6 +5,7 @@ it; a file that fails any of these gives ``Session.failed``, whose every call sa
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,9 +20,16 @@ from graders.checking.status import Status
 from graders.grading.notebook import notebook_module, notebook_static_result
 from graders.grading.submission import link_failure
 from graders.labs.catalog import Assignment
+from graders.safety import submission_files
 from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker
-from graders.worker.static_check import StaticCheckResult, check_file
+from graders.worker.static_check import (
+    MAX_SOURCE_BYTES,
+    StaticCheckResult,
+    StaticProblem,
+    check_bytes,
+    read_source,
+)
 
 
 def _static_failure(result: StaticCheckResult, file_name: str) -> CheckFailure:
@@ -60,6 +68,10 @@ def open_session(
 ) -> Iterator[Session]:
     """A ``Session`` for one submission file, its worker closed on exit.
 
+    The file is read once: the static check and the worker get the same bytes (a
+    notebook's: its module converted from the bytes read), and ``session.file_sha256``
+    is their digest, what the result records as graded.
+
     Runs the static check first; a rejected file or one that fails to import
     gives a Session whose every call raises that failure. A ``.ipynb`` file is
     first turned into its module here, in the trusted process, without running
@@ -78,26 +90,38 @@ def open_session(
             if failure is not None:
                 yield Session.failed(assignment, failure, file_name)
                 return
-            with _module_session(module.path, assignment, timeout, file_name,
-                                 module.converted) as session:
+            with _module_session(path, module.source, module.name, assignment, timeout,
+                                 file_name, module.converted) as session:
+                session.file_sha256 = module.file_sha256
                 yield session
         return
-    with _module_session(path, assignment, timeout, file_name) as session:
+    source = read_source(path)
+    if isinstance(source, StaticCheckResult):  # not a regular file, too large, unreadable
+        yield Session.failed(assignment, _static_failure(source, file_name), file_name)
+        return
+    with _module_session(path, source, file_name, assignment, timeout, file_name) as session:
+        session.file_sha256 = hashlib.sha256(source).hexdigest()
         yield session
 
 
 @contextmanager
 def _module_session(
-    path: Path, assignment: Assignment, timeout: float, file_name: str,
-    notebook: ConvertedNotebook | None = None,
+    path: Path, source: bytes, checked_as: str, assignment: Assignment, timeout: float,
+    file_name: str, notebook: ConvertedNotebook | None = None,
 ) -> Iterator[Session]:
-    static = check_file(path)
+    """The session of ``source`` (the file's bytes, or a notebook's module): statically
+    checked as ``checked_as``, then the very same bytes run in the worker."""
+    if len(source) > MAX_SOURCE_BYTES:  # a notebook whose code alone is over the .py limit
+        reason = submission_files.too_large(len(source), MAX_SOURCE_BYTES)
+        static = StaticCheckResult(checked_as, (StaticProblem(0, 0, f"{checked_as}: {reason}"),))
+    else:
+        static = check_bytes(source, checked_as)
     if not static.ok:
         if notebook is not None:
             static = notebook_static_result(static, notebook, file_name)
         yield Session.failed(assignment, _static_failure(static, file_name), file_name)
         return
-    with Worker(path, timeout=timeout, module_name=assignment.stem) as worker:
+    with Worker(path, timeout=timeout, module_name=assignment.stem, source=source) as worker:
         load = worker.load_result
         assert load is not None
         if not load.ok:

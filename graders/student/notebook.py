@@ -135,20 +135,29 @@ def read_notebook_cells(path: str | Path) -> list[tuple[int, str, str]]:
     notebook, or has a code cell holding a lone surrogate (the message names the
     cell, line and column).
     """
-    import nbformat
-    from nbformat.warnings import DuplicateCellId, MissingIDFieldWarning
-
     from graders.safety.submission_files import read_bytes
 
     path = Path(path)
     try:
-        text = read_bytes(path).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise NotebookError(
-            f"{path.name} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
-            f"{exc.start}); a notebook is UTF-8 JSON") from None
+        data = read_bytes(path)
     except OSError as exc:
         raise NotebookError(f"cannot read {path.name}: {exc}") from None
+    return notebook_cells(data, path.name)
+
+
+def notebook_cells(data: bytes, file_name: str) -> list[tuple[int, str, str]]:
+    """(cell number, cell type, source) of every cell of the notebook whose file bytes are
+    ``data`` (its name ``file_name`` is used in messages). Raises ``NotebookError`` as
+    :func:`read_notebook_cells` does, but for reading."""
+    import nbformat
+    from nbformat.warnings import DuplicateCellId, MissingIDFieldWarning
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotebookError(
+            f"{file_name} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}); a notebook is UTF-8 JSON") from None
     try:
         with warnings.catch_warnings():  # cell ids do not matter here; no noise for the TA
             warnings.simplefilter("ignore", MissingIDFieldWarning)
@@ -158,10 +167,10 @@ def read_notebook_cells(path: str | Path) -> list[tuple[int, str, str]]:
                  for number, cell in enumerate(notebook.cells, start=1)]
     except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds for bad input
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise NotebookError(f"{path.name} is not a Jupyter notebook ({first})") from None
+        raise NotebookError(f"{file_name} is not a Jupyter notebook ({first})") from None
     for number, kind, source in cells:
         if kind == "code":
-            _refuse_surrogates(path.name, number, source)
+            _refuse_surrogates(file_name, number, source)
     return cells
 
 

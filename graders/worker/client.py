@@ -192,8 +192,10 @@ class Worker:
     when the submission does not exist, ``graders.safety.submission_files.RefusedFile`` (an
     ``OSError``) when it is not a regular file or is larger than the submission limit
     (the file is read once, bounded, into the snapshot every start runs), and
-    ``RuntimeError`` when numpy cannot be found. Every load and call carries a seed
-    (``call_seed``) that the worker applies to the submission's randomness.
+    ``RuntimeError`` when numpy cannot be found. ``source`` (bytes): what to run instead of
+    reading ``path`` (the grader passes the bytes it has statically checked, or a
+    notebook's converted module; ``path`` then only names the file). Every load and call
+    carries a seed (``call_seed``) that the worker applies to the submission's randomness.
     ``close()`` (or leaving ``with``) kills the process and removes every temp
     directory.
     """
@@ -209,16 +211,20 @@ class Worker:
         sandbox_level: str | None = None,
         policy: bool | None = None,
         tree_level: str | None = None,
+        source: bytes | None = None,
     ) -> None:
         #: Whether the worker compiles and runs the submission under the submission policy
         #: (``graders.worker.policy``); off only through ``PALLAS_LAB_POLICY=off``.
         self.policy = policy_enabled() if policy is None else bool(policy)
         self.submission_path = Path(submission_path).resolve()
-        if not self.submission_path.is_file():
+        if source is None and not self.submission_path.is_file():
             raise FileNotFoundError(f"no submission file at {submission_path}")
-        # Every (re)start runs this snapshot, read as the grader reads student files: a
-        # regular file, never past its limit (graders.safety.submission_files).
-        self._source = submission_files.read_bytes(self.submission_path)
+        # Every (re)start runs this snapshot: ``source`` when the grader has read and
+        # checked the file already (the bytes it checked are the bytes that run), else read
+        # here as the grader reads student files: a regular file, never past its limit
+        # (graders.safety.submission_files).
+        self._source = (submission_files.read_bytes(self.submission_path) if source is None
+                        else bytes(source))
         #: The SHA-256 of what the worker runs: the file part of every call's seed.
         self.source_digest = hashlib.sha256(self._source).digest()
         self.module_name = _safe_module_name(self.submission_path, module_name)

@@ -141,16 +141,33 @@ def check_file(path: str | Path) -> StaticCheckResult:
     from ``lstat``, before it is opened), cannot be read or cannot be decoded gives a
     single problem with line 0 (``graders.safety.submission_files``).
     """
+    data = read_source(path)
+    return data if isinstance(data, StaticCheckResult) else check_bytes(data, Path(path).name)
+
+
+def read_source(path: str | Path) -> bytes | StaticCheckResult:
+    """A submission file's bytes, read once as the grader reads student files (a regular
+    file, never past ``MAX_SOURCE_BYTES``), or the one problem (line 0) saying why they
+    cannot be read; never raises. The grader checks these bytes (:func:`check_bytes`) and
+    gives the very same bytes to the worker, so what runs is what was checked."""
     path = Path(path)
     try:
-        source = decode_source(submission_files.read_bytes(path, MAX_SOURCE_BYTES))
+        return submission_files.read_bytes(path, MAX_SOURCE_BYTES)
     except submission_files.RefusedFile as exc:
         return StaticCheckResult(path.name, (StaticProblem(0, 0, f"{path.name}: {exc.reason}"),))
     except OSError as exc:
         reason = exc.strerror or str(exc)
         problem = StaticProblem(0, 0, f"cannot read {path.name}: {reason}")
         return StaticCheckResult(path.name, (problem,))
+
+
+def check_bytes(data: bytes, filename: str) -> StaticCheckResult:
+    """Decode submission bytes as Python source (PEP 263) and check them
+    (:func:`check_source`); bytes that cannot be decoded give one problem with line 0.
+    Never raises."""
+    try:
+        source = decode_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
-        problem = StaticProblem(0, 0, f"cannot decode {path.name} as Python source: {exc}")
-        return StaticCheckResult(path.name, (problem,))
-    return check_source(source, path.name)
+        problem = StaticProblem(0, 0, f"cannot decode {filename} as Python source: {exc}")
+        return StaticCheckResult(filename, (problem,))
+    return check_source(source, filename)
