@@ -73,6 +73,10 @@ class Discovery:
     #: another name ("renamed: a1.py") and files that were not ("misnamed: hw.py").
     #: A student with only misnamed files is here and nowhere else: never dropped.
     notes: dict[str, list[str]] = field(default_factory=dict)
+    #: The folders read as class or student folders (an nbgrader course's ``submitted/``;
+    #: a single file's student folder): what students write, where nothing of the
+    #: grader's may go (``graders.cli.grade_options.student_folder_problem``).
+    folders: list[Path] = field(default_factory=list)
 
     def note(self, student: str, text: str) -> None:
         """Add ``text`` to ``student``'s notes (once)."""
@@ -334,6 +338,10 @@ def discover(
         if course:
             root = root / "submitted"
         before = len(out.submissions)
+        if root.is_dir():
+            out.folders.append(root)
+        elif root.is_file():
+            out.folders.append(student_folder_of(root))
         if root.is_file():
             _from_file(root, student_of(root), student_folder_of(root), assignment, out,
                        explicit=True)
@@ -365,6 +373,8 @@ def discover(
     order = {a: i for i, a in enumerate(ASSIGNMENTS)}
     seen: set[Path] = set()
     graded: dict[tuple[str, Path, str], Submission] = {}
+    #: one file per (student, student folder, assignment), wherever in the folder it is
+    per_student: dict[tuple[str, Path, str], Submission] = {}
     unique = []
     for sub in sorted(out.submissions, key=lambda s: (s.student, order.get(s.assignment.id, 99),
                                                        bool(s.note), s.file.suffix != ".py",
@@ -383,6 +393,15 @@ def discover(
             if sub.note:
                 out.note(sub.student, f"not graded: {sub.file.name} ({twin.file.name} was)")
             continue
+        mine = (sub.student, (sub.folder or student_folder_of(sub.file)).resolve(), sub.stem)
+        first = per_student.get(mine)
+        if first is not None:  # <stem>.py beside <stem>/<stem>.py: one results.json each
+            out.problems.append(f"{sub.student}/{sub.file.name}: not graded, "
+                                f"{first.file.name} is (one file per assignment)")
+            out.note(sub.student, f"not graded: {_in_folder(sub.file, mine[1])} "
+                                  f"({_in_folder(first.file, mine[1])} was)")
+            continue
+        per_student[mine] = sub
         graded[(sub.student, sub.file.parent.resolve(), sub.stem)] = sub
         if sub.note:
             out.note(sub.student, sub.note)
@@ -390,6 +409,14 @@ def discover(
     out.submissions = unique
     out.ambiguities.extend(_name_clashes(unique))
     return out
+
+
+def _in_folder(file: Path, folder: Path) -> str:
+    """``file`` as the student knows it: relative to their folder when it is inside."""
+    try:
+        return file.resolve().relative_to(folder).as_posix()
+    except ValueError:
+        return file.name
 
 
 def _notebooks_only(found: list[Submission], out: Discovery) -> list[Submission]:

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from graders.checking.feedback import format_points
+from graders.checking.status import RESULT_STATUSES
 from graders.grading.result import CheckResult, SubmissionResult
 from graders.labs.catalog import ASSIGNMENTS, Assignment, assignment_for_stem
 from graders.reports.files import atomic_write_text, student_folder_name, student_of_folder_name
+from graders.safety import submission_files
 from graders.safety.safe_text import terminal_text
 
 GRADEBOOK = "gradebook.csv"
@@ -60,47 +63,97 @@ def write_result(result: SubmissionResult, path: Path) -> Path:
     return atomic_write_text(path, text)
 
 
+#: The largest results.json the store reads, in bytes (one a grader writes is a few
+#: hundred KiB at most; a bigger one was not written by pallas-lab).
+MAX_RESULT_BYTES = 16 << 20
+
+
+class _NotOurs(ValueError):
+    """A results.json that pallas-lab did not write, or whose values cannot be its."""
+
+
 def read_result(path: Path, info: Assignment | None = None) -> SubmissionResult | None:
     """The ``SubmissionResult`` a results.json under a batch folder holds (student from its
     folders; the assignment ``info``, else the one its folder's name is the stem of), or
-    None when it is not one pallas-lab wrote with its record (``result_document``) or
-    cannot be read."""
+    None when it cannot be read (bounded, a regular file, never through a link:
+    ``graders.safety.submission_files``) or is not one pallas-lab could have written: every
+    field has the type ``result_document`` gives it, every check names a task of the
+    assignment, its points lie within 0 and its maximum, and the maximum within the task's
+    points. Never raises for what the file holds."""
     if info is None:
         info = assignment_for_stem(path.parent.name)
+    if info is None:
+        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        record = data["extra_data"][RECORD]
-        tests = data["tests"]
-        statuses = record["checks"]
-    except (OSError, ValueError, KeyError, TypeError):
+        data = json.loads(submission_files.read_bytes(path, MAX_RESULT_BYTES).decode("utf-8"))
+        return _result_of(data, path, info)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    if info is None or len(statuses) != len(tests):
+
+
+def _text(value: Any, *, optional: bool = False) -> str | None:
+    if value is None and optional:
         return None
+    if not isinstance(value, str):
+        raise _NotOurs(f"{value!r} is not text")
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _NotOurs(f"{value!r} is not a finite number")
+    return float(value)
+
+
+def _result_of(data: Any, path: Path, info: Assignment) -> SubmissionResult:
+    extra = data["extra_data"]
+    record = extra[RECORD]
+    tests, statuses = data["tests"], record["checks"]
+    if not isinstance(tests, list) or not isinstance(statuses, list) or len(tests) != len(
+            statuses):
+        raise _NotOurs("tests and statuses do not match")
+    file = _text(record.get("file", info.file_name))
+    if not file or Path(file).name != file or file in (".", ".."):
+        raise _NotOurs("the file is not a file name")
+    seconds = _number(data.get("execution_time", 0))
+    sha256 = _text(record.get("sha256", ""))
+    if sha256 and (len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256)):
+        raise _NotOurs("the digest is not a SHA-256")
     result = SubmissionResult(
         student=student_of_folder_name(path.parent.parent.name), stem=info.stem,
-        assignment=info.id, file=str(path.parent / record.get("file", info.file_name)),
-        load_error=record.get("load_error"), sandbox=data["extra_data"].get("sandbox", ""),
-        sha256=record.get("sha256", ""), seconds=float(data.get("execution_time", 0)),
+        assignment=info.id, file=str(path.parent / file),
+        load_error=_text(record.get("load_error"), optional=True),
+        sandbox=_text(extra.get("sandbox", "")) or "", sha256=sha256 or "",
+        seconds=max(seconds, 0.0),
     )
-    try:
-        checks = [_check_of(info.id, test, state) for test, state in zip(tests, statuses,
-                                                                          strict=True)]
-    except (KeyError, TypeError, ValueError):  # not a results.json this batch wrote
-        return None
-    result.checks.extend(checks)
+    result.checks.extend(_check_of(info, test, state)
+                         for test, state in zip(tests, statuses, strict=True))
     return result
 
 
-def _check_of(assignment: str, test: dict, state: dict) -> CheckResult:
-    """One check's result from its Gradescope test entry and its recorded status."""
-    graded = "not graded" not in test.get("tags", [])
+def _check_of(info: Assignment, test: dict, state: dict) -> CheckResult:
+    """One check's result from its Gradescope test entry and its recorded status; raises
+    ``_NotOurs`` (or ``KeyError``, ``TypeError``) when it cannot be one of ``info``'s."""
+    task = info.task(_text(test["number"]) or "")
+    points, max_points = _number(test["score"]), _number(test["max_score"])
+    if not 0 <= points <= max_points <= task.points:
+        raise _NotOurs(f"{points:g} of {max_points:g} points for Task {task.id}")
+    status = _text(state["status"])
+    if status not in RESULT_STATUSES:
+        raise _NotOurs(f"status {status!r}")
+    tags = test.get("tags", [])
+    if not isinstance(tags, list):
+        raise _NotOurs("tags are not a list")
+    measures = state.get("measures") or {}
+    if not isinstance(measures, dict):
+        raise _NotOurs("measures are not a mapping")
     return CheckResult(
-        assignment=assignment, task=str(test["number"]), check=str(test["name"]),
-        points=float(test["score"]), max_points=float(test["max_score"]),
-        status=str(state["status"]), feedback=str(test.get("output", "")), seconds=0.0,
-        graded=graded, reason=str(state.get("reason", "")),
-        measures={str(k): float(v) for k, v in (state.get("measures") or {}).items()},
-        diagnosis=str(state.get("diagnosis", "")))
+        assignment=info.id, task=task.id, check=_text(test["name"]) or "",
+        points=points, max_points=max_points, status=status,
+        feedback=_text(test.get("output", "")) or "", seconds=0.0,
+        graded="not graded" not in tags, reason=_text(state.get("reason", "")) or "",
+        measures={_text(k) or "": _number(v) for k, v in measures.items()},
+        diagnosis=_text(state.get("diagnosis", "")) or "")
 
 
 def read_results(out: Path) -> list[SubmissionResult]:

@@ -291,10 +291,12 @@ def _note_lines(notes: dict[str, list[str]]) -> list[str]:
 
 def _check_options(args: argparse.Namespace, found: Discovery) -> str | None:
     """One line saying why the options cannot work (None when they can), before grading."""
+    from graders.batch.discovery import student_folder_of
     from graders.cli.grade_options import (
         gradebook_problem,
         jobs_problem,
         out_kind,
+        student_folder_problem,
         writable_problem,
     )
 
@@ -325,8 +327,12 @@ def _check_options(args: argparse.Namespace, found: Discovery) -> str | None:
             return (f"--student {terminal_text(unknown[0])}: no submission of that student "
                     "found under the PATHs")
     if batch:
+        # a batch reads its results folder back (resume), so no student may write there
+        students = {(s.folder or student_folder_of(s.file)) for s in found.submissions}
         out, gradebook = _batch_paths(args)
-        problem = writable_problem(out, "folder") or writable_problem(gradebook, "file")
+        problem = (student_folder_problem(out, found.folders, students)
+                   or student_folder_problem(gradebook, found.folders, students)
+                   or writable_problem(out, "folder") or writable_problem(gradebook, "file"))
     elif args.out is not None:
         kind = out_kind(args.format, batch, len(found.submissions), args.out)
         problem = writable_problem(args.out, kind)

@@ -9,6 +9,7 @@ on the format and on batch mode (``out_kind``).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -85,4 +86,24 @@ def gradebook_problem(course: Path, stems: set[str]) -> str | None:
             except MissingEntry:
                 return (f"--to-gradebook: the gradebook of {course} has no assignment "
                         f"{stem!r}: run `nbgrader generate_assignment {stem}` there first")
+    return None
+
+
+def student_folder_problem(output: Path, read: Iterable[Path], students: Iterable[Path],
+                           option: str = "--out") -> str | None:
+    """Why ``output`` (a results folder or a file the run writes) cannot be written where it
+    is: inside a folder discovery read (``read``: the class and student folders given as
+    PATHs), or inside a student's folder, or holding one (each student's results would then
+    land in their own folder). What is there is the students': a results.json planted
+    there could pass for the grader's when a batch resumes (docs/security.md, "Class
+    folders"). None when ``output`` is clear of all of them."""
+    target = output.resolve()
+    for folder, strict in [*((f, False) for f in read), *((f, True) for f in students)]:
+        place = folder.resolve()
+        if target == place or place in target.parents or (strict and target in place.parents):
+            where = "is" if target == place else (
+                "lies inside" if place in target.parents else "holds")
+            return (f"{option} {output} {where} {folder}, where students' files are: a "
+                    "results.json there could be a student's; write the results outside "
+                    "the class folder (e.g. --out ../results)")
     return None

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 import pallas_sim
+from graders.safety.safe_text import terminal_text
 from pallas_sim import jax, jnp
 from pallas_sim.extend import CHIPS, Timeline, UnknownChipError, get_chip
 
@@ -284,7 +285,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.file.is_file():
         print(f"pallas-lab profile: {args.file}: no such file", file=sys.stderr)
         return 2
-    module = load_module(args.file)
+    try:
+        module = load_module(args.file)
+    except (SyntaxError, ValueError) as exc:  # not Python source (or not UTF-8): bad input
+        print(f"pallas-lab profile: {terminal_text(args.file.name)} does not compile: "
+              f"{terminal_text(str(exc))}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the file's own top-level code raised
+        print(f"pallas-lab profile: importing {terminal_text(args.file.name)} raised "
+              f"{type(exc).__name__}: {terminal_text(str(exc))}", file=sys.stderr)
+        return 1
     if args.function:
         runs = [(args.function, args.function, tuple(shapes), kwargs)]
     else:
@@ -304,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             est = pallas_sim.estimate(fn, *fargs, chip=args.chip, **fkwargs)
         except Exception as exc:  # noqa: BLE001 - the profiled code's own errors are reported
-            print(f"   {type(exc).__name__}: {exc}")
+            print(f"   {type(exc).__name__}: {terminal_text(str(exc))}")
             status = 1
             continue
         rows = summary_rows(est)

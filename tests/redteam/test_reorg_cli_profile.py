@@ -5,7 +5,7 @@ status (2: bad input)". A FILE that does not compile (a syntax error, bytes that
 UTF-8) is bad input, but ``load_module`` runs outside any ``try``: the TA gets a Python
 traceback and exit status 1, the status the CLI reserves for a grader failure.
 
-FAILS on the code it was written against.
+This failed before ``main`` caught a file that does not load (exit 2 with one line now).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ its ``try`` (``extra_data.pallas_lab.file`` a number, ``execution_time`` a list)
 instead: ``pallas-lab leaderboard`` and ``pallas-lab grade --jobs`` with that ``--out``
 end in a Python traceback (exit 1) rather than a usage error or a skipped file.
 
-These tests FAIL on the code they were written against.
+These tests failed before ``read_result`` checked every field (graders/batch/store.py).
 """
 
 from __future__ import annotations

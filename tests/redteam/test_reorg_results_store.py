@@ -1,6 +1,6 @@
 """Red-team pass after the reorganisation: the batch's results store and resume rule.
 
-Each test shows a hole that is open on the code it was written against (it FAILS there):
+Each test shows a hole that was open before its fix (each failed there):
 
 * a results.json the batch did not write is believed when its recorded SHA-256 matches
   the file (``graders.batch.schedule.is_current``): nothing ties a result to the grader

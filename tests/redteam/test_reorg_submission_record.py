@@ -12,7 +12,8 @@ discovery) is graded from its new bytes and stored under the old bytes' digest, 
   for a file that holds A again (a student who swaps a copied file in for the grading
   window and back keeps its score, and the similarity check reads A).
 
-These tests FAIL on the code they were written against.
+This failed before the session read the file once and the result recorded the digest
+of those bytes (``Session.file_sha256``).
 """
 
 from __future__ import annotations
