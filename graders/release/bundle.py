@@ -20,7 +20,7 @@
 
 Left out on purpose, and refused should the rule ever reach them (:data:`HIDDEN`):
 ``reference/``, ``solutions/``, the hidden checks' framework (``graders/checking/`` but
-for the registry, statuses, values and feedback text the public checks share), every
+for the registry, statuses and values the public checks share), every
 lab file outside its record and its ``public/`` folder (:func:`lab_hidden`: ``hidden/``
 with its checks, diagnoses, ``harness.py`` and timing), grading
 and the worker (``graders/grading/``, ``graders/worker/client.py``, ...), tests
