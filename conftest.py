@@ -17,7 +17,7 @@
   grades whole files through a worker (``grade_file``, ``graded_sample``, the
   self-check's ``check_file``), decided from the module's source by ``e2e_module``
   (tests/helpers/slices.py); ``fidelity`` on everything under ``tests/fidelity``; and one marker per
-  discovered lab (``a1`` .. ``a5``, from ``graders.labs.catalog.ASSIGNMENTS``) on a test
+  discovered lab (``a1`` .. ``a5``, from ``graders.course.catalog.ASSIGNMENTS``) on a test
   whose node id names the lab's id or stem (``lab_markers``);
 * one worker zygote for the session (``graders.worker.zygote``): the workers this
   process starts fork from it, as a batch's do, instead of starting an interpreter each.

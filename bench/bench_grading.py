@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from graders.course.catalog import ASSIGNMENTS  # noqa: E402
 from graders.grading.grade import grade_file  # noqa: E402
-from graders.labs.catalog import ASSIGNMENTS  # noqa: E402
 
 #: One row per discovered assignment: ada's correct sample of it.
 CASES = [(f"{a.id} (Tasks {a.tasks[0].id}-{a.tasks[-1].id})",

@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 from hypothesis import strategies as st  # noqa: E402
 
 from graders.checking.framework import CheckFailure, run_property  # noqa: E402
+from graders.course.catalog import get_assignment  # noqa: E402
 from graders.grading.session import open_session  # noqa: E402
-from graders.labs.catalog import get_assignment  # noqa: E402
 from graders.worker.client import Worker  # noqa: E402
 
 SOURCE = """

@@ -49,7 +49,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import pallas_sim  # noqa: E402
-from graders.labs.catalog import get_assignment  # noqa: E402
+from graders.course.catalog import get_assignment  # noqa: E402
 from pallas_sim.backends import real_jax  # noqa: E402
 from pallas_sim.backends.swap import load  # noqa: E402
 

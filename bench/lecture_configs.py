@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from graders.labs.catalog import get_assignment  # noqa: E402
+from graders.course.catalog import get_assignment  # noqa: E402
 from pallas_sim import jax, jnp, pl, pltpu  # noqa: E402
 
 MS = 1e-3

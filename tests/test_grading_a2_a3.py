@@ -15,8 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from graders.course.catalog import assignment_for_stem
 from graders.grading.result import SubmissionResult
-from graders.labs.catalog import assignment_for_stem
 from tests.helpers.labs import file_of
 from tests.samples import graded_sample
 

@@ -60,7 +60,7 @@ def test_dev_s_faults_fail_only_the_checks_that_hit_them(graded_samples):
 
 
 def test_the_public_self_check_passes_the_solution_and_flags_ben_s_window():
-    from graders.labs.catalog import get_assignment
+    from graders.course.catalog import get_assignment
     from graders.student.selfcheck import check_file
 
     a5 = get_assignment("a5")

@@ -22,7 +22,7 @@ import reference.a1_pallas_basics as ref_a1
 import reference.a3_matmul as ref_a3
 import reference.a4_flash_attention as ref_a4
 import reference.a5_splash_attention as ref_a5
-from graders.labs.catalog import load_harness
+from graders.course.catalog import load_harness
 
 
 def _rand(shape: tuple[int, ...], seed: int) -> np.ndarray:
@@ -97,6 +97,6 @@ def test_the_harness_call_is_the_reference_wrappers_call(lab: str) -> None:
 
 
 def test_every_lab_with_a_harness_is_compared() -> None:
-    from graders.labs.catalog import harness_files
+    from graders.course.catalog import harness_files
 
     assert {name for name in harness_files() if not name.endswith("_public")} == set(CALLS)

@@ -1,6 +1,6 @@
 """Every discovered assignment, graded end to end: the same tests for each lab.
 
-Parametrized over ``graders.labs.catalog.ASSIGNMENTS`` (the labs under
+Parametrized over ``graders.course.catalog.ASSIGNMENTS`` (the labs under
 ``graders/labs/``), so a new assignment is tested here without editing this
 file: its solution gets every point, its untouched handout gets 0 with every
 check failing as "not started", its checks add up to its tasks' points, and each
@@ -15,8 +15,8 @@ import ast
 import pytest
 
 from graders.checking.framework import load_checks
+from graders.course.catalog import ASSIGNMENTS
 from graders.grading.grade import grade_file
-from graders.labs.catalog import ASSIGNMENTS
 from tests.samples import (
     ROOT,
     expected_points,

@@ -15,9 +15,9 @@ import pytest
 import pallas_sim
 from graders.checking import step_model
 from graders.checking.registry import CheckFailure
+from graders.course.catalog import load_harness
 from graders.labs.a3_matmul.hidden import timing
 from graders.labs.a3_matmul.hidden.checks import performance
-from graders.labs.catalog import load_harness
 from pallas_sim import jax, jnp
 
 REPO = Path(__file__).resolve().parents[1]

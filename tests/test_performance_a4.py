@@ -16,9 +16,9 @@ import pallas_sim
 import reference.a4_flash_attention as ref
 from graders.checking import step_model
 from graders.checking.registry import CheckFailure
+from graders.course.catalog import load_harness
 from graders.labs.a4_flash_attention.hidden import timing
 from graders.labs.a4_flash_attention.hidden.checks import performance
-from graders.labs.catalog import load_harness
 from pallas_sim import jax, jnp
 
 REPO = Path(__file__).resolve().parents[1]

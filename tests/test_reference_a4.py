@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 
 import graders.labs.a4_flash_attention.hidden.diagnose as diagnose
 import reference.a4_flash_attention as ref
+from graders.course.catalog import load_harness
 from graders.labs.a4_flash_attention.hidden.checks import merge, problems, softmax
-from graders.labs.catalog import load_harness
 from reference.dense_attention import dense_attention
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.labs.catalog import ASSIGNMENTS as DISCOVERED
+from graders.course.catalog import ASSIGNMENTS as DISCOVERED
 from graders.release import handouts as release
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.labs.catalog import ASSIGNMENTS
+from graders.course.catalog import ASSIGNMENTS
 from tests.helpers.slices import E2E_PATTERN, e2e_module, lab_markers
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,8 +19,8 @@ import pytest
 import pallas_sim
 import reference.a5_splash_attention as ref
 from graders.checking import step_model
+from graders.course.catalog import load_harness
 from graders.labs.a5_splash_attention.hidden import splash_timing as st
-from graders.labs.catalog import load_harness
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("solution_a5_timing",

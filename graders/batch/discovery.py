@@ -44,14 +44,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graders.grading.submission import Submission
-from graders.labs.catalog import (
+from graders.course.catalog import (
     ASSIGNMENTS,
     Assignment,
     assignment_for_stem,
     get_assignment,
     known_stems,
 )
+from graders.grading.submission import Submission
 from graders.safety.safe_text import terminal_text
 from graders.safety.submission_files import kind_of
 from graders.student.which_file import choose_file

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from graders.labs.catalog import ASSIGNMENTS
+from graders.course.catalog import ASSIGNMENTS
 from graders.safety.safe_text import csv_value, terminal_text
 
 #: Shown instead of a name when names are hidden.

@@ -63,8 +63,8 @@ from graders.batch.store import (
     result_path,
     write_result,
 )
+from graders.course.catalog import ASSIGNMENTS
 from graders.grading.submission import Submission
-from graders.labs.catalog import ASSIGNMENTS
 from graders.reports.files import atomic_write_text
 from graders.reports.progress import GradingProgress
 

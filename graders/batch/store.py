@@ -16,8 +16,8 @@ from typing import Any
 
 from graders.checking.feedback import format_points
 from graders.checking.status import RESULT_STATUSES
+from graders.course.catalog import ASSIGNMENTS, Assignment, assignment_for_stem
 from graders.grading.result import CheckResult, SubmissionResult
-from graders.labs.catalog import ASSIGNMENTS, Assignment, assignment_for_stem
 from graders.reports.files import atomic_write_text, student_folder_name, student_of_folder_name
 from graders.safety import submission_files
 from graders.safety.safe_text import terminal_text

@@ -37,7 +37,7 @@ from graders.checking.status import FAILURE_STATUSES
 from graders.checking.values import describe_value
 
 if TYPE_CHECKING:
-    from graders.labs.records import Assignment
+    from graders.course.records import Assignment
     from graders.worker.client import CallResult, Worker, WorkerFailure
 
 __all__ = [
@@ -78,7 +78,7 @@ def load_checks(assignment: str) -> list[Check]:
     ``KeyError`` for an unknown assignment and lets the module's ``ImportError``
     through (a grader bug).
     """
-    from graders.labs.catalog import get_assignment
+    from graders.course.catalog import get_assignment
 
     module = get_assignment(assignment).checks_module
     if module is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from graders.labs.catalog import ASSIGNMENTS
+from graders.course.catalog import ASSIGNMENTS
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1

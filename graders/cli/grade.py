@@ -40,9 +40,9 @@ from graders.cli.common import (
     add_timeout_options,
     positive_float,
 )
+from graders.course.catalog import ASSIGNMENTS
 from graders.grading.grade import grade_submission
 from graders.grading.result import SubmissionResult
-from graders.labs.catalog import ASSIGNMENTS
 from graders.safety.safe_text import show, terminal_text
 
 NAME = "grade"

@@ -82,7 +82,7 @@ def cases_for(stem: str) -> tuple[FidelityCase, ...]:
     """The cases of an assignment file stem (a record's ``stem``): the ``CASES`` of its
     lab's ``fidelity.py`` (``graders/labs/<stem>/public/fidelity.py``); () for a stem no lab has
     or a lab without that module. Lets a broken ``fidelity.py``'s ImportError through."""
-    from graders.labs.catalog import assignment_for_stem
+    from graders.course.catalog import assignment_for_stem
 
     assignment = assignment_for_stem(stem)
     if assignment is None or assignment.package is None:

@@ -5,7 +5,7 @@ a crash, timeout or exception fails only the check that caused it; every
 registered check that produced no result counts as failed; a check that
 raises anything but ``CheckFailure`` is the grader's bug and is recorded as
 status "error" without losing the other results. Scores count only graded
-tasks (``graders.labs.catalog``).
+tasks (``graders.course.catalog``).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from graders.checking.framework import (
 )
 from graders.checking.registry import Visibility
 from graders.checking.status import Status
+from graders.course.catalog import Assignment, assignment_for_stem, get_assignment
 from graders.grading.result import CheckResult, SubmissionResult
 from graders.grading.session import open_session
 from graders.grading.submission import Submission
-from graders.labs.catalog import Assignment, assignment_for_stem, get_assignment
 from graders.safety.safe_text import terminal_text
 from pallas_sim.extend import GRADING_SANITIZERS
 

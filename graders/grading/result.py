@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from graders.checking.status import RESULT_STATUSES, TASK_FAILURE_ORDER, Status
-from graders.labs.catalog import Assignment, get_assignment
+from graders.course.catalog import Assignment, get_assignment
 
 
 @dataclass(frozen=True, kw_only=True)

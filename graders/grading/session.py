@@ -17,9 +17,9 @@ from graders.checking.framework import (
     raised_text,
 )
 from graders.checking.status import Status
+from graders.course.catalog import Assignment
 from graders.grading.notebook import notebook_module, notebook_static_result
 from graders.grading.submission import link_failure
-from graders.labs.catalog import Assignment
 from graders.safety import submission_files
 from graders.student.notebook import ConvertedNotebook
 from graders.worker.client import LoadResult, Worker

@@ -1,7 +1,7 @@
 """The submission record: one file to grade, resolved once and passed on whole.
 
 Discovery (``graders.batch.discovery``), ``pallas-lab grade FILE`` and the batch build a
-:class:`Submission` once: the student, the file, its :class:`~graders.labs.records.Assignment`
+:class:`Submission` once: the student, the file, its :class:`~graders.course.records.Assignment`
 record (never an id to look up again), whether it is a notebook, and the SHA-256 of its
 bytes, read once through the bounded reads of ``graders.safety.submission_files`` (with the
 reason it cannot be graded, when it cannot be read). Grading, the batch's resume rule and
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from graders.checking.registry import CheckFailure
 from graders.checking.status import Status
-from graders.labs.records import Assignment
+from graders.course.records import Assignment
 from graders.safety import submission_files
 
 __all__ = ["Submission", "file_digest", "link_failure"]

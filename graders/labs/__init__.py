@@ -1,4 +1,4 @@
-"""One package per assignment, discovered by ``graders.labs.catalog`` (no central table).
+"""One package per assignment, discovered by ``graders.course.catalog`` (no central table).
 
 ``graders/labs/<stem>/`` holds everything that belongs to one assignment, and its
 folders say what students get (the bundle decides by folder, ``graders.release.bundle.lab_hidden``):

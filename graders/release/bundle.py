@@ -12,7 +12,7 @@
   self-check, notebook conversion, the ``check``/``status`` commands), the
   program ``python -m graders.fidelity.run`` that ``check --backend jax``
   starts, and every repository module those import, transitively, read from
-  their ASTs (today: ``graders/labs/catalog.py``, ``graders/harnesses/``,
+  their ASTs (today: ``graders/course/catalog.py``, ``graders/harnesses/``,
   ``graders/worker/static_check.py`` with ``graders/worker/policy/``, and
   ``graders/fidelity/``), with each package's ``__init__.py``;
 * a ``pyproject.toml`` whose ``pallas-lab`` command has ``check`` and
@@ -33,7 +33,7 @@ import ast
 import shutil
 from pathlib import Path
 
-from graders.labs.catalog import ASSIGNMENTS
+from graders.course.catalog import ASSIGNMENTS
 from graders.student.jax_backend import RUNNER as JAX_RUNNER
 
 #: The bundle's roots, relative to the repository: the simulator, the student's

@@ -29,7 +29,7 @@ from typing import Any
 import jupytext
 import nbformat
 
-from graders.labs.catalog import Assignment
+from graders.course.catalog import Assignment
 from graders.release.handout import (
     JUPYTEXT_FORMAT,
     STUB_TEMPLATE,

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders.checking.feedback import format_points
+from graders.course.catalog import ASSIGNMENTS, Assignment
 from graders.grading.result import SubmissionResult
-from graders.labs.catalog import ASSIGNMENTS, Assignment
 from graders.reports.files import atomic_write_text
 from graders.safety.safe_text import terminal_text
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from graders.checking.feedback import format_points
 from graders.checking.measures import PREDICTED_MS
+from graders.course.catalog import ASSIGNMENTS
 from graders.grading.result import SubmissionResult
-from graders.labs.catalog import ASSIGNMENTS
 from graders.reports.files import atomic_write_text
 from graders.safety.safe_text import csv_text, csv_value, terminal_text
 

@@ -5,7 +5,7 @@ checks: the public checks (worked answers of the lecture and properties
 against plain math oracles), the self-check runner behind ``pallas-lab check``
 and ``pallas-lab status``, and the notebook-to-module conversion that the
 grader also uses for ``.ipynb`` submissions. It imports only numpy,
-hypothesis, rich, nbformat, ``pallas_sim``, ``graders.labs.catalog``,
+hypothesis, rich, nbformat, ``pallas_sim``, ``graders.course.catalog``,
 ``graders.harnesses`` (with each lab's ``public_harness.py``, never its
 ``harness.py``) and ``graders.worker.static_check`` (all shipped too).
 """

@@ -36,7 +36,7 @@ from rich.table import Table
 from rich.text import Text
 
 from graders.checking.status import Status
-from graders.labs.catalog import ASSIGNMENTS
+from graders.course.catalog import ASSIGNMENTS
 from graders.student.selfcheck import (
     FileReport,
     assignment_of_file,

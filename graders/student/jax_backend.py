@@ -24,7 +24,7 @@ from pathlib import Path
 from rich.console import Console
 
 from graders.checking.status import Status
-from graders.labs.catalog import Assignment
+from graders.course.catalog import Assignment
 from graders.student.selfcheck import FileReport, TaskOutcome, module_source
 
 #: The program each file runs in (``python -m RUNNER FILE``): JSON lines out. It is a

@@ -59,7 +59,7 @@ class Api(Protocol):
 
     def kernel(self, harness: str, func: str, *args: Any, **kwargs: Any) -> Any:
         """Run ``<func>(module, *args, **kwargs)`` of the harness module ``harness``
-        (``graders.labs.catalog.load_harness``); public checks name a lab's public one,
+        (``graders.course.catalog.load_harness``); public checks name a lab's public one,
         ``<id>_public`` (``graders/labs/<stem>/public_harness.py``: the student's kernel
         in a call the handout shows, or through their own wrapper; never the grader's
         standard call, which does not ship). Returns its value."""
@@ -85,7 +85,7 @@ def load_public_checks(assignment: str) -> list[Check]:
 
     Raises ``KeyError`` for an assignment id no lab defines.
     """
-    from graders.labs.catalog import get_assignment
+    from graders.course.catalog import get_assignment
 
     module = get_assignment(assignment).public_checks_module
     if module is not None:

@@ -46,8 +46,8 @@ from graders.checking.registry import (
     run_property,
 )
 from graders.checking.status import SELF_CHECK_STATUSES, Status
-from graders.labs.catalog import ASSIGNMENTS, Assignment, assignment_for_stem, load_harness
-from graders.labs.records import Task
+from graders.course.catalog import ASSIGNMENTS, Assignment, assignment_for_stem, load_harness
+from graders.course.records import Task
 from graders.student.public import Result, load_public_checks
 from graders.student.which_file import Choice, choose_in
 from graders.worker.static_check import check_source

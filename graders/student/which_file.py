@@ -274,7 +274,7 @@ def _lines(c: Candidate) -> str:
 def _handout_key(stem: str) -> str:
     """The key of a handout in ``FINGERPRINTS``: its assignment's id (its stem when no
     discovered lab has that stem)."""
-    from graders.labs.catalog import assignment_for_stem
+    from graders.course.catalog import assignment_for_stem
 
     assignment = assignment_for_stem(stem)
     return assignment.id if assignment is not None else stem

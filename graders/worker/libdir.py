@@ -78,7 +78,7 @@ def build_libdir(libdir: Path, *, mount_points: bool = False) -> list[tuple[str,
     else:
         harnesses.mkdir()
     (harnesses / "__init__.py").touch()
-    from graders.labs.catalog import harness_files  # the labs' harness.py files
+    from graders.course.catalog import harness_files  # the labs' harness.py files
 
     for assignment_id, path in harness_files().items():
         shutil.copyfile(path, harnesses / f"{assignment_id}.py")

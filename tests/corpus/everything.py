@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from graders.labs.catalog import ASSIGNMENTS
+from graders.course.catalog import ASSIGNMENTS
 from tests.corpus.mutants import Mutant, Variant
 
 _HERE = Path(__file__).resolve().parent

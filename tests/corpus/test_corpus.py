@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from graders.checking.framework import load_checks
-from graders.labs.catalog import ASSIGNMENTS, assignment_for_stem
+from graders.course.catalog import ASSIGNMENTS, assignment_for_stem
 from tests.corpus.everything import MUTANTS, VARIANTS
 from tests.corpus.mutants import Mutant
 from tests.corpus.sources import base_source, find_variant, mutant_source

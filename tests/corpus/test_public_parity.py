@@ -20,7 +20,7 @@ import pytest
 from hypothesis import settings
 
 from graders.checking.status import Status
-from graders.labs.catalog import assignment_for_stem
+from graders.course.catalog import assignment_for_stem
 from graders.student.selfcheck import SELF_CHECK_SETTINGS, check_file
 from tests.corpus.everything import MUTANTS
 from tests.corpus.mutants import Mutant

@@ -35,7 +35,7 @@ def test_the_schedule_is_per_file_most_expensive_first_in_student_order(
     pending = pending_students(discover([klass]).submissions, tmp_path / "out")
     order = [(s.student, s.stem) for s in schedule(pending)]
     from graders.checking.framework import load_checks
-    from graders.labs.catalog import assignment_for_stem
+    from graders.course.catalog import assignment_for_stem
 
     checks = {stem: len(load_checks(assignment_for_stem(stem).id)) for stem in (A1, A2, A4)}
     assert checks[A4] > max(checks[A1], checks[A2]) and checks[A1] != checks[A2]

@@ -18,7 +18,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from graders.labs.catalog import ASSIGNMENTS, Assignment, harness_files
+from graders.course.catalog import ASSIGNMENTS, Assignment, harness_files
 from graders.release.bundle import (
     DEPENDENCIES,
     HIDDEN,

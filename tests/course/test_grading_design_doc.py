@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from graders.labs.catalog import ASSIGNMENTS
+from graders.course.catalog import ASSIGNMENTS
 
 ROOT = Path(__file__).resolve().parents[2]
 ROW = re.compile(r"^\|\s*(\d+\.\d+)\s*\|\s*(\d+)\s*\|\s*([\d., ]*?)\s*\|\s*(.+?)\s*\|$")

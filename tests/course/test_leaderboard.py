@@ -17,8 +17,8 @@ from graders.batch import leaderboard
 from graders.batch.store import gradebook_from_results, read_results, result_path, write_result
 from graders.checking.measures import PREDICTED_MS
 from graders.cli.main import main as cli_main
+from graders.course.catalog import ASSIGNMENTS
 from graders.grading.result import CheckResult, SubmissionResult
-from graders.labs.catalog import ASSIGNMENTS
 from graders.reports.gradebook_csv import predicted_column, write_gradebook
 
 A3 = ASSIGNMENTS["a3"]

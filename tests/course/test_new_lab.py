@@ -26,7 +26,7 @@ LAB_FILES = {
     "__init__.py": '''
         """A fixture assignment (tests/course/test_new_lab.py)."""
 
-        from graders.labs.records import Assignment, Task
+        from graders.course.records import Assignment, Task
 
         ASSIGNMENT = Assignment(
             id="a6", stem="a6_fixture", title="Fixture", lecture="§9",
@@ -120,7 +120,7 @@ def test_a_new_lab_is_discovered_graded_released_and_bundled(tmp_path: Path) -> 
     (copy / "solutions" / f"{STEM}.py").write_text(textwrap.dedent(SOLUTION).lstrip(),
                                                    encoding="utf-8")
 
-    found = _run(copy, "-c", "import graders, graders.labs.catalog as a; "
+    found = _run(copy, "-c", "import graders, graders.course.catalog as a; "
                              "print(graders.__file__); print(list(a.ASSIGNMENTS))")
     assert found.returncode == 0, found.stderr
     where, ids = found.stdout.splitlines()

@@ -3,7 +3,7 @@
 The grade charges a mistake to its task and to the tasks that declare it
 (``Task.depends`` in ``graders/labs/<stem>/__init__.py``), and ``pallas-lab check`` notes
 the same dependencies; the TA guide (``docs/ta-guide.md``, "Points and partial credit",
-once the README's) lists them. The list is ``graders.labs.catalog.dependency_list()``:
+once the README's) lists them. The list is ``graders.course.catalog.dependency_list()``:
 this test fails when the guide says anything else (the list once left out the
 performance tasks' dependencies, and later still named the wrappers 3.2 and 4.4 after
 3.5 and 4.8 stopped timing them).
@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from graders.labs.catalog import dependency_list
-from graders.labs.records import Assignment, Task
+from graders.course.catalog import dependency_list
+from graders.course.records import Assignment, Task
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The page that states the list.

@@ -66,7 +66,7 @@ STEMS = sorted(p.stem for p in (ROOT / "solutions").glob("*.py") if not p.name.s
 
 @pytest.mark.parametrize("stem", STEMS)
 def test_every_public_check_passes_the_solution_and_none_passes_the_handout(stem: str) -> None:
-    from graders.labs.catalog import assignment_for_stem
+    from graders.course.catalog import assignment_for_stem
     from graders.student.public import load_public_checks
     from graders.student.selfcheck import check_file
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from graders.labs.catalog import ASSIGNMENTS, assignment_for_stem
+from graders.course.catalog import ASSIGNMENTS, assignment_for_stem
 from graders.student.public import load_public_checks
 from graders.student.selfcheck import SELF_CHECK_SETTINGS, check_file
 from tests.corpus.everything import VARIANTS

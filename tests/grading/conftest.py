@@ -16,7 +16,7 @@ import pytest
 from hypothesis import strategies as st
 
 from graders.checking.framework import REGISTRY, CheckFailure, Session, check, run_property
-from graders.labs.catalog import ASSIGNMENTS, Assignment, Task
+from graders.course.catalog import ASSIGNMENTS, Assignment, Task
 
 FAKE = Assignment(
     id="t9", stem="t9_fake", title="Fake assignment", lecture="§9",

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from graders.checking.framework import check, load_checks
-from graders.labs.catalog import (
+from graders.course.catalog import (
     ASSIGNMENTS,
     LABS_DIR,
     assignment_for_stem,

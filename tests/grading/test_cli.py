@@ -11,7 +11,7 @@ import pytest
 
 from graders.batch.discovery import discover
 from graders.cli.main import main
-from graders.labs.catalog import Assignment
+from graders.course.catalog import Assignment
 
 from .conftest import GOOD, STUB, write
 

@@ -13,10 +13,10 @@ import graders.cli.grade
 from graders.batch.discovery import discover, match_file_name
 from graders.checking.framework import raised_text
 from graders.cli.main import main
+from graders.course.catalog import Assignment
 from graders.grading.grade import grade_file
 from graders.grading.result import SubmissionResult
 from graders.grading.submission import file_digest
-from graders.labs.catalog import Assignment
 from graders.reports.roster import match_roster, read_roster
 from graders.reports.table import load_reason, short_reason
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from graders.checking.framework import check
+from graders.course.catalog import Assignment
 from graders.grading import grade as grading
 from graders.grading import session
 from graders.grading.grade import grade_file
-from graders.labs.catalog import Assignment
 
 from .conftest import BUGGY, GOOD, STUB
 

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from graders.checking.framework import load_checks
-from graders.labs.catalog import ASSIGNMENTS
+from graders.course.catalog import ASSIGNMENTS
 
 
 @pytest.mark.parametrize("assignment", list(ASSIGNMENTS.values()), ids=list(ASSIGNMENTS))

@@ -17,8 +17,8 @@ from graders.checking.framework import (
     describe_value,
     run_property,
 )
+from graders.course.catalog import get_assignment
 from graders.grading.session import open_session
-from graders.labs.catalog import get_assignment
 
 from .conftest import BUGGY, STUB
 

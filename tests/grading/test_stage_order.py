@@ -1,8 +1,7 @@
 """graders/ by stage, its dependencies pointing one way (docs/architecture.md, "Stages").
 
-Each stage is a package of graders/ (the lab records, ``graders/labs/records.py`` and
-``catalog.py``, are a stage of their own; the lab packages themselves sit on top: their
-checks use every stage). An import, at module level or inside a function, from a stage to
+Each stage is a package of graders/; the lab packages (``graders/labs/``) sit on top:
+their checks use every stage. An import, at module level or inside a function, from a stage to
 one listed after it fails this test, as does a module left at the top of graders/.
 """
 
@@ -15,7 +14,7 @@ GRADERS = Path(__file__).resolve().parents[2] / "graders"
 
 #: Bottom first: a stage may import only the stages before it.
 ORDER = (
-    "safety", "records", "worker", "harnesses", "checking", "fidelity", "student",
+    "safety", "course", "worker", "harnesses", "checking", "fidelity", "student",
     "grading", "reports", "batch", "release", "integrations", "cli", "labs",
 )
 
@@ -24,8 +23,6 @@ def _stage(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] != "graders" or len(parts) < 2:
         return None
-    if parts[1] == "labs" and len(parts) > 2 and parts[2] in ("records", "catalog"):
-        return "records"
     return parts[1]
 
 
@@ -35,7 +32,7 @@ def _imports(path: Path) -> list[str]:
         if isinstance(node, ast.Import):
             found.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            # ``from graders.labs import catalog`` names the records stage
+            # ``from graders.course import catalog`` names the stage
             found.extend([node.module, *(f"{node.module}.{a.name}" for a in node.names
                                          if node.module.count(".") < 2)])
     return found
@@ -52,7 +49,7 @@ def test_no_module_is_left_at_the_top_of_graders() -> None:
 
 def test_every_package_of_graders_is_a_stage() -> None:
     packages = {p.parent.name for p in GRADERS.glob("*/__init__.py")}
-    assert packages == set(ORDER) - {"records"}
+    assert packages == set(ORDER)
 
 
 def test_stages_import_only_the_stages_below_them() -> None:

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from graders.cli.main import main
+from graders.course.catalog import Assignment
 from graders.grading.grade import grade_file
-from graders.labs.catalog import Assignment
 from tests.grading.conftest import GOOD
 
 #: spin takes a good fraction of a second per call (and far less than the timeout).

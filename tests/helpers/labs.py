@@ -1,9 +1,9 @@
 """The discovered labs as tests name them: by id, their stem and file name from the record
-(``graders.labs.catalog``), never written out by hand."""
+(``graders.course.catalog``), never written out by hand."""
 
 from __future__ import annotations
 
-from graders.labs.catalog import ASSIGNMENTS, get_assignment
+from graders.course.catalog import ASSIGNMENTS, get_assignment
 
 
 def stem_of(assignment_id: str) -> str:

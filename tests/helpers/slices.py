@@ -47,7 +47,7 @@ def e2e_module(path: Path) -> bool:
 
 def assignments() -> list:
     """The discovered labs, in course order."""
-    from graders.labs.catalog import ASSIGNMENTS
+    from graders.course.catalog import ASSIGNMENTS
 
     return list(ASSIGNMENTS.values())
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from graders.labs.catalog import ASSIGNMENTS
+from graders.course.catalog import ASSIGNMENTS
 from tests.helpers.cli import pallas_lab
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from graders.batch.schedule import is_current
 from graders.batch.store import result_path, write_result
+from graders.course.catalog import assignment_for_stem
 from graders.grading.grade import grade_submission
 from graders.grading.submission import Submission
-from graders.labs.catalog import assignment_for_stem
 
 REPO = Path(__file__).resolve().parents[2]
 STEM = "a1_pallas_basics"

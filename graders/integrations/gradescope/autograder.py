@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graders.labs.catalog import ASSIGNMENTS, Assignment, assignment_for_stem
+from graders.course.catalog import ASSIGNMENTS, Assignment, assignment_for_stem
 from graders.safety.safe_text import terminal_text
 from graders.student.which_file import Decide, choose_file
 

@@ -40,7 +40,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from graders.labs.catalog import ASSIGNMENTS, Assignment
+from graders.course.catalog import ASSIGNMENTS, Assignment
 from graders.release.notebook import grade_cell_id, notebook_text, source_notebook
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from graders.labs.catalog import ASSIGNMENTS, Assignment
+from graders.course.catalog import ASSIGNMENTS, Assignment
 
 #: Call timeout (s) of ``pallas-lab grade``'s default, so both give the same scores.
 TIMEOUT = 10.0

@@ -6,9 +6,9 @@ Task 2.5 (manual double buffering, lecture §3.2) came last; adding it took
 10 / 5 / 5 / 5 points from Tasks 2.1-2.4 (was 40 / 25 / 20 / 15).
 """
 
-from graders.labs.records import Assignment, Task
+from graders.course.records import Assignment, Task
 
-#: The assignment this lab package grades (discovered by ``graders.labs.catalog``).
+#: The assignment this lab package grades (discovered by ``graders.course.catalog``).
 ASSIGNMENT = Assignment(
     id="a2",
     stem="a2_pipelining",

@@ -4,9 +4,9 @@ Source: docs/grading-design.md ("Assignments and tasks") and docs/student-api.md
 function names).
 """
 
-from graders.labs.records import Assignment, Task
+from graders.course.records import Assignment, Task
 
-#: The assignment this lab package grades (discovered by ``graders.labs.catalog``).
+#: The assignment this lab package grades (discovered by ``graders.course.catalog``).
 ASSIGNMENT = Assignment(
     id="a4",
     stem="a4_flash_attention",

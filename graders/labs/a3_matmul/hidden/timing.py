@@ -21,7 +21,7 @@ import numpy as np
 
 import reference.a3_matmul as ref
 from graders.checking import step_model
-from graders.labs.catalog import load_harness
+from graders.course.catalog import load_harness
 from pallas_sim import VmemOOMError, jax, jnp
 from pallas_sim.extend import CallTrace
 

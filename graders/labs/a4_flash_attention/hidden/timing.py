@@ -22,7 +22,7 @@ import numpy as np
 
 import reference.a4_flash_attention as ref
 from graders.checking import step_model
-from graders.labs.catalog import load_harness
+from graders.course.catalog import load_harness
 from pallas_sim import VmemOOMError, jax, jnp
 from pallas_sim.extend import CallTrace
 

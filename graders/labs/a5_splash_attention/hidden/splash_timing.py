@@ -356,7 +356,7 @@ def reference_work(bq: int, bkv: int, masks: tuple[str, ...] = ref.PERFORMANCE_M
     """
     import types
 
-    from graders.labs.catalog import load_harness
+    from graders.course.catalog import load_harness
 
     harness = load_harness("a5")
     sub = types.SimpleNamespace(splash_attention_kernel=_reference_kernel)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from graders.labs.catalog import load_harness
+from graders.course.catalog import load_harness
 from graders.student.public import (
     Api,
     Mismatch,

@@ -4,7 +4,7 @@ Source: docs/grading-design.md ("Assignments and tasks") and docs/student-api.md
 (task ids and function names). Task ids ``N.M`` are the same everywhere: the
 stub's error message, the pytest marker, the reports and the feedback. Each
 assignment's record lives in its own lab package, ``graders/labs/<stem>/__init__.py``
-(``ASSIGNMENT``); ``graders.labs.catalog`` discovers them. Only tasks marked
+(``ASSIGNMENT``); ``graders.course.catalog`` discovers them. Only tasks marked
 ``graded`` count towards a score.
 """
 

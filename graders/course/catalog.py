@@ -1,7 +1,7 @@
 """The assignments, discovered: one lab package per assignment under ``graders/labs/``.
 
 Every folder ``graders/labs/<stem>/`` whose ``__init__.py`` defines
-``ASSIGNMENT`` (a ``graders.labs.records.Assignment``) is an assignment; there is no
+``ASSIGNMENT`` (a ``graders.course.records.Assignment``) is an assignment; there is no
 central table. Adding an assignment is adding its lab package (and its
 reference, solution and handout; docs/architecture.md, "Add an assignment").
 Assignments are kept in course order: by the number in their id ("a2" before
@@ -17,14 +17,14 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from graders.labs.records import Assignment, Task
+from graders.course.records import Assignment, Task
 
 __all__ = ["ASSIGNMENTS", "Assignment", "LABS_DIR", "Task", "assignment_for_stem",
            "dependency_list", "discover", "get_assignment", "harness_files", "known_stems",
            "load_harness"]
 
 #: The folder holding one package per assignment.
-LABS_DIR = Path(__file__).resolve().parent
+LABS_DIR = Path(__file__).resolve().parents[1] / "labs"
 
 
 def _course_order(assignment: Assignment) -> tuple[int, str]:
