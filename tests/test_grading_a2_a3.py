@@ -69,7 +69,7 @@ def test_pallas_lab_grade_gives_both_solutions_100(tmp_path: Path) -> None:
         shutil.copy(ROOT / "solutions" / stem, student / stem)
     out = tmp_path / "results"
     done = subprocess.run(
-        [sys.executable, "-m", "graders.cli", "grade", str(student), "--format", "gradescope",
+        [sys.executable, "-m", "graders.cli.main", "grade", str(student), "--format", "gradescope",
          "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -24,7 +24,8 @@ def test_check_passes_the_solution_and_uses_no_hidden_module() -> None:
             "rc = main(['check', 'solutions/a1_pallas_basics.py', "
             "'solutions/a4_flash_attention.py', '--task', '4.1']);"
             "hidden = sorted(m for m in sys.modules if m.split('.')[0] == 'reference' or "
-            "m.startswith(('graders.checking', 'graders.grading.grade', 'graders.worker.client')));"
+            "m.startswith(('graders.checking.framework', 'graders.grading', "
+            "'graders.worker.client')));"
             "print('HIDDEN', hidden); sys.exit(rc)")
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, text=True, capture_output=True,
                          timeout=120, env={"PYTHONPATH": str(ROOT), "COLUMNS": "200"})

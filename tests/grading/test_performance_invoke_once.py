@@ -4,6 +4,7 @@ read one worker round trip per grading session, failures included."""
 from __future__ import annotations
 
 import gc
+import weakref
 from types import SimpleNamespace
 
 from graders.checking import performance
@@ -40,12 +41,15 @@ def test_each_chooser_is_invoked_once_per_session_and_its_failure_is_kept():
 
 
 def test_the_kept_replies_go_with_the_session():
+    gc.collect()  # sessions of earlier tests in this process: not counted below
     s = FakeSession()
     performance.invoke_once(s, "choose", {}, harness="a3", timeout=1.0)
+    assert s in performance._REPLIES
     before = len(performance._REPLIES)
+    gone = weakref.ref(s)
     del s
     gc.collect()
-    assert len(performance._REPLIES) == before - 1
+    assert gone() is None and len(performance._REPLIES) == before - 1
 
 
 def test_a_chooser_that_runs_out_of_time_is_told_to_return_constants():

@@ -14,7 +14,7 @@ from pathlib import Path
 # into. The rule reads the module's source and the sources of the project's helper modules
 # it imports (tests/redteam/replies.py grades through the CLI for its test modules).
 E2E_PATTERN = re.compile(
-    r"graders\.(?:student\.)?cli\b|graders\.autograder\b|tests\.helpers\.cli\b"
+    r"graders\.(?:student\.)?cli\b|graders\.(?:integrations\.gradescope\.)?autograder\b|tests\.helpers\.cli\b"
     r"|\brun_batch\b|^import venv\b"
     r"|\bgrade_file\b|\bgraded_sample\b|graders\.student\.selfcheck import[^\n]*\bcheck_file\b")
 ROOT = Path(__file__).resolve().parents[2]
