@@ -7,6 +7,7 @@ files first, by the checks their records declare).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from graders.batch.store import read_result, result_path
@@ -62,3 +63,27 @@ def schedule(pending: Mapping[str, Sequence[Submission]],
     subs = [sub for student_subs in pending.values() for sub in student_subs]
     costs = {id(sub): grading_cost(sub, tasks) for sub in subs}
     return sorted(subs, key=lambda sub: -costs[id(sub)])  # sorted() is stable
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """What a batch will do, decided once before any grader starts: ``pending``, the
+    students to grade with their files (``pending_students``); ``order``, those files in
+    the order they are handed out (``schedule``); ``skipped``, how many students' results
+    were all current."""
+
+    pending: Mapping[str, Sequence[Submission]]
+    order: Sequence[Submission]
+    skipped: int
+
+
+def plan_batch(submissions: Sequence[Submission], out: Path, *, force: bool = False,
+               tasks: Collection[str] | None = None) -> BatchPlan:
+    """The ``BatchPlan`` for grading ``submissions`` into the batch folder ``out``: with
+    ``force`` or ``tasks`` every file (``tasks``: those tasks' checks only), otherwise only
+    the files without a current results.json, longest first by the checks their records
+    declare. Reads the results.json files under ``out`` (bounded); never imports checks."""
+    pending = pending_students(submissions, out, force=force or bool(tasks))
+    students = {sub.student for sub in submissions}
+    return BatchPlan(pending, schedule(pending, tasks) if pending else [],
+                     len(students) - len(pending))

@@ -1,9 +1,9 @@
-"""Stand-ins for ``graders.batch.run._grade_submission`` whose grader process dies (SIGKILL, as
+"""Stand-ins for ``graders.batch.pool.grade_in_child`` whose grader process dies (SIGKILL, as
 the kernel's OOM killer does) for the student ``abe``, for tests/course/test_batch_grader_death.py.
 
 They are module-level functions so that a batch's pool can send them to its grader
 processes (by name: the forkserver's children import this module from the parent's
-sys.path); every other student is graded by the real ``_grade_submission``. The state
+sys.path); every other student is graded by the real ``grade_in_child``. The state
 they share with the test is kept in marker files in the batch's ``out`` folder (not in
 the environment: forkserver children have the server's, not the test's).
 """
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from graders.batch.run import _grade_submission as _real_grade_submission
+from graders.batch.pool import grade_in_child as _real_grade_submission
 from graders.grading.submission import Submission
 
 DYING = "abe"

@@ -3,7 +3,7 @@ operator's kill) costs only its own file: the batch goes on, the files whose gra
 broken pool cut short are graded again, each in a pool of its own, and a file whose grader
 dies again has no result, an error naming it and a gradebook row with a note.
 
-The deaths are real: ``graders.batch.run._grade_submission`` is replaced by a stand-in from
+The deaths are real: ``graders.batch.run.grade_in_child`` is replaced by a stand-in from
 ``tests/course/_dying_grader.py`` that SIGKILLs its own grader process for student ``abe``.
 """
 
@@ -57,7 +57,7 @@ def test_a_grader_that_always_dies_costs_only_its_own_file(
     normal, _ = _batch(expected, tmp_path / "normal", jobs=1)
     assert normal.errors == []
 
-    monkeypatch.setattr(batch, "_grade_submission", _dying_grader.always_dies)
+    monkeypatch.setattr(batch, "grade_in_child", _dying_grader.always_dies)
     out = tmp_path / "out"
     outcome, log = _batch(klass, out, jobs=1)  # returns: no BrokenProcessPool
 
@@ -81,7 +81,7 @@ def test_a_grader_that_dies_once_is_graded_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     klass = _class(tmp_path / "class", {"abe": (A1,), "amy": (A1,)})
     normal, _ = _batch(klass, tmp_path / "normal", jobs=2)
-    monkeypatch.setattr(batch, "_grade_submission", _dying_grader.dies_once)
+    monkeypatch.setattr(batch, "grade_in_child", _dying_grader.dies_once)
     out = tmp_path / "out"
     outcome, log = _batch(klass, out, jobs=2)
     assert (out / _dying_grader.DIED_ONCE).exists(), "abe's grader did die the first time"
@@ -98,7 +98,7 @@ def test_a_file_graded_beside_a_dying_grader_keeps_its_result(
     klass = _class(tmp_path / "class", {"abe": (A2,), "amy": (A1,), "al": (A1,)})
     expected = _class(tmp_path / "without_abe", {"amy": (A1,), "al": (A1,)})
     _batch(expected, tmp_path / "normal", jobs=1)
-    monkeypatch.setattr(batch, "_grade_submission", _dying_grader.dies_while_amy_grades)
+    monkeypatch.setattr(batch, "grade_in_child", _dying_grader.dies_while_amy_grades)
     out = tmp_path / "out"
     outcome, log = _batch(klass, out, jobs=3)
     assert _dying_grader.attempts(out, "amy") == 2, (
@@ -120,7 +120,7 @@ def test_a_dead_graders_earlier_result_is_kept_only_for_the_same_content(
     assert first.errors == [] and _book(out)["abe"]["a1"] == "100"
     if resubmitted:  # abe hands in another file: the earlier 100 is not this file's
         shutil.copyfile(SAMPLES / "cleo_untouched" / f"{A1}.py", klass / "abe" / f"{A1}.py")
-    monkeypatch.setattr(batch, "_grade_submission", _dying_grader.always_dies)
+    monkeypatch.setattr(batch, "grade_in_child", _dying_grader.always_dies)
     outcome, _ = _batch(klass, out, jobs=1, force=not resubmitted)
 
     folder = out / "abe" / A1

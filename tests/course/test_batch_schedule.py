@@ -100,7 +100,7 @@ def test_a_ctrl_c_lost_in_a_gc_callback_stops_the_file_without_a_traceback(
     import sys
     import types
 
-    from graders.batch import run as batch
+    from graders.batch import pool as batch
 
     monkeypatch.setattr(batch, "_LOST_INTERRUPT", False)
     lost = types.SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(),
