@@ -40,6 +40,9 @@ if str(ROOT) not in sys.path:
 from graders.checking.framework import GRADING_SETTINGS  # noqa: E402 - also registers the profiles
 from tests.helpers.slices import FIDELITY_DIR, assignments, e2e_module, lab_markers  # noqa: E402
 
+# The fake one-task lab and its submissions (fixtures the stage folders share).
+pytest_plugins = ["tests.helpers.fake_lab"]
+
 # The suite's own profile: the grading profile, but failures print their falsifying example.
 settings.register_profile("ci", settings(GRADING_SETTINGS, verbosity=Verbosity.normal))
 settings.load_profile("ci")

@@ -6,7 +6,7 @@
   reference machine.
 * ``class``: ``pallas-lab grade CLASS --jobs 2 --timeout 3`` on a class of N students
   (default 40) made of copies of the samples, ten of each kind, with the assignments
-  chosen by ``--stems`` (default: a1 only, as tests/course/test_batch.py; ``all`` for
+  chosen by ``--stems`` (default: a1 only, as tests/batch/test_batch.py; ``all`` for
   every assignment, which takes minutes).
 
 Each line: the case, the best and all runs (wall-clock seconds), and the load averages

@@ -278,7 +278,7 @@ def best_matmul_blocks() -> tuple[tuple[int, int, int], float]:
 
 
 #: Task 3.5: the fastest legal candidate, as ``best_matmul_blocks`` finds it (kept here
-#: because the search takes seconds; tests/test_reference_a2_a3.py recomputes it).
+#: because the search takes seconds; tests/reference/test_reference_a2_a3.py recomputes it).
 #: (2048, 1024, 1024) is as fast.
 BEST_MATMUL_BLOCKS = (1024, 2048, 1024)
 

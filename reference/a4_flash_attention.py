@@ -372,7 +372,7 @@ def best_flash_config() -> tuple[tuple[int, int, float | None], float]:
 
 
 #: Task 4.8: the fastest legal candidate, as ``best_flash_config`` finds it (kept here so
-#: that grading does not search; tests/test_reference_a4.py recomputes it): the slides'
+#: that grading does not search; tests/reference/test_reference_a4.py recomputes it): the slides'
 #: choice. (4096, 1024, 70.0) and (1024, 4096, 70.0) are 0.1-0.4 % slower; 4096-row or
 #: -column blocks with 2048 or more on the other side need 64 MiB or more of score tiles.
 BEST_FLASH_CONFIG = (2048, 2048, 70.0)

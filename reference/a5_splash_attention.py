@@ -15,7 +15,7 @@ handout gives it. The implementation is deliberately unlike the solution:
 Task 5.7 (performance) adds the trusted side of its grading: the three masks at
 ``L = 8192`` (``performance_mask``), an op-counting Splash kernel for
 ``pallas_sim.estimate`` (``predicted_splash_time``) and the fastest legal block
-pair per mask (``BEST_SPLASH_BLOCKS``, recomputed by tests/test_reference_a5.py).
+pair per mask (``BEST_SPLASH_BLOCKS``, recomputed by tests/reference/test_reference_a5.py).
 """
 
 import bisect as _bisect
@@ -579,8 +579,8 @@ def best_splash_blocks(kind: str) -> tuple[tuple[int, int], float]:
 
 
 #: Task 5.7: the fastest legal candidate per mask, as ``best_splash_blocks`` finds it (kept
-#: here so grading predicts one time per mask, not 25; tests/test_reference_a5.py recomputes
-#: them).
+#: here so grading predicts one time per mask, not 25;
+#: tests/reference/test_reference_a5.py recomputes them).
 BEST_SPLASH_BLOCKS: dict[str, tuple[int, int]] = {
     "causal": (2048, 2048),
     "local": (2048, 2048),

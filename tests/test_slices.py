@@ -28,7 +28,7 @@ TESTS = ROOT / "tests"
     ' "graders.integrations.gradescope.autograder", "dry-run"])',
     "from tests.helpers.cli import pallas_lab",
     "result = grade_file(path, assignment)",
-    "from tests.samples import graded_sample",
+    "from tests.helpers.samples import graded_sample",
     "from graders.student.selfcheck import SELF_CHECK_SETTINGS, check_file",
     "from graders.batch.run import pending_students, run_batch, schedule",
     "import venv",
@@ -56,11 +56,11 @@ def test_the_corpus_and_the_attacks_are_e2e_and_the_simulator_tests_are_not() ->
 
 
 @pytest.mark.parametrize(("nodeid", "labs"), [
-    ("tests/test_reference_a2_a3.py::test_x", ["a2", "a3"]),
-    ("tests/test_reference_a5.py::test_y[b0]", ["a5"]),
+    ("tests/reference/test_reference_a2_a3.py::test_x", ["a2", "a3"]),
+    ("tests/reference/test_reference_a5.py::test_y[b0]", ["a5"]),
     ("tests/grading/test_x.py::test_grades[a4_flash_attention]", ["a4"]),
     ("tests/sim/test_data1.py::test_a10", []),
-    ("tests/test_release.py::test_a1_handout", ["a1"]),
+    ("tests/release/test_release.py::test_a1_handout", ["a1"]),
 ])
 def test_a_lab_marker_goes_to_a_test_whose_node_id_names_the_lab(
         nodeid: str, labs: list[str]) -> None:

@@ -9,7 +9,7 @@ every build, never committed, so they cannot drift from the code:
 * ``docs/reference/simulator-api.md``: every public name of ``pallas_sim`` and its namespaces
   (their ``__all__``), with its signature and the first paragraph of its docstring.
 
-``tests/course/test_docs_citations.py`` reads ``GENERATED`` to accept links to them.
+``tests/docs/test_docs_citations.py`` reads ``GENERATED`` to accept links to them.
 """
 
 from __future__ import annotations

@@ -219,7 +219,7 @@ def _without_local_constants() -> None:
     are "local", a wheel's are not), on which labs a process preloaded and on the clock,
     and the same submission could be graded on other inputs. Its fixed global constants
     (0, -1, inf, ...) stay. Uses hypothesis' internal provider module: the test
-    ``tests/grading/test_draw_determinism.py`` fails if a new version moves it.
+    ``tests/checking/test_draw_determinism.py`` fails if a new version moves it.
     """
     from hypothesis.internal.conjecture import providers
 

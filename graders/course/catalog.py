@@ -83,7 +83,7 @@ def assignment_for_stem(stem: str) -> Assignment | None:
 def dependency_list(assignments: dict[str, Assignment] | None = None) -> str:
     """The tasks that declare dependencies (``Task.depends``) as docs/ta-guide.md lists
     them, in course order: ``"1.2 on 1.1, ..., 5.5 on 5.2 and 5.3, ..."`` (default: the
-    discovered labs). ``tests/course/test_readme_dependencies.py`` fails when the guide's
+    discovered labs). ``tests/docs/test_readme_dependencies.py`` fails when the guide's
     list is not this text."""
     found = assignments if assignments is not None else ASSIGNMENTS
     return ", ".join(f"{task.id} on {' and '.join(task.depends)}"

@@ -36,7 +36,7 @@ class Task:
     #: reported apart from correctness, and its title says "(performance)".
     performance: bool = False
     #: How many hidden checks grade the task: what a batch schedules by (the longest files
-    #: first) without importing the hidden checks. tests/grading/test_records.py fails
+    #: first) without importing the hidden checks. tests/course/test_records.py fails
     #: when a lab's record and its registered checks disagree.
     checks: int = 1
 

@@ -55,7 +55,7 @@ HIDDEN = ("reference", "solutions", *(f"graders/checking/{name}.py" for name in 
 #: jax``); nothing else, so the ``hidden/`` folder (the hidden checks, their diagnoses,
 #: the grader's ``harness.py``, whose standard calls are the wrapper tasks' answers, the
 #: timing) and any file added beside the record stay with the grader.
-#: ``tests/course/test_bundle_answers.py`` fails on any shipped line that is a solution
+#: ``tests/release/test_bundle_answers.py`` fails on any shipped line that is a solution
 #: line the handout does not show.
 LABS = Path("graders/labs")
 LAB_RECORD = "__init__.py"

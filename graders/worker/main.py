@@ -92,7 +92,7 @@ import numpy.random.bit_generator as _bit_generator  # noqa: E402
 #: ``RandomState()``, ``SeedSequence()``: numpy asks ``bit_generator.randbits`` for it, which
 #: is ``secrets.randbits``, the OS's entropy). Replaced by a generator the grader seeds
 #: before every call (``seed_randomness``), so the same file gets the same draws on every
-#: grade. tests/grading/test_worker_seeding.py holds numpy to it.
+#: grade. tests/worker/test_worker_seeding.py holds numpy to it.
 _ENTROPY = _random.Random(0)
 _bit_generator.randbits = _ENTROPY.getrandbits
 

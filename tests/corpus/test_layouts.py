@@ -21,7 +21,7 @@ import jupytext
 import pytest
 
 from tests.corpus.layouts import BEN, LAYOUTS, Layout
-from tests.samples import expected_score
+from tests.helpers.samples import expected_score
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_LIMIT = 900

@@ -13,8 +13,7 @@ from graders.course.catalog import Assignment
 from graders.grading import grade as grading
 from graders.grading import session
 from graders.grading.grade import grade_file
-
-from .conftest import BUGGY, GOOD, STUB
+from tests.helpers.fake_lab import BUGGY, GOOD, STUB
 
 
 def test_a_correct_submission_gets_every_graded_point(

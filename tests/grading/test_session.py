@@ -19,8 +19,7 @@ from graders.checking.framework import (
 )
 from graders.course.catalog import get_assignment
 from graders.grading.session import open_session
-
-from .conftest import BUGGY, STUB
+from tests.helpers.fake_lab import BUGGY, STUB
 
 SUBMISSION = """
 import numpy as np

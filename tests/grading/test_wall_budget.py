@@ -14,7 +14,7 @@ from pathlib import Path
 from graders.cli.main import main
 from graders.course.catalog import Assignment
 from graders.grading.grade import grade_file
-from tests.grading.conftest import GOOD
+from tests.helpers.fake_lab import GOOD
 
 #: spin takes a good fraction of a second per call (and far less than the timeout).
 SLOW = GOOD.replace("def spin(n):\n    return n", "def spin(n):\n"

@@ -7,7 +7,7 @@ file and quoted in results.json; the real Gradescope run refuses links
 (``graders.grading.grade``: "is a symbolic link"). A stand-in autograder zip whose
 ``run_autograder`` only records what its ``submission/`` folder holds shows what the
 dry run hands to the zip, in a second; the real zip's refusal is tested in
-``tests/course/test_gradescope_autograder.py``.
+``tests/integrations/test_gradescope_autograder.py``.
 """
 
 from __future__ import annotations

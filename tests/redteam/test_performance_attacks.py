@@ -55,7 +55,7 @@ ATTACKS = [
     # prints as a JAX tracer does (shape and dtype only), so they cannot: each runs the
     # solution's kernel everywhere and earns what its honest counterpart does (before the
     # repr showed no data, the counts differed between the two runs: 0 of 10, "different
-    # work when it runs on shapes only", which tests/test_performance_a3.py still tests).
+    # work when it runs on shapes only", which tests/labs/test_performance_a3.py still tests).
     # (1024, 2048, 1024) is the best candidate: 10 of 10.
     PerformanceAttack("fp8_under_estimate", "a3_matmul", "3.5", 10.0, ()),
     # (1024, 2048, 70.0) is 22 % slower than (2048, 2048, 70.0): 3 of 10.

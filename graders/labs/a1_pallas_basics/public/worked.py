@@ -2,7 +2,7 @@
 
 Read by the hidden checks (``checks.py``), the public checks (``public_checks.py``),
 the fidelity cases (``graders/fidelity/cases.py``) and the tests of the reference
-and the solution (``tests/test_reference_worked_answers.py``), so each number is
+and the solution (``tests/reference/test_reference_worked_answers.py``), so each number is
 written once. Sizes are in bytes; ``MiB`` is 2**20 bytes. Imports nothing but
 the standard library (it ships to students with the public checks).
 """

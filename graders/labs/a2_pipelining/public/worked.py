@@ -1,7 +1,7 @@
 """The lecture's worked answers of a2_pipelining (lecture §3.1, §3.2, Exercise 3), as data.
 
 Read by the hidden checks (``checks.py``), the public checks (``public_checks.py``)
-and the tests of the reference and the solution (``tests/test_reference_a2_a3.py``),
+and the tests of the reference and the solution (``tests/reference/test_reference_a2_a3.py``),
 so each number is written once. Durations are plain numbers in any time unit
 (seconds where a bandwidth is computed); bandwidths in bytes per second.
 Imports nothing but the standard library (it ships with the public checks).

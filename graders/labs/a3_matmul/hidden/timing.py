@@ -116,7 +116,7 @@ SCOPED_VMEM = 32 * (1 << 20)
 def vmem(blocks: Blocks) -> tuple[int, int]:
     """(VMEM bytes of the standard call's double-buffered blocks, its scoped limit):
     2·(bm·bk·2 + bk·bn·2 + bm·bn·4) B (bf16 x and y, f32 z; Task 3.3's arithmetic) and
-    32 MiB. tests/test_performance_a3.py checks both against ``small_call``'s trace for
+    32 MiB. tests/labs/test_performance_a3.py checks both against ``small_call``'s trace for
     every candidate."""
     bm, bn, bk = blocks
     return 2 * (bm * bk * 2 + bk * bn * 2 + bm * bn * 4), SCOPED_VMEM

@@ -2,7 +2,7 @@
 
 Read by the hidden checks (``checks.py``), the public checks (``public_checks.py``),
 the fidelity cases (``graders/fidelity/cases.py``) and the tests of the reference
-and the solution (``tests/test_reference_a2_a3.py``), so each number is written
+and the solution (``tests/reference/test_reference_a2_a3.py``), so each number is written
 once. The lecture's matmul is (4096, 7168) @ (7168, 18432) on one Ironwood
 TensorCore; sizes in bytes (``MiB`` = 2**20), times in seconds, rates per second.
 Imports nothing but the standard library (it ships with the public checks).
@@ -29,7 +29,8 @@ INTENSITY_BLOCK, INTENSITY = 1024, 512.0
 IDEAL_MS: dict[int, float] = {512: 1.147, 1024: 1.052}
 
 #: Task 3.5 (performance): the values each of bm, bn, bk may take (the handout's set; the
-#: reference's ``MATMUL_BLOCK_CANDIDATES``, checked equal by tests/test_reference_a2_a3.py).
+#: reference's ``MATMUL_BLOCK_CANDIDATES``, checked equal by
+#: tests/reference/test_reference_a2_a3.py).
 BLOCK_CANDIDATES = (128, 256, 512, 1024, 2048)
 #: Task 3.5: the lecture's matmul as x [M, K] @ y [K, N] shapes, bf16 (lecture §4.2).
 X_SHAPE, Y_SHAPE = (SHAPE[0], SHAPE[2]), (SHAPE[2], SHAPE[1])
@@ -37,9 +38,9 @@ X_SHAPE, Y_SHAPE = (SHAPE[0], SHAPE[2]), (SHAPE[2], SHAPE[1])
 SCOPED_VMEM = 32 * MiB
 #: Task 3.5: the predicted time (ms, 4 decimals) of the fastest legal candidate, from the
 #: calibrated timeline model (docs/performance-model.md); full points within 10 % of it.
-#: tests/test_reference_a2_a3.py checks it against the reference's prediction.
+#: tests/reference/test_reference_a2_a3.py checks it against the reference's prediction.
 FASTEST_MS = 1.6030
 #: Task 3.5: those blocks (bm, bn, bk); the self-check times the student's own matmul there
-#: (tests/test_reference_a2_a3.py checks it is the reference's ``BEST_MATMUL_BLOCKS``).
+#: (tests/reference/test_reference_a2_a3.py checks it is the reference's ``BEST_MATMUL_BLOCKS``).
 BEST_BLOCKS = (1024, 2048, 1024)
 PERFORMANCE_RTOL = 0.10

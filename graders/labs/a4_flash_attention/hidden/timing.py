@@ -119,7 +119,7 @@ def full_call(config: Config) -> CallTrace | str:
 def vmem(config: Config) -> tuple[int, int]:
     """(VMEM bytes of the standard call's double-buffered blocks and its scratch, its
     scoped limit): 2·(bq·d·2 + bkv·d·2 + bkv·dv·2 + bq·dv·4) + 2·bq·128·4 + bq·dv·4 B and
-    32 MiB. tests/test_performance_a4.py checks them against the call's trace."""
+    32 MiB. tests/labs/test_performance_a4.py checks them against the call's trace."""
     bq, bkv, _ = config
     blocks = 2 * (bq * D * 2 + bkv * D * 2 + bkv * DV * 2 + bq * DV * 4)
     return blocks + 2 * bq * LANES * 4 + bq * DV * 4, SCOPED_VMEM

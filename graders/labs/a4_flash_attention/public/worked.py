@@ -2,7 +2,7 @@
 
 Read by the hidden checks (``checks.py``), the public checks (``public_checks.py``), the
 fidelity cases (``graders/fidelity/cases.py``) and the tests of the reference and the
-solution (``tests/test_reference_worked_answers.py``), so each number is written once.
+solution (``tests/reference/test_reference_worked_answers.py``), so each number is written once.
 The lecture's layer: Q, K [128, 4096, 192], V [128, 4096, 128] in bf16. Sizes in bytes
 (``MiB`` = 2**20, ``GiB`` = 2**30). Imports nothing but the standard library (it ships
 with the public checks).
@@ -98,7 +98,7 @@ def score_tile_mib(block_q: int, columns: int) -> float:
 
 #: Task 4.8: the values each of block_q and block_kv may take (the handout's set; all divide
 #: L = 4096; the reference's ``FLASH_BLOCK_CANDIDATES``, checked equal by
-#: tests/test_reference_a4.py).
+#: tests/reference/test_reference_a4.py).
 FLASH_BLOCK_CANDIDATES = (256, 512, 1024, 2048, 4096)
 #: Task 4.8: max_logit_const: None (MLE off) or the slides' exercise constant 70 (MLE on).
 MLE_CONSTANT = 70.0
@@ -111,9 +111,9 @@ Q_SHAPE, V_SHAPE = SHAPE[:3], (SHAPE[0], SHAPE[1], SHAPE[3])
 VMEM_CAPACITY = 64 * MiB
 #: Task 4.8: the predicted time (ms, 4 decimals) of the fastest legal candidate, (2048, 2048,
 #: 70.0), from the calibrated timeline model (docs/performance-model.md); full points within
-#: 10 % of it. tests/test_reference_a4.py checks it against the reference's prediction.
+#: 10 % of it. tests/reference/test_reference_a4.py checks it against the reference's prediction.
 FLASH_FASTEST_MS = 2.7281
 #: Task 4.8: that configuration; the self-check times the student's own flash_attention
-#: there (tests/test_reference_a4.py checks it is the reference's ``BEST_FLASH_CONFIG``).
+#: there (tests/reference/test_reference_a4.py checks it is the reference's ``BEST_FLASH_CONFIG``).
 FLASH_BEST_CONFIG = (2048, 2048, 70.0)
 PERFORMANCE_RTOL = 0.10

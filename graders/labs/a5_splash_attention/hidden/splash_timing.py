@@ -5,7 +5,7 @@ at any candidate (lecture §6.5; docs/performance-model.md, "Performance tasks")
 * ``tile_table(kind, bq, bkv)``: the active tiles of ``ref.performance_mask(kind)`` (what
   ``ref.build_mask_info`` gives, without its patterns: rows, cols, kinds, mask_next,
   bounds), computed from 256 x 256 sub-tiles once per mask (the reference walks every
-  tile: 8 s for the 72 tilings; tests/test_splash_timing.py checks they are equal).
+  tile: 8 s for the 72 tilings; tests/labs/test_splash_timing.py checks they are equal).
 * A step's *class* is (block kind 1 partial / 2 full, opens its q row, closes it): what a
   Splash kernel's work at a step depends on. ``small_problem(bq, bkv)``: one head, rows of
   tiles that hold every class any of the three masks has at these blocks, with the

@@ -3,7 +3,7 @@
 
 Read by the hidden checks (``checks.py``), the public checks (``public_checks.py``), the
 fidelity cases (``graders/fidelity/cases.py``) and the tests of the reference and the
-solution (``tests/test_reference_a5.py``), so each number is written once.
+solution (``tests/reference/test_reference_a5.py``), so each number is written once.
 
 Lecture §6.6 counts what storing partial patterns costs at ``L = 16384`` with
 ``1024 x 1024`` tiles, one byte per mask element: a causal mask needs 1 pattern
@@ -64,7 +64,7 @@ SCALE = 8
 # --- Task 5.7 (performance): Splash's block size at L = 8192 (lecture §6.5) -----------------
 #
 # The problem, stated once (the reference's PERFORMANCE_* constants, checked equal by
-# tests/test_reference_a5.py). Attention shape: the lecture's Splash configuration (§6.6,
+# tests/reference/test_reference_a5.py). Attention shape: the lecture's Splash configuration (§6.6,
 # DeepSeek-V3: 128 query heads, q/k head dim 192, v head dim 128), bf16 q, k, v, f32 output,
 # at L = 8192, on one Ironwood TensorCore. Three masks [L, L]:
 #
@@ -96,7 +96,7 @@ PERF_BLOCK_CANDIDATES = (256, 512, 1024, 2048, 4096)
 #: Task 5.7: the scoped VMEM limit of a pallas_call (lecture §2.1).
 PERF_SCOPED_VMEM = 32 * MiB
 #: Task 5.7: the fastest legal candidate per mask and its predicted time (ms, 4 decimals;
-#: tests/test_reference_a5.py checks both against the reference's search).
+#: tests/reference/test_reference_a5.py checks both against the reference's search).
 PERF_BEST_BLOCKS: dict[str, tuple[int, int]] = {
     "causal": (2048, 2048), "local": (2048, 2048), "document": (4096, 2048)}
 PERF_FASTEST_MS: dict[str, float] = {"causal": 9.6150, "local": 6.7442, "document": 6.7505}

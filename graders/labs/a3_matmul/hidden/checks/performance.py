@@ -37,7 +37,7 @@ def best_candidate() -> tuple[tuple[int, int, int], float]:
     kernel).
 
     The search over all candidates takes seconds, so its winner is kept in the reference
-    (``ref.BEST_MATMUL_BLOCKS``, recomputed by tests/test_reference_a2_a3.py); only its
+    (``ref.BEST_MATMUL_BLOCKS``, recomputed by tests/reference/test_reference_a2_a3.py); only its
     time is predicted here, once per grading process.
     """
     blocks = tuple(ref.BEST_MATMUL_BLOCKS)

@@ -35,7 +35,7 @@ def best_flash_candidate() -> tuple[tuple[int, int, float | None], float]:
     """(the fastest legal candidate, its predicted seconds), predicted with the reference.
 
     The search over all 50 candidates takes about two seconds, so its winner is kept in
-    the reference (``ref.BEST_FLASH_CONFIG``, recomputed by tests/test_reference_a4.py);
+    the reference (``ref.BEST_FLASH_CONFIG``, recomputed by tests/reference/test_reference_a4.py);
     only its time is predicted here, once per grading process (a few ms).
     """
     config = tuple(ref.BEST_FLASH_CONFIG)
