@@ -47,6 +47,32 @@ def test_the_schedule_is_per_file_most_expensive_first_in_student_order(
     assert only[-2:] == [("amy", A4), ("bob", A4)], "with --task only those checks count"
 
 
+def test_the_plan_is_the_pending_files_in_schedule_order_and_counts_the_students_skipped(
+        tmp_path: Path) -> None:
+    from graders.batch.schedule import plan_batch
+    from graders.batch.store import result_path
+
+    klass = make_class(tmp_path / "class", {"amy": ("cleo_untouched", (A1, A2)),
+                                        "bob": ("cleo_untouched", (A2,))})
+    subs, out = discover([klass]).submissions, tmp_path / "out"
+    plan = plan_batch(subs, out)
+    assert plan.skipped == 0 and list(plan.pending) == ["amy", "bob"]
+    assert list(plan.order) == schedule(pending_students(subs, out))
+    # bob's only file has a current result (written as a grader writes it): he is skipped,
+    # and only amy's files are planned; --force (or --task) plans every file again.
+    from graders.batch.store import write_result
+    from graders.grading.grade import grade_submission
+
+    bob = next(s for s in subs if s.student == "bob")
+    write_result(grade_submission(bob, timeout=3.0, tasks=("2.1",)),
+                 result_path(out, "bob", A2))
+    plan = plan_batch(subs, out)
+    assert plan.skipped == 1 and list(plan.pending) == ["amy"]
+    assert {s.student for s in plan.order} == {"amy"}
+    assert plan_batch(subs, out, force=True).skipped == 0
+    assert len(plan_batch(subs, out, tasks=("1.1",)).order) == 3
+
+
 @pytest.mark.slow
 def test_jobs_1_and_2_give_the_same_results_and_progress_counts_files(
         tmp_path: Path) -> None:
