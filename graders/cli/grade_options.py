@@ -70,7 +70,9 @@ def gradebook_problem(course: Path, stems: set[str]) -> str | None:
         return (f"--to-gradebook: {course} is not an nbgrader course (no nbgrader_config.py); "
                 "name the course folder")
     try:
-        from nbgrader.api import Gradebook, MissingEntry
+        from nbgrader.api import MissingEntry
+
+        from graders.integrations.nbgrader.course import GradebookError, open_gradebook
     except ImportError:
         return "--to-gradebook needs nbgrader: pip install -e '.[course]'"
     database = course / "gradebook.db"
@@ -79,13 +81,16 @@ def gradebook_problem(course: Path, stems: set[str]) -> str | None:
                 "generate_assignment <stem>` there first")
     if not os.access(course, os.W_OK | os.X_OK) or not os.access(database, os.W_OK):
         return f"--to-gradebook: the gradebook of {course} is not writable"
-    with Gradebook(f"sqlite:///{database.resolve()}") as gradebook:
-        for stem in sorted(stems):
-            try:
-                gradebook.find_assignment(stem)
-            except MissingEntry:
-                return (f"--to-gradebook: the gradebook of {course} has no assignment "
-                        f"{stem!r}: run `nbgrader generate_assignment {stem}` there first")
+    try:
+        with open_gradebook(course) as gradebook:
+            for stem in sorted(stems):
+                try:
+                    gradebook.find_assignment(stem)
+                except MissingEntry:
+                    return (f"--to-gradebook: the gradebook of {course} has no assignment "
+                            f"{stem!r}: run `nbgrader generate_assignment {stem}` there first")
+    except GradebookError as exc:
+        return f"--to-gradebook: {exc}"
     return None
 
 

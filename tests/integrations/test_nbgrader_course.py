@@ -210,3 +210,57 @@ def test_generate_assignment_grade_submitted_and_read_the_gradebook(tmp_path: Pa
         assert (bob.score, bob.max_score) == (0, 100)
         cell = gradebook.find_grade("pallas_lab_task_1_3", STEM, STEM, "alice")
         assert (cell.auto_score, cell.max_score) == (25, 25)
+
+
+#: The PATH of a TA's shell where nothing is activated: the system's folders, no venv.
+BARE_PATH = os.pathsep.join(p for p in ("/usr/local/bin", "/usr/bin", "/bin")
+                            if Path(p).is_dir() and str(BIN) != p)
+
+
+def test_the_course_and_its_due_dates_are_written_with_the_venvs_script_and_no_venv_on_path(
+        tmp_path: Path) -> None:
+    """A TA runs `.venv/bin/pallas-lab nbgrader course/ --due ...` by its path, nothing
+    activated. nbgrader's gradebook runs `alembic` by name: it failed with "[Errno 2] No such
+    file or directory: 'alembic'" (exit 2) after the course files were written. Now the
+    due date is recorded, and `grade --to-gradebook` (which opens the same gradebook) works
+    the same way."""
+    script = BIN / "pallas-lab"
+    if not script.exists():
+        pytest.skip("no pallas-lab script beside this interpreter (not an installed venv)")
+    env = {"HOME": str(tmp_path), "PATH": BARE_PATH, "LANG": "C.UTF-8"}
+    course = tmp_path / "course"
+    made = subprocess.run([str(script), "nbgrader", str(course), "--due",
+                           "a1=2026-11-30 12:00:00 UTC"], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert made.returncode == 0, made.stderr
+    assert "alembic" not in made.stderr
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        assert str(gradebook.find_assignment(STEM).duedate) == "2026-11-30 12:00:00"
+    nbgrader(course, "generate_assignment", STEM)
+    folder = course / "submitted" / "alice" / STEM
+    folder.mkdir(parents=True)
+    nbformat.write(jupytext.reads((ROOT / "solutions" / f"{STEM}.py").read_text(
+        encoding="utf-8"), fmt="py:percent"), folder / f"{STEM}.ipynb")
+    grade = subprocess.run([str(script), "grade", str(course), "--to-gradebook"],
+                           capture_output=True, text=True, timeout=300, env=env)
+    assert grade.returncode == 0, grade.stdout + grade.stderr
+    assert "wrote 5 task score(s)" in grade.stdout
+
+
+def test_without_nbgraders_tools_nothing_is_written_and_the_message_says_what_to_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        ) -> None:
+    """Where `alembic` is found neither beside this Python nor on PATH, the command stops
+    before writing the course (it used to leave one without its due dates) and names the
+    extra to install."""
+    from graders.integrations.nbgrader import course as nbgrader_course
+
+    monkeypatch.setattr(nbgrader_course, "_tool_folders", lambda: [str(tmp_path / "none")])
+    monkeypatch.setenv("PATH", str(tmp_path / "none"))
+    target = tmp_path / "course"
+    assert nbgrader_main([str(target), "--due", "a1=2026-11-30 12:00:00 UTC"]) == 2
+    err = capsys.readouterr().err
+    assert "alembic" in err and "pallas-lab[course]" in err
+    assert not target.exists(), "nothing written"

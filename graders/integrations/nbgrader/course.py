@@ -34,11 +34,16 @@ task's cell through ``nbgrader.api.Gradebook`` (no late penalty).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import os
+import shutil
 import sys
+import sysconfig
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from graders.course.catalog import ASSIGNMENTS, Assignment
 from graders.release.notebook import grade_cell_id, notebook_text, source_notebook
@@ -162,15 +167,58 @@ def parse_due(spec: str) -> tuple[Assignment, datetime.datetime]:
                          f"({exc})") from None
 
 
+def _tool_folders() -> list[str]:
+    """Where this Python environment's console scripts are (the venv's ``bin/``): the
+    interpreter's own folder and sysconfig's "scripts" path, without repeats."""
+    folders = [str(Path(sys.executable).parent), sysconfig.get_path("scripts")]
+    return list(dict.fromkeys(f for f in folders if f))
+
+
+def gradebook_search_path() -> str:
+    """``PATH`` for nbgrader's gradebook: this environment's script folders, then the
+    process's own ``PATH``. Raises ``GradebookError`` when nbgrader's ``alembic`` command is
+    found on neither (the ``course`` extra is not installed here)."""
+    before = os.environ.get("PATH")
+    path = os.pathsep.join([*_tool_folders(), *([before] if before else [])])
+    if shutil.which("alembic", path=path) is None:
+        raise GradebookError(
+            "nbgrader needs its `alembic` command, which is not installed beside this Python "
+            f"({sys.executable}): pip install 'pallas-lab[course]' in this environment")
+    return path
+
+
+@contextlib.contextmanager
+def open_gradebook(course: str | Path, course_id: str | None = None) -> Iterator[Any]:
+    """nbgrader's ``Gradebook`` of ``course`` (``gradebook.db``), open while the block runs.
+
+    nbgrader runs the ``alembic`` command it depends on by name, through ``PATH``; a TA who
+    runs ``.venv/bin/pallas-lab`` by its path has no venv on ``PATH`` and nbgrader would fail
+    with "No such file or directory: 'alembic'". While the gradebook is open, this
+    environment's script folder is put first on ``PATH`` (this process only). Raises
+    ``GradebookError`` when ``alembic`` is not installed here either (the ``course`` extra),
+    and SQLAlchemy's errors for a broken gradebook."""
+    from nbgrader.api import Gradebook
+
+    before = os.environ.get("PATH")
+    path = gradebook_search_path()
+    os.environ["PATH"] = path
+    try:
+        url = f"sqlite:///{Path(course).resolve() / 'gradebook.db'}"
+        with (Gradebook(url, course_id=course_id) if course_id else Gradebook(url)) as book:
+            yield book
+    finally:
+        if before is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = before
+
+
 def write_due_dates(course: str | Path, course_id: str,
                     due: Mapping[str, datetime.datetime]) -> None:
     """Record each assignment's due date (``{stem: UTC time}``) in ``course``'s gradebook
     with nbgrader's API, creating the assignment when missing (``nbgrader
     generate_assignment`` keeps it). Raises SQLAlchemy's errors for a broken gradebook."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{Path(course).resolve() / 'gradebook.db'}",
-                   course_id=course_id) as gradebook:
+    with open_gradebook(course, course_id) as gradebook:
         for stem, when in due.items():
             gradebook.update_or_create_assignment(stem, duedate=when)
 
@@ -201,7 +249,7 @@ def write_scores(course: str | Path, scores: Mapping[tuple[str, str], Mapping[st
     scores written. Raises ``GradebookError`` when the course has no
     ``nbgrader_config.py`` or an assignment was not generated with nbgrader.
     """
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     from graders.integrations.nbgrader.execute import quiet_known_warnings
 
@@ -209,8 +257,7 @@ def write_scores(course: str | Path, scores: Mapping[tuple[str, str], Mapping[st
     if not (course / "nbgrader_config.py").is_file():
         raise GradebookError(f"{course} is not an nbgrader course (no nbgrader_config.py)")
     written = 0
-    with warnings.catch_warnings(), Gradebook(
-            f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    with warnings.catch_warnings(), open_gradebook(course) as gradebook:
         quiet_known_warnings()
         for (student, stem), tasks in sorted(scores.items()):
             try:
@@ -260,11 +307,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         due = dict((a.stem, when) for a, when in map(parse_due, args.due))
+        if due:  # the gradebook's tools are there before anything is written
+            gradebook_search_path()
         written = write_course(args.dir, course_id=args.course_id,
                                late_penalty=args.late_penalty, force=args.force)
         if due:
             write_due_dates(args.dir, args.course_id, due)
-    except (CourseExists, OSError, ValueError, ImportError) as exc:
+    except (CourseExists, GradebookError, OSError, ValueError, ImportError) as exc:
         print(f"pallas-lab nbgrader: {exc}", file=sys.stderr)
         return 2
     for path in written:
