@@ -25,6 +25,7 @@ import traceback
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
@@ -46,6 +47,9 @@ from graders.grading.result import SubmissionResult
 from graders.safety.safe_text import show, terminal_text
 
 NAME = "grade"
+
+if TYPE_CHECKING:
+    from graders.batch.run import BatchOutcome
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -249,8 +253,7 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
     if args.format != "gradescope":
         _print_results(args, results, found.problems, con)
     if keep:
-        show(con, f"graded {outcome.graded} student(s), {outcome.skipped} already had "
-                  f"results; wrote {gradebook}")
+        show(con, f"{_outcome_line(args, outcome, len(everyone - shown))}; wrote {gradebook}")
     if args.format == "gradescope":
         for problem in found.problems:
             show(err, f"skipped: {problem}")
@@ -263,6 +266,18 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
             args, task_scores_from_results(out), con, err):
         return EXIT_USAGE
     return EXIT_INTERNAL if outcome.errors else code
+
+
+def _outcome_line(args: argparse.Namespace, outcome: BatchOutcome, unselected: int) -> str:
+    """What a batch did, in students: "graded 2 student(s), 9 already had results"; with
+    ``--student`` or ``--task`` the students left out of the selection are counted as
+    keeping their results (they were never pending), not as "0 already had results"."""
+    if not (args.student or args.task):
+        return f"graded {outcome.graded} student(s), {outcome.skipped} already had results"
+    what = " and ".join(f"{flag} {', '.join(values)}" for flag, values in
+                        (("--student", args.student), ("--task", args.task)) if values)
+    return (f"graded {outcome.graded} student(s) selected by {what}; "
+            f"{unselected + outcome.skipped} other student(s) keep their results")
 
 
 def _extras(args: argparse.Namespace, out: Path, results: Sequence[SubmissionResult],
