@@ -46,6 +46,22 @@ class Estimate:
     chip: Chip
     timelines: list[Any] = dataclasses.field(default_factory=list)
 
+    def __repr__(self) -> str:
+        """One line per call instead of every step's op counts: the chip, the predicted
+        total, then per call its name, grid, time, MFU, HBM utilisation and VMEM peak
+        (the full records stay in ``calls`` and ``timelines``)."""
+        lines = [f"Estimate(chip={self.chip.name}, calls={len(self.calls)}, "
+                 f"time={self.time_s * 1e3:.4g} ms)"]
+        for i, call in enumerate(self.calls):
+            line = f"  {call.name} grid={tuple(call.grid)}"
+            if i < len(self.timelines):
+                t = self.timelines[i]
+                line += (f": {t.time_s * 1e3:.4g} ms, MFU {t.mfu:.1%}, HBM "
+                         f"{t.hbm_utilisation:.1%}, VMEM {t.vmem_bytes / 2**20:.3g} of "
+                         f"{t.vmem_limit_bytes / 2**20:.3g} MiB")
+            lines.append(line)
+        return "\n".join(lines)
+
     @property
     def last(self) -> tracing.CallTrace:
         """The last pallas_call's trace.

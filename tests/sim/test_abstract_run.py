@@ -307,3 +307,18 @@ def test_einsum_result_shapes_follow_numpy_with_and_without_an_ellipsis(subscrip
 
     expected = np.einsum(subscripts, *[np.ones(s, np.float32) for s in shapes]).shape
     assert _einsum_shape(subscripts, shapes) == expected
+
+
+def test_an_estimate_prints_one_line_per_call_not_every_steps_op_counts() -> None:
+    """``repr(pallas_sim.estimate(...))`` was the dataclass's: every call's per-step op
+    count arrays (4 KB here once numpy summarises them; 94 KB in a session a TA reported).
+    Now: the chip and total, then one line per call with its grid, time, MFU, HBM
+    utilisation and VMEM."""
+    x = jax.ShapeDtypeStruct((4096, 4096), jnp.bfloat16)
+    found = pallas_sim.estimate(A3.matmul, x, x, chip="v5e")
+    text = repr(found)
+    assert len(text) < 300, text
+    lines = text.splitlines()
+    assert lines[0].startswith("Estimate(chip=v5e, calls=1, time=")
+    assert f"grid={tuple(found.last.grid)}" in lines[1] and "MFU" in lines[1]
+    assert f"{found.time_s * 1e3:.4g} ms" in lines[0]
