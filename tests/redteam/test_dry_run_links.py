@@ -135,3 +135,29 @@ def test_a_huge_sparse_file_is_copied_sparse_and_unread(
     copied = entries[f"{STEM}.py"]
     assert copied["size"] == size
     assert copied["disk"] < 1 << 20, f"the copy takes {copied['disk']} bytes of disk"
+
+
+def test_a_dry_run_removes_its_temporary_folder_unless_kept(recorder_zip: Path,
+                                                            tmp_path: Path) -> None:
+    """Each dry-run left its `autograder-*` folder (65-146 MB with a real zip's
+    environment) in $TMPDIR, unannounced. Now it is removed and said so; `--keep` keeps it
+    and says where."""
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    alice = tmp_path / "alice"
+    alice.mkdir()
+    (alice / f"{STEM}.py").write_text("x = 1\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}
+    command = [sys.executable, "-m", "graders.cli.main", "gradescope", "dry-run",
+               str(recorder_zip), str(alice)]
+    run = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert found(run)
+    assert not list(tmp.glob("autograder-*")), "nothing left in $TMPDIR"
+    assert "removed the temporary folder" in run.stderr and "--keep" in run.stderr
+    kept = subprocess.run([*command, "--keep"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert found(kept)
+    [folder] = tmp.glob("autograder-*")
+    assert f"kept {folder}" in kept.stderr
+    assert (folder / "results" / "results.json").is_file()

@@ -426,6 +426,37 @@ def dry_run(archive: str | Path, submission: str | Path, *, root: str | Path | N
     return DryRun(root / "results" / "results.json", log + graded.stdout + graded.stderr)
 
 
+def _folder_size(root: Path) -> int:
+    """Bytes of the regular files under ``root`` (links not followed)."""
+    return sum(p.lstat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def _dry_run_command(args: argparse.Namespace, own: Path | None) -> int:
+    """``dry-run``'s work once its options are parsed: run the zip in ``args.root``, else in
+    ``own`` (the temporary folder ``main`` made and removes unless ``--keep``), print
+    results.json on stdout and the log, then where the folder is, on stderr."""
+    root = args.root if args.root is not None else own
+    try:
+        results = dry_run(args.zip, args.submission, root=root)
+    except (FileNotFoundError, zipfile.BadZipFile, ValueError) as exc:  # RefusedUpload
+        print(f"pallas-lab gradescope dry-run: {terminal_text(str(exc))}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:
+        print(f"pallas-lab gradescope dry-run: {exc}", file=sys.stderr)
+        return 1
+    sys.stderr.write(results.log)
+    sys.stdout.write(results.results.read_text(encoding="utf-8"))
+    size = f"{_folder_size(root) / 2**20:.0f} MB"
+    if own is None:
+        print(f"wrote {results.results}", file=sys.stderr)
+    elif args.keep:
+        print(f"wrote {results.results}; kept {own} ({size})", file=sys.stderr)
+    else:
+        print(f"removed the temporary folder {own} ({size}); --keep keeps it",
+              file=sys.stderr)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``pallas-lab gradescope --assignment aN [--out ZIP]``, ``... dry-run ZIP SUBMISSION``
     and ``run`` (used by run_autograder); returns the exit status (2: usage errors)."""
@@ -448,21 +479,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument("submission", type=Path, metavar="SUBMISSION",
                             help="a submission file or a folder of them")
         parser.add_argument("--root", type=Path, default=None,
-                            help="the folder to use (default: a new temporary one); a root "
-                                 "whose setup.sh already ran is reused")
+                            help="the folder to use (default: a new temporary one, removed "
+                                 "afterwards); a root whose setup.sh already ran is reused")
+        parser.add_argument("--keep", action="store_true",
+                            help="keep the temporary folder (the zip's environment, the "
+                                 "results, the logs) and print where it is")
         args = parser.parse_args(argv[1:])
+        own = None if args.root is not None else Path(tempfile.mkdtemp(prefix="autograder-"))
         try:
-            results = dry_run(args.zip, args.submission, root=args.root)
-        except (FileNotFoundError, zipfile.BadZipFile, ValueError) as exc:  # RefusedUpload
-            print(f"pallas-lab gradescope dry-run: {terminal_text(str(exc))}", file=sys.stderr)
-            return 2
-        except RuntimeError as exc:
-            print(f"pallas-lab gradescope dry-run: {exc}", file=sys.stderr)
-            return 1
-        sys.stderr.write(results.log)
-        sys.stdout.write(results.results.read_text(encoding="utf-8"))
-        print(f"wrote {results.results}", file=sys.stderr)
-        return 0
+            return _dry_run_command(args, own)
+        finally:
+            if own is not None and not args.keep:
+                shutil.rmtree(own, ignore_errors=True)
     parser = argparse.ArgumentParser(
         prog="pallas-lab gradescope",
         description="Build a Gradescope autograder zip for one assignment (setup.sh, "
