@@ -120,6 +120,20 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     first_errors: dict[str, tuple[int, str]] = {}  # per student: its first file's error
     # The caller's notes and the batch's own ("grader died: <stem>.py").
     book_notes = {student: list(lines) for student, lines in (notes or {}).items()}
+    # Per student, the files not graded yet: every gradebook written before the batch is
+    # over says so in their rows ("not graded yet: FILE"), so a stopped batch's gradebook
+    # never looks finished. A file leaves it when done (graded, failed or its grader died).
+    waiting = {student: [Path(sub.file).name for sub in subs]
+               for student, subs in pending.items()}
+
+    def notes_now() -> dict[str, list[str]]:
+        """``book_notes`` with each student's "not graded yet" line, if any."""
+        now = {student: list(lines) for student, lines in book_notes.items()}
+        for student, files in waiting.items():
+            if files:
+                now.setdefault(student, []).append(f"not graded yet: {', '.join(files)}")
+        return now
+
     finished = 0
     interrupted = False
     if pending:
@@ -142,10 +156,13 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                           or rank[student, sub.stem] < first_errors[student][0]):
                 first_errors[student] = (rank[student, sub.stem], error)
             left[student] -= 1
+            name = Path(sub.file).name
+            if name in waiting[student]:
+                waiting[student].remove(name)
             progress.advance(f"{what} {student}/{Path(sub.file).name}")
             if not left[student]:  # the student's last file
                 finished += 1
-                atomic_write_text(gradebook, gradebook_from_results(out, book_notes))
+                atomic_write_text(gradebook, gradebook_from_results(out, notes_now()))
 
         with contextlib.ExitStack() as stack, \
                 GradingProgress(err, len(jobs_of)) as progress:
@@ -181,7 +198,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                 interrupted = grade_alone(out, [sub for sub in jobs_of if id(sub) in broken],
                                            jobs, options, grade, done, book_notes, stop,
                                            progress)
-    atomic_write_text(gradebook, gradebook_from_results(out, book_notes))
+    atomic_write_text(gradebook, gradebook_from_results(out, notes_now()))
     if pending and interrupted:
         raise BatchInterrupted(finished, len(pending) - finished)
     errors = [f"{student}: {error}" for student, (_, error) in first_errors.items()]

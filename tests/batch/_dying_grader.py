@@ -76,3 +76,17 @@ def dies_while_amy_grades(sub: Submission, out: str, *args: Any) -> Any:
             while time.monotonic() < deadline:
                 time.sleep(0.1)
     return _real_grade_submission(sub, out, *args)
+
+
+#: The student whose file ``interrupted_at_bob`` reports as stopped by Ctrl-C.
+INTERRUPTED_STUDENT = "bob"
+
+
+def interrupted_at_bob(sub: Submission, out: str, *args: Any) -> Any:
+    """``bob``'s file ends as a Ctrl-C during its grading ends it (no result written);
+    every other file is graded."""
+    from graders.batch.pool import INTERRUPTED
+
+    if sub.student == INTERRUPTED_STUDENT:
+        return sub.student, sub.stem, None, INTERRUPTED
+    return _real_grade_submission(sub, out, *args)

@@ -135,3 +135,22 @@ def test_a_dead_graders_earlier_result_is_kept_only_for_the_same_content(
         assert (folder / "results.json").exists() and (folder / "feedback.md").exists()
         assert row["a1"] == "100", row
         assert error.endswith("an earlier result of the same content is kept"), error
+
+
+def test_a_stopped_batchs_gradebook_says_which_files_are_not_graded_yet(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch stopped by Ctrl-C left a gradebook that looked finished: the student whose
+    file was being graded had no row at all. Now every gradebook written before the batch
+    is over has a row for each student with files left, noting "not graded yet: FILE";
+    the others' rows carry no such note."""
+    klass = _class(tmp_path / "class", {"amy": (A1,), "bob": (A1, A2), "cal": (A1,)})
+    monkeypatch.setattr(batch, "grade_in_child", _dying_grader.interrupted_at_bob)
+    out = tmp_path / "out"
+    with pytest.raises(batch.BatchInterrupted):
+        _batch(klass, out, jobs=1)
+    book = _book(out)
+    assert set(book) == {"amy", "bob", "cal"}, "bob, stopped, still has a row"
+    assert book["bob"]["notes"] == f"not graded yet: {A1}.py, {A2}.py"
+    assert book["bob"]["total"] == ""
+    assert book["amy"]["notes"] == book["cal"]["notes"] == ""
+    assert book["amy"]["total"] != ""
