@@ -78,12 +78,19 @@ def online_softmax(x: np.ndarray, block_size: int
     while i < n:
         chunk = x[..., i:i + block_size]
         m_new = np.maximum(m, np.max(chunk, axis=-1))
+        # rows that saw only -inf so far stay empty (m = -inf, l = 0): use 0 as the shift
+        # there, so that no exp(-inf - (-inf)) = NaN appears
+        shift = np.where(np.isneginf(m_new), 0.0, m_new)
         # old sum was relative to the old max -> multiply by exp(m - m_new)
-        l = l * np.exp(m - m_new) + np.sum(np.exp(chunk - np.expand_dims(m_new, -1)), axis=-1)
+        l = l * np.exp(m - shift) + np.sum(np.exp(chunk - np.expand_dims(shift, -1)), axis=-1)
         m = m_new
         trace.append((m, l))
         i += block_size
-    probs = np.exp(x - np.expand_dims(m, -1)) / np.expand_dims(l, -1)
+    shift = np.where(np.isneginf(m), 0.0, m)
+    top = np.exp(x - np.expand_dims(shift, -1))
+    bottom = np.broadcast_to(np.expand_dims(l, -1), top.shape)
+    # a row of only -inf has l = 0: no softmax there, all zeros
+    probs = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), 0.0)
     return probs, trace
 
 
@@ -286,6 +293,8 @@ def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool
     H, L, d = q.shape
     Hkv = k.shape[0]
     dv = v.shape[-1]
+    if k.shape[1] != L or v.shape[1] != L:
+        raise ValueError(f"k and v need q's length {L}, got {k.shape[1]} and {v.shape[1]}")
     assert H % Hkv == 0 and L % block_q == 0 and L % block_kv == 0
     groups = H // Hkv
     if sm_scale is None:
