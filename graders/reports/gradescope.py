@@ -14,12 +14,14 @@ printed or was called.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from graders.checking.feedback import format_points
 from graders.grading.result import SubmissionResult
 from graders.reports.files import atomic_write_text
+from graders.reports.gradebook_csv import predicted_ms
 from graders.safety.safe_text import terminal_text
 
 
@@ -56,7 +58,7 @@ def results_json(result: SubmissionResult) -> dict[str, Any]:
         points = (f"{format_points(task.points)}/{format_points(task.max_points)}"
                   if task.graded else "not graded")
         lines.append(f"Task {task.task} {task.title}: {points} {task.shown_status}")
-    return {
+    document: dict[str, Any] = {
         "score": _number(result.score),
         "max_score": _number(result.max_score),
         "execution_time": round(result.seconds, 3),
@@ -68,6 +70,23 @@ def results_json(result: SubmissionResult) -> dict[str, Any]:
         "extra_data": {"sandbox": result.sandbox},
         "tests": tests,
     }
+    board = leaderboard(result)
+    if board:
+        document["leaderboard"] = board
+    return document
+
+
+def leaderboard(result: SubmissionResult) -> list[dict[str, Any]]:
+    """Gradescope's ``leaderboard`` entries of a result: per performance task whose checks
+    predicted a time (``graders.reports.gradebook_csv.predicted_ms``: Tasks 3.5, 4.8 and
+    5.7), ``{"name": "Task 4.8 predicted ms", "value": ms, "order": "asc"}`` (lower ranks
+    higher), in task order. The time is the grader's own prediction for the file's kernel
+    at the task's size (docs/performance-model.md), never a number the submission reports.
+    Empty when no performance task was graded (Gradescope then shows no leaderboard)."""
+    return [{"name": f"Task {task} predicted ms", "value": round(ms, 4), "order": "asc"}
+            for task, ms in sorted(predicted_ms(result).items(),
+                                   key=lambda item: tuple(map(int, item[0].split("."))))
+            if math.isfinite(ms)]
 
 
 def results_text(result: SubmissionResult) -> str:

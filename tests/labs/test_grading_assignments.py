@@ -49,3 +49,19 @@ def test_grading_twice_through_the_cli_gives_identical_results_json(tmp_path: Pa
     assert outputs[0] == outputs[1], "the grading profile is deterministic"
     assert outputs[0]["score"] == 100 and {t["number"] for t in outputs[0]["tests"]} == {
         "1.1", "1.2", "1.3", "1.4", "1.5"}, "results.json numbers tests by task id"
+
+
+def test_gradescope_results_carry_leaderboard_entries_for_the_performance_tasks() -> None:
+    """Gradescope's results.json had no `leaderboard` although 3.5, 4.8 and 5.7 are
+    performance tasks. Now a graded performance task adds its predicted time (ms, lower
+    ranks higher), the same number the gradebook's predicted-ms column shows; a file whose
+    performance task predicts nothing adds no leaderboard."""
+    from graders.reports.gradebook_csv import predicted_ms
+    from graders.reports.gradescope import results_json
+
+    ada = graded_sample("ada_correct", "a3_matmul")
+    board = results_json(ada)["leaderboard"]
+    assert board == [{"name": "Task 3.5 predicted ms",
+                      "value": round(predicted_ms(ada)["3.5"], 4), "order": "asc"}]
+    assert 0 < board[0]["value"] < 1000
+    assert "leaderboard" not in results_json(graded_sample("cleo_untouched", "a3_matmul"))
