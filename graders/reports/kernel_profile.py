@@ -77,12 +77,37 @@ def parse_kwargs(items: Sequence[str]) -> dict[str, Any]:
 
 
 def load_module(path: Path) -> ModuleType:
-    """FILE as a module (its ``if __name__ == "__main__":`` blocks do not run)."""
+    """FILE as a module (its ``if __name__ == "__main__":`` blocks do not run). A ``.ipynb``
+    becomes the module its code cells make, as the grader converts a notebook
+    (``graders.student.notebook``: display, plots, magics and ``input()`` set aside).
+    Raises ``ValueError`` for a file that is neither (or a notebook that cannot be read),
+    ``SyntaxError`` for code that does not compile, and whatever the file's top-level
+    code raises."""
+    if path.suffix.casefold() == ".ipynb":
+        return _notebook_module(path)
     spec = importlib.util.spec_from_file_location(f"profiled_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise ValueError(f"{path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def _notebook_module(path: Path) -> ModuleType:
+    """The module of the notebook at ``path`` (read bounded, converted, then run)."""
+    import types
+
+    from graders.safety import submission_files
+    from graders.student.notebook import NotebookError, cells_to_module, notebook_cells
+
+    try:
+        data = submission_files.read_bytes(path, submission_files.MAX_NOTEBOOK_BYTES)
+        converted = cells_to_module(notebook_cells(data, path.name))
+    except (NotebookError, submission_files.RefusedFile) as exc:
+        raise ValueError(f"{path.name}: {exc}") from None
+    module = types.ModuleType(f"profiled_{path.stem}")
+    module.__file__ = str(path)
+    exec(compile(converted.source, str(path), "exec"), module.__dict__)  # noqa: S102 - the user's own file, as for a .py
     return module
 
 

@@ -95,3 +95,23 @@ def test_an_unfinished_handout_reports_its_error(capsys):
     assert kernel_profile.main([str(handout)]) == 1
     out = capsys.readouterr().out
     assert "NotImplementedError: Need to implement for Task 3.2" in out
+
+
+def test_a_notebook_is_profiled_as_the_module_its_code_cells_make(tmp_path, capsys):
+    """`pallas-lab profile X.ipynb` failed ("does not compile: not a Python file"); students
+    submit notebooks too. Now the notebook's code cells are converted as the grader converts
+    them and profiled: the same table as the .py it was made from."""
+    import jupytext
+
+    notebook = tmp_path / "a3_matmul.ipynb"
+    jupytext.write(jupytext.read(A3), notebook)
+    argv = ["profile", "--function", "matmul", "--shapes", "bf16[2048,1024]",
+            "bf16[1024,2048]", "--kw", "block_shape=(512, 512, 512)"]
+    assert cli.main([argv[0], str(A3), *argv[1:]]) == 0
+    from_py = capsys.readouterr().out
+    assert cli.main([argv[0], str(notebook), *argv[1:]]) == 0
+    assert capsys.readouterr().out == from_py
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text("{not json", encoding="utf-8")
+    assert cli.main(["profile", str(broken), "--function", "matmul"]) == 2
+    assert "broken.ipynb" in capsys.readouterr().err
