@@ -213,8 +213,12 @@ def render_block_map(info: Any) -> str:
     return "\n".join(" ".join(chars[int(v)] for v in row) for row in grid)
 
 
-def write_pngs(est: pallas_sim.Estimate, out: Path, stem: str, info: Any) -> list[Path]:
+def write_pngs(est: pallas_sim.Estimate, out: Path, stem: str, info: Any,
+               label: str | None = None) -> list[Path]:
     """PNG pictures per call: the step timeline, the roofline point; and the block map.
+    Titles name ``label`` (the profiled function and its configuration, e.g. "matmul
+    512³ blocks (§4.2)"; default the call's own name, which is "<lambda>" for a lambda
+    kernel); each picture has a legend of its marks.
 
     Raises:
       ImportError: matplotlib is not installed (``pip install 'pallas-lab[plot]'``).
@@ -223,10 +227,14 @@ def write_pngs(est: pallas_sim.Estimate, out: Path, stem: str, info: Any) -> lis
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for k, t in enumerate(est.timelines):
+        what = label or t.name
+        if len(est.timelines) > 1:
+            what += f", call {k + 1} ({t.name})"
         n = min(12, t.num_steps)
         fig, ax = plt.subplots(figsize=(9, 2.6))
         for s in range(n):
@@ -242,8 +250,13 @@ def write_pngs(est: pallas_sim.Estimate, out: Path, stem: str, info: Any) -> lis
                            color="tab:green")
         ax.set_yticks([4, 14, 24], ["VPU+EUP", "MXU", "DMA"])
         ax.set_xlabel("µs")
-        ax.set_title(f"{t.name} on {t.chip}: first {n} steps of {t.num_steps}, "
-                     f"predicted {t.time_s * 1e3:.3f} ms")
+        ax.set_title(f"{what} on {t.chip}: first {n} steps of {t.num_steps}, "
+                     f"predicted {t.time_s * 1e3:.3f} ms", fontsize=9)
+        ax.legend(handles=[Patch(color="tab:blue", label="DMA in (HBM → VMEM)"),
+                           Patch(color="tab:cyan", label="write-back (VMEM → HBM)"),
+                           Patch(color="tab:red", label="MXU (matmul)"),
+                           Patch(color="tab:green", label="VPU + EUP (vector, exp)")],
+                  fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         path = out / f"{stem}_{k}_timeline.png"
         fig.tight_layout()
         fig.savefig(path, dpi=110)
@@ -253,13 +266,17 @@ def write_pngs(est: pallas_sim.Estimate, out: Path, stem: str, info: Any) -> lis
         chip = CHIPS[t.chip]
         fig, ax = plt.subplots(figsize=(5, 4))
         xs = np.logspace(-1, 4, 100)
-        ax.loglog(xs, np.minimum(chip.peak_bf16, xs * chip.hbm_bandwidth) / 1e12, "k-")
-        ax.axvline(chip.ridge_point, color="gray", ls="--")
+        ax.loglog(xs, np.minimum(chip.peak_bf16, xs * chip.hbm_bandwidth) / 1e12, "k-",
+                  label=f"{chip.name} roof (bf16 peak, HBM bandwidth)")
+        ax.axvline(chip.ridge_point, color="gray", ls="--",
+                   label=f"ridge point {chip.ridge_point:.0f} FLOP/B")
         ai = t.arithmetic_intensity
-        ax.loglog([ai], [t.mxu_flops / t.time_s / 1e12], "o", color="tab:red")
+        ax.loglog([ai], [t.mxu_flops / t.time_s / 1e12], "o", color="tab:red",
+                  label=f"this call: MFU {t.mfu:.1%}")
         ax.set_xlabel("arithmetic intensity (FLOP/B)")
         ax.set_ylabel("TFLOP/s")
-        ax.set_title(f"{t.name}: roofline ({chip.name}, ridge {chip.ridge_point:.0f})")
+        ax.set_title(f"{what}: roofline on {chip.name}", fontsize=9)
+        ax.legend(fontsize=7, loc="lower right")
         path = out / f"{stem}_{k}_roofline.png"
         fig.tight_layout()
         fig.savefig(path, dpi=110)
@@ -361,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.png is not None:
             try:
                 stem = re.sub(r"[^A-Za-z0-9]+", "_", label).strip("_")
-                for path in write_pngs(est, args.png, stem, info):
+                for path in write_pngs(est, args.png, stem, info, label):
                     print(f"   wrote {path}")
             except ImportError:
                 print("pallas-lab profile: --png needs matplotlib: pip install "

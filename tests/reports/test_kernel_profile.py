@@ -115,3 +115,28 @@ def test_a_notebook_is_profiled_as_the_module_its_code_cells_make(tmp_path, caps
     broken.write_text("{not json", encoding="utf-8")
     assert cli.main(["profile", str(broken), "--function", "matmul"]) == 2
     assert "broken.ipynb" in capsys.readouterr().err
+
+
+def test_png_titles_name_the_profiled_configuration_and_have_legends(tmp_path, monkeypatch):
+    """The PNGs were titled by the call's name ("<lambda>" for a lambda kernel, "kernel"
+    for most) and had no legend. Now each title names the function and configuration
+    profiled, and every timeline and roofline has a legend of its marks."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.axes import Axes
+
+    titles, legends = [], []
+    set_title, legend = Axes.set_title, Axes.legend
+    monkeypatch.setattr(Axes, "set_title",
+                        lambda self, text, *a, **k: titles.append(text) or set_title(
+                            self, text, *a, **k))
+    monkeypatch.setattr(Axes, "legend",
+                        lambda self, *a, **k: legends.append(k.get("handles") or
+                                                            self.get_legend_handles_labels()[1])
+                        or legend(self, *a, **k))
+    x = jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16)
+    est = pallas_sim.estimate(lambda a, b: _module(A3).matmul(a, b), x, x)
+    paths = kernel_profile.write_pngs(est, tmp_path, "m", None, "matmul 1024² (my blocks)")
+    assert len(paths) == 2 and all(p.stat().st_size > 0 for p in paths)
+    assert len(titles) == 2 and all(t.startswith("matmul 1024² (my blocks)") for t in titles)
+    assert not any("<lambda>" in t for t in titles)
+    assert len(legends) == 2 and all(legends), "a legend on the timeline and the roofline"
