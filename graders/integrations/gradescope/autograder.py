@@ -354,7 +354,9 @@ def run(root: Path, assignment: str, timeout: float) -> int:
         if isinstance(found, str):
             document, status = failure_results(found), 0
         else:
-            print(f"grading {found.path} as {found.assignment.id}. {found.note}".rstrip())
+            # The file's name is the student's: shown as escapes, in Gradescope's log too.
+            print(terminal_text(f"grading {found.path} as {found.assignment.id}. "
+                                f"{found.note}".rstrip()))
             document, status = results_for(found.path, found.assignment, timeout), 0
             if found.note:
                 document["output"] = "\n".join(
@@ -444,8 +446,16 @@ def _dry_run_command(args: argparse.Namespace, own: Path | None) -> int:
     except RuntimeError as exc:
         print(f"pallas-lab gradescope dry-run: {exc}", file=sys.stderr)
         return 1
-    sys.stderr.write(results.log)
-    sys.stdout.write(results.results.read_text(encoding="utf-8"))
+    # The zip's log and results.json carry what the submission named and printed: the log
+    # is shown as escapes, results.json re-serialised with every non-ASCII character as a
+    # JSON escape (the same data; the file itself is left as Gradescope would read it).
+    sys.stderr.write(terminal_text(results.log, multiline=True))
+    shown = results.results.read_text(encoding="utf-8")
+    try:
+        shown = json.dumps(json.loads(shown), indent=2, ensure_ascii=True) + "\n"
+    except ValueError:
+        shown = terminal_text(shown, multiline=True)
+    sys.stdout.write(shown)
     size = f"{_folder_size(root) / 2**20:.0f} MB"
     if own is None:
         print(f"wrote {results.results}", file=sys.stderr)
