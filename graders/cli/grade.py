@@ -137,8 +137,9 @@ def run(args: argparse.Namespace, con: Console, err: Console) -> int:
         try:
             return _grade(args, con, err)
         except BatchInterrupted as stopped:
-            show(err, f"pallas-lab grade: {stopped}; their results are kept: run the same "
-                      "command again to grade the rest")
+            show(err, f"pallas-lab grade: {stopped} finished; every file graded before "
+                      "the interrupt keeps its result (the gradebook notes the files not "
+                      "graded yet): run the same command again to grade the rest")
             return EXIT_INTERRUPTED
         except KeyboardInterrupt:
             show(err, "pallas-lab grade: interrupted; nothing was written for the "
@@ -270,14 +271,22 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
 
 def _outcome_line(args: argparse.Namespace, outcome: BatchOutcome, unselected: int) -> str:
     """What a batch did, in students: "graded 2 student(s), 9 already had results"; with
-    ``--student`` or ``--task`` the students left out of the selection are counted as
-    keeping their results (they were never pending), not as "0 already had results"."""
+    ``--student`` the students left out of the selection are counted as keeping their
+    results (they were never pending), not as "0 already had results"; with ``--task``
+    it says that only those tasks' checks ran again, merged into the results kept."""
     if not (args.student or args.task):
         return f"graded {outcome.graded} student(s), {outcome.skipped} already had results"
-    what = " and ".join(f"{flag} {', '.join(values)}" for flag, values in
-                        (("--student", args.student), ("--task", args.task)) if values)
-    return (f"graded {outcome.graded} student(s) selected by {what}; "
-            f"{unselected + outcome.skipped} other student(s) keep their results")
+    others = unselected + outcome.skipped
+    if args.task:
+        # Only those tasks' checks ran again, merged into each current result: nobody lost
+        # the rest of their results (a file changed since its result is graded in full).
+        who = f" of --student {', '.join(args.student)}" if args.student else ""
+        line = (f"re-ran the checks of --task {', '.join(args.task)} for {outcome.graded} "
+                f"student(s){who}, merged into their results (a file changed since its "
+                "result was graded in full)")
+        return line + (f"; {others} other student(s) untouched" if others else "")
+    return (f"graded {outcome.graded} student(s) selected by --student "
+            f"{', '.join(args.student)}; {others} other student(s) keep their results")
 
 
 def _extras(args: argparse.Namespace, out: Path, results: Sequence[SubmissionResult],

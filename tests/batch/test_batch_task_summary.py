@@ -32,3 +32,5 @@ def test_a_task_rerun_does_not_say_that_no_student_keeps_their_results(
     # back into them (docs/ta-guide.md, "Regrades"), and nobody was graded in full.
     assert "0 other student(s) keep their results" not in line, line
     assert "--task 1.3" in line, line
+    assert "re-ran the checks of --task 1.3 for 2 student(s), merged into their results" in (
+        line), line

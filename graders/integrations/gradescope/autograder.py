@@ -456,7 +456,7 @@ def _dry_run_command(args: argparse.Namespace, own: Path | None) -> int:
     except ValueError:
         shown = terminal_text(shown, multiline=True)
     sys.stdout.write(shown)
-    size = f"{_folder_size(root) / 2**20:.0f} MB"
+    size = f"{_folder_size(root) / 2**20:.0f} MiB"
     if own is None:
         print(f"wrote {results.results}", file=sys.stderr)
     elif args.keep:
@@ -493,7 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  "afterwards); a root whose setup.sh already ran is reused")
         parser.add_argument("--keep", action="store_true",
                             help="keep the temporary folder (the zip's environment, the "
-                                 "results, the logs) and print where it is")
+                                 "submission's copy, results.json) and print where it is")
         args = parser.parse_args(argv[1:])
         own = None if args.root is not None else Path(tempfile.mkdtemp(prefix="autograder-"))
         try:
