@@ -29,9 +29,10 @@ at its top level:
 exist, the one rule of ``graders.student.which_file`` picks one: the one that
 differs from the handout; when both differ, the one that differs more
 (``GRADESCOPE_DECIDE``: Gradescope writes the files itself, so their times need
-not be the student's); when neither does, the ``.py``. The choice, and every other
-``.py``/``.ipynb`` that was not graded, is said in the results' ``output`` and
-in a ``visible`` 0-point test, "which file was graded", shown at once.
+not be the student's); when neither does, the ``.py``. When there was a choice (both
+of the pair, a renamed file, files left out), it and every other ``.py``/``.ipynb``
+that was not graded are said in the results' ``output`` and in a ``visible`` 0-point
+test, "which file was graded", shown at once; a lone ``<stem>.py`` gets no such test.
 
 results.json follows Gradescope's documented schema (``score``,
 ``execution_time``, ``output``, ``visibility``, ``tests[]`` with ``name``,
