@@ -12,12 +12,10 @@ Solutions are loaded by file path, the way the worker loads a submission.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import ml_dtypes
 import numpy as np
@@ -34,6 +32,7 @@ from graders.labs.a2_pipelining.hidden.checks.schedule import _broken_invariant 
 from graders.labs.a2_pipelining.public import worked as a2_worked
 from graders.labs.a3_matmul.public import worked as a3_worked
 from pallas_sim import jax, jnp, pl, pltpu
+from tests.helpers.labs import load_solution
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB, KiB = 2**20, 2**10
@@ -44,14 +43,6 @@ F32 = np.dtype(np.float32)
 
 AGREEMENT = settings(max_examples=30, deadline=None, derandomize=True, database=None,
                      print_blob=False, suppress_health_check=[HealthCheck.too_slow])
-
-
-def load_solution(stem: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"solution_{stem}",
-                                                  ROOT / "solutions" / f"{stem}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 sol_a2 = load_solution("a2_pipelining")

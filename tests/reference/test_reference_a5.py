@@ -6,9 +6,7 @@ The solution is loaded by file path, the way the worker loads a submission.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -21,19 +19,12 @@ from graders.labs.a5_splash_attention.hidden.checks.common import MaskCase, mask
 from graders.labs.a5_splash_attention.hidden.checks.computed import ComputedCase, computed_cases
 from graders.labs.a5_splash_attention.public import worked as a5_worked
 from reference.dense_attention import masked_dense_attention
+from tests.helpers.labs import load_solution
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 2**20
 AGREEMENT = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                      print_blob=False, suppress_health_check=[HealthCheck.too_slow])
-
-
-def load_solution(stem: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"solution_{stem}",
-                                                  ROOT / "solutions" / f"{stem}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 sol = load_solution("a5_splash_attention")

@@ -11,7 +11,6 @@ submission, never imported as a package.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 from types import ModuleType
@@ -28,6 +27,7 @@ import reference.a4_flash_attention as ref_a4
 from graders.labs.a1_pallas_basics.public import worked as a1_worked
 from graders.labs.a4_flash_attention.public import worked as a4_worked
 from reference.dense_attention import dense_attention
+from tests.helpers.labs import load_solution
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB, GiB = 2**20, 2**30
@@ -39,14 +39,6 @@ I32 = np.dtype(np.int32)
 
 AGREEMENT = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                      print_blob=False, suppress_health_check=[HealthCheck.too_slow])
-
-
-def load_solution(stem: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"solution_{stem}",
-                                                  ROOT / "solutions" / f"{stem}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 sol_a1 = load_solution("a1_pallas_basics")
