@@ -159,7 +159,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
             name = Path(sub.file).name
             if name in waiting[student]:
                 waiting[student].remove(name)
-            progress.advance(f"{what} {student}/{Path(sub.file).name}")
+            progress.advance(f"{what} {student}/{name}")
             if not left[student]:  # the student's last file
                 finished += 1
                 atomic_write_text(gradebook, gradebook_from_results(out, notes_now()))

@@ -94,20 +94,20 @@ def load_module(path: Path) -> ModuleType:
 
 
 def _notebook_module(path: Path) -> ModuleType:
-    """The module of the notebook at ``path`` (read bounded, converted, then run)."""
+    """The module of the notebook at ``path``, read and converted as the grader does
+    (``graders.grading.notebook.notebook_module``), then run."""
     import types
 
-    from graders.safety import submission_files
-    from graders.student.notebook import NotebookError, cells_to_module, notebook_cells
+    from graders.grading.notebook import notebook_module
 
-    try:
-        data = submission_files.read_bytes(path, submission_files.MAX_NOTEBOOK_BYTES)
-        converted = cells_to_module(notebook_cells(data, path.name))
-    except (NotebookError, submission_files.RefusedFile) as exc:
-        raise ValueError(f"{path.name}: {exc}") from None
+    with notebook_module(path, path.stem) as (made, failure):
+        if failure is not None or made is None:
+            raise ValueError(failure.what if failure is not None else f"{path.name}: unread")
+        source = made.source
     module = types.ModuleType(f"profiled_{path.stem}")
     module.__file__ = str(path)
-    exec(compile(converted.source, str(path), "exec"), module.__dict__)  # noqa: S102 - the user's own file, as for a .py
+    # The user's own file, run in their own process as a .py is (exec_module above).
+    exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102
     return module
 
 
