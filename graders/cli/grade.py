@@ -310,10 +310,11 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
     everyone = {s.student for s in found.submissions}
     class_results = [r for r in read_results(out) if r.student in everyone]
     results = [r for r in class_results if r.student in shown]
-    if args.ledger is not None:
-        from graders.reports.feedback_files import refresh_feedback
+    from graders.reports.feedback_files import refresh_feedback
+    from graders.reports.ledger import Ledger
 
-        refresh_feedback(out, args.ledger)
+    # also without a ledger: feedback written under an earlier policy loses its section
+    refresh_feedback(out, args.ledger or Ledger())
     if args.format != "gradescope":
         _print_results(args, results, found.problems, con)
     if keep:
