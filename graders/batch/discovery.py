@@ -37,6 +37,7 @@ student, then assignment, so reports come out in a stable order.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -369,6 +370,8 @@ def discover(
             out.problems.append(f"{root}: no such file or folder")
         if course:
             out.submissions[before:] = _notebooks_only(out.submissions[before:], out)
+        out.submissions[before:] = [_with_origin(sub, root, course)
+                                    for sub in out.submissions[before:]]
     out.submissions = _one_of_each_pair(out.submissions, out)
     order = {a: i for i, a in enumerate(ASSIGNMENTS)}
     seen: set[Path] = set()
@@ -409,6 +412,27 @@ def discover(
     out.submissions = unique
     out.ambiguities.extend(_name_clashes(unique))
     return out
+
+
+def _with_origin(sub: Submission, root: Path, course: bool) -> Submission:
+    """``sub`` with the layout it was found in (``Submission.origin``): the place its
+    submission time may be read from (``graders.reports.late``). Only the grader's own
+    choice of PATH and the LMS's naming decide it, never a file a student can add."""
+    from graders.reports.roster import MOODLE_FOLDER
+
+    folder = sub.folder or student_folder_of(sub.file)
+    if course:
+        origin = "nbgrader"
+    elif folder.name == "submission" and (root.resolve() == folder.resolve()
+                                          or root.resolve().parent == folder.resolve()):
+        origin = "gradescope"  # /autograder/submission/ itself was the PATH
+    elif sub.note.startswith("renamed: ") and folder == root and sub.student != folder.name:
+        origin = "canvas"  # a flat LMS download: <name>_[LATE_]<id>_<id>_<file>
+    elif MOODLE_FOLDER.match(folder.name):
+        origin = "moodle"
+    else:
+        return sub
+    return dataclasses.replace(sub, origin=origin)
 
 
 def _in_folder(file: Path, folder: Path) -> str:

@@ -46,7 +46,7 @@ from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -63,6 +63,9 @@ from graders.course.catalog import ASSIGNMENTS
 from graders.grading.submission import Submission
 from graders.reports.files import atomic_write_text
 from graders.reports.progress import GradingProgress
+
+if TYPE_CHECKING:
+    from graders.reports.ledger import Ledger
 
 
 class BatchInterrupted(Exception):  # noqa: N818 - it is what happened, not a failure
@@ -87,14 +90,16 @@ class BatchOutcome:
 def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeout: float,
               err: Console, budget: float | None = None, force: bool = False,
               tasks: Collection[str] | None = None, gradebook: Path | None = None,
-              notes: Mapping[str, Sequence[str]] | None = None) -> BatchOutcome:
+              notes: Mapping[str, Sequence[str]] | None = None,
+              ledger: Ledger | None = None) -> BatchOutcome:
     """Grade the pending files of ``submissions`` (``plan_batch``: with ``tasks`` every
     file, those tasks only) with ``jobs`` processes, one file per job in the plan's order
     (``timeout`` per call, ``budget`` per file as in ``grade_file``),
     showing N/M files, the file just done and the time left on ``err``.
 
     The gradebook (``gradebook``, default ``out/gradebook.csv``; ``notes`` as in
-    ``gradebook_from_results``) is rewritten each time a student's last file is done and
+    ``gradebook_from_results``; ``ledger``: lateness and adjustments, applied there) is
+    rewritten each time a student's last file is done and
     once at the end; ``BatchOutcome`` counts students.
 
     A grader process that dies breaks the pool: the files it had not finished are
@@ -162,7 +167,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
             progress.advance(f"{what} {student}/{name}")
             if not left[student]:  # the student's last file
                 finished += 1
-                atomic_write_text(gradebook, gradebook_from_results(out, notes_now()))
+                atomic_write_text(gradebook, gradebook_from_results(out, notes_now(), ledger))
 
         with contextlib.ExitStack() as stack, \
                 GradingProgress(err, len(jobs_of)) as progress:
@@ -198,7 +203,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                 interrupted = grade_alone(out, [sub for sub in jobs_of if id(sub) in broken],
                                            jobs, options, grade, done, book_notes, stop,
                                            progress)
-    atomic_write_text(gradebook, gradebook_from_results(out, notes_now()))
+    atomic_write_text(gradebook, gradebook_from_results(out, notes_now(), ledger))
     if pending and interrupted:
         raise BatchInterrupted(finished, len(pending) - finished)
     errors = [f"{student}: {error}" for student, (_, error) in first_errors.items()]

@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graders.checking.feedback import format_points
 from graders.checking.status import RESULT_STATUSES
@@ -21,6 +21,9 @@ from graders.grading.result import CheckResult, SubmissionResult
 from graders.reports.files import atomic_write_text, student_folder_name, student_of_folder_name
 from graders.safety import submission_files
 from graders.safety.safe_text import terminal_text
+
+if TYPE_CHECKING:
+    from graders.reports.ledger import Ledger
 
 GRADEBOOK = "gradebook.csv"
 
@@ -177,8 +180,8 @@ def merge_tasks(previous: SubmissionResult, fresh: SubmissionResult) -> Submissi
         seconds=fresh.seconds, sandbox=fresh.sandbox, sha256=fresh.sha256)
 
 
-def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None = None
-                           ) -> str:
+def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None = None,
+                           ledger: Ledger | None = None) -> str:
     """The CSV gradebook text of every ``<student>/<stem>/results.json`` under ``out``.
 
     Columns as ``graders.reports.gradebook_csv``: ``student``, graded task ids, each
@@ -186,7 +189,11 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
     sorted; cells written as that module writes them (names escaped, formulas
     neutralised). ``notes`` (student -> lines such as "missing: a1", "misnamed:
     a1.txt") adds a ``notes`` column, and a row for every student it names, with or
-    without results.
+    without results. ``ledger`` (``graders.reports.ledger.Ledger``) applies lateness and
+    adjustments: each assignment it is active for gets its raw score, adjusted score,
+    submission time, late hours and source, and penalty before its column, which then
+    holds the final score (the total adds those), and the lines explaining them go into
+    ``notes``. Nothing is regraded for it.
     """
     from graders.reports.gradebook_csv import (
         format_ms,
@@ -194,8 +201,12 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
         gradebook_text,
         predicted_column,
         predicted_ms,
+        standing_notes,
         student_cell_value,
+        with_standing_columns,
     )
+
+    all_notes = {student: list(lines) for student, lines in (notes or {}).items()}
 
     rows: dict[str, dict[str, str]] = {}
     ids: set[str] = set()
@@ -218,16 +229,22 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
         for task, value in points.items():
             row[task] = format_points(round(value, 6))
         row[info.id] = format_points(float(data.get("score", 0)))
+        if ledger is not None and ledger.active(info.id):
+            standing = ledger.standing(student, info, points)
+            row.update(ledger.cells(standing))
+            all_notes.setdefault(student, []).extend(standing_notes(standing))
         result = read_result(path)
         for task_id, value in (predicted_ms(result) if result else {}).items():
             row[predicted_column(task_id)] = format_ms(value)
         ids.add(info.id)
     columns = gradebook_columns(sorted(ids))
+    if ledger is not None:
+        columns = with_standing_columns(columns, [a for a in ids if ledger.active(a)])
     for row in rows.values():
         row["total"] = format_points(round(sum(float(row[a]) for a in ids if a in row), 6))
-    if notes and any(notes.values()):
+    if any(all_notes.values()):
         columns.append("notes")
-        for student, lines in notes.items():
+        for student, lines in all_notes.items():
             row = rows.setdefault(student, {"student": student_cell_value(student)})
             if lines:
                 row["notes"] = terminal_text("; ".join(lines))

@@ -41,7 +41,9 @@ from graders.cli.common import (
     add_timeout_options,
     positive_float,
 )
+from graders.cli.config import add_config_option, say_one_line
 from graders.course.catalog import ASSIGNMENTS
+from graders.course.config import ConfigError, CourseConfig, load_config
 from graders.grading.grade import grade_submission
 from graders.grading.result import SubmissionResult
 from graders.safety.safe_text import show, terminal_text
@@ -50,6 +52,7 @@ NAME = "grade"
 
 if TYPE_CHECKING:
     from graders.batch.run import BatchOutcome
+    from graders.reports.ledger import Ledger, Standing
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -117,6 +120,29 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
              "(copydetect; handout text excluded) and list pairs above THRESHOLD "
              "(default 0.5)",
     )
+    late = grade.add_argument_group(
+        "late work and adjustments (applied when the gradebook and feedback are written; "
+        "no regrading; defaults from pallas-lab.toml: pallas-lab config)")
+    late.add_argument(
+        "--due", action="append", default=None, metavar="[aN=]WHEN",
+        help="due date, e.g. a4='2026-03-01 23:59' or a4=2026-03-01T23:59+01:00 (repeatable; "
+             "without aN=: every assignment graded; without a zone: the config's timezone, "
+             "else this machine's)")
+    late.add_argument("--late-policy", choices=("none", "zero", "percent"), default=None,
+                      help="none: lateness only recorded; zero: a late submission scores 0; "
+                           "percent: --late-rate percent per started --late-per")
+    late.add_argument("--late-per", choices=("day", "hour"), default=None,
+                      help="the period the percent policy counts (started periods count)")
+    late.add_argument("--late-rate", type=float, default=None, metavar="PERCENT",
+                      help="percent taken per period (default 10)")
+    late.add_argument("--late-cap", type=float, default=None, metavar="PERCENT",
+                      help="the most percent taken in all (default 100)")
+    late.add_argument("--extensions", type=Path, default=None, metavar="CSV",
+                      help="per-student extensions: student,assignment,due|days|hours,reason")
+    late.add_argument("--adjustments", type=Path, default=None, metavar="CSV",
+                      help="manual adjustments and regrade outcomes: "
+                           "student,item,points|delta,reason,who,regrade")
+    add_config_option(grade)
     grade.add_argument(
         "--to-gradebook", nargs="?", type=Path, const=Path(), default=None, metavar="COURSE",
         help="also write each task's score into the nbgrader gradebook of COURSE (default: the "
@@ -124,8 +150,39 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
 
 
+def apply_config(args: argparse.Namespace) -> CourseConfig:
+    """Load the course config (``--config``, else ./pallas-lab.toml or pyproject's
+    ``[tool.pallas-lab]``) and fill each option ``args`` left unset from it (a flag always
+    wins); parses ``--due`` into ``args.due_dates`` (assignment id, or ``"*"`` -> aware
+    time). Raises ``ConfigError`` (one line) for a config or ``--due`` that cannot be
+    used."""
+    from graders.reports.late import LateError, course_zone, parse_due_flag
+
+    config = load_config(explicit=args.config)
+    for key in ("timeout", "budget", "jobs", "roster", "extensions", "adjustments"):
+        if getattr(args, key) is None and key in config.values:
+            setattr(args, key, config.values[key])
+    if args.out is None and "out" in config.values and args.format != "csv" and (
+            args.jobs is not None):
+        args.out = config.values["out"]
+    try:
+        zone = course_zone(config.values.get("timezone"))
+        args.due_dates = {}
+        for spec in args.due or ():
+            assignment, when = parse_due_flag(spec, zone)
+            args.due_dates[assignment or "*"] = when
+    except LateError as exc:
+        raise ConfigError(str(exc)) from None
+    return config
+
+
 def run(args: argparse.Namespace, con: Console, err: Console) -> int:
     """Run ``pallas-lab grade`` with the parsed ``args``; returns the exit status."""
+    try:
+        args.course_config = apply_config(args)
+    except ConfigError as exc:
+        say_one_line(err, f"pallas-lab grade: {exc}; nothing was graded")
+        return EXIT_USAGE
     if args.timeout is None:
         args.timeout = SAMPLES_TIMEOUT if not args.paths else DEFAULT_TIMEOUT
     # Third-party libraries' warnings (nbformat, nbgrader, SQLAlchemy) are noise to a TA:
@@ -234,7 +291,8 @@ def _print_results(args: argparse.Namespace, results: Sequence[SubmissionResult]
                    problems: Sequence[str], con: Console) -> None:
     from graders.reports.table import print_report
 
-    print_report(results, con, problems=problems, feedback=args.feedback)
+    print_report(results, con, problems=problems, feedback=args.feedback,
+                 standings=_standings(getattr(args, "ledger", None), results))
 
 
 def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str]],
@@ -246,11 +304,17 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
     selected = _filtered(args, found)
     outcome = run_batch(selected, out=out, jobs=args.jobs, timeout=args.timeout, err=err,
                         budget=args.budget, force=args.force or bool(args.student),
-                        tasks=args.task, gradebook=gradebook, notes=notes)
+                        tasks=args.task, gradebook=gradebook, notes=notes,
+                        ledger=args.ledger)
     shown = {s.student for s in selected}
     everyone = {s.student for s in found.submissions}
     class_results = [r for r in read_results(out) if r.student in everyone]
     results = [r for r in class_results if r.student in shown]
+    from graders.reports.feedback_files import refresh_feedback
+    from graders.reports.ledger import Ledger
+
+    # also without a ledger: feedback written under an earlier policy loses its section
+    refresh_feedback(out, args.ledger or Ledger())
     if args.format != "gradescope":
         _print_results(args, results, found.problems, con)
     if keep:
@@ -400,6 +464,51 @@ def _roster_notes(args: argparse.Namespace, found: Discovery) -> dict[str, list[
     return notes
 
 
+def _ledger(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str]]
+            ) -> Ledger | None:
+    """The run's lateness and adjustments (``graders.reports.ledger``) from the flags and
+    the course config, or None when neither gives a due date, extensions or adjustments.
+    Raises ``LateError`` for a policy, extensions or adjustments file that cannot be used
+    at all; a bad row only costs that row (``Ledger.problems``)."""
+    from dataclasses import replace
+
+    from graders.reports.adjustments import read_adjustments
+    from graders.reports.late import course_zone, read_extensions
+    from graders.reports.ledger import build_ledger
+
+    config: CourseConfig = args.course_config
+    graded = {s.assignment.id for s in found.submissions}
+    due = dict(config.due)
+    for assignment, when in args.due_dates.items():
+        for target in (sorted(graded) if assignment == "*" else [assignment]):
+            due[target] = when
+    if not (due or args.extensions or args.adjustments):
+        return None
+    changes = {field: value for field, value in (
+        ("kind", args.late_policy), ("per", args.late_per), ("rate", args.late_rate),
+        ("cap", args.late_cap)) if value is not None}
+    default = replace(config.late, **changes).check()
+    policies = {a: replace(p, **changes).check() for a, p in config.policies.items()}
+    zone = course_zone(config.values.get("timezone"))
+    extensions, problems = (read_extensions(args.extensions, zone)
+                            if args.extensions else ([], []))
+    adjustments, more = read_adjustments(args.adjustments) if args.adjustments else ([], [])
+    students = {s.student for s in found.submissions} | set(notes)
+    return build_ledger(found.submissions, students, due=due, policies=policies,
+                        default_policy=default, extensions=extensions,
+                        adjustments=adjustments, problems=[*problems, *more])
+
+
+def _standings(ledger: Ledger | None, results: Sequence[SubmissionResult]
+               ) -> dict[tuple[str, str], Standing]:
+    """(student, assignment id) -> standing of each result the ledger is active for."""
+    if ledger is None:
+        return {}
+    return {(r.student, r.assignment): ledger.standing(
+                r.student, r.info, {t.task: t.points for t in r.tasks() if t.graded})
+            for r in results if ledger.active(r.assignment)}
+
+
 def _say_isolation(err: Console) -> None:
     """One line on stderr when workers get less than the full sandbox (namespaces and a
     cgroup for the process tree): the TA must know what a submission can do here."""
@@ -430,18 +539,24 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
             show(err, f"pallas-lab grade: {problem}")
         return EXIT_USAGE
     problem = _check_options(args, found)
+    ledger = None
     if problem is None:
+        from graders.reports.late import LateError
         from graders.reports.roster import RosterError
 
         try:
             notes = _roster_notes(args, found)
-        except RosterError as exc:
+            ledger = _ledger(args, found, notes)
+        except (RosterError, LateError) as exc:
             problem = str(exc)
     if problem is not None:  # one line, however narrow the terminal
         err.print(Text(terminal_text(f"pallas-lab grade: {problem}; nothing was graded")),
                   soft_wrap=True)
         return EXIT_USAGE
     _say_isolation(err)
+    args.ledger = ledger
+    for line in ledger.problems if ledger is not None else ():
+        say_one_line(err, f"pallas-lab grade: {line}")
     if args.jobs is not None:
         return _batch(args, found, notes, con, err)
     if not args.paths and args.out is None and args.format == "table" \
@@ -465,7 +580,8 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
             from graders.reports.table import print_report
 
             text = Console(record=True, width=120, file=io.StringIO())
-            print_report(results, text, problems=found.problems, feedback=args.feedback)
+            print_report(results, text, problems=found.problems, feedback=args.feedback,
+                         standings=_standings(ledger, results))
             atomic_write_text(args.out, text.export_text())
     elif args.format == "gradescope":
         _write_gradescope(results, args.out, err if args.out is None else con)
@@ -474,7 +590,8 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
     else:
         from graders.reports.gradebook_csv import write_gradebook
 
-        path = write_gradebook(results, args.out or Path("gradebook.csv"), notes=notes)
+        path = write_gradebook(results, args.out or Path("gradebook.csv"), notes=notes,
+                               ledger=ledger)
         show(con, f"wrote {path} ({len(results)} submission(s))")
         for problem in found.problems:
             show(err, f"skipped: {problem}")

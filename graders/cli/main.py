@@ -10,6 +10,7 @@ One module of ``graders/cli/`` per command; this one only parses and dispatches:
     pallas-lab gradescope --assignment aN        # graders.cli.gradescope
     pallas-lab profile FILE [...]                # graders.cli.profile
     pallas-lab leaderboard RESULTS [...]         # graders.cli.leaderboard
+    pallas-lab config [--config FILE]            # graders.cli.config
 
 ``check`` and ``status`` run the public checks in this process (the student's tools);
 ``grade`` runs the hidden checks with the code in the worker. A command whose options are
@@ -31,8 +32,8 @@ from types import ModuleType
 
 from rich.console import Console
 
-from graders.cli import grade as grade_command
 from graders.cli import (
+    config,
     gradescope,
     leaderboard,
     nbgrader,
@@ -40,10 +41,11 @@ from graders.cli import (
     release,
     student,
 )
+from graders.cli import grade as grade_command
 
 #: The commands in the order ``pallas-lab --help`` lists them.
 COMMANDS: tuple[ModuleType, ...] = (grade_command, student, release, nbgrader, gradescope,
-                                    profile, leaderboard)
+                                    profile, leaderboard, config)
 
 
 def _by_name() -> dict[str, ModuleType]:

@@ -41,6 +41,11 @@ class Submission:
     note: str = field(default="", compare=False)
     sha256: str = ""
     unreadable: CheckFailure | None = field(default=None, compare=False, repr=False)
+    #: The layout it was found in, which decides where its submission time may be read
+    #: (``graders.reports.late.submission_time``): ``"nbgrader"`` (a course's
+    #: ``submitted/``), ``"gradescope"`` (a ``submission/`` folder given as the PATH),
+    #: ``"canvas"`` (a flat LMS download), ``"moodle"`` (a Moodle download folder) or ``""``.
+    origin: str = field(default="", compare=False)
 
     @property
     def stem(self) -> str:
@@ -54,15 +59,15 @@ class Submission:
 
     @classmethod
     def of(cls, file: str | Path, assignment: Assignment, *, student: str | None = None,
-           folder: Path | None = None, note: str = "") -> Submission:
+           folder: Path | None = None, note: str = "", origin: str = "") -> Submission:
         """The record of ``file`` graded as ``assignment``, its bytes hashed once
         (:func:`file_digest`; never raises). ``student`` defaults to the name of the
-        file's folder."""
+        file's folder; ``origin`` as the field."""
         path = Path(file)
         digest, unreadable = file_digest(path)
         return cls(student=student or path.resolve().parent.name, file=path,
                    assignment=assignment, folder=folder, note=note, sha256=digest,
-                   unreadable=unreadable)
+                   unreadable=unreadable, origin=origin)
 
 
 def link_failure(path: Path) -> CheckFailure | None:

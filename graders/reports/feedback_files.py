@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from graders.grading.result import SubmissionResult
 from graders.reports.files import atomic_write_text
 from graders.safety.safe_text import terminal_text
+
+if TYPE_CHECKING:
+    from graders.reports.ledger import Ledger, Standing
 
 #: Width, in characters, of the text in the feedback files.
 WIDTH = 100
@@ -26,25 +30,40 @@ WIDTH = 100
 MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!<>|~&")
 
 
-def feedback_text(result: SubmissionResult) -> tuple[str, str]:
-    """(plain text, HTML) of ``result``'s report with feedback, as ``--feedback`` prints it."""
+#: The heading of the lateness and adjustments section (``graders.reports.ledger``).
+STANDING_HEADING = "Lateness and adjustments"
+
+
+def feedback_text(result: SubmissionResult, standing: Standing | None = None
+                  ) -> tuple[str, str]:
+    """(plain text, HTML) of ``result``'s report with feedback, as ``--feedback`` prints it;
+    with ``standing`` (its lines not empty) a section ``STANDING_HEADING`` follows the
+    table: due date, submission time and its source, lateness, penalty, adjustments and
+    the final score."""
     from graders.reports.table import print_report
 
     console = Console(record=True, width=WIDTH, file=io.StringIO(), color_system=None)
-    print_report([result], console, feedback=True)
+    standings = {(result.student, result.assignment): standing} if standing else None
+    print_report([result], console, feedback=True, standings=standings)
     return console.export_text(clear=False), console.export_html(inline_styles=True)
 
 
-def feedback_markdown(result: SubmissionResult) -> str:
+def feedback_markdown(result: SubmissionResult, standing: Standing | None = None) -> str:
     """The Markdown feedback file: a heading naming the student, assignment and score, then
     the ``--feedback`` text in a fenced block (backticks in it cannot close the fence)."""
-    text, _ = feedback_text(result)
+    text, _ = feedback_text(result, standing)
     fence = "`" * max(3, _longest_backtick_run(text) + 1)
     heading = terminal_text(
         f"{result.student}: {result.info.id} {result.info.title} "
-        f"({Path(result.file).name}): {result.score:g}/{result.max_score:g}")
+        f"({Path(result.file).name}): {_score(result, standing)}/{result.max_score:g}")
     heading = "".join(f"\\{ch}" if ch in MARKDOWN_SPECIAL else ch for ch in heading)
     return f"# {heading}\n\n{fence}text\n{text.rstrip()}\n{fence}\n"
+
+
+def _score(result: SubmissionResult, standing: Standing | None) -> str:
+    if standing is None or not standing.lines:
+        return f"{result.score:g}"
+    return f"{standing.final:g} (raw {standing.raw:g})"
 
 
 def _longest_backtick_run(text: str) -> int:
@@ -55,10 +74,40 @@ def _longest_backtick_run(text: str) -> int:
     return longest
 
 
-def write_feedback_files(result: SubmissionResult, folder: Path) -> tuple[Path, Path]:
-    """Write ``feedback.md`` and ``feedback.html`` for ``result`` into ``folder`` (created
-    when missing), each atomically; returns their paths. Raises ``OSError`` when they
-    cannot be written."""
-    _, html = feedback_text(result)
-    md = atomic_write_text(folder / "feedback.md", feedback_markdown(result))
+def write_feedback_files(result: SubmissionResult, folder: Path,
+                         standing: Standing | None = None) -> tuple[Path, Path]:
+    """Write ``feedback.md`` and ``feedback.html`` for ``result`` (with ``standing``: its
+    lateness and adjustments section) into ``folder`` (created when missing), each
+    atomically; returns their paths. Raises ``OSError`` when they cannot be written."""
+    _, html = feedback_text(result, standing)
+    md = atomic_write_text(folder / "feedback.md", feedback_markdown(result, standing))
     return md, atomic_write_text(folder / "feedback.html", html)
+
+
+def refresh_feedback(out: Path, ledger: Ledger) -> int:
+    """Rewrite the feedback files of every result under the batch folder ``out`` whose
+    standing (``ledger``) has something to say, or whose files still show a section an
+    earlier policy wrote: a policy or adjustment changed without regrading. Returns how
+    many were rewritten. Raises ``OSError`` when one cannot be written."""
+    from graders.batch.store import read_results, result_path
+
+    count = 0
+    for result in read_results(out):
+        folder = result_path(out, result.student, result.stem).parent
+        standing = (ledger.standing(result.student, result.info, _task_points(result))
+                    if ledger.active(result.assignment) else None)
+        if standing is not None and not standing.lines:
+            standing = None
+        try:
+            shown = STANDING_HEADING in (folder / "feedback.md").read_text(encoding="utf-8")
+        except OSError:
+            shown = False
+        if standing is None and not shown:
+            continue
+        write_feedback_files(result, folder, standing)
+        count += 1
+    return count
+
+
+def _task_points(result: SubmissionResult) -> dict[str, float]:
+    return {task.task: task.points for task in result.tasks() if task.graded}

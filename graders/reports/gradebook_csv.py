@@ -22,8 +22,9 @@ numbers.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graders.checking.feedback import format_points
 from graders.checking.measures import PREDICTED_MS
@@ -31,6 +32,9 @@ from graders.course.catalog import ASSIGNMENTS
 from graders.grading.result import SubmissionResult
 from graders.reports.files import atomic_write_text
 from graders.safety.safe_text import csv_text, csv_value, terminal_text
+
+if TYPE_CHECKING:
+    from graders.reports.ledger import Ledger, Standing
 
 #: How a performance task's predicted-time column is named: ``"3.5 predicted ms"``.
 PREDICTED_COLUMN = "{task} predicted ms"
@@ -55,6 +59,26 @@ def gradebook_columns(assignment_ids: Sequence[str]) -> list[str]:
     tasks = [task.id for a in ids for task in ASSIGNMENTS[a].graded_tasks]
     predicted = [predicted_column(task) for task in performance_task_ids(ids)]
     return ["student", *tasks, *predicted, *ids, "total"]
+
+
+def with_standing_columns(columns: Sequence[str], active: Collection[str]) -> list[str]:
+    """``columns`` with a ledger's columns (``graders.reports.ledger.standing_columns``: raw,
+    adjusted, submitted, late hours, late source, penalty) before the column of each
+    assignment in ``active``, whose own column then holds the final score."""
+    from graders.reports.ledger import standing_columns
+
+    out: list[str] = []
+    for column in columns:
+        if column in active:
+            out.extend(standing_columns(column))
+        out.append(column)
+    return out
+
+
+def standing_notes(standing: Standing) -> list[str]:
+    """The notes a standing adds to its student's row: each line explaining it, but the
+    summary (the columns hold those numbers)."""
+    return [f"{standing.assignment}: {line}" for line in standing.lines[:-1]]
 
 
 def predicted_ms(result: SubmissionResult) -> dict[str, float]:
@@ -103,21 +127,33 @@ def _read_existing(path: Path) -> list[dict[str, str]]:
             for row in rows if row.get("student")]
 
 
-def gradebook_rows(results: Sequence[SubmissionResult]) -> dict[str, dict[str, str]]:
+def gradebook_rows(results: Sequence[SubmissionResult], ledger: Ledger | None = None,
+                   notes: dict[str, list[str]] | None = None) -> dict[str, dict[str, str]]:
     """Per student (as shown, ``student_cell_value``), the values of their row (task
-    points, assignment totals, total)."""
+    points, assignment totals, total). With ``ledger``, each assignment it is active for
+    (``Ledger.active``) gets its standing's cells and its column the final score; the
+    lines explaining it are added to ``notes`` (student -> lines)."""
     rows: dict[str, dict[str, str]] = {}
     totals: dict[str, float] = {}
     for result in results:
         student = student_cell_value(result.student)
         row = rows.setdefault(student, {"student": student})
+        points: dict[str, float] = {}
         for task in result.tasks():
             if task.graded:
                 row[task.task] = format_points(task.points)
+                points[task.task] = task.points
         for task_id, value in predicted_ms(result).items():
             row[predicted_column(task_id)] = format_ms(value)
         row[result.assignment] = format_points(result.score)
-        totals[student] = totals.get(student, 0.0) + result.score
+        score = result.score
+        if ledger is not None and ledger.active(result.assignment):
+            standing = ledger.standing(result.student, result.info, points)
+            row.update(ledger.cells(standing))
+            score = standing.final
+            if notes is not None:
+                notes.setdefault(result.student, []).extend(standing_notes(standing))
+        totals[student] = totals.get(student, 0.0) + score
     for student, row in rows.items():
         row["total"] = format_points(round(totals[student], 6))
     return rows
@@ -125,19 +161,22 @@ def gradebook_rows(results: Sequence[SubmissionResult]) -> dict[str, dict[str, s
 
 def write_gradebook(
     results: Sequence[SubmissionResult], path: str | Path, *, keep_existing: bool = True,
-    notes: Mapping[str, Sequence[str]] | None = None,
+    notes: Mapping[str, Sequence[str]] | None = None, ledger: Ledger | None = None,
 ) -> Path:
     """Write the gradebook to ``path`` atomically; returns the path.
 
     With ``keep_existing`` the rows of students graded earlier (present in an
     existing file, absent from ``results``) are kept, and their columns merged;
-    a student's total then sums the assignment columns of their row. ``notes``
+    a student's total then sums the assignment columns of their row. ``ledger``
+    (``graders.reports.ledger``) adds raw score, lateness, penalty and adjustments before
+    each assignment it is active for, whose column holds the final score. ``notes``
     (student -> lines: "misnamed: a1.txt", "missing: no submission") adds a
     ``notes`` column and a row for each student it names.
     """
     path = Path(path)
-    fresh = gradebook_rows(results)
-    for student, lines in (notes or {}).items():
+    all_notes = {student: list(lines) for student, lines in (notes or {}).items()}
+    fresh = gradebook_rows(results, ledger, all_notes)
+    for student, lines in all_notes.items():
         if lines:
             row = fresh.setdefault(student_cell_value(student),
                                    {"student": student_cell_value(student)})
@@ -154,6 +193,8 @@ def write_gradebook(
             round(sum(float(row[a]) for a in ASSIGNMENTS if row.get(a)), 6)
         )
     columns = gradebook_columns(sorted(ids))
+    if ledger is not None:
+        columns = with_standing_columns(columns, [a for a in ids if ledger.active(a)])
     if any(row.get("notes") for row in merged.values()):
         columns.append("notes")
     text = gradebook_text(columns, (merged[student] for student in sorted(merged)))

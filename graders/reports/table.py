@@ -8,8 +8,9 @@ printed output) is escaped by ``graders.safety.safe_text.terminal_text`` and add
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
@@ -19,6 +20,9 @@ from rich.text import Text
 from graders.checking.feedback import format_points
 from graders.grading.result import SubmissionResult
 from graders.safety.safe_text import terminal_text
+
+if TYPE_CHECKING:
+    from graders.reports.ledger import Standing
 
 STATUS_STYLE = {
     "passed": "green",
@@ -101,12 +105,23 @@ def print_report(
     *,
     problems: Sequence[str] = (),
     feedback: bool = False,
+    standings: Mapping[tuple[str, str], Standing] | None = None,
 ) -> None:
     """Print every submission's table (and, with ``feedback``, each failed check's text),
-    then a summary of totals and the discovery ``problems``."""
+    then a summary of totals and the discovery ``problems``. ``standings`` ((student,
+    assignment id) -> ``graders.reports.ledger.Standing``) adds, below a table, the
+    lines on lateness and adjustments, and a ``Final`` column to the totals."""
     console = console or Console()
+    standings = {k: v for k, v in (standings or {}).items() if v.lines}
     for result in results:
         console.print(submission_table(result))
+        standing = standings.get((result.student, result.assignment))
+        if standing is not None:
+            from graders.reports.feedback_files import STANDING_HEADING
+
+            console.print(Text(f"{STANDING_HEADING}:", style="bold"))
+            for line in standing.lines:
+                console.print(Text(terminal_text(f"  {line}")))
         if result.load_error:
             console.print(Text(terminal_text(f"  {result.load_error}", multiline=True),
                                style="red"))
@@ -122,11 +137,18 @@ def print_report(
         summary.add_column("Student")
         summary.add_column("Assignment")
         summary.add_column("Score", justify="right")
+        if standings:
+            summary.add_column("Final", justify="right")
         for result in results:
-            summary.add_row(
+            cells = [
                 Text(terminal_text(result.student)), Text(result.assignment),
                 Text(f"{format_points(result.score)}/{format_points(result.max_score)}"),
-            )
+            ]
+            if standings:
+                standing = standings.get((result.student, result.assignment))
+                cells.append(Text(format_points(standing.final if standing
+                                                else result.score)))
+            summary.add_row(*cells)
         console.print(summary)
     for problem in problems:
         console.print(Text(terminal_text(f"skipped: {problem}"), style="yellow"))
