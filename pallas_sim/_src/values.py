@@ -499,6 +499,12 @@ def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:
                                             or not _is_identity_literal(other, identity)):
                     counters[-1].produced(key, r.size)
                     return out
+            elif r.__class__ in _KEPT_SCALARS:  # grid-index arithmetic: ``kj * block_kv``
+                out = KernelValue(np.asarray(r))
+                if counters and (identity is None or t is KernelValue
+                                 or not _is_identity_literal(other, identity)):
+                    counters[-1].add("scalar_ops", 1)
+                return out
             else:
                 out = _wrap(r)
             if counters:
@@ -519,6 +525,12 @@ def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:
                                             or not _is_identity_literal(other, identity)):
                     counters[-1].produced(key, r.size)
                     return out
+            elif r.__class__ in _KEPT_SCALARS:  # grid-index arithmetic: ``kj * block_kv``
+                out = KernelValue(np.asarray(r))
+                if counters and (identity is None or t is KernelValue
+                                 or not _is_identity_literal(other, identity)):
+                    counters[-1].add("scalar_ops", 1)
+                return out
             else:
                 out = _wrap(r)
             if counters:
@@ -541,6 +553,11 @@ def _unary(ufunc: np.ufunc) -> Callable[..., Any]:
         return out
     return method
 
+
+#: NumPy scalar types that a 0-d result keeps as they are (32-bit and narrower): an
+#: operator giving one is a scalar op on the kernel's scalar unit.
+_KEPT_SCALARS = frozenset({np.int32, np.int16, np.int8, np.uint32, np.uint16, np.uint8,
+                           np.float32, np.float16, np.bool_})
 
 #: Types an operator of a kernel value refuses as its other operand, each with the
 #: TypeError's message. Refs register themselves here (pallas_sim._src.refs), so this

@@ -404,3 +404,22 @@ def test_a_product_in_a_kernel_computes_and_counts_as_on_plain_arrays(form, pref
     f32_elements = (16 * 24 if np.dtype(da) == np.float32 else 0) + (
         24 * 8 if np.dtype(db) == np.float32 else 0)
     assert ops.total("cast_elements") == f32_elements
+
+
+def test_grid_index_arithmetic_counts_scalar_ops_and_folds_identities():
+    """Operators on 0-d kernel values (``pl.program_id`` arithmetic) count one scalar op
+    each, except a product or quotient by the literal 1, which the compiler folds away."""
+    def kernel(o_ref):
+        i = pl.program_id(0)
+        row = i * 8 + 1          # two scalar ops
+        same = (i * 1) / 1       # folded: no op
+        flag = row >= 3          # one scalar op
+        o_ref[...] = jnp.where(flag, same, row).astype(o_ref.dtype) + jnp.zeros_like(o_ref)
+
+    with pallas_sim.trace() as t:
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                       grid=(2,))()
+    ops = t.calls[-1].ops
+    # jnp.where on scalars is a scalar op too (3 + 1); its result is already float32
+    # (``same`` is a quotient), so the astype changes nothing and is not counted
+    np.testing.assert_array_equal(ops["scalar_ops"], [4, 4])
