@@ -135,6 +135,8 @@ def _lift(fn: Any) -> Any:
     JAX does with x64 off, and truncates an explicit 64-bit dtype with JAX's warning."""
     name = fn.__name__
     kind = _ops.category(name)
+    elementwise = kind in ("vpu", "eup")  # one op per element of the result
+    counted_as = "eup_ops" if kind == "eup" else "vpu_ops"
 
     def lifted(*args: Any, **kwargs: Any) -> Any:
         in_kernel = _builtins.bool(KERNELS)
@@ -173,7 +175,10 @@ def _lift(fn: Any) -> Any:
             return _canonical(fn(*plain, **kwargs))
         out = _wrap(fn(*plain, **kwargs))  # in a kernel, even from Python values: traced
         if _ops._STACK:
-            _ops.count(kind, args, kwargs, out)
+            if elementwise and type(out) is KernelValue and out._a.ndim:
+                _ops._STACK[-1].produced(counted_as, out._a.size)  # what ``count`` does, inline
+            else:
+                _ops.count(kind, args, kwargs, out)
         return out
 
     lifted.__name__ = lifted.__qualname__ = name

@@ -391,13 +391,29 @@ def cast(source: object, result: object) -> None:
         _STACK[-1].produced("cast_elements", _size(result))
 
 
+#: ``mxu_dtype``'s answers by the operands' dtypes (a dtype's ``name`` is computed in
+#: Python by NumPy on every access: the hot path of every product looks it up once).
+_MXU_NAMES: dict[tuple[np.dtype, np.dtype], str] = {}
+_F32 = np.dtype(np.float32)
+
+
 def mxu_dtype(a: object, b: object) -> str:
     """The MXU input dtype name of a product of ``a`` and ``b`` (their shared dtype, else
     the wider one)."""
-    da, db = np.dtype(getattr(a, "dtype", np.float32)), np.dtype(getattr(b, "dtype",
-                                                                            np.float32))
+    da, db = getattr(a, "dtype", _F32), getattr(b, "dtype", _F32)
+    try:
+        return _MXU_NAMES[da, db]
+    except (KeyError, TypeError):
+        pass
+    key = (da, db)
+    da, db = np.dtype(da), np.dtype(db)
     d = da if da == db or da.itemsize >= db.itemsize else db
-    return _SHORT.get(d.name, d.name)
+    name = _SHORT.get(d.name, d.name)
+    try:
+        _MXU_NAMES[key] = name
+    except TypeError:  # an unhashable dtype-like: answered, not remembered
+        pass
+    return name
 
 
 def product(a: object, b: object, out_elements: int, contracted: int) -> None:
@@ -414,15 +430,35 @@ def product(a: object, b: object, out_elements: int, contracted: int) -> None:
     c = _STACK[-1]
     c.add("mxu_flops_" + mxu_dtype(a, b), 2 * int(out_elements) * int(contracted))
     for operand in (a, b):
-        if np.dtype(getattr(operand, "dtype", np.int8)) == np.float32 and _ndim(operand):
+        if getattr(operand, "dtype", None) == _F32 and _ndim(operand):
             c.add("cast_elements", _size(operand))
     if out_elements > c.peak:
         c.peak = int(out_elements)
 
 
+#: ``einsum_contracted``'s answers by (subscripts, operand shapes): a kernel repeats the
+#: same product at every grid step.
+_CONTRACTED: dict[tuple[object, ...], int] = {}
+
+
 def einsum_contracted(subscripts: str, operands: tuple) -> int:
     """The number of products summed per output element of ``jnp.einsum(subscripts,
     *operands)``: the product of the sizes of the summed-over indices."""
+    key = (subscripts, *(getattr(op, "shape", ()) for op in operands))
+    try:
+        return _CONTRACTED[key]
+    except (KeyError, TypeError):
+        pass
+    n = _contracted(subscripts, operands)
+    if len(_CONTRACTED) < 4096:  # bounded: a kernel has a handful of distinct products
+        try:
+            _CONTRACTED[key] = n
+        except TypeError:
+            pass
+    return n
+
+
+def _contracted(subscripts: str, operands: tuple) -> int:
     spec = subscripts.replace(" ", "")
     inputs, _, out = spec.partition("->")
     terms = inputs.split(",")

@@ -41,6 +41,10 @@ def _result_dtype(xs: tuple[np.ndarray, ...], preferred: object) -> np.dtype:
 def _product(fn: Any, operands: tuple[object, ...], preferred: object, *args: object) -> Any:
     """``fn(*args, *operands)`` with the MXU's accumulation rule (see :func:`dot`); a kernel
     value back when any operand is one."""
+    if len(operands) == 2:
+        fast = _f32_product(fn, operands, preferred, args)
+        if fast is not None:
+            return fast
     values = tuple(as_value(o) for o in operands)
     traced = KERNELS or _builtins.any(type(v) is KernelValue for v in values)
     xs = tuple(concrete(v) for v in values)
@@ -52,6 +56,54 @@ def _product(fn: Any, operands: tuple[object, ...], preferred: object, *args: ob
                       xs[0].shape[-1] if xs[0].ndim else 1)
         _ops.product(xs[0], xs[1], out.size, contracted)
     return KernelValue(out) if traced else out
+
+
+def _f32_product(fn: Any, operands: tuple[object, ...], preferred: object,
+                 args: tuple[object, ...]) -> Any:
+    """The common case of :func:`_product`, decided in a few lookups: two kernel values of
+    float dtypes (f32, bf16, ...), as in ``jnp.dot(p, v, preferred_element_type=
+    jnp.float32)`` or ``q @ k.T`` in a kernel; None for anything else, which takes the
+    general path. Computes and counts exactly what the general path does: the operands in
+    float32, the result in ``preferred`` or else the operands' promoted dtype."""
+    a, b = operands
+    if type(a) is not KernelValue or type(b) is not KernelValue:
+        return None
+    x, y = a._a, b._a
+    if type(x) is not np.ndarray or type(y) is not np.ndarray:
+        return None
+    dx, dy = x.dtype, y.dtype
+    if dx != _F32 or dy != _F32:
+        if not (_floating(dx) and _floating(dy)):
+            return None
+    if preferred is not None:
+        result = requested_dtype(preferred, "preferred_element_type")
+    else:
+        result = _PROMOTED.get((dx, dy))
+        if result is None:
+            result = _PROMOTED[dx, dy] = canonical_dtype(np.result_type(dx, dy))
+    out = fn(*args, x.astype(_F32, copy=False), y.astype(_F32, copy=False))
+    if type(out) is not np.ndarray:
+        return None
+    out = out.astype(result, copy=False)
+    if _ops._STACK:
+        contracted = _ops.einsum_contracted(args[0], (x, y)) if args else (
+            x.shape[-1] if x.ndim else 1)
+        _ops.product(x, y, out.size, contracted)
+    return KernelValue(out)
+
+
+#: The promoted (32-bit) dtype of a product's two operand dtypes, when no result dtype is
+#: asked for.
+_PROMOTED: dict[tuple[np.dtype, np.dtype], np.dtype] = {}
+#: Whether a dtype is a float (``is_floating``), by dtype: asked at every product.
+_FLOATING_DTYPES: dict[np.dtype, bool] = {}
+
+
+def _floating(dt: np.dtype) -> bool:
+    known = _FLOATING_DTYPES.get(dt)
+    if known is None:
+        known = _FLOATING_DTYPES[dt] = bool(is_floating(dt))
+    return known
 
 
 def dot(a: object, b: object, *, preferred_element_type: object = None,

@@ -140,6 +140,8 @@ class Ref:
         """Return ``idx`` (traced entries made concrete) after checking every entry against
         the ref's shape."""
         shape = self._buf.shape
+        if type(idx) is tuple and len(idx) <= len(shape) and _plain_slices(idx, shape):
+            return idx  # the common ``x_ref[:, 0:1]``: nothing to make concrete, in bounds
         if type(idx) is KernelValue:
             idx = _concrete_index(idx)
         if type(idx) is int and shape:  # the common scalar read of an SMEM table
@@ -190,6 +192,28 @@ class Ref:
 
 
 NOT_OPERANDS[Ref] = "arithmetic on a ref: load it first (x_ref[...]), as in JAX"
+
+
+def _plain_slices(idx: tuple, shape: tuple[int, ...]) -> bool:
+    """``idx`` is only step-1 slices with int (or omitted) bounds inside ``shape``, one
+    per leading axis: ``Ref._checked`` would accept it unchanged. Anything else (negative
+    or traced bounds, steps, ints, Ellipsis, None, a bound out of range) is False and goes
+    through the full check, which gives its error."""
+    for dim, entry in enumerate(idx):
+        if type(entry) is not slice or entry.step is not None:
+            return False
+        start, stop, size = entry.start, entry.stop, shape[dim]
+        if start is None:
+            start = 0
+        elif type(start) is not int or start < 0:
+            return False
+        if stop is None:
+            stop = size
+        elif type(stop) is not int or stop > size:
+            return False
+        if start > stop:
+            return False
+    return True
 
 
 def _concrete_index(value: KernelValue) -> object:

@@ -121,6 +121,11 @@ def canonical_dtype(dtype: object) -> np.dtype:
     return _CANONICAL.get(dt, dt)
 
 
+#: Dtype requests already resolved to a dtype kept as it is (no 64-bit truncation, so no
+#: warning to repeat): the spelling asked for -> its dtype.
+_KEPT_REQUESTS: dict[object, np.dtype] = {}
+
+
 def requested_dtype(dtype: object, where: str) -> np.dtype:
     """``canonical_dtype`` of an explicitly requested dtype, warning as JAX does when a
     64-bit one is truncated (``where``: the function that asked, e.g. "astype").
@@ -128,11 +133,19 @@ def requested_dtype(dtype: object, where: str) -> np.dtype:
     Warns:
       UserWarning: a 64-bit dtype was requested.
     """
+    try:
+        return _KEPT_REQUESTS[dtype]
+    except (KeyError, TypeError):  # not asked before, or not hashable
+        pass
     from .dtypes import as_dtype
 
     dt = as_dtype(dtype)
     canonical = _CANONICAL.get(dt)
     if canonical is None:
+        try:
+            _KEPT_REQUESTS[dtype] = dt
+        except TypeError:
+            pass
         return dt
     warnings.warn(_X64_WARNING.format(dt.name, where, canonical.name), UserWarning,
                   stacklevel=3)
@@ -389,15 +402,40 @@ class KernelValue:
         raise TypeError("unhashable type: a traced kernel value")
 
 
+#: Argument types that may hold kernel values to unwrap before NumPy sees them.
+_CONTAINERS = (KernelValue, tuple, list)
+
+
+def _plain(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` as NumPy takes them: unchanged (the common case: ints, axes, flags) unless
+    one holds a kernel value."""
+    for x in args:
+        if type(x) in _CONTAINERS:
+            return _unwrap(args)
+    return args
+
+
 def _method(name: str) -> Callable[..., Any]:
     kind = op_accounting.category(name)
     counters = op_accounting._STACK
+    reduce = kind == "reduce"
 
     def method(self: KernelValue, *args: Any, **kwargs: Any) -> Any:
-        out = _wrap(getattr(self._a, name)(*_unwrap(args),
-                                           **{k: _unwrap(v) for k, v in kwargs.items()}))
+        a = self._a
+        plain_kwargs = kwargs
+        for v in kwargs.values():
+            if type(v) in _CONTAINERS:
+                plain_kwargs = {k: _unwrap(v) for k, v in kwargs.items()}
+                break
+        out = _wrap(getattr(a, name)(*_plain(args), **plain_kwargs))
         if counters and kind != "free":
-            op_accounting.count(kind, (self._a, *args), kwargs, out)
+            if reduce:  # ``x.max(axis=1)``, ``x.sum(-1)``: the operand's axis
+                axis = kwargs.get("axis")
+                if axis is None and args and type(args[0]) in (int, tuple, list):
+                    axis = args[0]
+                op_accounting.reduction(a, axis)
+            else:
+                op_accounting.count(kind, (a, *args), kwargs, out)
         return out
 
     method.__name__ = method.__qualname__ = name
@@ -443,15 +481,58 @@ def _binary(ufunc: np.ufunc, reflected: bool = False) -> Callable[..., Any]:
             else:
                 counters[-1].add("scalar_ops", 1)
 
+    # The fast path (two kernel values, or a kernel value and a Python number, giving an
+    # array of a dtype kept as it is) does what ``_operand``, ``_wrap`` and ``count`` do,
+    # without their calls: these operators are most of a kernel body's ops.
     if reflected:
         def method(self: KernelValue, other: Any) -> Any:
-            out = _wrap(ufunc(_operand(other), self._a))
+            t = type(other)
+            if t is KernelValue:
+                r = ufunc(other._a, self._a)
+            elif t is float or t is int:
+                r = ufunc(other, self._a)
+            else:
+                r = ufunc(_operand(other), self._a)
+            if type(r) is np.ndarray and r.dtype not in _WRAPPED:
+                out = KernelValue(r)
+                if counters and r.ndim and (identity is None or t is KernelValue
+                                            or not _is_identity_literal(other, identity)):
+                    counters[-1].produced(key, r.size)
+                    return out
+            elif r.__class__ in _KEPT_SCALARS:  # grid-index arithmetic: ``kj * block_kv``
+                out = KernelValue(np.asarray(r))
+                if counters and (identity is None or t is KernelValue
+                                 or not _is_identity_literal(other, identity)):
+                    counters[-1].add("scalar_ops", 1)
+                return out
+            else:
+                out = _wrap(r)
             if counters:
                 count(out, other)
             return out
     else:
         def method(self: KernelValue, other: Any) -> Any:
-            out = _wrap(ufunc(self._a, _operand(other)))
+            t = type(other)
+            if t is KernelValue:
+                r = ufunc(self._a, other._a)
+            elif t is float or t is int:
+                r = ufunc(self._a, other)
+            else:
+                r = ufunc(self._a, _operand(other))
+            if type(r) is np.ndarray and r.dtype not in _WRAPPED:
+                out = KernelValue(r)
+                if counters and r.ndim and (identity is None or t is KernelValue
+                                            or not _is_identity_literal(other, identity)):
+                    counters[-1].produced(key, r.size)
+                    return out
+            elif r.__class__ in _KEPT_SCALARS:  # grid-index arithmetic: ``kj * block_kv``
+                out = KernelValue(np.asarray(r))
+                if counters and (identity is None or t is KernelValue
+                                 or not _is_identity_literal(other, identity)):
+                    counters[-1].add("scalar_ops", 1)
+                return out
+            else:
+                out = _wrap(r)
             if counters:
                 count(out, other)
             return out
@@ -472,6 +553,11 @@ def _unary(ufunc: np.ufunc) -> Callable[..., Any]:
         return out
     return method
 
+
+#: NumPy scalar types that a 0-d result keeps as they are (32-bit and narrower): an
+#: operator giving one is a scalar op on the kernel's scalar unit.
+_KEPT_SCALARS = frozenset({np.int32, np.int16, np.int8, np.uint32, np.uint16, np.uint8,
+                           np.float32, np.float16, np.bool_})
 
 #: Types an operator of a kernel value refuses as its other operand, each with the
 #: TypeError's message. Refs register themselves here (pallas_sim._src.refs), so this

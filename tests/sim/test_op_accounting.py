@@ -354,3 +354,72 @@ def test_a_composite_softmax_counts_what_its_parts_count(composite, parts):
 def test_moving_or_sorting_elements_is_a_vector_op_of_their_size(body):
     got = _counts_of(body).to_dict()
     assert got["vector_ops"] == [1] and got["vpu_ops"] == [8 * 256], got
+
+
+_PRODUCT_FORMS = {
+    "dot": lambda a, b, pref: jnp.dot(a, b, preferred_element_type=pref),
+    "matmul": lambda a, b, pref: jnp.matmul(a, b, preferred_element_type=pref),
+    "einsum": lambda a, b, pref: jnp.einsum("mk,kn->mn", a, b, preferred_element_type=pref),
+}
+#: (form, preferred_element_type): ``@`` is jnp.matmul without a preferred dtype.
+_PRODUCT_CASES = [(form, pref) for form in sorted(_PRODUCT_FORMS)
+                  for pref in (None, jnp.float32, jnp.bfloat16)] + [("@", None)]
+
+
+@pytest.mark.parametrize("form,pref", _PRODUCT_CASES)
+@pytest.mark.parametrize("da,db", [(np.float32, np.float32), (jnp.bfloat16, jnp.bfloat16),
+                                   (jnp.bfloat16, np.float32), (np.float32, jnp.bfloat16)])
+def test_a_product_in_a_kernel_computes_and_counts_as_on_plain_arrays(form, pref, da, db):
+    """A product of two kernel values (the common case inside a kernel) gives the value and
+    dtype that the same jnp function gives on plain arrays (f32 accumulation, the requested
+    or promoted result dtype), and counts 2·M·N·K flops under the MXU dtype (the shared
+    dtype, else the wider) plus one cast element per f32 operand element."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 24)).astype(da)
+    b = rng.standard_normal((24, 8)).astype(db)
+    if form == "@":
+        expected = jnp.matmul(a, b)  # what ``@`` on kernel values is
+
+        def product(x, y):
+            return x @ y
+    else:
+        expected = _PRODUCT_FORMS[form](a, b, pref)  # plain arrays: the general path
+
+        def product(x, y):
+            return _PRODUCT_FORMS[form](x, y, pref)
+
+    def kernel(a_ref, b_ref, o_ref):
+        o_ref[...] = product(a_ref[...], b_ref[...])
+
+    with pallas_sim.trace() as t:
+        got = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((16, 8), expected.dtype),
+                             grid=(1,))(a, b)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    ops = t.calls[-1].ops
+    wider = np.dtype(da) if np.dtype(da).itemsize >= np.dtype(db).itemsize else np.dtype(db)
+    key = "mxu_flops_" + ("f32" if wider == np.float32 else "bf16")
+    assert [k for k in ops.keys() if k.startswith("mxu")] == [key]
+    assert ops.total(key) == 2 * 16 * 8 * 24
+    f32_elements = (16 * 24 if np.dtype(da) == np.float32 else 0) + (
+        24 * 8 if np.dtype(db) == np.float32 else 0)
+    assert ops.total("cast_elements") == f32_elements
+
+
+def test_grid_index_arithmetic_counts_scalar_ops_and_folds_identities():
+    """Operators on 0-d kernel values (``pl.program_id`` arithmetic) count one scalar op
+    each, except a product or quotient by the literal 1, which the compiler folds away."""
+    def kernel(o_ref):
+        i = pl.program_id(0)
+        row = i * 8 + 1          # two scalar ops
+        same = (i * 1) / 1       # folded: no op
+        flag = row >= 3          # one scalar op
+        o_ref[...] = jnp.where(flag, same, row).astype(o_ref.dtype) + jnp.zeros_like(o_ref)
+
+    with pallas_sim.trace() as t:
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                       grid=(2,))()
+    ops = t.calls[-1].ops
+    # jnp.where on scalars is a scalar op too (3 + 1); its result is already float32
+    # (``same`` is a quotient), so the astype changes nothing and is not counted
+    np.testing.assert_array_equal(ops["scalar_ops"], [4, 4])
