@@ -16,30 +16,43 @@ from .values import canonical_dtype, concrete
 def repeat(a: Any, repeats: Any, axis: int | None = None, *,
            total_repeat_length: int | None = None) -> Any:
     """``jnp.repeat``: each element of ``a`` (flattened when ``axis`` is None) repeated
-    ``repeats`` times along ``axis``.
+    ``repeats`` times along ``axis`` (``repeats``: an int, or one count per element).
 
     With ``total_repeat_length`` (a static int) the result has exactly that length along
-    ``axis``, as in JAX: longer repeats are cut at the end, shorter ones padded by
-    repeating the last element (an empty input stays empty).
+    ``axis``, computed as JAX computes it: output position ``p`` takes element ``i``, the
+    last one whose exclusive running sum of ``repeats`` is ``<= p``. So longer repeats
+    are cut at the end, and shorter ones are padded with the *last element of* ``a``
+    (``repeat([0, 1, 2], [1, 2, 0], total_repeat_length=6)`` is ``[0, 1, 1, 2, 2, 2]``);
+    an empty ``a`` is returned as it is, a length of 0 gives an empty result.
 
     Raises:
-      ValueError: a negative ``total_repeat_length``, or ``repeats`` of the wrong shape.
+      ValueError: a negative ``total_repeat_length``, ``repeats`` of the wrong shape, or
+        a scalar ``a`` with more than one count (JAX's message).
     """
     if total_repeat_length is None:
         return _numpy_repeat(a, repeats, axis=axis)
     if total_repeat_length < 0:
         raise ValueError(f"total_repeat_length={total_repeat_length} must be >= 0")
-    out = np.asarray(_numpy_repeat(concrete(a), concrete(repeats), axis=axis))
-    ax = 0 if axis is None else axis % max(out.ndim, 1)
-    n = out.shape[ax]
-    if n >= total_repeat_length:
-        return np.take(out, np.arange(total_repeat_length), axis=ax)
-    if n == 0:
-        shape = list(out.shape)
-        shape[ax] = total_repeat_length
-        return np.zeros(shape, out.dtype)
-    index = np.minimum(np.arange(total_repeat_length), n - 1)
-    return np.take(out, index, axis=ax)
+    arr = np.asarray(concrete(a))
+    counts = np.asarray(concrete(repeats))
+    if axis is None:
+        arr, axis = arr.ravel(), 0
+    if arr.ndim == 0:
+        if counts.size != 1:
+            raise ValueError("`repeat` with a scalar parameter `a` is only implemented for "
+                             "scalar values of the parameter `repeats`.")
+        return np.full((total_repeat_length,), arr)
+    ax = axis % arr.ndim
+    counts = np.broadcast_to(counts, (arr.shape[ax],))
+    if total_repeat_length == 0:
+        shape = list(arr.shape)
+        shape[ax] = 0
+        return np.zeros(shape, arr.dtype)
+    if arr.shape[ax] == 0:
+        return arr
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])  # exclusive running sum
+    index = np.searchsorted(starts, np.arange(total_repeat_length), side="right") - 1
+    return np.take(arr, index, axis=ax)
 
 
 def histogram(a: Any, bins: Any = 10, range: Sequence[Any] | None = None,  # noqa: A002
