@@ -25,6 +25,7 @@ from ._src.chips import UnknownChipError
 from ._src.config import config
 from ._src.errors import (
     BlockIndexError,
+    BlockShapeError,
     CapturedConstantError,
     GridSemanticsError,
     HBMAccessError,
@@ -32,20 +33,22 @@ from ._src.errors import (
     NoGridError,
     OutsideKernelError,
     PallasSimError,
+    RefIndexError,
     RevisitedOutputBlockError,
     TracerConversionError,
     UnboundAxisError,
     UnsupportedJaxAPIError,
+    UnsupportedJaxImportError,
     UnsupportedJaxUsageError,
     UnwaitedDMAError,
     VmemOOMError,
 )
 from ._src.tracing import CallTrace, OperandTrace, Trace, trace
 
-__all__ = ["AbstractValueError", "BlockIndexError", "CallTrace", "CapturedConstantError",
-           "Estimate", "GridSemanticsError", "UnknownChipError", "estimate",
-           "HBMAccessError", "KernelSignatureError", "NoGridError", "OperandTrace",
-           "OutsideKernelError", "PallasSimError", "RevisitedOutputBlockError", "Trace",
-           "TracerConversionError", "UnboundAxisError", "UnsupportedJaxAPIError",
-           "UnsupportedJaxUsageError", "UnwaitedDMAError", "VmemOOMError", "config", "jax",
-           "jnp", "pl", "pltpu", "trace"]
+__all__ = ["AbstractValueError", "BlockIndexError", "BlockShapeError", "CallTrace",
+           "CapturedConstantError", "Estimate", "GridSemanticsError", "UnknownChipError",
+           "estimate", "HBMAccessError", "KernelSignatureError", "NoGridError", "OperandTrace",
+           "OutsideKernelError", "PallasSimError", "RefIndexError", "RevisitedOutputBlockError",
+           "Trace", "TracerConversionError", "UnboundAxisError", "UnsupportedJaxAPIError",
+           "UnsupportedJaxImportError", "UnsupportedJaxUsageError", "UnwaitedDMAError",
+           "VmemOOMError", "config", "jax", "jnp", "pl", "pltpu", "trace"]

@@ -28,6 +28,7 @@ from ._src.jnp_arrays import (
     ones_like,
     zeros_like,
 )
+from ._src.jnp_counting import histogram, repeat
 from ._src.jnp_dtypes import (  # noqa: A004 - JAX's names
     bfloat16,
     bool,
@@ -126,7 +127,6 @@ from ._src.jnp_lifted import (  # noqa: A004 - JAX's names
     prod,
     reciprocal,
     remainder,
-    repeat,
     reshape,
     right_shift,
     rint,
@@ -170,7 +170,7 @@ __all__ = [
     "e", "einsum", "equal", "exp", "exp2", "expand_dims", "expm1", "eye", "finfo", "flip",
     "float16", "float32", "float64", "float_power", "floor", "floor_divide", "full",
     "full_like", "greater", "greater_equal", "hypot", "iinfo", "inf", "int16", "int32",
-    "int4", "int64", "int8", "invert", "isclose", "isfinite", "isinf", "isnan",
+    "histogram", "int4", "int64", "int8", "invert", "isclose", "isfinite", "isinf", "isnan",
     "left_shift", "less", "less_equal", "linspace", "log", "log10", "log1p", "log2",
     "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "max", "maximum",
     "mean", "min", "minimum", "mod", "multiply", "nan", "ndarray", "ndim", "negative",

@@ -10,7 +10,8 @@ from ._src import surface as _surface
 from ._src.block_dims import Blocked, BoundedSlice, Element, Squeezed, squeezed
 from ._src.call_args import no_block_spec
 from ._src.context import num_programs, program_id, when
-from ._src.dslice import ds, dslice, multiple_of
+from ._src.cost_estimate import estimate_cost
+from ._src.dslice import Slice, ds, dslice, multiple_of
 from ._src.loop import loop
 from ._src.memory_spaces import ANY, MemorySpace
 from ._src.mesh import kernel
@@ -19,6 +20,7 @@ from ._src.scoped import run_scoped
 from ._src.specs import BlockSpec, Buffered, CostEstimate, GridSpec
 
 __all__ = ["ANY", "BlockSpec", "Blocked", "BoundedSlice", "Buffered", "CostEstimate", "Element",
+           "Slice", "estimate_cost",
            "GridSpec", "MemorySpace", "Squeezed", "cdiv", "ds", "dslice", "kernel", "loop",
            "multiple_of",
            "no_block_spec", "num_programs", "pallas_call", "program_id", "run_scoped",

@@ -15,7 +15,9 @@ class Device:
     id = 0
     process_index = 0
     platform = "tpu"
-    device_kind = "TPU (pallas_sim)"
+    #: as JAX names a v5e chip's device, so code that reads the TPU generation from it
+    #: (``re.match(r"TPU v(\d+)", kind)``, JAX's megablox kernels) finds a TPU
+    device_kind = "TPU v5 lite"
     num_cores = 1
 
     def __repr__(self) -> str:
@@ -27,7 +29,7 @@ _DEVICE = Device()
 
 def devices(backend: object = None) -> list[Device]:
     """``jax.devices``: ``[the simulated TPU core]`` (platform "tpu", device_kind
-    "TPU (pallas_sim)")."""
+    "TPU v5 lite", as JAX names a v5e)."""
     return [_DEVICE]
 
 

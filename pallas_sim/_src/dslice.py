@@ -9,20 +9,22 @@ from typing import Any
 import numpy as np
 
 from .exports import publish
+from .slices import Slice, plain_index
 from .values import concrete
 
 
-def ds(start: int | None, size: int | None = None, stride: int | None = None) -> slice:
+def ds(start: int | None, size: int | None = None, stride: int | None = None
+       ) -> Slice | slice:
     """``pl.ds`` (``pl.dslice``): a slice of a ref, spelled as JAX spells it.
 
-    * ``pl.ds(None)`` is ``:``;
+    * ``pl.ds(None)`` is ``:`` (a Python ``slice``, as in JAX);
     * ``pl.ds(j)`` is ``:j`` (``j`` elements from 0);
     * ``pl.ds(i, j)`` is ``i : i + j``;
     * ``pl.ds(i, j, stride)`` is ``j`` elements from ``i``, ``stride`` apart.
 
-    Returned as a Python ``slice``, so it indexes refs and plain arrays alike.
-    ``start`` may be traced (``pl.program_id(0) * 8``); ``size`` and ``stride`` must be
-    static ints, as in JAX.
+    Returns a :class:`Slice` (``pl.Slice``, with ``.start``, ``.size``, ``.stride``), as
+    JAX does; it indexes refs and kernel values. ``start`` may be traced
+    (``pl.program_id(0) * 8``); ``size`` and ``stride`` must be static ints, as in JAX.
 
     Raises:
       ValueError: ``size`` or ``stride`` is negative (JAX: "`stride` must be >= 0"), or
@@ -42,9 +44,7 @@ def ds(start: int | None, size: int | None = None, stride: int | None = None) ->
     if step == 0:
         raise ValueError("pl.ds with stride=0 (one element repeated) is not supported by "
                          "pallas_sim; index the element and broadcast it")
-    if step == 1 or size == 0:
-        return slice(start, start + size)
-    return slice(start, start + (size - 1) * step + 1, step)
+    return Slice(start, size, step)
 
 
 dslice = ds
@@ -79,3 +79,5 @@ def multiple_of(x: Any, values: int | Sequence[int]) -> Any:
 
 
 publish("pallas_sim.pl", globals(), ["ds", "multiple_of"])
+
+__all__ = ["Slice", "ds", "dslice", "multiple_of", "plain_index"]

@@ -7,8 +7,8 @@ import numpy as np
 
 from .refused_dtypes import REFUSED_NAMES
 
-__all__ = ["REFUSED", "REFUSED_NAMES", "as_dtype", "bfloat16", "fill_value", "is_floating",
-           "refuse"]
+__all__ = ["REFUSED", "REFUSED_NAMES", "as_dtype", "bfloat16", "convert", "fill_value",
+           "is_floating", "refuse"]
 
 bfloat16 = ml_dtypes.bfloat16
 
@@ -85,3 +85,20 @@ def _fill_value(dtype: np.dtype, mode: str) -> object:
     if np.issubdtype(dtype, np.integer):
         return np.iinfo(dtype).max
     return 0
+
+
+def convert(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``a`` converted to ``dtype`` as XLA (and so JAX) converts: a float (or complex:
+    its real part) to an integer rounds toward zero and saturates at the integer's
+    range, NaN becomes 0 (``[127.5, 300, -200]`` to int8 is ``[127, 127, -128]``;
+    NumPy's ``astype`` would wrap to ``[127, 44, 56]``); every other conversion is
+    NumPy's (integers to narrower integers wrap, as in JAX)."""
+    target = np.dtype(dtype)
+    if target.kind not in "iu" or not isinstance(a, np.ndarray | np.generic) or (
+            a.dtype.kind not in "fc" and not is_floating(a.dtype)):  # shapes-only: no data
+        return a.astype(target)
+    info = np.iinfo(target)
+    real = (np.real(a) if a.dtype.kind == "c" else a).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isnan(real), 0, np.clip(np.trunc(real), info.min, info.max)
+                        ).astype(target)

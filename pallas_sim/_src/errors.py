@@ -145,3 +145,24 @@ class UnboundAxisError(PallasSimError, NameError):
     Raised by ``jax.lax.axis_index(name)`` / ``axis_size(name)``. JAX 0.10.x: "Found an
     unbound axis name: core. To fix this, please call axis_index under `jax.shard_map`."
     """
+
+
+class BlockShapeError(KernelSignatureError, ValueError):
+    """A ``BlockSpec`` whose block shape has not one entry per dimension of its array
+    (``(8,)`` for an ``f32[16, 128]``). JAX 0.10.x raises ``ValueError: Block shape for
+    ... must have the same number of dimensions as the array shape``; this is a
+    ``ValueError`` too (and a :class:`KernelSignatureError`, as before)."""
+
+
+class RefIndexError(PallasSimError, IndexError, ValueError):
+    """A static index or slice of a ref outside the ref's shape (``x_ref[0:40]`` on a
+    16-row ref), naming the ref and the axis. JAX 0.10.x refuses a static slice past the
+    end with a ``ValueError`` when it traces the kernel; this is a ``ValueError`` and an
+    ``IndexError`` (what pallas_sim raised before)."""
+
+
+class UnsupportedJaxImportError(PallasSimError, ImportError):
+    """``from pallas_sim.jax import <name>`` (or any pallas_sim namespace) of a name
+    pallas_sim does not offer: the ``ImportError`` Python expects, with the message of
+    :class:`UnsupportedJaxAPIError` (whether JAX has the name, what to write instead)
+    rather than Python's bare "cannot import name"."""

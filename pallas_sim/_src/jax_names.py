@@ -180,4 +180,13 @@ NAMES: dict[str, frozenset[str]] = {
         stateful_normal stateful_uniform stochastic_round store sync_copy to_pallas_key touch
         trace_value unpack_elementwise with_memory_space_constraint
     """.split()),
+    "jax.ad_checkpoint": frozenset("""
+        Offloadable Recompute Saveable checkpoint_name checkpoint_policies
+        print_saved_residuals
+    """.split()),
+    "jax.sharding": frozenset("""
+        AbstractDevice AbstractMesh AxisType ManualAxisType Mesh NamedSharding PartitionSpec
+        Sharding SingleDeviceSharding auto_axes explicit_axes get_abstract_mesh get_mesh
+        make_single_device_sharding reshard set_mesh use_abstract_mesh
+    """.split()),
 }

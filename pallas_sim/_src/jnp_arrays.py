@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .dtypes import convert
 from .exports import publish
 from .jnp_lifted import dtype_arg
 from .refs import Ref
@@ -38,14 +39,14 @@ def asarray(a: object, dtype: object = None) -> Any:
     traced); a 64-bit ``dtype`` is truncated to 32 bits with JAX's warning."""
     v = as_value(a)
     want = dtype_arg(dtype, "asarray")
-    return v if want is None else v.astype(want)
+    return v if want is None else _astype(v, want)
 
 
 def array(a: object, dtype: object = None) -> Any:
     """``jnp.array``: always a new array (see :func:`asarray`)."""
     v = as_value(a)
     want = dtype_arg(dtype, "array")
-    return v.copy() if want is None else v.astype(want)
+    return v.copy() if want is None else _astype(v, want)
 
 
 def _like(a: object, dtype: object, fill: object, caller: str) -> Any:
@@ -72,7 +73,14 @@ def full_like(a: object, fill_value: object, dtype: object = None) -> Any:
 
 def astype(x: object, dtype: object) -> Any:
     """``jnp.astype`` (a 64-bit ``dtype`` is truncated to 32 bits with JAX's warning)."""
-    return as_value(x).astype(requested_dtype(dtype, "astype"))
+    return _astype(as_value(x), requested_dtype(dtype, "astype"))
+
+
+def _astype(v: Any, dtype: np.dtype) -> Any:
+    """``v`` in ``dtype``, floats to integers saturating as in JAX (``dtypes.convert``)."""
+    if isinstance(v, np.ndarray | np.generic):
+        return convert(v, dtype)
+    return v.astype(dtype)  # a kernel value converts alike (values.KernelValue.astype)
 
 
 publish("pallas_sim.jnp", globals(),

@@ -32,12 +32,14 @@ from .config import OPTIONS
 from .dtypes import fill_value
 from .errors import (
     BlockIndexError,
+    BlockShapeError,
     KernelSignatureError,
     RevisitedOutputBlockError,
     TracerConversionError,
 )
 from .memory_spaces import HBM_SPACES, space_name
 from .refs import make_ref
+from .slices import Slice
 from .values import KernelValue, concrete
 
 _DTYPE_NAMES: dict[np.dtype, str] = {}
@@ -94,7 +96,7 @@ class Operand:
         else:
             self.dims = tuple(block_dims.canonical(d) for d in spec.block_shape)
             if len(self.dims) != len(shape):
-                raise KernelSignatureError(
+                raise BlockShapeError(
                     f"BlockSpec for {_role_word(role)} {name!r} has block shape "
                     f"{tuple(spec.block_shape)} with {len(self.dims)} dims but the array has "
                     f"shape {shape}")
@@ -347,13 +349,29 @@ def _one_step(op: Operand, spec_map: Callable[..., Any], pid: tuple[int, ...],
         raise KernelSignatureError(
             f"index_map of {_role_word(op.role)} {op.name!r} returned {len(r)} indices {r} at "
             f"grid step {pid} but the array has {ndim} dims (shape {op.shape})")
-    for entry in r:
-        if isinstance(entry, slice):
+    for position, entry in enumerate(r):
+        if isinstance(entry, slice | Slice):
             raise ValueError(
                 f"index_map of {_role_word(op.role)} {op.name!r} returned a slice (pl.ds) at "
                 f"grid step {pid}: a block dimension takes an integer index (pl.ds is for "
                 "pl.BoundedSlice, which pallas_call does not support)")
+        value = concrete(entry)
+        dtype = getattr(value, "dtype", None)
+        kind = ("b" if isinstance(value, bool) else "f" if isinstance(value, float) else
+                getattr(dtype, "kind", "i"))
+        if kind not in "iu" or getattr(value, "ndim", 0):
+            raise ValueError(
+                f"index_map of {_role_word(op.role)} {op.name!r} must return integer "
+                f"scalars, as in JAX: at grid step {pid} entry {position} is {value!r} "
+                f"({_type_name(value)}). Block indices are integers: use // for a quotient "
+                "and .astype(jnp.int32) for a computed float")
     return concrete(r)
+
+
+def _type_name(value: object) -> str:
+    dtype = getattr(value, "dtype", None)
+    shape = tuple(getattr(value, "shape", ()))
+    return f"{dtype}{list(shape)}" if dtype is not None else type(value).__name__
 
 
 _MIN_VECTORIZED_STEPS = 8

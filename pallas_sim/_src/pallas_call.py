@@ -333,7 +333,9 @@ class _Call:
         if len(args) < n_pre:
             raise ValueError(f"{self.name}: {n_pre} scalar-prefetch arguments expected, "
                              f"got {len(args)} arguments in all")
-        prefetch = [_on_device(a, copy=True) for a in args[:n_pre]]
+        # each scalar-prefetch argument is a pytree, as in JAX (a tuple of tables, None)
+        pre_leaves, pre_def = flatten(tuple(args[:n_pre]))
+        prefetch = [_on_device(a, copy=True) for a in pre_leaves]
         rest = tuple(args[n_pre:])
         leaves, in_def = flatten(rest)
         arrays = [_on_device(a) for a in leaves]
@@ -351,7 +353,9 @@ class _Call:
                 for nm, o, s in zip(out_names, self.out_structs, out_specs, strict=True)]
         aliases = self._check_aliases(ins, outs)
 
-        pre_refs = [make_ref(p, nm, "smem") for p, nm in zip(prefetch, pre_names, strict=True)]
+        pre_names = _leaf_names(pre_names, list(args[:n_pre]))
+        pre_refs = list(pre_def.unflatten(
+            [make_ref(p, nm, "smem") for p, nm in zip(prefetch, pre_names, strict=True)]))
         grid_idx = vectorized_grid(steps)
         for op in ins + outs:
             op.set_indices(steps, pre_refs, grid_idx)

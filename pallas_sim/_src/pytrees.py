@@ -87,6 +87,8 @@ class PyTreeDef:
             return collections.OrderedDict(zip(data, values, strict=True))
         if kind == "defaultdict":
             return collections.defaultdict(data[0], zip(data[1], values, strict=True))
+        if kind == "class":
+            return data[0].tree_unflatten(data[1], values)
         return data(*values)  # namedtuple
 
     def flatten_up_to(self, tree: Any) -> list[Any]:
@@ -124,7 +126,8 @@ class PyTreeDef:
         keys = data[1] if kind == "defaultdict" else data
         for index, (child_def, child) in enumerate(zip(self._children, children, strict=True)):
             step = f"[{index}]" if kind in ("tuple", "list") else (
-                f".{self._data._fields[index]}" if kind == "namedtuple" else f"[{keys[index]!r}]")
+                f".{self._data._fields[index]}" if kind == "namedtuple" else
+                f"[<flat index {index}>]" if kind == "class" else f"[{keys[index]!r}]")
             child_def._up_to(child, out, path + step)
 
     def _text(self) -> str:
@@ -144,6 +147,8 @@ class PyTreeDef:
             node = f"OrderedDict[{data!r}]"
         elif kind == "defaultdict":
             node = f"defaultdict[({data[0]!r}, {data[1]!r})]"
+        elif kind == "class":
+            node = f"{data[0].__name__}[{data[1]!r}]"
         else:
             node = f"namedtuple[{data.__name__}]"
         return f"CustomNode({node}, [{', '.join(inner)}])"
@@ -162,7 +167,8 @@ class PyTreeDef:
 
 
 _KIND_NAMES = {"tuple": "tuple", "list": "list", "dict": "dict", "ordereddict": "OrderedDict",
-               "defaultdict": "defaultdict", "namedtuple": "named tuple", "none": "None"}
+               "defaultdict": "defaultdict", "namedtuple": "named tuple", "none": "None",
+               "class": "registered class"}
 _LEAF = PyTreeDef("leaf", None, ())
 _NONE = PyTreeDef("none", None, ())
 
@@ -193,7 +199,34 @@ def _node(tree: Any) -> tuple[str, Any, list[Any]] | None:
         return "defaultdict", (tree.default_factory, keys), [tree[k] for k in keys]
     if isinstance(tree, tuple) and isinstance(getattr(tp, "_fields", None), tuple):
         return "namedtuple", tp, list(tree)
+    if tp.__dict__.get(_REGISTERED):
+        children, aux = tree.tree_flatten()
+        return "class", (tp, aux), list(children)
     return None
+
+
+#: The class attribute :func:`register_pytree_node_class` sets: the mark lives on the
+#: class itself, so nothing is shared between the grader and the code it runs.
+_REGISTERED = "__pallas_sim_pytree_node__"
+
+
+def register_pytree_node_class(cls: type) -> type:
+    """``jax.tree_util.register_pytree_node_class``: make instances of ``cls`` pytree
+    nodes, flattened by their ``tree_flatten()`` (``(children, aux_data)``) and rebuilt
+    by the classmethod ``tree_unflatten(aux_data, children)``, as JAX does. Used as a
+    class decorator; returns ``cls``. Subclasses are not registered (as in JAX).
+
+    pallas_sim keeps no global registry: the mark is an attribute of ``cls``.
+
+    Raises:
+      TypeError: ``cls`` is not a class or lacks ``tree_flatten``/``tree_unflatten``.
+    """
+    if not isinstance(cls, type) or not callable(getattr(cls, "tree_flatten", None)) or \
+            not callable(getattr(cls, "tree_unflatten", None)):
+        raise TypeError(f"register_pytree_node_class({cls!r}): expected a class with "
+                        "tree_flatten and tree_unflatten methods")
+    setattr(cls, _REGISTERED, True)
+    return cls
 
 
 def _flatten(tree: Any, is_leaf: IsLeaf, leaves: list[Any]) -> PyTreeDef:

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from .abstract import AbstractArray
-from .errors import HBMAccessError, TracerConversionError
+from .errors import HBMAccessError, RefIndexError, TracerConversionError
+from .slices import Slice, plain_index
 from .values import KERNELS, NOT_OPERANDS, KernelValue, canonical_dtype, captured
 
 
@@ -152,6 +153,7 @@ class Ref:
             idx = tuple(_concrete_index(e) if type(e) is KernelValue else e for e in idx)
         entries = idx if isinstance(idx, tuple) else (idx,)
         dim = 0
+        has_slice = False  # a pl.ds (pl.Slice) entry, made a Python slice at the end
         for entry in entries:
             if entry is None:
                 continue
@@ -168,13 +170,16 @@ class Ref:
             elif isinstance(entry, (int, np.integer)):
                 if not -size <= int(entry) < size:
                     self._raise(idx, dim, size)
+            elif type(entry) is Slice:
+                has_slice = True
+                self._check_slice(entry.as_slice(), size, dim, idx)
             else:
                 arr = np.asarray(entry)
                 if arr.dtype != np.bool_ and arr.size and (
                         arr.max() >= size or arr.min() < -size):
                     self._raise(idx, dim, size)
             dim += 1
-        return idx
+        return plain_index(idx) if has_slice else idx
 
     def _check_slice(self, s: slice, size: int, dim: int, idx) -> None:
         step = 1 if s.step is None else s.step
@@ -186,7 +191,7 @@ class Ref:
             self._raise(idx, dim, size)
 
     def _raise(self, idx, dim: int, size: int) -> None:
-        raise IndexError(
+        raise RefIndexError(
             f"index {_fmt(idx)} is out of bounds for {self.name} of shape "
             f"{self._buf.shape} (axis {dim} has size {size})")
 
@@ -248,6 +253,8 @@ def _fmt(idx) -> str:
     entries = idx if isinstance(idx, tuple) else (idx,)
     parts = []
     for e in entries:
+        if type(e) is Slice:
+            e = e.as_slice()
         if isinstance(e, slice):
             start = "" if e.start is None else e.start
             stop = "" if e.stop is None else e.stop
@@ -267,6 +274,8 @@ class _RefIndexer:
 
     def __getitem__(self, idx) -> Ref:
         ref = self._ref
+        shown = idx
+        idx = plain_index(idx)
         if type(idx) is KernelValue:
             idx = _concrete_index(idx)
         elif isinstance(idx, tuple) and any(type(e) is KernelValue for e in idx):
@@ -280,7 +289,7 @@ class _RefIndexer:
         if not isinstance(view, np.ndarray):  # all ints: NumPy gave a scalar copy
             view = ref._buf[(*entries, Ellipsis)]  # the trailing ... keeps a 0-d view
         strided = ref._strided or _strided_region(ref.shape, checked)
-        return type(ref)(view, f"{ref.name}.at{_fmt(idx)}", ref.memory_space, strided)
+        return type(ref)(view, f"{ref.name}.at{_fmt(shown)}", ref.memory_space, strided)
 
 
 def _strided_region(shape: tuple[int, ...], idx: object) -> bool:

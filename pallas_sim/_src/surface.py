@@ -12,11 +12,14 @@ and what to write instead, never a bare ``AttributeError``.
 from __future__ import annotations
 
 import difflib
+import dis
 import importlib
+import sys
+import types
 from collections.abc import Callable
 from typing import NoReturn
 
-from .errors import UnsupportedJaxAPIError
+from .errors import UnsupportedJaxAPIError, UnsupportedJaxImportError
 from .jax_names import JAX_VERSION, NAMES
 from .refused_dtypes import REFUSED_NAMES
 
@@ -66,11 +69,15 @@ HINTS: dict[str, str] = {
          "jax.custom_gradient", "jax.linear_transpose", "jax.closure_convert",
          "jax.fwd_and_bwd", "jax.checkpoint_policies"], _NO_AUTODIFF),
     **dict.fromkeys(
-        ["jax.pmap", "jax.shard_map", "jax.sharding", "jax.make_mesh", "jax.set_mesh",
+        ["jax.pmap", "jax.shard_map", "jax.make_mesh", "jax.set_mesh",
          "jax.NamedSharding", "jax.P", "jax.Shard", "jax.distributed", "jax.device_get",
          "jax.lax.psum", "jax.lax.pmean", "jax.lax.pmax", "jax.lax.pmin", "jax.lax.all_gather",
          "jax.lax.all_to_all", "jax.lax.ppermute", "jax.lax.pshuffle", "jax.lax.psum_scatter",
-         "jax.lax.pbroadcast"], _ONE_CORE),
+         "jax.lax.pbroadcast", "jax.sharding.NamedSharding", "jax.sharding.Mesh",
+         "jax.sharding.SingleDeviceSharding", "jax.sharding.PositionalSharding",
+         "jax.sharding.AbstractMesh", "jax.sharding.AxisType"], _ONE_CORE),
+    "jax.sharding": _ONE_CORE,
+    "jax.ad_checkpoint": _NO_AUTODIFF,
     **dict.fromkeys(["jax.make_jaxpr", "jax.eval_shape", "jax.core", "jax.interpreters",
                      "jax.export", "jax.stages"], _NO_TRACING),
     **dict.fromkeys(["jax.tree_util.register_pytree_node",
@@ -184,6 +191,22 @@ def refuse_missing(namespace: str, module_name: str) -> Callable[[str], NoReturn
     def __getattr__(name: str) -> NoReturn:
         if name.startswith("_"):
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        if _importing_from(sys._getframe(1)):
+            raise UnsupportedJaxImportError(message(namespace, name))
         raise UnsupportedJaxAPIError(message(namespace, name))
 
     return __getattr__
+
+
+_IMPORT_FROM = dis.opmap["IMPORT_FROM"]
+
+
+def _importing_from(frame: types.FrameType | None) -> bool:
+    """Whether ``frame`` is executing ``from <module> import <name>``. Python turns an
+    ``AttributeError`` raised there into a bare "cannot import name" and drops its
+    message, so :func:`refuse_missing` raises an ``ImportError`` of its own instead
+    (:class:`~pallas_sim.UnsupportedJaxImportError`), which Python lets through."""
+    if frame is None or frame.f_lasti < 0:
+        return False
+    code = frame.f_code.co_code
+    return frame.f_lasti < len(code) and code[frame.f_lasti] == _IMPORT_FROM

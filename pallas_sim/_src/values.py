@@ -42,8 +42,9 @@ import numpy as np
 
 from . import op_accounting
 from .abstract import AbstractArray
-from .dtypes import REFUSED, refuse
+from .dtypes import REFUSED, convert, refuse
 from .errors import CapturedConstantError, TracerConversionError
+from .slices import plain_index
 
 _CANONICAL = {
     np.dtype(np.float64): np.dtype(np.float32),
@@ -375,11 +376,19 @@ class KernelValue:
             yield _wrap(row)
 
     def __getitem__(self, idx: object) -> Any:
-        return _wrap(self._a[_unwrap(idx)])
+        try:
+            return _wrap(self._a[_unwrap(idx)])
+        except (IndexError, TypeError):  # a pl.ds (pl.Slice) entry: NumPy takes its slice
+            plain = plain_index(idx)
+            if plain is idx or not any(type(e) is not type(p) for e, p in zip(
+                    idx if type(idx) is tuple else (idx,),  # type: ignore[arg-type]
+                    plain if type(plain) is tuple else (plain,), strict=True)):
+                raise
+            return _wrap(self._a[_unwrap(plain)])
 
     def astype(self, dtype: object, copy: bool = True) -> KernelValue:
         """The value in another dtype (a 64-bit request is truncated, with JAX's warning)."""
-        out = KernelValue(self._a.astype(requested_dtype(dtype, "astype")))
+        out = KernelValue(convert(self._a, requested_dtype(dtype, "astype")))
         if op_accounting._STACK:
             op_accounting.cast(self._a, out)
         return out

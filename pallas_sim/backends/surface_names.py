@@ -17,7 +17,8 @@ from pathlib import Path
 
 #: The JAX namespaces pallas_sim mirrors, by their full JAX name.
 NAMESPACES = ("jax", "jax.numpy", "jax.lax", "jax.nn", "jax.random", "jax.tree",
-              "jax.tree_util", "jax.experimental.pallas", "jax.experimental.pallas.tpu")
+              "jax.tree_util", "jax.experimental.pallas", "jax.experimental.pallas.tpu",
+              "jax.ad_checkpoint", "jax.sharding")
 
 
 def public_names(namespace: str) -> frozenset[str]:
