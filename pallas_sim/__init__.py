@@ -43,12 +43,13 @@ from ._src.errors import (
     UnwaitedDMAError,
     VmemOOMError,
 )
+from ._src.mosaic_rules import MosaicLoweringError
 from ._src.tracing import CallTrace, OperandTrace, Trace, trace
 
 __all__ = ["AbstractValueError", "BlockIndexError", "BlockShapeError", "CallTrace",
            "CapturedConstantError", "Estimate", "GridSemanticsError", "UnknownChipError",
-           "estimate", "HBMAccessError", "KernelSignatureError", "NoGridError", "OperandTrace",
-           "OutsideKernelError", "PallasSimError", "RefIndexError", "RevisitedOutputBlockError",
-           "Trace", "TracerConversionError", "UnboundAxisError", "UnsupportedJaxAPIError",
-           "UnsupportedJaxImportError", "UnsupportedJaxUsageError", "UnwaitedDMAError",
-           "VmemOOMError", "config", "jax", "jnp", "pl", "pltpu", "trace"]
+           "estimate", "HBMAccessError", "KernelSignatureError", "MosaicLoweringError",
+           "NoGridError", "OperandTrace", "OutsideKernelError", "PallasSimError", "RefIndexError",
+           "RevisitedOutputBlockError", "Trace", "TracerConversionError", "UnboundAxisError",
+           "UnsupportedJaxAPIError", "UnsupportedJaxImportError", "UnsupportedJaxUsageError",
+           "UnwaitedDMAError", "VmemOOMError", "config", "jax", "jnp", "pl", "pltpu", "trace"]

@@ -309,6 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kw", nargs="*", default=[], metavar="NAME=VALUE",
                    help="keyword arguments (Python literals), e.g. block_q=1024")
     p.add_argument("--steps", type=int, default=6, help="steps in the text timeline")
+    p.add_argument("--lenient", action="store_true",
+                   help="profile block shapes a TPU compile refuses (interpret mode runs "
+                        "them); they are listed instead of refused")
     p.add_argument("--png", type=Path, default=None, metavar="DIR",
                    help="also write PNG pictures there (needs matplotlib)")
     return p
@@ -354,11 +357,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         print(f"== {label} on {args.chip}")
         try:
-            est = pallas_sim.estimate(fn, *fargs, chip=args.chip, **fkwargs)
+            est = pallas_sim.estimate(fn, *fargs, chip=args.chip,
+                                      lowering="record" if args.lenient else "refuse",
+                                      **fkwargs)
+        except pallas_sim.MosaicLoweringError as exc:
+            print(f"   {type(exc).__name__}: {terminal_text(str(exc))}\n"
+                  "   (a TPU would not compile it, so no time is predicted; --lenient "
+                  "profiles it anyway)")
+            status = 1
+            continue
         except Exception as exc:  # noqa: BLE001 - the profiled code's own errors are reported
             print(f"   {type(exc).__name__}: {terminal_text(str(exc))}")
             status = 1
             continue
+        for problem in est.lowering_problems:  # only with --lenient
+            print(f"   warning: a TPU compile would refuse {terminal_text(problem)}")
         rows = summary_rows(est)
         if not rows:
             print("   (no pallas_call)")

@@ -16,6 +16,7 @@ lecture §3-§6 for what the counts mean.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -39,12 +40,16 @@ class Estimate:
       chip: the :class:`~pallas_sim._src.chips.Chip` predictions are for.
       timelines: one :class:`~pallas_sim._src.timeline.Timeline` per call (predicted time,
         MFU, HBM utilisation, per-step bound, VMEM peak vs limit).
+      lowering_problems: one line per operand whose block shape a TPU compile refuses
+        (:mod:`pallas_sim._src.mosaic_rules`), naming the call, operand and rule; empty
+        when every block would compile.
     """
 
     calls: list[tracing.CallTrace]
     outputs: Any
     chip: Chip
     timelines: list[Any] = dataclasses.field(default_factory=list)
+    lowering_problems: list[str] = dataclasses.field(default_factory=list)
 
     def __repr__(self) -> str:
         """One line per call instead of every step's op counts: the chip, the predicted
@@ -60,6 +65,7 @@ class Estimate:
                          f"{t.hbm_utilisation:.1%}, VMEM {t.vmem_bytes / 2**20:.3g} of "
                          f"{t.vmem_limit_bytes / 2**20:.3g} MiB")
             lines.append(line)
+        lines += [f"  a TPU compile would refuse {p}" for p in self.lowering_problems]
         return "\n".join(lines)
 
     @property
@@ -89,7 +95,7 @@ def _to_structs(tree: Any) -> Any:
 
 
 def estimate(fn: Callable[..., Any], *args: Any, chip: str | Chip | None = "v7",
-             cores: int = 1, **kwargs: Any) -> Estimate:
+             cores: int = 1, lowering: str = "record", **kwargs: Any) -> Estimate:
     """Run ``fn(*args, **kwargs)`` on shapes only and predict the time of its
     pallas_calls.
 
@@ -102,6 +108,12 @@ def estimate(fn: Callable[..., Any], *args: Any, chip: str | Chip | None = "v7",
       chip: "v5e", "v6e" or "v7" (Ironwood, one TensorCore; the default) or a
         :class:`~pallas_sim._src.chips.Chip`.
       cores: TensorCores the parallel grid axes are split over (at most the chip's).
+      lowering: what to do with a block shape the TPU compiler (Mosaic) refuses though
+        interpret mode runs it (:mod:`pallas_sim._src.mosaic_rules`: the (8, 128) tiling
+        of the last two block dimensions, 1-D blocks, whole-array ``pl.ANY`` operands):
+        "record" (the default: listed in ``Estimate.lowering_problems``), "warn" (also a
+        ``UserWarning`` per problem) or "refuse" (raise ``MosaicLoweringError``, a
+        ``ValueError`` as JAX's lowering raises, naming the rule).
 
     Returns:
       An :class:`Estimate`: the calls' traces (the same a real run records) and one
@@ -109,6 +121,7 @@ def estimate(fn: Callable[..., Any], *args: Any, chip: str | Chip | None = "v7",
 
     Raises:
       UnknownChipError: an unknown chip (the message lists the known ones).
+      MosaicLoweringError: with ``lowering="refuse"``, a block shape a TPU compile refuses.
       AbstractValueError: code that needs a value the abstract run does not have
         (Python control flow on loaded data, ``pl.when`` on it, a data-dependent ref
         index); the message names the file and line.
@@ -117,6 +130,8 @@ def estimate(fn: Callable[..., Any], *args: Any, chip: str | Chip | None = "v7",
         ``vmem_limit_bytes`` above ``chip``'s VMEM raises ``VmemOOMError``, as a compile
         for that chip does, and one up to it is allowed: 128 MiB on v5e and v6e).
     """
+    if lowering not in ("record", "warn", "refuse"):
+        raise ValueError(f"lowering={lowering!r}: use 'record', 'warn' or 'refuse'")
     the_chip = get_chip(chip)
     if not 1 <= cores <= the_chip.tensorcores:
         raise ValueError(f"cores={cores}: {the_chip.name} has {the_chip.tensorcores} "
@@ -132,6 +147,16 @@ def estimate(fn: Callable[..., Any], *args: Any, chip: str | Chip | None = "v7",
     finally:
         tracing._ACTIVE[:] = outer
     result = Estimate(calls=list(t.calls), outputs=_to_structs(out), chip=the_chip)
+    from . import mosaic_rules
+
+    result.lowering_problems = [p for c in result.calls for p in mosaic_rules.call_problems(c)]
+    if result.lowering_problems and lowering == "refuse":
+        raise mosaic_rules.MosaicLoweringError(
+            "a TPU compile would refuse this kernel (interpret mode runs it): "
+            + "; ".join(result.lowering_problems))
+    if lowering == "warn":
+        for problem in result.lowering_problems:
+            warnings.warn(f"a TPU compile would refuse {problem}", UserWarning, stacklevel=2)
     from . import timeline
 
     result.timelines = [timeline.predict(c, the_chip, cores=cores) for c in result.calls]

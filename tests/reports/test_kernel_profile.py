@@ -140,3 +140,20 @@ def test_png_titles_name_the_profiled_configuration_and_have_legends(tmp_path, m
     assert len(titles) == 2 and all(t.startswith("matmul 1024² (my blocks)") for t in titles)
     assert not any("<lambda>" in t for t in titles)
     assert len(legends) == 2 and all(legends), "a legend on the timeline and the roofline"
+
+
+def test_a_block_shape_a_tpu_compile_refuses_is_refused_naming_the_rule(capsys):
+    """(bm, bn, bk) = (40, 40, 128): a block 40 wide is neither a multiple of 128 nor the
+    arrays' 80, so Mosaic's lowering refuses the kernel though interpret mode runs it;
+    profile says which rule and predicts nothing, unless --lenient, which profiles it and
+    lists the problem."""
+    argv = [str(A3), "--function", "matmul", "--shapes", "f32[80,256]", "f32[256,80]",
+            "--kw", "block_shape=(40, 40, 128)"]
+    assert kernel_profile.main(argv) == 1
+    out = capsys.readouterr().out
+    assert "MosaicLoweringError" in out and "rule '(8, 128) tiling'" in out
+    assert "--lenient" in out and "ms" not in out.split("MosaicLoweringError")[1]
+    assert kernel_profile.main([*argv, "--lenient"]) == 0
+    out = capsys.readouterr().out
+    assert "warning: a TPU compile would refuse" in out and "rule '(8, 128) tiling'" in out
+    assert "MosaicLoweringError" not in out
