@@ -20,8 +20,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.helpers.cli import pallas_lab
 
 REPO = Path(__file__).resolve().parents[2]
