@@ -89,12 +89,13 @@ def refresh_feedback(out: Path, ledger: Ledger) -> int:
     standing (``ledger``) has something to say, or whose files still show a section an
     earlier policy wrote: a policy or adjustment changed without regrading. Returns how
     many were rewritten. Raises ``OSError`` when one cannot be written."""
-    from graders.batch.store import read_results, result_path
+    from graders.batch.store import read_results, result_path, stored_time_at
 
     count = 0
     for result in read_results(out):
         folder = result_path(out, result.student, result.stem).parent
-        standing = (ledger.standing(result.student, result.info, _task_points(result))
+        standing = (ledger.standing(result.student, result.info, _task_points(result),
+                                    stored=stored_time_at(folder / "results.json"))
                     if ledger.active(result.assignment) else None)
         if standing is not None and not standing.lines:
             standing = None

@@ -105,10 +105,12 @@ class Ledger:
             return None, ""
         return base + dt.timedelta(hours=last.hours), f"extension of {last.hours:g} h{reason}"
 
-    def standing(self, student: str, info: Assignment, task_points: Mapping[str, float]
-                 ) -> Standing:
+    def standing(self, student: str, info: Assignment, task_points: Mapping[str, float],
+                 stored: SubmissionTime | None = None) -> Standing:
         """``student``'s standing on ``info`` from the points of its graded tasks as graded
-        (task id -> points; missing tasks count 0). Never raises."""
+        (task id -> points; missing tasks count 0). ``stored``: the submission time
+        recorded with the result (``graders.batch.store``), used when this run found no
+        file of the student's for ``info``. Never raises."""
         tasks = {t.id: float(task_points.get(t.id, 0.0)) for t in info.graded_tasks}
         maximum = float(sum(t.points for t in info.graded_tasks))
         raw = round(sum(tasks.values()), 6)
@@ -123,7 +125,7 @@ class Ledger:
         adjusted = round(max(adjusted, 0.0), 6)
         out = Standing(student, info.id, maximum, raw, adjusted, adjustments=rows)
         due, extension = self.due_of(student, info.id)
-        out.due, out.time = due, self.times.get((student, info.id))
+        out.due, out.time = due, self.times.get((student, info.id), stored)
         if due is not None:
             policy = self.policy(info.id)
             time = out.time or SubmissionTime(None, "unknown (no submission time)")
