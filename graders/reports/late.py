@@ -270,14 +270,20 @@ def submission_time(sub: Submission) -> SubmissionTime:
     return SubmissionTime(mtime, f"file mtime{where}")
 
 
-def late_seconds(time: SubmissionTime, due: dt.datetime) -> float | None:
+def late_seconds(time: SubmissionTime, due: dt.datetime, *, extended: bool = False
+                 ) -> float | None:
     """Seconds ``time`` lies after ``due`` (<= 0: on time); None when late by an unknown
     amount (Canvas's flag without a later file time). Canvas's verdict wins over the file's
-    time: a file without the flag is on time."""
+    time: a file without the flag is on time. With an extension (``extended``: ``due`` is
+    the student's own), Canvas's flag, judged against Canvas's due date, says nothing
+    about ``due``: the time decides, and with no time known the extension wins (on
+    time)."""
     if time.late_flag is False:
         return 0.0
     if time.when is None:
-        return None
+        return 0.0 if extended and time.late_flag else None
+    if extended:
+        return (time.when - due).total_seconds()
     seconds = (time.when - due).total_seconds()
     if time.late_flag is True and seconds <= 0:
         return None

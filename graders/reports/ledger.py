@@ -129,13 +129,15 @@ class Ledger:
         if due is not None:
             policy = self.policy(info.id)
             time = out.time or SubmissionTime(None, "unknown (no submission time)")
-            late = late_seconds(time, due) if out.time is not None else 0.0
+            late = (late_seconds(time, due, extended=bool(extension))
+                    if out.time is not None else 0.0)
             out.late_seconds = late
             if late is None or late > 0:
                 out.penalty = policy.penalty(late, adjusted, maximum)
+            shown = _when(time.when) or "at an unknown time"
             out.lines.append(f"due {_when(due)}{'; ' + extension if extension else ''}; "
-                             f"submitted {_when(time.when) or 'at an unknown time'} "
-                             f"(source: {time.source}): {lateness_text(late)}")
+                             f"submitted {shown} (source: {time.source}): "
+                             f"{lateness_text(late)}{_why_on_time(time, late, extension)}")
             if out.penalty:
                 out.lines.append(f"late policy {policy.describe()}: "
                                  f"-{format_points(out.penalty)} point(s)")
@@ -164,6 +166,16 @@ class Ledger:
                 f"{a} late source": time.source if time and standing.due else "",
                 f"{a} penalty": format_points(standing.penalty),
                 a: format_points(standing.final)}
+
+
+def _why_on_time(time: SubmissionTime, late: float | None, extension: str) -> str:
+    """Why a submission that looks late costs nothing, in words ("" when it does not)."""
+    if time.late_flag and extension and late is not None and late <= 0:
+        return (" (Canvas's LATE flag is against its own due date; within the extension, "
+                "the time decides)" if time.when is not None else
+                " (Canvas's LATE flag is against its own due date and no time is known: "
+                "the extension wins)")
+    return ""
 
 
 def standing_columns(assignment: str) -> list[str]:
