@@ -35,7 +35,7 @@ from graders.reports.late import (
     lateness_text,
     submission_time,
 )
-from graders.reports.roster import fold, folder_keys
+from graders.reports.roster import MOODLE_FOLDER, fold, folder_keys
 
 
 @dataclass
@@ -78,11 +78,14 @@ class Ledger:
     adjustments: dict[str, list[Adjustment]] = field(default_factory=dict)
     times: dict[tuple[str, str], SubmissionTime] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: The assignments the adjustments file names, in rows matched to a student or not:
+    #: the gradebook's columns do not depend on whether a name was told apart.
+    named: set[str] = field(default_factory=set)
 
     def active(self, assignment: str) -> bool:
         """Whether the gradebook shows the late and adjustment columns of ``assignment``:
         it has a due date, or some adjustment names it."""
-        return assignment in self.due or any(
+        return assignment in self.due or assignment in self.named or any(
             a.assignment == assignment for rows in self.adjustments.values() for a in rows)
 
     def policy(self, assignment: str) -> LatePolicy:
@@ -184,17 +187,65 @@ def standing_columns(assignment: str) -> list[str]:
             ("raw", "adjusted", "submitted", "late hours", "late source", "penalty")]
 
 
+def _spelled(text: str) -> str:
+    """A name as written, but for case and runs of spaces: how an "exact" match compares."""
+    return " ".join(text.casefold().split())
+
+
+def _words(text: str) -> tuple[str, ...]:
+    """The folded words of a name: "Ali Ce Smith" -> ("ali", "ce", "smith")."""
+    return tuple(w for w in (fold(part) for part in text.split()) if w)
+
+
+def _names_of(student: str) -> list[str]:
+    """The names a gradebook row goes by: its folder name; a Moodle folder's name and id."""
+    moodle = MOODLE_FOLDER.match(student)
+    return [student, *(moodle.group("name", "id") if moodle else ())]
+
+
+def _folds_alike(name: str, student: str) -> bool:
+    """Whether ``name`` matches ``student`` only once folded (``folder_keys``), and not
+    across different word breaks: "alicesmith" may mean "Alice Smith", "Alice Smith" never
+    means "Ali Ce Smith"."""
+    key = fold(name)
+    if key not in folder_keys(student):
+        return False
+    words = _words(name)
+    return any(fold(other) == key and (len(words) < 2 or len(_words(other)) < 2
+                                       or _words(other) == words)
+               for other in _names_of(student))
+
+
 def resolve_student(name: str, students: Iterable[str]) -> tuple[str | None, str]:
-    """The student of ``students`` a CSV row's ``name`` means (exact name first, then
-    folded as the roster matches: ``graders.reports.roster.folder_keys``), or (None, why)."""
-    students = list(students)
+    """The student of ``students`` (every name found and on the roster, those without a
+    submission included) a CSV row's ``name`` means, or (None, why).
+
+    An exact match wins: the folder name, else a Moodle folder's name or id as written
+    (case and spaces aside), which must then be unique. A match found only by folding
+    (``graders.reports.roster.folder_keys``: case, spaces and punctuation dropped) counts
+    only when no other name folds to the same key and it breaks into the same words
+    (or one side is a single word: a login); otherwise the row is refused, so a
+    look-alike name can neither take nor cancel a classmate's row."""
+    students = sorted(set(students))
     if name in students:
         return name, ""
-    found = [s for s in students if fold(name) in folder_keys(s)]
-    if len(found) == 1:
-        return found[0], ""
-    if found:
-        return None, f"{name!r} matches several students ({', '.join(sorted(found)[:3])})"
+    spelled = [s for s in students if any(_spelled(n) == _spelled(name) for n in _names_of(s))]
+    if len(spelled) == 1:
+        return spelled[0], ""
+    if spelled:
+        return None, (f"{name!r} names several students ({', '.join(spelled[:3])}): write "
+                      "the folder name")
+    key = fold(name)
+    alike = [s for s in students if key and key in folder_keys(s)]
+    if len(alike) > 1:
+        return None, (f"{name!r} matches several students only once case, spaces and "
+                      f"punctuation are dropped ({', '.join(alike[:3])}): write the name "
+                      "exactly as the gradebook shows it")
+    if len(alike) == 1 and _folds_alike(name, alike[0]):
+        return alike[0], ""
+    if alike:
+        return None, (f"no student {name!r} among those found ({alike[0]!r} differs in "
+                      "its words: write the name exactly as the gradebook shows it)")
     return None, f"no student {name!r} among those found"
 
 
@@ -206,7 +257,8 @@ def build_ledger(submissions: Sequence[Submission], students: Iterable[str], *,
     extension and adjustment rows matched to ``students`` (a row naming nobody found, or
     several, is a problem line naming its file and line, and is left out)."""
     ledger = Ledger(due=dict(due), policies=dict(policies), default_policy=default_policy,
-                    problems=list(problems))
+                    problems=list(problems),
+                    named={a.assignment for a in adjustments})
     everyone = sorted(set(students))
     for sub in submissions:
         ledger.times[(sub.student, sub.assignment.id)] = submission_time(sub)
