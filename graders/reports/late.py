@@ -376,14 +376,16 @@ MAX_TABLE_BYTES = 4 << 20
 def read_table(path: Path, required: tuple[str, ...], known: tuple[str, ...]
                ) -> tuple[list[tuple[int, dict[str, str]]], list[str]]:
     """(line number, row by lower-case column) of the CSV ``path``, and messages about
-    columns it does not know. Raises ``LateError`` when it cannot be read, is larger than
-    ``MAX_TABLE_BYTES`` or lacks a ``required`` column."""
+    columns it does not know; an empty file has no rows. Raises ``LateError`` when it
+    cannot be read, is larger than ``MAX_TABLE_BYTES`` or lacks a ``required`` column."""
     try:
         if path.stat().st_size > MAX_TABLE_BYTES:
             raise LateError(f"{path} is larger than {MAX_TABLE_BYTES >> 20} MiB")
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise LateError(f"{path} cannot be read: {exc}") from None
+    if not text.strip():
+        return [], []  # an empty file (made at the start of term): no rows yet
     reader = csv.reader(text.splitlines())
     header = [h.strip().casefold() for h in next(reader, [])]
     missing = [c for c in required if c not in header]
