@@ -496,7 +496,7 @@ def _ledger(args: argparse.Namespace, found: Discovery, notes: dict[str, list[st
     students = {s.student for s in found.submissions} | set(notes) | _graded_before(args)
     return build_ledger(found.submissions, students, due=due, policies=policies,
                         default_policy=default, extensions=extensions,
-                        adjustments=adjustments, problems=[*problems, *more])
+                        adjustments=adjustments, problems=[*problems, *more], zone=zone)
 
 
 def _graded_before(args: argparse.Namespace) -> set[str]:

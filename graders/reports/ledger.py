@@ -57,8 +57,12 @@ class Standing:
     lines: list[str] = field(default_factory=list)
 
 
-def _when(value: dt.datetime | None) -> str:
-    return "" if value is None else value.isoformat(sep=" ", timespec="minutes")
+def _when(value: dt.datetime | None, zone: dt.tzinfo | None = None) -> str:
+    """``value`` as the gradebook shows it; in ``zone`` when given (the due date's)."""
+    if value is None:
+        return ""
+    return (value.astimezone(zone) if zone is not None else value).isoformat(
+        sep=" ", timespec="minutes")
 
 
 @dataclass
@@ -78,6 +82,8 @@ class Ledger:
     adjustments: dict[str, list[Adjustment]] = field(default_factory=dict)
     times: dict[tuple[str, str], SubmissionTime] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: The course's zone: submission times are shown in it (None: as recorded).
+    zone: dt.tzinfo | None = None
     #: The assignments the adjustments file names, in rows matched to a student or not:
     #: the gradebook's columns do not depend on whether a name was told apart.
     named: set[str] = field(default_factory=set)
@@ -108,6 +114,11 @@ class Ledger:
             return None, ""
         return base + dt.timedelta(hours=last.hours), f"extension of {last.hours:g} h{reason}"
 
+    def shown_zone(self, due: dt.datetime | None) -> dt.tzinfo | None:
+        """The zone a submission time is shown in: the due date's it is compared with,
+        else the course's."""
+        return due.tzinfo if due is not None and due.tzinfo is not None else self.zone
+
     def standing(self, student: str, info: Assignment, task_points: Mapping[str, float],
                  stored: SubmissionTime | None = None) -> Standing:
         """``student``'s standing on ``info`` from the points of its graded tasks as graded
@@ -137,7 +148,7 @@ class Ledger:
             out.late_seconds = late
             if late is None or late > 0:
                 out.penalty = policy.penalty(late, adjusted, maximum)
-            shown = _when(time.when) or "at an unknown time"
+            shown = _when(time.when, self.shown_zone(due)) or "at an unknown time"
             out.lines.append(f"due {_when(due)}{'; ' + extension if extension else ''}; "
                              f"submitted {shown} (source: {time.source}): "
                              f"{lateness_text(late)}{_why_on_time(time, late, extension)}")
@@ -164,7 +175,8 @@ class Ledger:
                  else f"{max(standing.late_seconds, 0) / 3600:.2f}")
         return {f"{a} raw": format_points(standing.raw),
                 f"{a} adjusted": format_points(standing.adjusted),
-                f"{a} submitted": _when(time.when) if time else "",
+                f"{a} submitted": (_when(time.when, self.shown_zone(standing.due))
+                                   if time else ""),
                 f"{a} late hours": hours,
                 f"{a} late source": time.source if time and standing.due else "",
                 f"{a} penalty": format_points(standing.penalty),
@@ -252,12 +264,13 @@ def resolve_student(name: str, students: Iterable[str]) -> tuple[str | None, str
 def build_ledger(submissions: Sequence[Submission], students: Iterable[str], *,
                  due: Mapping[str, dt.datetime], policies: Mapping[str, LatePolicy],
                  default_policy: LatePolicy, extensions: Sequence[Extension],
-                 adjustments: Sequence[Adjustment], problems: Sequence[str] = ()) -> Ledger:
+                 adjustments: Sequence[Adjustment], problems: Sequence[str] = (),
+                 zone: dt.tzinfo | None = None) -> Ledger:
     """The ledger of a run: each submission's time (``submission_time``), and the
     extension and adjustment rows matched to ``students`` (a row naming nobody found, or
     several, is a problem line naming its file and line, and is left out)."""
     ledger = Ledger(due=dict(due), policies=dict(policies), default_policy=default_policy,
-                    problems=list(problems),
+                    problems=list(problems), zone=zone,
                     named={a.assignment for a in adjustments})
     everyone = sorted(set(students))
     for sub in submissions:
