@@ -240,8 +240,8 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
     without results. ``ledger`` (``graders.reports.ledger.Ledger``) applies lateness and
     adjustments: each assignment it is active for gets its raw score, adjusted score,
     submission time, late hours and source, and penalty before its column, which then
-    holds the final score (the total adds those), and the lines explaining them go into
-    ``notes``; a student this run did
+    holds the final score (the total adds those), its task columns the task points after
+    adjustments, and the lines explaining them go into ``notes``; a student this run did
     not find keeps the submission time recorded with their result (``stored_time``).
     Nothing is regraded for it.
     """
@@ -282,6 +282,7 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
         if ledger is not None and ledger.active(info.id):
             standing = ledger.standing(student, info, points, stored=stored_time(data))
             row.update(ledger.cells(standing))
+            row.update({t: format_points(v) for t, v in standing.tasks.items()})
             all_notes.setdefault(student, []).extend(standing_notes(standing))
         result = read_result(path)
         for task_id, value in (predicted_ms(result) if result else {}).items():

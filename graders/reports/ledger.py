@@ -55,6 +55,8 @@ class Standing:
     late_seconds: float | None = 0.0
     adjustments: list[Adjustment] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    #: Task id -> points after the task adjustments (the gradebook's task columns).
+    tasks: dict[str, float] = field(default_factory=dict)
 
 
 def _when(value: dt.datetime | None, zone: dt.tzinfo | None = None) -> str:
@@ -137,7 +139,8 @@ class Ledger:
             tasks[row.task] = min(max(value, 0.0), top)
         adjusted = sum(tasks.values()) + sum(r.delta or 0 for r in rows if r.task is None)
         adjusted = round(max(adjusted, 0.0), 6)
-        out = Standing(student, info.id, maximum, raw, adjusted, adjustments=rows)
+        out = Standing(student, info.id, maximum, raw, adjusted, adjustments=rows,
+                       tasks={k: round(v, 6) for k, v in tasks.items()})
         due, extension = self.due_of(student, info.id)
         out.due, out.time = due, self.times.get((student, info.id), stored)
         if due is not None:
