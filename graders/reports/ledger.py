@@ -131,12 +131,14 @@ class Ledger:
         maximum = float(sum(t.points for t in info.graded_tasks))
         raw = round(sum(tasks.values()), 6)
         rows = [a for a in self.adjustments.get(student, []) if a.assignment == info.id]
+        taken: dict[int, float] = {}  # id(row) -> the change a task row actually made
         for row in rows:
             if row.task is None or row.task not in tasks:
                 continue
             top = float(info.task(row.task).points)
             value = row.points if row.points is not None else tasks[row.task] + (row.delta or 0)
-            tasks[row.task] = min(max(value, 0.0), top)
+            before, tasks[row.task] = tasks[row.task], min(max(value, 0.0), top)
+            taken[id(row)] = round(tasks[row.task] - before, 6)
         adjusted = sum(tasks.values()) + sum(r.delta or 0 for r in rows if r.task is None)
         adjusted = round(max(adjusted, 0.0), 6)
         out = Standing(student, info.id, maximum, raw, adjusted, adjustments=rows,
@@ -162,7 +164,7 @@ class Ledger:
         overrides = [r for r in rows if r.task is None and r.points is not None]
         if overrides:
             out.final = overrides[-1].points or 0.0
-        out.lines.extend(f"adjustment: {row.describe()}" for row in rows)
+        out.lines.extend(f"adjustment: {row.describe(taken.get(id(row)))}" for row in rows)
         if out.lines:
             out.lines.append(f"raw {format_points(raw)}, after adjustments "
                              f"{format_points(adjusted)}, penalty "
