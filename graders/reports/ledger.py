@@ -156,7 +156,7 @@ class Ledger:
             shown = _when(time.when, self.shown_zone(due)) or "at an unknown time"
             out.lines.append(f"due {_when(due)}{'; ' + extension if extension else ''}; "
                              f"submitted {shown} (source: {time.source}): "
-                             f"{lateness_text(late)}{_why_on_time(time, late, extension)}")
+                             f"{lateness_text(late)}{_why_on_time(time, late, extension, policy)}")
             if out.penalty:
                 out.lines.append(f"late policy {policy.describe()}: "
                                  f"-{format_points(out.penalty)} point(s)")
@@ -188,8 +188,11 @@ class Ledger:
                 a: format_points(standing.final)}
 
 
-def _why_on_time(time: SubmissionTime, late: float | None, extension: str) -> str:
+def _why_on_time(time: SubmissionTime, late: float | None, extension: str,
+                 policy: LatePolicy) -> str:
     """Why a submission that looks late costs nothing, in words ("" when it does not)."""
+    if late is not None and 0 < late <= policy.grace_minutes * 60:
+        return f" (within the {policy.grace_minutes:g} min grace period: not counted late)"
     if time.late_flag and extension and late is not None and late <= 0:
         return (" (Canvas's LATE flag is against its own due date; within the extension, "
                 "the time decides)" if time.when is not None else
