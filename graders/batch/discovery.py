@@ -274,7 +274,7 @@ def _from_lms_folder(folder: Path, assignment: str | None, out: Discovery) -> No
         if assignment is not None and info.id != assignment:
             continue
         out.submissions.append(Submission.of(path, info, student=student, folder=folder,
-                                             note=f"renamed: {path.name}"))
+                                             note=f"renamed: {path.name}", origin="canvas"))
 
 
 def _all_subfolders(folder: Path) -> list[Path]:
@@ -314,10 +314,34 @@ def _classify(folder: Path) -> tuple[str, str]:
     if loose or (nbgrader and not others):
         return "student", ""
     if not students and any(match_file_name(p.name)[1] for p in _python_files(folder)):
+        if _a_student_folder(folder):
+            return "student", ""  # LMS-looking names a student chose: no LMS prefix read
         return "lms", ""  # a flat LMS download: <student>_<ids>_<file name>
     if not subs and _python_files(folder):
         return "student", ""  # loose .py files of other names: --assignment grades them
     return "class", ""
+
+
+def _a_student_folder(folder: Path) -> bool:
+    """Whether ``folder``, which holds LMS-looking file names only, is a student's own
+    folder rather than a flat LMS download: the names inside it are the student's to
+    choose, so no LMS prefix in them may name a student or carry the LMS's verdict. It is
+    a student's folder when it is named as Moodle names one
+    (``<name>_<id>_assignsubmission_...``), when a file's prefix is the folder's own name
+    (``mallory/mallory_1_2_<stem>.py``), or when it sits among student folders: a folder
+    beside it holds submission files named as the course names them (a class folder's
+    student given alone, as ``pallas-lab grade class/*/`` or a one-student regrade do)."""
+    from graders.reports.roster import MOODLE_FOLDER, fold
+
+    if MOODLE_FOLDER.match(folder.name):
+        return True
+    own = fold(folder.name)
+    prefixes = {fold(match_file_name(p.name)[1] or "") for p in _python_files(folder)}
+    if own and own in prefixes:
+        return True
+    here = folder.resolve()
+    return any(_holds_submissions(other) for other in _student_folders(here.parent)
+               if other.resolve() != here)
 
 
 def discover(
@@ -426,8 +450,8 @@ def _with_origin(sub: Submission, root: Path, course: bool) -> Submission:
     elif folder.name == "submission" and (root.resolve() == folder.resolve()
                                           or root.resolve().parent == folder.resolve()):
         origin = "gradescope"  # /autograder/submission/ itself was the PATH
-    elif sub.note.startswith("renamed: ") and folder == root and sub.student != folder.name:
-        origin = "canvas"  # a flat LMS download: <name>_[LATE_]<id>_<id>_<file>
+    elif sub.origin == "canvas" and folder == root:
+        origin = "canvas"  # read as a flat LMS download (_classify): never a student's folder
     elif MOODLE_FOLDER.match(folder.name):
         origin = "moodle"
     else:

@@ -42,6 +42,7 @@ def grade_in_child(sub: Submission, out: str, timeout: float, budget: float | No
 
     from graders.grading.grade import grade_submission
     from graders.reports.feedback_files import write_feedback_files
+    from graders.reports.late import submission_time
 
     # Third-party warnings (nbformat on an old notebook, ...) are not the TA's business:
     # what matters reaches them as feedback. This process grades one file, then ends.
@@ -53,6 +54,8 @@ def grade_in_child(sub: Submission, out: str, timeout: float, budget: float | No
         return sub.student, sub.stem, None, INTERRUPTED  # Ctrl-C: before this file's turn
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        # the submission time, taken before the submission runs, kept with its result
+        submitted = submission_time(sub)
         path = result_path(Path(out), sub.student, sub.stem)
         previous = read_result(path, sub.assignment) if tasks else None
         current = previous is not None and previous.sha256 == sub.sha256 != ""
@@ -62,7 +65,7 @@ def grade_in_child(sub: Submission, out: str, timeout: float, budget: float | No
             result = merge_tasks(previous, result)
         if _LOST_INTERRUPT:  # Ctrl-C came while grading, where it could not be raised
             raise KeyboardInterrupt
-        write_result(result, path)
+        write_result(result, path, submitted)
         write_feedback_files(result, path.parent)
         if result.internal_errors:
             first = result.internal_errors[0]

@@ -23,6 +23,7 @@ from graders.safety import submission_files
 from graders.safety.safe_text import terminal_text
 
 if TYPE_CHECKING:
+    from graders.reports.late import SubmissionTime
     from graders.reports.ledger import Ledger
 
 GRADEBOOK = "gradebook.csv"
@@ -38,7 +39,8 @@ def result_path(out: Path, student: str, stem: str) -> Path:
     return out / student_folder_name(student) / stem / "results.json"
 
 
-def result_document(result: SubmissionResult) -> dict[str, Any]:
+def result_document(result: SubmissionResult, submitted: SubmissionTime | None = None
+                    ) -> dict[str, Any]:
     """results.json for ``result`` (``graders.reports.gradescope.results_json``) with
     pallas-lab's record in ``extra_data[RECORD]``: the file's name and SHA-256, the load
     error, and per check its status, one-line reason (what the table shows), measures and
@@ -57,13 +59,59 @@ def result_document(result: SubmissionResult) -> dict[str, Any]:
                     **({"diagnosis": terminal_text(c.diagnosis)} if c.diagnosis else {})}
                    for c in result.checks],
     }
+    if submitted is not None:
+        document["extra_data"][RECORD]["submitted"] = {
+            "time": submitted.when.isoformat() if submitted.when is not None else None,
+            "source": terminal_text(submitted.source), "late_flag": submitted.late_flag}
     return document
 
 
-def write_result(result: SubmissionResult, path: Path) -> Path:
-    """Write ``result_document(result)`` to ``path`` atomically; returns the path."""
-    text = json.dumps(result_document(result), indent=2, ensure_ascii=False) + "\n"
+def write_result(result: SubmissionResult, path: Path,
+                 submitted: SubmissionTime | None = None) -> Path:
+    """Write ``result_document(result, submitted)`` to ``path`` atomically; returns the
+    path."""
+    text = json.dumps(result_document(result, submitted), indent=2, ensure_ascii=False) + "\n"
     return atomic_write_text(path, text)
+
+
+#: The longest submission-time source a results.json may record.
+MAX_SOURCE_CHARS = 200
+
+
+def stored_time(data: Any) -> SubmissionTime | None:
+    """The submission time a results.json's parsed ``data`` records
+    (``result_document``'s ``submitted``: the grader took it from the file before the
+    submission ran, never from anything the submission wrote), or None when it records
+    none or one pallas-lab could not have written. Never raises."""
+    import datetime as dt
+
+    from graders.reports.late import SubmissionTime
+
+    try:
+        record = data["extra_data"][RECORD]["submitted"]
+        when, source, flag = record["time"], record["source"], record["late_flag"]
+        if not isinstance(source, str) or not source or len(source) > MAX_SOURCE_CHARS:
+            return None
+        if flag is not None and not isinstance(flag, bool):
+            return None
+        moment = None
+        if when is not None:
+            moment = dt.datetime.fromisoformat(_text(when) or "")
+            if moment.tzinfo is None:
+                return None
+        return SubmissionTime(moment, source, flag)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def stored_time_at(path: Path) -> SubmissionTime | None:
+    """``stored_time`` of the results.json at ``path`` (read as ``read_result`` reads
+    it), or None."""
+    try:
+        data = json.loads(submission_files.read_bytes(path, MAX_RESULT_BYTES).decode("utf-8"))
+    except (OSError, ValueError, submission_files.RefusedFile):
+        return None
+    return stored_time(data)
 
 
 #: The largest results.json the store reads, in bytes (one a grader writes is a few
@@ -192,8 +240,10 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
     without results. ``ledger`` (``graders.reports.ledger.Ledger``) applies lateness and
     adjustments: each assignment it is active for gets its raw score, adjusted score,
     submission time, late hours and source, and penalty before its column, which then
-    holds the final score (the total adds those), and the lines explaining them go into
-    ``notes``. Nothing is regraded for it.
+    holds the final score (the total adds those), its task columns the task points after
+    adjustments, and the lines explaining them go into ``notes``; a student this run did
+    not find keeps the submission time recorded with their result (``stored_time``).
+    Nothing is regraded for it.
     """
     from graders.reports.gradebook_csv import (
         format_ms,
@@ -230,8 +280,9 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
             row[task] = format_points(round(value, 6))
         row[info.id] = format_points(float(data.get("score", 0)))
         if ledger is not None and ledger.active(info.id):
-            standing = ledger.standing(student, info, points)
+            standing = ledger.standing(student, info, points, stored=stored_time(data))
             row.update(ledger.cells(standing))
+            row.update({t: format_points(v) for t, v in standing.tasks.items()})
             all_notes.setdefault(student, []).extend(standing_notes(standing))
         result = read_result(path)
         for task_id, value in (predicted_ms(result) if result else {}).items():

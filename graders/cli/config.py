@@ -7,7 +7,8 @@
 Reads ``pallas-lab.toml`` (or ``[tool.pallas-lab]`` in ``pyproject.toml``) in the working
 directory (``graders.course.config``); ``pallas-lab grade`` takes the same values, each
 overridden by its flag (``apply_config``). Exit status 2, with one line, for a config that
-cannot be used.
+cannot be used, or whose extensions or adjustments file cannot be (``grade`` would stop on
+it).
 """
 
 from __future__ import annotations
@@ -113,12 +114,38 @@ def say_one_line(err: Console, text: str) -> None:
     err.print(Text(terminal_text(text)), soft_wrap=True)
 
 
+def _table_problem(config: CourseConfig) -> str | None:
+    """Why the config's extensions or adjustments file cannot be used, as ``pallas-lab
+    grade`` would stop on it ("extensions: nope.csv cannot be read: ..."), or None."""
+    from graders.reports.adjustments import read_adjustments
+    from graders.reports.late import LateError, course_zone, read_extensions
+
+    try:
+        zone = course_zone(config.values.get("timezone"))
+        for key in ("extensions", "adjustments"):
+            path = config.values.get(key)
+            if path is None:
+                continue
+            try:
+                read_extensions(Path(path), zone) if key == "extensions" else (
+                    read_adjustments(Path(path)))
+            except LateError as exc:
+                return f"{key}: {exc}"
+    except LateError as exc:
+        return str(exc)
+    return None
+
+
 def run(args: argparse.Namespace, con: Console, err: Console) -> int:
     """Run ``pallas-lab config``; returns the exit status."""
     try:
         config = load_config(explicit=args.config)
     except ConfigError as exc:
         say_one_line(err, f"pallas-lab config: {exc}")
+        return EXIT_USAGE
+    problem = _table_problem(config)
+    if problem is not None:
+        say_one_line(err, f"pallas-lab config: {problem}")
         return EXIT_USAGE
     where = config.path if config.path is not None else (
         "no pallas-lab.toml or [tool.pallas-lab] in pyproject.toml here: defaults")

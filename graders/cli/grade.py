@@ -493,10 +493,22 @@ def _ledger(args: argparse.Namespace, found: Discovery, notes: dict[str, list[st
     extensions, problems = (read_extensions(args.extensions, zone)
                             if args.extensions else ([], []))
     adjustments, more = read_adjustments(args.adjustments) if args.adjustments else ([], [])
-    students = {s.student for s in found.submissions} | set(notes)
+    students = {s.student for s in found.submissions} | set(notes) | _graded_before(args)
     return build_ledger(found.submissions, students, due=due, policies=policies,
                         default_policy=default, extensions=extensions,
-                        adjustments=adjustments, problems=[*problems, *more])
+                        adjustments=adjustments, problems=[*problems, *more], zone=zone)
+
+
+def _graded_before(args: argparse.Namespace) -> set[str]:
+    """The students a batch's results folder holds results of (graded by an earlier run):
+    their extensions and adjustments apply though this run did not find them."""
+    if args.jobs is None:
+        return set()
+    from graders.reports.files import student_of_folder_name
+
+    out, _ = _batch_paths(args)
+    return {student_of_folder_name(p.parent.parent.name)
+            for p in out.glob("*/*/results.json")} if out.is_dir() else set()
 
 
 def _standings(ledger: Ledger | None, results: Sequence[SubmissionResult]

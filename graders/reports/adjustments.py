@@ -51,11 +51,16 @@ class Adjustment:
     regrade: str
     where: str
 
-    def describe(self) -> str:
-        """The row in words, as the feedback and the gradebook's notes show it."""
+    def describe(self, taken: float | None = None) -> str:
+        """The row in words, as the feedback and the gradebook's notes show it; ``taken``:
+        the change a task ``delta`` actually made, when keeping the task within 0 and its
+        points made it smaller than asked."""
         item = f"Task {self.task}" if self.task else f"{self.assignment} (whole assignment)"
         if self.points is not None:
             change = f"set to {self.points:g}"
+        elif self.delta is not None and taken is not None and abs(taken - self.delta) > 1e-9:
+            change = (f"{taken:+g} point(s) ({self.delta:+g} asked; a task stays within 0 "
+                      "and its points)")
         elif self.delta is not None:
             change = f"{self.delta:+g} point(s)"
         else:

@@ -55,15 +55,17 @@ def feedback_markdown(result: SubmissionResult, standing: Standing | None = None
     fence = "`" * max(3, _longest_backtick_run(text) + 1)
     heading = terminal_text(
         f"{result.student}: {result.info.id} {result.info.title} "
-        f"({Path(result.file).name}): {_score(result, standing)}/{result.max_score:g}")
+        f"({Path(result.file).name}): {_score(result, standing)}")
     heading = "".join(f"\\{ch}" if ch in MARKDOWN_SPECIAL else ch for ch in heading)
     return f"# {heading}\n\n{fence}text\n{text.rstrip()}\n{fence}\n"
 
 
 def _score(result: SubmissionResult, standing: Standing | None) -> str:
+    """"90/100"; with a standing, the final score first: "80/100 (raw 100/100)"."""
+    top = f"/{result.max_score:g}"
     if standing is None or not standing.lines:
-        return f"{result.score:g}"
-    return f"{standing.final:g} (raw {standing.raw:g})"
+        return f"{result.score:g}{top}"
+    return f"{standing.final:g}{top} (raw {standing.raw:g}{top})"
 
 
 def _longest_backtick_run(text: str) -> int:
@@ -89,12 +91,13 @@ def refresh_feedback(out: Path, ledger: Ledger) -> int:
     standing (``ledger``) has something to say, or whose files still show a section an
     earlier policy wrote: a policy or adjustment changed without regrading. Returns how
     many were rewritten. Raises ``OSError`` when one cannot be written."""
-    from graders.batch.store import read_results, result_path
+    from graders.batch.store import read_results, result_path, stored_time_at
 
     count = 0
     for result in read_results(out):
         folder = result_path(out, result.student, result.stem).parent
-        standing = (ledger.standing(result.student, result.info, _task_points(result))
+        standing = (ledger.standing(result.student, result.info, _task_points(result),
+                                    stored=stored_time_at(folder / "results.json"))
                     if ledger.active(result.assignment) else None)
         if standing is not None and not standing.lines:
             standing = None

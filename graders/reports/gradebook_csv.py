@@ -131,8 +131,9 @@ def gradebook_rows(results: Sequence[SubmissionResult], ledger: Ledger | None = 
                    notes: dict[str, list[str]] | None = None) -> dict[str, dict[str, str]]:
     """Per student (as shown, ``student_cell_value``), the values of their row (task
     points, assignment totals, total). With ``ledger``, each assignment it is active for
-    (``Ledger.active``) gets its standing's cells and its column the final score; the
-    lines explaining it are added to ``notes`` (student -> lines)."""
+    (``Ledger.active``) gets its standing's cells, its task columns the task points after
+    adjustments and its column the final score; the lines explaining it are added to
+    ``notes`` (student -> lines)."""
     rows: dict[str, dict[str, str]] = {}
     totals: dict[str, float] = {}
     for result in results:
@@ -150,6 +151,7 @@ def gradebook_rows(results: Sequence[SubmissionResult], ledger: Ledger | None = 
         if ledger is not None and ledger.active(result.assignment):
             standing = ledger.standing(result.student, result.info, points)
             row.update(ledger.cells(standing))
+            row.update({t: format_points(v) for t, v in standing.tasks.items()})
             score = standing.final
             if notes is not None:
                 notes.setdefault(result.student, []).extend(standing_notes(standing))

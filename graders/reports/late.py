@@ -270,14 +270,20 @@ def submission_time(sub: Submission) -> SubmissionTime:
     return SubmissionTime(mtime, f"file mtime{where}")
 
 
-def late_seconds(time: SubmissionTime, due: dt.datetime) -> float | None:
+def late_seconds(time: SubmissionTime, due: dt.datetime, *, extended: bool = False
+                 ) -> float | None:
     """Seconds ``time`` lies after ``due`` (<= 0: on time); None when late by an unknown
     amount (Canvas's flag without a later file time). Canvas's verdict wins over the file's
-    time: a file without the flag is on time."""
+    time: a file without the flag is on time. With an extension (``extended``: ``due`` is
+    the student's own), Canvas's flag, judged against Canvas's due date, says nothing
+    about ``due``: the time decides, and with no time known the extension wins (on
+    time)."""
     if time.late_flag is False:
         return 0.0
     if time.when is None:
-        return None
+        return 0.0 if extended and time.late_flag else None
+    if extended:
+        return (time.when - due).total_seconds()
     seconds = (time.when - due).total_seconds()
     if time.late_flag is True and seconds <= 0:
         return None
@@ -370,14 +376,16 @@ MAX_TABLE_BYTES = 4 << 20
 def read_table(path: Path, required: tuple[str, ...], known: tuple[str, ...]
                ) -> tuple[list[tuple[int, dict[str, str]]], list[str]]:
     """(line number, row by lower-case column) of the CSV ``path``, and messages about
-    columns it does not know. Raises ``LateError`` when it cannot be read, is larger than
-    ``MAX_TABLE_BYTES`` or lacks a ``required`` column."""
+    columns it does not know; an empty file has no rows. Raises ``LateError`` when it
+    cannot be read, is larger than ``MAX_TABLE_BYTES`` or lacks a ``required`` column."""
     try:
         if path.stat().st_size > MAX_TABLE_BYTES:
             raise LateError(f"{path} is larger than {MAX_TABLE_BYTES >> 20} MiB")
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise LateError(f"{path} cannot be read: {exc}") from None
+    if not text.strip():
+        return [], []  # an empty file (made at the start of term): no rows yet
     reader = csv.reader(text.splitlines())
     header = [h.strip().casefold() for h in next(reader, [])]
     missing = [c for c in required if c not in header]

@@ -35,7 +35,7 @@ from graders.reports.late import (
     lateness_text,
     submission_time,
 )
-from graders.reports.roster import fold, folder_keys
+from graders.reports.roster import MOODLE_FOLDER, fold, folder_keys
 
 
 @dataclass
@@ -55,10 +55,16 @@ class Standing:
     late_seconds: float | None = 0.0
     adjustments: list[Adjustment] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    #: Task id -> points after the task adjustments (the gradebook's task columns).
+    tasks: dict[str, float] = field(default_factory=dict)
 
 
-def _when(value: dt.datetime | None) -> str:
-    return "" if value is None else value.isoformat(sep=" ", timespec="minutes")
+def _when(value: dt.datetime | None, zone: dt.tzinfo | None = None) -> str:
+    """``value`` as the gradebook shows it; in ``zone`` when given (the due date's)."""
+    if value is None:
+        return ""
+    return (value.astimezone(zone) if zone is not None else value).isoformat(
+        sep=" ", timespec="minutes")
 
 
 @dataclass
@@ -78,11 +84,16 @@ class Ledger:
     adjustments: dict[str, list[Adjustment]] = field(default_factory=dict)
     times: dict[tuple[str, str], SubmissionTime] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: The course's zone: submission times are shown in it (None: as recorded).
+    zone: dt.tzinfo | None = None
+    #: The assignments the adjustments file names, in rows matched to a student or not:
+    #: the gradebook's columns do not depend on whether a name was told apart.
+    named: set[str] = field(default_factory=set)
 
     def active(self, assignment: str) -> bool:
         """Whether the gradebook shows the late and adjustment columns of ``assignment``:
         it has a due date, or some adjustment names it."""
-        return assignment in self.due or any(
+        return assignment in self.due or assignment in self.named or any(
             a.assignment == assignment for rows in self.adjustments.values() for a in rows)
 
     def policy(self, assignment: str) -> LatePolicy:
@@ -105,35 +116,47 @@ class Ledger:
             return None, ""
         return base + dt.timedelta(hours=last.hours), f"extension of {last.hours:g} h{reason}"
 
-    def standing(self, student: str, info: Assignment, task_points: Mapping[str, float]
-                 ) -> Standing:
+    def shown_zone(self, due: dt.datetime | None) -> dt.tzinfo | None:
+        """The zone a submission time is shown in: the due date's it is compared with,
+        else the course's."""
+        return due.tzinfo if due is not None and due.tzinfo is not None else self.zone
+
+    def standing(self, student: str, info: Assignment, task_points: Mapping[str, float],
+                 stored: SubmissionTime | None = None) -> Standing:
         """``student``'s standing on ``info`` from the points of its graded tasks as graded
-        (task id -> points; missing tasks count 0). Never raises."""
+        (task id -> points; missing tasks count 0). ``stored``: the submission time
+        recorded with the result (``graders.batch.store``), used when this run found no
+        file of the student's for ``info``. Never raises."""
         tasks = {t.id: float(task_points.get(t.id, 0.0)) for t in info.graded_tasks}
         maximum = float(sum(t.points for t in info.graded_tasks))
         raw = round(sum(tasks.values()), 6)
         rows = [a for a in self.adjustments.get(student, []) if a.assignment == info.id]
+        taken: dict[int, float] = {}  # id(row) -> the change a task row actually made
         for row in rows:
             if row.task is None or row.task not in tasks:
                 continue
             top = float(info.task(row.task).points)
             value = row.points if row.points is not None else tasks[row.task] + (row.delta or 0)
-            tasks[row.task] = min(max(value, 0.0), top)
+            before, tasks[row.task] = tasks[row.task], min(max(value, 0.0), top)
+            taken[id(row)] = round(tasks[row.task] - before, 6)
         adjusted = sum(tasks.values()) + sum(r.delta or 0 for r in rows if r.task is None)
         adjusted = round(max(adjusted, 0.0), 6)
-        out = Standing(student, info.id, maximum, raw, adjusted, adjustments=rows)
+        out = Standing(student, info.id, maximum, raw, adjusted, adjustments=rows,
+                       tasks={k: round(v, 6) for k, v in tasks.items()})
         due, extension = self.due_of(student, info.id)
-        out.due, out.time = due, self.times.get((student, info.id))
+        out.due, out.time = due, self.times.get((student, info.id), stored)
         if due is not None:
             policy = self.policy(info.id)
             time = out.time or SubmissionTime(None, "unknown (no submission time)")
-            late = late_seconds(time, due) if out.time is not None else 0.0
+            late = (late_seconds(time, due, extended=bool(extension))
+                    if out.time is not None else 0.0)
             out.late_seconds = late
             if late is None or late > 0:
                 out.penalty = policy.penalty(late, adjusted, maximum)
+            shown = _when(time.when, self.shown_zone(due)) or "at an unknown time"
             out.lines.append(f"due {_when(due)}{'; ' + extension if extension else ''}; "
-                             f"submitted {_when(time.when) or 'at an unknown time'} "
-                             f"(source: {time.source}): {lateness_text(late)}")
+                             f"submitted {shown} (source: {time.source}): "
+                             f"{lateness_text(late)}{_why_on_time(time, late, extension, policy)}")
             if out.penalty:
                 out.lines.append(f"late policy {policy.describe()}: "
                                  f"-{format_points(out.penalty)} point(s)")
@@ -141,7 +164,7 @@ class Ledger:
         overrides = [r for r in rows if r.task is None and r.points is not None]
         if overrides:
             out.final = overrides[-1].points or 0.0
-        out.lines.extend(f"adjustment: {row.describe()}" for row in rows)
+        out.lines.extend(f"adjustment: {row.describe(taken.get(id(row)))}" for row in rows)
         if out.lines:
             out.lines.append(f"raw {format_points(raw)}, after adjustments "
                              f"{format_points(adjusted)}, penalty "
@@ -157,11 +180,25 @@ class Ledger:
                  else f"{max(standing.late_seconds, 0) / 3600:.2f}")
         return {f"{a} raw": format_points(standing.raw),
                 f"{a} adjusted": format_points(standing.adjusted),
-                f"{a} submitted": _when(time.when) if time else "",
+                f"{a} submitted": (_when(time.when, self.shown_zone(standing.due))
+                                   if time else ""),
                 f"{a} late hours": hours,
                 f"{a} late source": time.source if time and standing.due else "",
                 f"{a} penalty": format_points(standing.penalty),
                 a: format_points(standing.final)}
+
+
+def _why_on_time(time: SubmissionTime, late: float | None, extension: str,
+                 policy: LatePolicy) -> str:
+    """Why a submission that looks late costs nothing, in words ("" when it does not)."""
+    if late is not None and 0 < late <= policy.grace_minutes * 60:
+        return f" (within the {policy.grace_minutes:g} min grace period: not counted late)"
+    if time.late_flag and extension and late is not None and late <= 0:
+        return (" (Canvas's LATE flag is against its own due date; within the extension, "
+                "the time decides)" if time.when is not None else
+                " (Canvas's LATE flag is against its own due date and no time is known: "
+                "the extension wins)")
+    return ""
 
 
 def standing_columns(assignment: str) -> list[str]:
@@ -170,29 +207,79 @@ def standing_columns(assignment: str) -> list[str]:
             ("raw", "adjusted", "submitted", "late hours", "late source", "penalty")]
 
 
+def _spelled(text: str) -> str:
+    """A name as written, but for case and runs of spaces: how an "exact" match compares."""
+    return " ".join(text.casefold().split())
+
+
+def _words(text: str) -> tuple[str, ...]:
+    """The folded words of a name: "Ali Ce Smith" -> ("ali", "ce", "smith")."""
+    return tuple(w for w in (fold(part) for part in text.split()) if w)
+
+
+def _names_of(student: str) -> list[str]:
+    """The names a gradebook row goes by: its folder name; a Moodle folder's name and id."""
+    moodle = MOODLE_FOLDER.match(student)
+    return [student, *(moodle.group("name", "id") if moodle else ())]
+
+
+def _folds_alike(name: str, student: str) -> bool:
+    """Whether ``name`` matches ``student`` only once folded (``folder_keys``), and not
+    across different word breaks: "alicesmith" may mean "Alice Smith", "Alice Smith" never
+    means "Ali Ce Smith"."""
+    key = fold(name)
+    if key not in folder_keys(student):
+        return False
+    words = _words(name)
+    return any(fold(other) == key and (len(words) < 2 or len(_words(other)) < 2
+                                       or _words(other) == words)
+               for other in _names_of(student))
+
+
 def resolve_student(name: str, students: Iterable[str]) -> tuple[str | None, str]:
-    """The student of ``students`` a CSV row's ``name`` means (exact name first, then
-    folded as the roster matches: ``graders.reports.roster.folder_keys``), or (None, why)."""
-    students = list(students)
+    """The student of ``students`` (every name found and on the roster, those without a
+    submission included) a CSV row's ``name`` means, or (None, why).
+
+    An exact match wins: the folder name, else a Moodle folder's name or id as written
+    (case and spaces aside), which must then be unique. A match found only by folding
+    (``graders.reports.roster.folder_keys``: case, spaces and punctuation dropped) counts
+    only when no other name folds to the same key and it breaks into the same words
+    (or one side is a single word: a login); otherwise the row is refused, so a
+    look-alike name can neither take nor cancel a classmate's row."""
+    students = sorted(set(students))
     if name in students:
         return name, ""
-    found = [s for s in students if fold(name) in folder_keys(s)]
-    if len(found) == 1:
-        return found[0], ""
-    if found:
-        return None, f"{name!r} matches several students ({', '.join(sorted(found)[:3])})"
+    spelled = [s for s in students if any(_spelled(n) == _spelled(name) for n in _names_of(s))]
+    if len(spelled) == 1:
+        return spelled[0], ""
+    if spelled:
+        return None, (f"{name!r} names several students ({', '.join(spelled[:3])}): write "
+                      "the folder name")
+    key = fold(name)
+    alike = [s for s in students if key and key in folder_keys(s)]
+    if len(alike) > 1:
+        return None, (f"{name!r} matches several students only once case, spaces and "
+                      f"punctuation are dropped ({', '.join(alike[:3])}): write the name "
+                      "exactly as the gradebook shows it")
+    if len(alike) == 1 and _folds_alike(name, alike[0]):
+        return alike[0], ""
+    if alike:
+        return None, (f"no student {name!r} among those found ({alike[0]!r} differs in "
+                      "its words: write the name exactly as the gradebook shows it)")
     return None, f"no student {name!r} among those found"
 
 
 def build_ledger(submissions: Sequence[Submission], students: Iterable[str], *,
                  due: Mapping[str, dt.datetime], policies: Mapping[str, LatePolicy],
                  default_policy: LatePolicy, extensions: Sequence[Extension],
-                 adjustments: Sequence[Adjustment], problems: Sequence[str] = ()) -> Ledger:
+                 adjustments: Sequence[Adjustment], problems: Sequence[str] = (),
+                 zone: dt.tzinfo | None = None) -> Ledger:
     """The ledger of a run: each submission's time (``submission_time``), and the
     extension and adjustment rows matched to ``students`` (a row naming nobody found, or
     several, is a problem line naming its file and line, and is left out)."""
     ledger = Ledger(due=dict(due), policies=dict(policies), default_policy=default_policy,
-                    problems=list(problems))
+                    problems=list(problems), zone=zone,
+                    named={a.assignment for a in adjustments})
     everyone = sorted(set(students))
     for sub in submissions:
         ledger.times[(sub.student, sub.assignment.id)] = submission_time(sub)

@@ -63,10 +63,17 @@ def load_reason(result: SubmissionResult) -> str:
     return "the file was not run (see below)"
 
 
-def submission_table(result: SubmissionResult) -> Table:
+def submission_table(result: SubmissionResult, standing: Standing | None = None) -> Table:
     """A rich Table for one submission: Task, Function(s) (what the task implements),
-    Points, Status, Reason; the total in the footer."""
+    Points, Status, Reason; the total in the footer. With ``standing``
+    (``graders.reports.ledger``), a task an adjustment changed shows its points after it,
+    then the points graded ("25/40 (graded 40)"), and the footer the adjusted total."""
     info = result.info
+    adjusted = dict(standing.tasks) if standing is not None else {}
+    total = f"{format_points(result.score)}/{format_points(result.max_score)}"
+    if standing is not None and abs(standing.adjusted - result.score) > 1e-9:
+        total = (f"{format_points(standing.adjusted)}/{format_points(result.max_score)} "
+                 f"(graded {format_points(result.score)})")
     title = Text(terminal_text(
         f"{result.student} — {info.id} {info.title} ({Path(result.file).name})"))
     table = Table(title=title, box=box.SIMPLE_HEAVY, show_footer=True, title_justify="left")
@@ -74,7 +81,7 @@ def submission_table(result: SubmissionResult) -> Table:
     table.add_column("Function(s)")
     table.add_column(
         "Points", justify="right",
-        footer=f"{format_points(result.score)}/{format_points(result.max_score)}",
+        footer=total,
     )
     table.add_column("Status")
     table.add_column("Reason", overflow="fold")
@@ -83,6 +90,9 @@ def submission_table(result: SubmissionResult) -> Table:
         points = f"{format_points(task.points)}/{format_points(task.max_points)}"
         if not task.graded:
             points = "not graded"
+        elif task.task in adjusted and abs(adjusted[task.task] - task.points) > 1e-9:
+            points = (f"{format_points(adjusted[task.task])}/{format_points(task.max_points)}"
+                      f" (graded {format_points(task.points)})")
         if task.status == "passed":
             reason = ""
         elif result.load_error:
@@ -114,8 +124,8 @@ def print_report(
     console = console or Console()
     standings = {k: v for k, v in (standings or {}).items() if v.lines}
     for result in results:
-        console.print(submission_table(result))
         standing = standings.get((result.student, result.assignment))
+        console.print(submission_table(result, standing))
         if standing is not None:
             from graders.reports.feedback_files import STANDING_HEADING
 
