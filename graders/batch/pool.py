@@ -11,8 +11,12 @@ apart, and the second pass that grades each file a broken pool left in a pool of
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import signal
 import sys
+import tempfile
+import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -27,6 +31,8 @@ from graders.reports.progress import GradingProgress
 
 #: What a pool child reports for a student whose grading Ctrl-C stopped.
 INTERRUPTED = "interrupted"
+#: Seconds the batch waits for a file to end before it looks for Ctrl-C or SIGTERM again.
+POLL = 0.1
 
 
 def grade_in_child(sub: Submission, out: str, timeout: float, budget: float | None = None,
@@ -37,23 +43,57 @@ def grade_in_child(sub: Submission, out: str, timeout: float, budget: float | No
     Writes its results.json and feedback files (with ``tasks``, merged into a current
     result). Returns (student, stem, the score or None when none was written, the
     internal error text or None; ``INTERRUPTED`` after Ctrl-C).
-    """
-    import warnings
 
-    from graders.grading.grade import grade_submission
-    from graders.reports.feedback_files import write_feedback_files
-    from graders.reports.late import submission_time
+    Every temporary folder made while grading (the worker's, ...) is made in a private
+    folder of this call (``pallas-lab-grader-*``), removed on the way out whatever
+    happened: a Ctrl-C that came while a folder was being made or removed leaves nothing.
+    Ctrl-C is raised here once at most (``_interrupt_once``), so the way out is never
+    interrupted itself.
+    """
+    import shutil
+    import tempfile
+    import warnings
 
     # Third-party warnings (nbformat on an old notebook, ...) are not the TA's business:
     # what matters reaches them as feedback. This process grades one file, then ends.
     warnings.simplefilter("ignore")
-    # Ctrl-C (the pool ignores it while idle, start_child) stops this file: the
-    # worker is closed on the way out and the submission keeps no result, so a rerun
-    # grades it.
     if _STOP is not None and _STOP.is_set():
         return sub.student, sub.stem, None, INTERRUPTED  # Ctrl-C: before this file's turn
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    private = tempfile.mkdtemp(prefix="pallas-lab-grader-")  # Ctrl-C is ignored here
+    os.chmod(private, 0o711)  # as /tmp is to a uid-level worker: it enters its own folder
+    tempfile.tempdir = private
     try:
+        return _grade_here(sub, out, timeout, budget, tasks)
+    except KeyboardInterrupt:  # on the way out of _grade_here, before it ignored Ctrl-C
+        return sub.student, sub.stem, None, INTERRUPTED
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        tempfile.tempdir = None
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _interrupt_once(signum: int, frame: Any) -> None:
+    """A grader's SIGINT handler: Ctrl-C (or the batch's own SIGINT after a SIGTERM) raises
+    KeyboardInterrupt once; any later one is ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def _grade_here(sub: Submission, out: str, timeout: float, budget: float | None,
+                tasks: tuple[str, ...] | None) -> tuple[str, str, float | None, str | None]:
+    """``grade_in_child``'s work, stopped by Ctrl-C (the pool ignores it while idle,
+    ``start_child``): the worker is closed on the way out and the submission keeps no
+    result, so a rerun grades it."""
+    from graders.grading.grade import grade_submission
+    from graders.reports.feedback_files import write_feedback_files
+    from graders.reports.late import submission_time
+
+    signal.signal(signal.SIGINT, _interrupt_once)
+    try:
+        # The batch sets the event, then interrupts its graders: a grader that found it
+        # clear before it could be interrupted looks again now that it can.
+        if _STOP is not None and _STOP.is_set():
+            raise KeyboardInterrupt
         # the submission time, taken before the submission runs, kept with its result
         submitted = submission_time(sub)
         path = result_path(Path(out), sub.student, sub.stem)
@@ -65,6 +105,9 @@ def grade_in_child(sub: Submission, out: str, timeout: float, budget: float | No
             result = merge_tasks(previous, result)
         if _LOST_INTERRUPT:  # Ctrl-C came while grading, where it could not be raised
             raise KeyboardInterrupt
+        # Graded: a Ctrl-C from now on is too late to save time, and the result is kept
+        # whole (results.json with its feedback files).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         write_result(result, path, submitted)
         write_feedback_files(result, path.parent)
         if result.internal_errors:
@@ -116,15 +159,108 @@ def start_child(stop: Any, zygote_config: str | None = None) -> None:
     zygote.use(zygote_config)
 
 
-def start_zygote(stack: contextlib.ExitStack) -> str | None:
+def start_zygote(stack: contextlib.ExitStack,
+                 stopped: Callable[[], bool] | None = None) -> str | None:
     """Start the batch's worker zygote (closed with ``stack``); its config file, or None
-    where this machine cannot have one (then every worker starts by exec, as before)."""
+    where this machine cannot have one (then every worker starts by exec, as before) or
+    ``stopped()`` became true while it started."""
     from graders.worker import zygote
 
     try:
-        return str(stack.enter_context(zygote.Zygote()).config_path)
+        return str(stack.enter_context(zygote.Zygote(stopped)).config_path)
     except zygote.ZygoteUnavailable:
         return None
+
+
+class StopRequests:
+    """While active, in the main thread: SIGINT (Ctrl-C) and SIGTERM (``kill PID``, a job
+    scheduler, ``timeout``) stop the batch without raising anywhere: the first one is noted
+    in ``signum`` and the batch's loops look at it between waits, so no cleanup (a pool's
+    shutdown, the zygote's folder, a gradebook write) is ever cut short. A SIGINT that this
+    process ignores (a batch started in the background from a script inherits that) stays
+    ignored. Previous handlers are restored on exit."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        #: The forkserver's pid while the pool starts (``start_forkserver``), else None.
+        self.starting: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopRequests:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(sig) is not signal.SIG_IGN:
+                    self._previous[sig] = signal.signal(sig, self._note)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+    def _note(self, signum: int, frame: Any) -> None:
+        if self.signum is None:
+            self.signum = signum
+        if self.starting is not None:  # the pool's start waits for it: stop waiting
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.starting, signal.SIGKILL)
+            self.starting = None
+
+
+def start_forkserver(requests: StopRequests) -> str:
+    """Start the forkserver with SIGINT ignored, so every grader process forked from it is
+    born ignoring Ctrl-C (``start_child`` would be too late: a grader killed by a Ctrl-C
+    while it starts breaks the pool, which then SIGTERMs the other graders in the middle
+    of their files, leaving their folders behind). It is given a folder of ours for its
+    hypothesis files (``graders.checking.registry``), returned: ``stop_forkserver``
+    removes it. Until ``requests.starting`` is cleared, a Ctrl-C or SIGTERM kills the
+    forkserver, which may still be importing the checks (seconds on a busy machine) while
+    the pool waits for it: the pool's start then fails and the batch stops at once."""
+    from multiprocessing import forkserver
+
+    from graders.checking.registry import HYPOTHESIS_HOME_VAR
+
+    home = tempfile.mkdtemp(prefix="pallas-lab-forkserver-")
+    os.environ[HYPOTHESIS_HOME_VAR] = home
+    try:
+        if threading.current_thread() is not threading.main_thread():
+            forkserver.ensure_running()  # signals are the main thread's
+        else:
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                forkserver.ensure_running()
+            finally:
+                signal.signal(signal.SIGINT, previous)
+    finally:
+        os.environ.pop(HYPOTHESIS_HOME_VAR, None)
+    pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
+    if pid is not None:
+        requests.starting = pid
+    return home
+
+
+def stop_forkserver(home: str) -> None:
+    """Stop the forkserver and wait for it, then remove its folder ``home``, so that
+    nothing it made is left when the batch returns. The next pool starts a new one."""
+    from multiprocessing import forkserver
+
+    stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
+    if stop is not None:
+        with contextlib.suppress(OSError, ChildProcessError):
+            stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def halt(stop: Any, pools: Sequence[ProcessPoolExecutor]) -> None:
+    """Stop the batch's graders: ``stop`` set (the files not started return at once), then
+    SIGINT to each grader process of ``pools`` (after a SIGTERM, which only this process
+    got; after Ctrl-C a second one is ignored, ``_interrupt_once``)."""
+    stop.set()
+    for pool in pools:
+        for process in list(getattr(pool, "_processes", {}).values()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if process.pid is not None:
+                    os.kill(process.pid, signal.SIGINT)
 
 
 def _death(workers: Sequence[Any]) -> str:
@@ -164,14 +300,15 @@ def grade_alone(out: Path, subs: Sequence[Submission], jobs: int,
                  options: Mapping[str, Any],
                  grade: Callable[[ProcessPoolExecutor, Submission], Future],
                  done: Callable[..., None], notes: dict[str, list[str]], stop: Any,
-                 progress: GradingProgress) -> bool:
+                 progress: GradingProgress, requests: StopRequests) -> bool:
     """Grade ``subs`` again, the files a broken pool did not finish, each in a pool of its
     own (one grader process, ``options`` as the batch's pool: the same zygote), at most
     ``jobs`` at a time, in order: a grader that dies now took only its own file down.
     Such a file gets no result (``drop_stale_result`` under the batch folder ``out``),
     an error for ``done`` and the note "grader died: FILE" in ``notes``;
-    every file is passed to ``done`` (except after Ctrl-C: ``stop`` is set and
-    the files not started are left). Returns whether Ctrl-C stopped the batch."""
+    every file is passed to ``done`` (except after Ctrl-C or SIGTERM, noted in
+    ``requests``: ``stop`` is set and the files not started are left). Returns whether
+    Ctrl-C or SIGTERM stopped the batch."""
     waiting = list(subs)
     running: dict[Future, tuple[Submission, ProcessPoolExecutor, list[Any]]] = {}
     interrupted = False
@@ -183,7 +320,11 @@ def grade_alone(out: Path, subs: Sequence[Submission], jobs: int,
                 future = grade(pool, sub)
                 # The pool's one process (started by submit), to tell how it ended.
                 running[future] = (sub, pool, list(getattr(pool, "_processes", {}).values()))
-            ended, _ = wait(running, return_when=FIRST_COMPLETED)
+            ended, _ = wait(running, timeout=POLL, return_when=FIRST_COMPLETED)
+            if requests.signum is not None and not interrupted:
+                interrupted = True
+                halt(stop, [pool for _, pool, _ in running.values()])
+                progress.stop()
             for future in ended:
                 sub, pool, workers = running.pop(future)
                 pool.shutdown()
@@ -201,11 +342,6 @@ def grade_alone(out: Path, subs: Sequence[Submission], jobs: int,
                         if drop_stale_result(out, sub) else "no result was written")
                 done(sub, f"the grader process died while grading {name} ({how}), "
                           f"also when graded alone; {kept}", "grader died:")
-    except KeyboardInterrupt:
-        interrupted = True
-        stop.set()
-        progress.stop()
-        wait(running)
     finally:
         for _, pool, _ in running.values():
             pool.shutdown()

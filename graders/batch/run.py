@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import signal
 from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,11 +52,16 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from graders.batch.pool import (
+    POLL,
+    StopRequests,
     ending_of,
     grade_alone,
     grade_in_child,
+    halt,
     start_child,
+    start_forkserver,
     start_zygote,
+    stop_forkserver,
 )
 from graders.batch.schedule import plan_batch
 from graders.batch.store import GRADEBOOK, gradebook_from_results
@@ -69,12 +75,13 @@ if TYPE_CHECKING:
 
 
 class BatchInterrupted(Exception):  # noqa: N818 - it is what happened, not a failure
-    """Ctrl-C stopped a batch: ``graded`` students were finished (their results kept, the
-    gradebook rewritten), ``pending`` were not; a rerun grades those."""
+    """Ctrl-C or SIGTERM (``signum``) stopped a batch: ``graded`` students were finished
+    (their results kept, the gradebook rewritten), ``pending`` were not; a rerun grades
+    those."""
 
-    def __init__(self, graded: int, pending: int) -> None:
+    def __init__(self, graded: int, pending: int, signum: int = signal.SIGINT) -> None:
         super().__init__(f"interrupted after {graded} of {graded + pending} student(s)")
-        self.graded, self.pending = graded, pending
+        self.graded, self.pending, self.signum = graded, pending, signum
 
 
 @dataclass(frozen=True)
@@ -107,8 +114,10 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     ``jobs`` at a time). A file whose grader dies again gets no result; it is named in
     ``BatchOutcome.errors`` and its student's gradebook row has the note "grader died:
     FILE" (added to a copy of ``notes``). Every file advances the progress once.
-    Raises ``ValueError`` when ``jobs`` < 1, and ``BatchInterrupted`` after Ctrl-C (the
-    students finished keep their results and the gradebook is rewritten first).
+    Raises ``ValueError`` when ``jobs`` < 1, and ``BatchInterrupted`` after Ctrl-C or
+    SIGTERM (``pool.StopRequests``: noted, never raised, while the batch runs; the graders
+    are stopped, the students finished keep their results, the gradebook is rewritten and
+    every temporary folder of the batch is removed first).
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
@@ -141,70 +150,90 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
 
     finished = 0
     interrupted = False
-    if pending:
-        left = {student: len(subs) for student, subs in pending.items()}
-        rank = {(s.student, s.stem): i for subs in pending.values() for i, s in enumerate(subs)}
-        # forkserver: each file's grader is a fresh process forked from a server that has
-        # already imported the grader and every lab's checks, so a file costs no
-        # interpreter start-up nor imports.
-        context = multiprocessing.get_context("forkserver")
-        labs = [a.checks_module for a in ASSIGNMENTS.values() if a.checks_module]
-        context.set_forkserver_preload(["graders.grading.grade", "graders.reports.gradescope",
-                                        "graders.reports.feedback_files", *labs])
-        stop = context.Event()
+    # Ctrl-C and SIGTERM are noted, never raised, until the gradebook is written.
+    with StopRequests() as requests:
+        if pending:
+            left = {student: len(subs) for student, subs in pending.items()}
+            rank = {(s.student, s.stem): i for subs in pending.values() for i, s in enumerate(subs)}
+            # forkserver: each file's grader is a fresh process forked from a server that has
+            # already imported the grader and every lab's checks, so a file costs no
+            # interpreter start-up nor imports.
+            context = multiprocessing.get_context("forkserver")
+            labs = [a.checks_module for a in ASSIGNMENTS.values() if a.checks_module]
+            context.set_forkserver_preload(["graders.grading.grade", "graders.reports.gradescope",
+                                            "graders.reports.feedback_files", *labs])
+            stop = context.Event()
 
-        def done(sub: Submission, error: str | None, what: str = "graded") -> None:
-            """Count ``sub`` as done (``error``: its internal error text, or None)."""
-            nonlocal finished
-            student = sub.student
-            if error and (student not in first_errors
-                          or rank[student, sub.stem] < first_errors[student][0]):
-                first_errors[student] = (rank[student, sub.stem], error)
-            left[student] -= 1
-            name = Path(sub.file).name
-            if name in waiting[student]:
-                waiting[student].remove(name)
-            progress.advance(f"{what} {student}/{name}")
-            if not left[student]:  # the student's last file
-                finished += 1
-                atomic_write_text(gradebook, gradebook_from_results(out, notes_now(), ledger))
+            def done(sub: Submission, error: str | None, what: str = "graded") -> None:
+                """Count ``sub`` as done (``error``: its internal error text, or None)."""
+                nonlocal finished
+                student = sub.student
+                if error and (student not in first_errors
+                              or rank[student, sub.stem] < first_errors[student][0]):
+                    first_errors[student] = (rank[student, sub.stem], error)
+                left[student] -= 1
+                name = Path(sub.file).name
+                if name in waiting[student]:
+                    waiting[student].remove(name)
+                progress.advance(f"{what} {student}/{name}")
+                if not left[student]:  # the student's last file
+                    finished += 1
+                    atomic_write_text(gradebook, gradebook_from_results(out, notes_now(), ledger))
 
-        with contextlib.ExitStack() as stack, \
-                GradingProgress(err, len(jobs_of)) as progress:
-            options: dict[str, Any] = {
-                "mp_context": context, "max_tasks_per_child": 1,
-                "initializer": start_child, "initargs": (stop, start_zygote(stack))}
+            with contextlib.ExitStack() as stack, \
+                    GradingProgress(err, len(jobs_of)) as progress:
+                options: dict[str, Any] = {
+                    "mp_context": context, "max_tasks_per_child": 1,
+                    "initializer": start_child, "initargs": (stop, start_zygote(
+                        stack, lambda: requests.signum is not None))}
 
-            def grade(pool: ProcessPoolExecutor, sub: Submission) -> Future:
-                return pool.submit(grade_in_child, sub, str(out), timeout, budget, only)
+                def grade(pool: ProcessPoolExecutor, sub: Submission) -> Future:
+                    return pool.submit(grade_in_child, sub, str(out), timeout, budget, only)
 
-            broken: set[int] = set()  # id() of the files whose grader the broken pool took
-            with ProcessPoolExecutor(max_workers=jobs, **options) as pool:
-                futures = {grade(pool, sub): sub for sub in jobs_of}
-                try:
-                    for future in as_completed(futures):
-                        sub = futures[future]
-                        ending = ending_of(future, sub, done)
-                        if ending == "died":
-                            # A grader process died (the OOM killer, a crash, a kill; or a
-                            # Ctrl-C that reached it before it could ignore it): the pool
-                            # ends every file not finished yet. Graded again below.
-                            broken.add(id(sub))
-                        interrupted |= ending == "interrupted"
-                except KeyboardInterrupt:
-                    # The running files stop on their own Ctrl-C; the others return at
-                    # once. (Futures are not cancelled: Python 3.11's pool can then fail
-                    # in a thread.)
-                    interrupted = True
-                    stop.set()
-                    progress.stop()
-                    wait(futures)
-            if broken and not interrupted:
-                interrupted = grade_alone(out, [sub for sub in jobs_of if id(sub) in broken],
-                                           jobs, options, grade, done, book_notes, stop,
-                                           progress)
-    atomic_write_text(gradebook, gradebook_from_results(out, notes_now(), ledger))
+                broken: set[int] = set()  # id() of the files whose grader the broken pool took
+                if requests.signum is None:
+                    # After the pools and the zygote are done:
+                    stack.callback(stop_forkserver, start_forkserver(requests))
+                    with ProcessPoolExecutor(max_workers=jobs, **options) as pool:
+                        futures: dict[Future, Submission] = {}
+                        try:
+                            for sub in jobs_of:  # the first starts the grader processes
+                                futures[grade(pool, sub)] = sub
+                                requests.starting = None
+                        except (EOFError, OSError):
+                            if requests.signum is None:
+                                raise
+                            # Stopped while the forkserver was importing: it was killed.
+                        requests.starting = None
+                        running = set(futures)
+                        while running:
+                            ended, running = wait(running, timeout=POLL,
+                                                  return_when=FIRST_COMPLETED)
+                            if requests.signum is not None and not interrupted:
+                                # Ctrl-C or SIGTERM: the files not started return at once, the
+                                # running ones stop (their worker closed, no result written).
+                                # (Futures are not cancelled: Python 3.11's pool can then fail
+                                # in a thread.)
+                                interrupted = True
+                                halt(stop, [pool])
+                                progress.stop()
+                            for future in ended:
+                                sub = futures[future]
+                                ending = ending_of(future, sub, done)
+                                if ending == "died":
+                                    # A grader process died (the OOM killer, a crash, a kill):
+                                    # the pool ends every file not finished yet. Graded again
+                                    # below.
+                                    broken.add(id(sub))
+                                interrupted |= ending == "interrupted"
+                    if broken and not interrupted:
+                        interrupted = grade_alone(
+                            out, [sub for sub in jobs_of if id(sub) in broken], jobs, options,
+                            grade, done, book_notes, stop, progress, requests)
+                interrupted |= requests.signum is not None
+        atomic_write_text(gradebook, gradebook_from_results(out, notes_now(), ledger))
     if pending and interrupted:
-        raise BatchInterrupted(finished, len(pending) - finished)
+        raise BatchInterrupted(finished, len(pending) - finished,
+                               requests.signum or signal.SIGINT)
     errors = [f"{student}: {error}" for student, (_, error) in first_errors.items()]
     return BatchOutcome(len(pending), plan.skipped, errors)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextvars
+import os
 import re
 import shutil
 import tempfile
@@ -183,9 +184,15 @@ def registered(assignment: str, visibility: Visibility) -> list[Check]:
 # hypothesis keeps files (the constants it collects from source files) in ./.hypothesis/
 # of whatever folder the TA or student runs from; checks use no example database, so they
 # go to a folder of this process's own, removed when it exits.
-_HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="pallas-lab-hypothesis-")
+# A batch's forkserver is given one (``HYPOTHESIS_HOME_VAR``) that the batch removes itself,
+# as it may have to kill the forkserver while it imports this.
+#: A folder made by the parent process for this one's hypothesis files (it removes it).
+HYPOTHESIS_HOME_VAR = "PALLAS_LAB_HYPOTHESIS_HOME"
+_HYPOTHESIS_HOME = os.environ.pop(HYPOTHESIS_HOME_VAR, "")
+if not _HYPOTHESIS_HOME:
+    _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="pallas-lab-hypothesis-")
+    atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
 configuration.set_hypothesis_home_dir(_HYPOTHESIS_HOME)
-atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
 
 #: Deterministic grading profile: every setting pinned (docs/grading-design.md, "Trusted and
 #: untrusted code").

@@ -197,10 +197,10 @@ def run(args: argparse.Namespace, con: Console, err: Console) -> int:
             show(err, f"pallas-lab grade: {stopped} finished; every file graded before "
                       "the interrupt keeps its result (the gradebook notes the files not "
                       "graded yet): run the same command again to grade the rest")
-            return EXIT_INTERRUPTED
+            return 128 + stopped.signum  # 130 after Ctrl-C, 143 after SIGTERM
         except KeyboardInterrupt:
             show(err, "pallas-lab grade: interrupted; nothing was written for the "
-                      "submission being graded")
+                      "submission being graded: run the same command again to grade it")
             return EXIT_INTERRUPTED
 
 

@@ -26,7 +26,9 @@ after Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -66,7 +68,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``pallas-lab`` console script; returns the exit status."""
+    """Entry point of the ``pallas-lab`` console script; returns the exit status.
+
+    SIGTERM (``kill PID``, a job scheduler, ``timeout``) stops a command as Ctrl-C does:
+    what it made is cleaned up (a batch notes it between files, ``graders.batch.pool``)."""
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM's handler while a command runs: Ctrl-C's KeyboardInterrupt."""
+    raise KeyboardInterrupt
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)

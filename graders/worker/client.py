@@ -107,6 +107,10 @@ WORKER_KINDS = frozenset({FailureKind.EXCEPTION, FailureKind.NOT_IMPLEMENTED,
                           FailureKind.REQUEST})
 
 
+#: Seconds ``Worker.close`` lets the worker exit on EOF before killing its process group.
+CLOSE_GRACE = 0.25
+
+
 @dataclass(frozen=True, kw_only=True)
 class WorkerFailure:
     """Why a load or call did not produce a value (built by keyword only).
@@ -324,7 +328,9 @@ class Worker:
             try:
                 if process.stdin is not None:
                     process.stdin.close()
-                process.wait(timeout=1.0)
+                # an idle worker exits on EOF at once; one still running the student's code
+                # (a batch being stopped mid-call) is killed without waiting out its call
+                process.wait(timeout=CLOSE_GRACE)
             except (OSError, subprocess.TimeoutExpired):
                 pass
             kill_group(process)

@@ -176,9 +176,14 @@ def requested_level() -> str | None:
 
 
 def _probe(level: str, python: str) -> bool:
-    """True when a throw-away launcher can enter ``level`` on this machine."""
+    """True when a throw-away launcher can enter ``level`` on this machine.
+
+    The probe runs in a session of its own (a Ctrl-C to the batch's group does not cut
+    it short) and makes its folder in this process's temporary folder (a batch grader's
+    private one, removed whatever happens, even when the probe is killed)."""
     import importlib.util
     import subprocess
+    import tempfile
 
     spec = importlib.util.find_spec("numpy")  # located, not imported
     numpy_parent = os.path.dirname(os.path.dirname(spec.origin)) if spec and spec.origin else ""
@@ -186,7 +191,8 @@ def _probe(level: str, python: str) -> bool:
         done = subprocess.run(
             [python, "-I", "-S", "-B", os.path.abspath(__file__), "--probe", level,
              os.path.realpath(getattr(sys, "_base_executable", None) or python), numpy_parent],
-            capture_output=True, timeout=30, check=False,
+            capture_output=True, timeout=30, check=False, start_new_session=True,
+            env={**os.environ, "TMPDIR": tempfile.gettempdir()},
         )
     except (OSError, subprocess.TimeoutExpired):
         return False

@@ -28,7 +28,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from graders.worker import libdir, sandbox
@@ -58,11 +58,13 @@ class Zygote:
     Raises ``ZygoteUnavailable`` when ``PALLAS_LAB_ZYGOTE=off``, when this machine has no
     namespace sandbox, when
     ``os.pidfd_open`` is missing, or when the process does not become ready within
-    ``READY_TIMEOUT`` seconds. ``close()`` (or leaving ``with``) stops it and removes
-    the folder; workers already forked are not affected.
+    ``READY_TIMEOUT`` seconds or ``stopped()`` becomes true meanwhile. ``close()`` (or
+    leaving ``with``) stops it and removes the folder; workers already forked are not
+    affected.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stopped: Callable[[], bool] | None = None) -> None:
+        self._stopped = stopped
         if os.environ.get(ENV_VAR, "").strip().lower() == "off":
             raise ZygoteUnavailable(f"{ENV_VAR}=off")
         if not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds"):
@@ -113,8 +115,12 @@ class Zygote:
         line = b""
         while not line.endswith(b"\n"):
             remaining = deadline - time.monotonic()
-            readable, _, _ = select.select([fd], [], [], max(0.0, remaining))
+            readable, _, _ = select.select([fd], [], [], min(0.1, max(0.0, remaining)))
+            if self._stopped is not None and self._stopped():
+                raise ZygoteUnavailable("the batch was stopped while the zygote started")
             if not readable:
+                if remaining > 0:
+                    continue
                 raise ZygoteUnavailable("the zygote did not start in time")
             chunk = os.read(fd, 64)
             if not chunk:
