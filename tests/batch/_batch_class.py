@@ -21,10 +21,15 @@ def make_class(root: Path, students: dict[str, tuple[str, tuple[str, ...]]]) -> 
 
 
 def results_without_timing(out: Path) -> dict[str, dict]:
-    """Every results.json under ``out`` without its timing, by relative path."""
+    """Every results.json under ``out`` without its timing, by relative path: the grading's
+    own time, and the submission time stored with a result (the file's modification time,
+    which differs between two copies of a class)."""
     found = {}
     for path in sorted(out.glob("*/*/results.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         data.pop("execution_time", None)
+        submitted = data.get("extra_data", {}).get("pallas_lab", {}).get("submitted")
+        if isinstance(submitted, dict):
+            submitted.pop("time", None)
         found[str(path.relative_to(out))] = data
     return found
