@@ -208,8 +208,11 @@ def standing_columns(assignment: str) -> list[str]:
 
 
 def _spelled(text: str) -> str:
-    """A name as written, but for case and runs of spaces: how an "exact" match compares."""
-    return " ".join(text.casefold().split())
+    """A name as written, but for ASCII letters' case and runs of spaces: how an "exact"
+    match compares. Only ``A``-``Z`` are lowered and nothing is normalized (NFC itself
+    maps U+212A KELVIN SIGN to ``K``), so a non-ASCII look-alike (the Kelvin sign, whose
+    ``casefold`` is ``k``) never equals an ASCII name."""
+    return " ".join("".join(ch.lower() if ch.isascii() else ch for ch in text).split())
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -228,12 +231,18 @@ def _folds_alike(name: str, student: str) -> bool:
     across different word breaks: "alicesmith" may mean "Alice Smith", "Alice Smith" never
     means "Ali Ce Smith"."""
     key = fold(name)
-    if key not in folder_keys(student):
+    if key not in folder_keys(student) or _folds_to_ascii(name):
         return False
     words = _words(name)
-    return any(fold(other) == key and (len(words) < 2 or len(_words(other)) < 2
-                                       or _words(other) == words)
+    return any(fold(other) == key and not _folds_to_ascii(other)
+               and (len(words) < 2 or len(_words(other)) < 2 or _words(other) == words)
                for other in _names_of(student))
+
+
+def _folds_to_ascii(text: str) -> bool:
+    """Whether ``text`` holds a non-ASCII character that case-folds to ASCII (U+212A
+    KELVIN SIGN to ``k``, U+017F LONG S to ``s``): a look-alike, never matched by folding."""
+    return any(not ch.isascii() and any(c.isascii() for c in ch.casefold()) for ch in text)
 
 
 def resolve_student(name: str, students: Iterable[str]) -> tuple[str | None, str]:
@@ -241,7 +250,8 @@ def resolve_student(name: str, students: Iterable[str]) -> tuple[str | None, str
     submission included) a CSV row's ``name`` means, or (None, why).
 
     An exact match wins: the folder name, else a Moodle folder's name or id as written
-    (case and spaces aside), which must then be unique. A match found only by folding
+    (ASCII letters' case and runs of spaces aside, ``_spelled``), which must then be
+    unique. A match found only by folding
     (``graders.reports.roster.folder_keys``: case, spaces and punctuation dropped) counts
     only when no other name folds to the same key and it breaks into the same words
     (or one side is a single word: a login); otherwise the row is refused, so a
