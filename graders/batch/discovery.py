@@ -8,6 +8,11 @@ A PATH is one of (docs/grading-design.md, "Who does what"):
   only assignment folders (nbgrader's ``submitted/<student>/<assignment>/``
   layout): folders named after an assignment's stem or id that hold no file
   of another assignment and no folder of submissions;
+* a student folder too: one holding an assignment folder beside other folders of
+  submissions (``mallory/a1/`` and ``mallory/bob/``) when it sits among student
+  folders (a folder beside it holds submissions): it was given alone out of a class
+  (a one-student regrade, ``class/*/``), so it is nbgrader's layout and its other
+  folders are not graded, never as classmates;
 * a class folder: any other folder; every folder in it is a student, whatever
   it is called (``a1/``, ``<stem>/``, ``gradebook.csv/``), hidden
   ones (``.bob/``, ``_carol/``) when they hold submission files. An nbgrader
@@ -313,6 +318,11 @@ def _classify(folder: Path) -> tuple[str, str]:
             f"one at a time (pallas-lab grade {folder}/*/ for the students)")
     if loose or (nbgrader and not others):
         return "student", ""
+    if nbgrader and _among_students(folder):
+        # Assignment folders beside folders of submissions, in a folder that is itself
+        # one of a class's students (a one-folder regrade): nbgrader's layout, one
+        # student. Its other folders are never graded, least of all as classmates.
+        return "student", ""
     if not students and any(match_file_name(p.name)[1] for p in _python_files(folder)):
         if _a_student_folder(folder):
             return "student", ""  # LMS-looking names a student chose: no LMS prefix read
@@ -339,6 +349,14 @@ def _a_student_folder(folder: Path) -> bool:
     prefixes = {fold(match_file_name(p.name)[1] or "") for p in _python_files(folder)}
     if own and own in prefixes:
         return True
+    return _among_students(folder)
+
+
+def _among_students(folder: Path) -> bool:
+    """Whether ``folder`` sits among student folders: a folder beside it holds submission
+    files named as the course names them (directly or in assignment folders), as a class
+    folder's students do. Then ``folder`` is one of them (given alone, as
+    ``pallas-lab grade class/*/`` or a one-student regrade give it), never a class."""
     here = folder.resolve()
     return any(_holds_submissions(other) for other in _student_folders(here.parent)
                if other.resolve() != here)

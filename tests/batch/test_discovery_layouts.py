@@ -122,3 +122,15 @@ def test_two_folders_of_one_name_or_one_shown_name_are_a_clash(tmp_path: Path) -
                      tmp_path / "s1"])
     assert graded(same) == [("alice", A1)] and same.ambiguities == [], (
         "one folder reached through several PATHs is one student")
+
+
+def test_a_student_given_alone_with_an_assignment_folder_is_never_a_class(
+        tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    put(klass / "mallory" / "a1", A1)
+    put(klass / "mallory" / "bob", A1)
+    put(klass / "bob", A1)
+    found = discover([klass / "mallory"])
+    assert graded(found) == [("mallory", A1)] and found.ambiguities == []
+    assert sorted(graded(discover([klass / "mallory", klass / "bob"]))) == [
+        ("bob", A1), ("mallory", A1)]
