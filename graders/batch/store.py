@@ -319,3 +319,33 @@ def summary_rows(out: Path) -> list[dict[str, Any]]:
     """The gradebook's rows (dicts) as written."""
     with open(out / GRADEBOOK, newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
+
+
+def refresh_feedback(out: Path, ledger: Ledger) -> int:
+    """Rewrite the feedback files of every result under the batch folder ``out`` whose
+    standing (``ledger``) has something to say, or whose files still show a section an
+    earlier policy wrote: a policy or adjustment changed without regrading. Returns how
+    many were rewritten. Raises ``OSError`` when one cannot be written."""
+    from graders.reports.feedback_files import STANDING_HEADING, write_feedback_files
+
+    count = 0
+    for result in read_results(out):
+        folder = result_path(out, result.student, result.stem).parent
+        standing = (ledger.standing(result.student, result.info, _graded_task_points(result),
+                                    stored=stored_time_at(folder / "results.json"))
+                    if ledger.active(result.assignment) else None)
+        if standing is not None and not standing.lines:
+            standing = None
+        try:
+            shown = STANDING_HEADING in (folder / "feedback.md").read_text(encoding="utf-8")
+        except OSError:
+            shown = False
+        if standing is None and not shown:
+            continue
+        write_feedback_files(result, folder, standing)
+        count += 1
+    return count
+
+
+def _graded_task_points(result: SubmissionResult) -> dict[str, float]:
+    return {task.task: task.points for task in result.tasks() if task.graded}

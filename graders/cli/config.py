@@ -5,7 +5,7 @@
     pallas-lab config [--config FILE]
 
 Reads ``pallas-lab.toml`` (or ``[tool.pallas-lab]`` in ``pyproject.toml``) in the working
-directory (``graders.course.config``); ``pallas-lab grade`` takes the same values, each
+directory (``graders.cli.course_config``); ``pallas-lab grade`` takes the same values, each
 overridden by its flag (``apply_config``). Exit status 2, with one line, for a config that
 cannot be used, or whose extensions or adjustments file cannot be (``grade`` would stop on
 it).
@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.text import Text
 
 from graders.cli.common import DEFAULT_TIMEOUT, EXIT_OK, EXIT_USAGE
-from graders.course.config import ConfigError, CourseConfig, load_config, policy_fields
+from graders.cli.course_config import ConfigError, CourseConfig, load_config, policy_fields
 from graders.reports.late import LatePolicy
 from graders.safety.safe_text import show, terminal_text
 

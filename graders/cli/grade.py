@@ -42,8 +42,8 @@ from graders.cli.common import (
     positive_float,
 )
 from graders.cli.config import add_config_option, say_one_line
+from graders.cli.course_config import ConfigError, CourseConfig, load_config
 from graders.course.catalog import ASSIGNMENTS
-from graders.course.config import ConfigError, CourseConfig, load_config
 from graders.grading.grade import grade_submission
 from graders.grading.result import SubmissionResult
 from graders.safety.safe_text import show, terminal_text
@@ -310,7 +310,7 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
     everyone = {s.student for s in found.submissions}
     class_results = [r for r in read_results(out) if r.student in everyone]
     results = [r for r in class_results if r.student in shown]
-    from graders.reports.feedback_files import refresh_feedback
+    from graders.batch.store import refresh_feedback
     from graders.reports.ledger import Ledger
 
     # also without a ledger: feedback written under an earlier policy loses its section

@@ -21,7 +21,7 @@ from graders.reports.files import atomic_write_text
 from graders.safety.safe_text import terminal_text
 
 if TYPE_CHECKING:
-    from graders.reports.ledger import Ledger, Standing
+    from graders.reports.ledger import Standing
 
 #: Width, in characters, of the text in the feedback files.
 WIDTH = 100
@@ -84,33 +84,3 @@ def write_feedback_files(result: SubmissionResult, folder: Path,
     _, html = feedback_text(result, standing)
     md = atomic_write_text(folder / "feedback.md", feedback_markdown(result, standing))
     return md, atomic_write_text(folder / "feedback.html", html)
-
-
-def refresh_feedback(out: Path, ledger: Ledger) -> int:
-    """Rewrite the feedback files of every result under the batch folder ``out`` whose
-    standing (``ledger``) has something to say, or whose files still show a section an
-    earlier policy wrote: a policy or adjustment changed without regrading. Returns how
-    many were rewritten. Raises ``OSError`` when one cannot be written."""
-    from graders.batch.store import read_results, result_path, stored_time_at
-
-    count = 0
-    for result in read_results(out):
-        folder = result_path(out, result.student, result.stem).parent
-        standing = (ledger.standing(result.student, result.info, _task_points(result),
-                                    stored=stored_time_at(folder / "results.json"))
-                    if ledger.active(result.assignment) else None)
-        if standing is not None and not standing.lines:
-            standing = None
-        try:
-            shown = STANDING_HEADING in (folder / "feedback.md").read_text(encoding="utf-8")
-        except OSError:
-            shown = False
-        if standing is None and not shown:
-            continue
-        write_feedback_files(result, folder, standing)
-        count += 1
-    return count
-
-
-def _task_points(result: SubmissionResult) -> dict[str, float]:
-    return {task.task: task.points for task in result.tasks() if task.graded}
