@@ -82,7 +82,7 @@ def test_the_path_rule_gives_todays_public_modules() -> None:
     assert set(rules.pallas_sim_public_modules()) == {
         "pallas_sim", "pallas_sim.pl", "pallas_sim.pltpu", "pallas_sim.jnp", "pallas_sim.jax",
         "pallas_sim.lax", "pallas_sim.nn", "pallas_sim.random", "pallas_sim.tree",
-        "pallas_sim.tree_util"}
+        "pallas_sim.tree_util", "pallas_sim.ad_checkpoint", "pallas_sim.sharding"}
     for module in ("pallas_sim._src", "pallas_sim._src.tracing", "pallas_sim._src.config",
                    "pallas_sim.backends", "pallas_sim.backends.real_jax"):
         assert module not in rules.pallas_sim_public_modules()

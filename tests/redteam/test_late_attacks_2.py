@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.redteam.test_late_attacks import (
+from tests.helpers.late_class import (
     DAY,
     DUE_EPOCH,
     STEM,

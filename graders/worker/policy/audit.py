@@ -45,12 +45,15 @@ TRUSTED: dict[str, tuple[str, ...] | None] = {
     "compile": (*_IMPORT_SYSTEM, "/ast.py", "/dataclasses.py", "/collections/__init__.py",
                 "/typing.py"),
     "object.__getattr__": ("/pallas_sim/_src/pallas_call.py", "/inspect.py", "/traceback.py",
-                           "/linecache.py"),
+                           "/linecache.py", "/pallas_sim/_src/surface.py"),
     "object.__setattr__": ("/collections/__init__.py", "/typing.py", "/dataclasses.py",
                            "/functools.py", "/abc.py"),
     "object.__delattr__": ("/collections/__init__.py", "/typing.py", "/dataclasses.py"),
     "sys._getframe": ("/typing.py", "/collections/__init__.py", "/warnings.py",
-                      "/inspect.py", "/traceback.py"),
+                      "/inspect.py", "/traceback.py",
+                      # tells ``from pallas_sim.jax import <missing>`` from an attribute
+                      # read, to keep its explanation (reads its caller's opcode only)
+                      "/pallas_sim/_src/surface.py"),
     "open": (*_IMPORT_SYSTEM, "/tokenize.py", "/linecache.py"),
     "marshal.loads": _IMPORT_SYSTEM,
     "os.listdir": _IMPORT_SYSTEM,

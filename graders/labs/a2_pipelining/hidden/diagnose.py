@@ -134,6 +134,9 @@ UNSET_SLOT = ("a slot index near ±2³¹ is the poison value SMEM scratch starts
               "(a 'parallel' axis may run them in any order, lecture §3.2)")
 
 
+#: A ref index out of range: pallas_sim raises ``RefIndexError`` (an ``IndexError`` and,
+#: as JAX raises, a ``ValueError``); a plain ``IndexError`` from NumPy indexing too.
+RAISED_INDEX_ERROR = re.compile(r"raised (?:Ref)?IndexError\b")
 #: An index of 2**30 or more in magnitude in an IndexError: a poisoned int32 slot.
 POISON_INDEX = re.compile(r"index \[?-?\d{10}\b")
 
@@ -146,7 +149,7 @@ def diagnose_raised(failure: CheckFailure) -> CheckFailure:
             failure.diagnosis = NO_FINAL_WAIT
         elif "no copy in flight" in what:
             failure.diagnosis = WRONG_SLOT
-        elif "raised IndexError" in what and POISON_INDEX.search(what):
+        elif RAISED_INDEX_ERROR.search(what) and POISON_INDEX.search(what):
             failure.diagnosis = UNSET_SLOT
     return failure
 
