@@ -326,6 +326,18 @@ def _classify(folder: Path) -> tuple[str, str]:
     if not students and any(match_file_name(p.name)[1] for p in _python_files(folder)):
         if _a_student_folder(folder):
             return "student", ""  # LMS-looking names a student chose: no LMS prefix read
+        if _among_students(folder):
+            prefixes = _lms_prefixes(folder)
+            if len(prefixes) > 1:
+                # A flat download and a student's folder look alike here: grading it as
+                # one student would pool several students' files, reading the prefixes
+                # would let a student's file names pick whose row it lands in.
+                return "ambiguous", (
+                    f"{folder}: ambiguous: its files are named as a flat LMS download "
+                    f"names them ({_shown(sorted(prefixes))}: several students), but it "
+                    f"sits beside student folders, as one student's folder does; "
+                    f"nothing was graded. Grade a download from a folder of its own")
+            return "student", ""  # one student given alone out of a class
         return "lms", ""  # a flat LMS download: <student>_<ids>_<file name>
     if not subs and _python_files(folder):
         return "student", ""  # loose .py files of other names: --assignment grades them
@@ -337,19 +349,23 @@ def _a_student_folder(folder: Path) -> bool:
     folder rather than a flat LMS download: the names inside it are the student's to
     choose, so no LMS prefix in them may name a student or carry the LMS's verdict. It is
     a student's folder when it is named as Moodle names one
-    (``<name>_<id>_assignsubmission_...``), when a file's prefix is the folder's own name
-    (``mallory/mallory_1_2_<stem>.py``), or when it sits among student folders: a folder
-    beside it holds submission files named as the course names them (a class folder's
-    student given alone, as ``pallas-lab grade class/*/`` or a one-student regrade do)."""
+    (``<name>_<id>_assignsubmission_...``) or when a file's prefix is the folder's own
+    name (``mallory/mallory_1_2_<stem>.py``). Beside student folders (``_classify``), one
+    prefix makes it a student's folder too and several make it ambiguous."""
     from graders.reports.roster import MOODLE_FOLDER, fold
 
     if MOODLE_FOLDER.match(folder.name):
         return True
     own = fold(folder.name)
-    prefixes = {fold(match_file_name(p.name)[1] or "") for p in _python_files(folder)}
-    if own and own in prefixes:
-        return True
-    return _among_students(folder)
+    return bool(own) and own in _lms_prefixes(folder)
+
+
+def _lms_prefixes(folder: Path) -> set[str]:
+    """The distinct student prefixes (folded) of the LMS-named files in ``folder``."""
+    from graders.reports.roster import fold
+
+    return {fold(prefix) for p in _python_files(folder)
+            if (prefix := match_file_name(p.name)[1])}
 
 
 def _among_students(folder: Path) -> bool:

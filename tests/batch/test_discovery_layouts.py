@@ -134,3 +134,25 @@ def test_a_student_given_alone_with_an_assignment_folder_is_never_a_class(
     assert graded(found) == [("mallory", A1)] and found.ambiguities == []
     assert sorted(graded(discover([klass / "mallory", klass / "bob"]))) == [
         ("bob", A1), ("mallory", A1)]
+
+
+def test_a_flat_download_beside_student_folders_stops_the_run(tmp_path: Path) -> None:
+    # Found in CI: pytest's tmp folders sit side by side, so a flat download given alone
+    # sat beside folders of submissions and was graded as one student named after the
+    # folder. Beside student folders a download and a student's own folder look alike:
+    # several LMS prefixes stop the run (pooling them as one student mixes students'
+    # files; reading them lets a student's file names choose whose row they land in).
+    put(tmp_path / "ada", A1)
+    download = put(tmp_path / "download", f"smithjane_11_21_{A1}", f"doejohn_12_22_{A1}")
+    found = discover([download])
+    assert found.submissions == []
+    [why] = found.ambiguities
+    assert "flat LMS download" in why and "doejohn, smithjane" in why and "nothing was graded" in why
+    # Alone, the same folder is a download, one student per prefix ...
+    (tmp_path / "ada" / A1).unlink()
+    assert sorted(graded(discover([download]))) == [
+        ("doejohn", f"doejohn_12_22_{A1}"), ("smithjane", f"smithjane_11_21_{A1}")]
+    # ... and one prefix beside student folders is one student's folder, graded as theirs.
+    put(tmp_path / "ada", A1)
+    (download / f"doejohn_12_22_{A1}").unlink()
+    assert graded(discover([download])) == [("download", f"smithjane_11_21_{A1}")]

@@ -163,10 +163,14 @@ def test_an_exact_name_is_graded_before_a_renamed_copy(
 
 
 def test_a_flat_lms_download_is_one_student_per_prefix(tmp_path: Path) -> None:
-    write(tmp_path, "smithjane_11_21_a1_pallas_basics.py", "x = 1\n")
-    write(tmp_path, "doejohn_LATE_12_22_a1_pallas_basics (1).py", "x = 1\n")
-    write(tmp_path, "doejohn_12_23_notes.py", "x = 1\n")
-    found = discover([tmp_path])
+    # In a folder of its own: pytest's tmp_path sits beside other tests' folders,
+    # which may hold submissions (then the download is ambiguous, see
+    # tests/batch/test_discovery_layouts.py).
+    download = tmp_path / "download"
+    write(download, "smithjane_11_21_a1_pallas_basics.py", "x = 1\n")
+    write(download, "doejohn_LATE_12_22_a1_pallas_basics (1).py", "x = 1\n")
+    write(download, "doejohn_12_23_notes.py", "x = 1\n")
+    found = discover([download])
     assert sorted((s.student, s.stem) for s in found.submissions) == [
         ("doejohn", "a1_pallas_basics"), ("smithjane", "a1_pallas_basics")]
     assert "misnamed: doejohn_12_23_notes.py" in found.notes["doejohn"]
