@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pallas_sim
 from graders.checking import measures
 from graders.checking.feedback import cap_text, failure_text, passed_text
 from graders.checking.framework import (
@@ -35,12 +34,19 @@ from graders.grading.result import CheckResult, SubmissionResult
 from graders.grading.session import open_session
 from graders.grading.submission import Submission
 from graders.safety.safe_text import terminal_text
-from pallas_sim.extend import GRADING_SANITIZERS
 
-#: pallas_sim sanitizers of the grading profile, for the reference runs in this
-#: process; the worker applies the same to the student's code (worker/main.py). Written
-#: once, in ``pallas_sim._src.config.GRADING_SANITIZERS``.
-GRADING_SIM_OPTIONS = GRADING_SANITIZERS
+
+def __getattr__(name: str) -> object:
+    """``GRADING_SIM_OPTIONS``: pallas_sim sanitizers of the grading profile, for the
+    reference runs in this process; the worker applies the same to the student's code
+    (worker/main.py). Written once, in ``pallas_sim._src.config.GRADING_SANITIZERS``.
+    Looked up when asked for, so that importing this module (as the command line's main
+    process does, which grades nothing itself in a batch) does not import pallas_sim."""
+    if name == "GRADING_SIM_OPTIONS":
+        from pallas_sim.extend import GRADING_SANITIZERS
+
+        return GRADING_SANITIZERS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: A submission file's default wall-clock budget, in per-call timeouts per check: a file
@@ -246,8 +252,11 @@ def grade_submission(
     else:
         rule = "set by the grader"
     missing_reason = "this check produced no result"
+    import pallas_sim
+    from pallas_sim.extend import GRADING_SANITIZERS
+
     try:
-        with pallas_sim.config(**GRADING_SIM_OPTIONS), _session_for(sub, timeout) as session:
+        with pallas_sim.config(**GRADING_SANITIZERS), _session_for(sub, timeout) as session:
             result.sandbox = session.isolation or isolation_label()
             # what was graded: the bytes the session read, which may differ from what
             # discovery hashed when the file changed in between (a result never claims

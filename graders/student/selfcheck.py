@@ -51,16 +51,23 @@ from graders.course.records import Task
 from graders.student.public import Result, load_public_checks
 from graders.student.which_file import Choice, choose_in
 from graders.worker.static_check import check_source
-from pallas_sim.extend import GRADING_SANITIZERS
 
 #: The exploratory profile of the one check framework (``graders.checking.registry``): a fresh seed
 #: each run, few examples, no database, shrinking on.
 SELF_CHECK_SETTINGS = EXPLORATORY_SETTINGS
 STATUSES = SELF_CHECK_STATUSES
-#: pallas_sim's sanitizers while public checks run: those of grading, written once in
-#: ``pallas_sim._src.config.GRADING_SANITIZERS`` (parallel grid axes in the grader's
-#: seeded shuffled order, as TPU interpret mode visits them).
-SIM_OPTIONS = GRADING_SANITIZERS
+
+
+def __getattr__(name: str) -> object:
+    """``SIM_OPTIONS``: pallas_sim's sanitizers while public checks run, those of grading,
+    written once in ``pallas_sim._src.config.GRADING_SANITIZERS`` (parallel grid axes in
+    the grader's seeded shuffled order, as TPU interpret mode visits them). Looked up when
+    asked for: building the command line (``add_commands``) does not import pallas_sim."""
+    if name == "SIM_OPTIONS":
+        from pallas_sim.extend import GRADING_SANITIZERS
+
+        return GRADING_SANITIZERS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @contextmanager
@@ -74,12 +81,13 @@ def self_check_environment() -> Iterator[None]:
     from hypothesis import configuration
 
     import pallas_sim
+    from pallas_sim.extend import GRADING_SANITIZERS
 
     previous = getattr(configuration, "__hypothesis_home_directory", None)
     with tempfile.TemporaryDirectory(prefix="pallas-lab-check-") as home:
         configuration.set_hypothesis_home_dir(home)
         try:
-            with pallas_sim.config(**SIM_OPTIONS):
+            with pallas_sim.config(**GRADING_SANITIZERS):
                 yield
         finally:
             configuration.set_hypothesis_home_dir(previous)

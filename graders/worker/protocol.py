@@ -52,6 +52,7 @@ the submission writes to the channel cannot pass for a reply
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import io
@@ -63,7 +64,6 @@ import zipfile
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-import ml_dtypes
 import numpy as np
 
 MAGIC = b"PLW1"
@@ -107,8 +107,7 @@ def reply_tag(key: bytes, number: int, message: bytes) -> bytes:
     return hmac.new(key, number.to_bytes(8, "big") + message, hashlib.sha256).digest()
 
 # ml_dtypes dtypes travel as their bit pattern in an unsigned integer of the same size.
-_ML_DTYPES: dict[str, np.dtype] = {}
-for _name in (
+_ML_NAMES = (
     "bfloat16",
     "float8_e3m4",
     "float8_e4m3",
@@ -120,9 +119,21 @@ for _name in (
     "float8_e8m0fnu",
     "int4",
     "uint4",
-):
-    if hasattr(ml_dtypes, _name):
-        _ML_DTYPES[_name] = np.dtype(getattr(ml_dtypes, _name))
+)
+
+
+@functools.cache
+def _ml_dtypes() -> dict[str, np.dtype]:
+    """Tag -> dtype of the ml_dtypes dtypes this ml_dtypes has. Imported when the first
+    array is packed or unpacked: ml_dtypes takes most of a second to import (it registers
+    its casts and loops with numpy), which a process that never handles an array (the
+    command line's main process in a batch) should not pay."""
+    import ml_dtypes
+
+    return {name: np.dtype(getattr(ml_dtypes, name)) for name in _ML_NAMES
+            if hasattr(ml_dtypes, name)}
+
+
 _BITS_DTYPE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16)}
 
 # Plain numpy dtype kinds that np.savez writes without pickling.
@@ -240,7 +251,7 @@ class EncodeError(ProtocolError):
 
 
 def _dtype_tag(dtype: np.dtype) -> str:
-    for name, ml in _ML_DTYPES.items():
+    for name, ml in _ml_dtypes().items():
         if dtype == ml:
             return name
     if dtype.kind not in _PLAIN_KINDS or dtype.fields is not None or dtype.subdtype is not None:
@@ -249,7 +260,7 @@ def _dtype_tag(dtype: np.dtype) -> str:
 
 
 def _to_storable(array: np.ndarray, tag: str) -> np.ndarray:
-    if tag in _ML_DTYPES:
+    if tag in _ml_dtypes():
         contiguous = array if array.flags.c_contiguous else array.copy(order="C")
         return contiguous.view(_BITS_DTYPE[array.dtype.itemsize])
     return array
@@ -337,8 +348,8 @@ def encode_tree(value: Any) -> tuple[Any, dict[str, np.ndarray]]:
 def _restore_array(stored: np.ndarray, tag: Any, name: str) -> np.ndarray:
     if not isinstance(tag, str):
         raise ProtocolError(f"array {name!r} has a malformed dtype tag {tag!r}")
-    if tag in _ML_DTYPES:
-        dtype = _ML_DTYPES[tag]
+    if tag in _ml_dtypes():
+        dtype = _ml_dtypes()[tag]
         if stored.dtype != _BITS_DTYPE[dtype.itemsize]:
             raise ProtocolError(f"array {name!r} tagged {tag} is stored as {stored.dtype}")
         return stored.view(dtype)
