@@ -166,7 +166,7 @@ class Ref:
                     f"too many indices for {self.name}: {idx!r} on a ref of shape {shape}")
             size = shape[dim]
             if isinstance(entry, slice):
-                self._check_slice(entry, size, dim, idx)
+                self._check_python_slice(entry, size, dim, idx)
             elif isinstance(entry, (int, np.integer)):
                 if not -size <= int(entry) < size:
                     self._raise(idx, dim, size)
@@ -180,6 +180,21 @@ class Ref:
                     self._raise(idx, dim, size)
             dim += 1
         return plain_index(idx) if has_slice else idx
+
+    def _check_python_slice(self, s: slice, size: int, dim: int, idx) -> None:
+        """A Python slice of a ref (``x_ref[-4:]``, ``x_ref[0:300]``): JAX reads its static
+        bounds as NumPy does when it traces the kernel (negative bounds count from the end,
+        bounds past the end are clipped), on every backend, since the slice is made
+        concrete before lowering; so do we. It refuses what JAX cannot run: a non-positive
+        step, and a slice that selects nothing (JAX fails on one with a ZeroDivisionError).
+        A ``pl.ds`` is checked strictly (``_check_slice``), as JAX checks it."""
+        step = 1 if s.step is None else s.step
+        if step <= 0:
+            raise IndexError(f"{self.name}: only positive slice steps are supported, got {s}")
+        if len(range(*s.indices(size))) == 0:
+            raise RefIndexError(
+                f"index {_fmt(idx)} selects nothing on axis {dim} of {self.name} (shape "
+                f"{self._buf.shape}): a ref slice must hold at least one element")
 
     def _check_slice(self, s: slice, size: int, dim: int, idx) -> None:
         step = 1 if s.step is None else s.step
@@ -275,16 +290,17 @@ class _RefIndexer:
     def __getitem__(self, idx) -> Ref:
         ref = self._ref
         shown = idx
-        idx = plain_index(idx)
         if type(idx) is KernelValue:
             idx = _concrete_index(idx)
         elif isinstance(idx, tuple) and any(type(e) is KernelValue for e in idx):
             idx = tuple(_concrete_index(e) if type(e) is KernelValue else e for e in idx)
-        entries = idx if isinstance(idx, tuple) else (idx,)
-        for e in entries:
-            if not (e is None or e is Ellipsis or isinstance(e, (slice, int, np.integer))):
+        for e in idx if isinstance(idx, tuple) else (idx,):
+            if not (e is None or e is Ellipsis
+                    or isinstance(e, (slice, Slice, int, np.integer))):
                 raise TypeError(f"{ref.name}.at[...] takes ints and slices (pl.ds), got {e!r}")
+        # checked as given: a pl.ds strictly, a Python slice as JAX reads it (_checked)
         checked = ref._checked(idx)
+        entries = checked if isinstance(checked, tuple) else (checked,)
         view = ref._buf[checked]
         if not isinstance(view, np.ndarray):  # all ints: NumPy gave a scalar copy
             view = ref._buf[(*entries, Ellipsis)]  # the trailing ... keeps a 0-d view

@@ -566,3 +566,13 @@ def test_a_call_without_aliasing_leaves_its_inputs_unchanged():
     assert np.all(x == 1), (
         "writing an input ref changes its VMEM buffer, never the caller's HBM array"
     )
+
+
+def test_a_ref_slice_that_selects_nothing_is_refused_naming_the_ref():
+    # JAX fails on one with a ZeroDivisionError while tracing; pallas_sim says why.
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[6:2, :].sum() + x_ref[...]
+
+    x = np.zeros((8, 128), np.float32)
+    with pytest.raises(IndexError, match="selects nothing on axis 0 of x_ref"):
+        pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
