@@ -1,21 +1,22 @@
 """TPU chips as data, per TensorCore: what the timeline model (:mod:`pallas_sim._src.timeline`)
 needs to turn a trace into time.
 
-Every number carries its source. Units: FLOP/s (or int ops/s), bytes/s, bytes.
+The numbers live in ``chips.toml`` beside this module, each with its source line; the
+model reads the ones marked ``used`` (:class:`Chip`), the others (clock, VPU shape,
+published figures that differ from the model's) are kept as :attr:`Chip.facts` for the
+calibration work (bench/notes/v5e.md). Units: Hz, FLOP/s (or int ops/s), bytes/s, bytes.
 
-- v5e: Google Cloud TPU docs, "TPU v5e" (docs.cloud.google.com/tpu/docs/v5e): one
-  TensorCore per chip with four MXUs, a vector unit and a scalar unit; 197 TFLOP/s bf16,
-  393 TOP/s int8, HBM 16 GiB at 819 GB/s. VMEM 128 MiB, SMEM 1 MiB, MXU 128 wide: JAX's
-  ``pltpu.get_tpu_info()`` table (jax/_src/pallas/mosaic/tpu_info.py, JAX 0.10.2).
-- v6e (Trillium): Google Cloud TPU docs, "TPU v6e" (docs.cloud.google.com/tpu/docs/v6e):
-  one TensorCore per chip with two 256x256 MXUs, a 128-lane x 8-sublane VPU, two XLUs;
-  918 TFLOP/s bf16, 1836 TOP/s int8, HBM 32 GB at 1638 GB/s. VMEM 128 MiB, SMEM 1 MiB,
-  fp8 at the bf16 rate: JAX's ``pltpu.get_tpu_info()`` table.
-- v7 (Ironwood, TPU7x), one TensorCore: the lecture's constants (lecture §4.2, slides
-  38-39): 1028.75 TFLOP/s bf16 and 3685.5 GB/s HBM per TensorCore; two TensorCores per
-  chip and FP8 at twice the bf16 rate (4614 vs 2307 TFLOP/s per chip): Google Cloud TPU
-  docs, "TPU7x (Ironwood)" (docs.cloud.google.com/tpu/docs/tpu7x). VMEM 64 MiB, SMEM
-  1 MiB, HBM 206 GB per chip, MXU 256 wide: JAX's ``pltpu.get_tpu_info()`` table.
+- v5e: Google Cloud TPU docs, "TPU v5e": one TensorCore per chip with four 128x128 MXUs;
+  197 TFLOP/s bf16, HBM 16 GiB at 819 GB/s; VMEM 128 MiB, SMEM 1 MiB: JAX's
+  ``pltpu.get_tpu_info()`` table; 1.5 GHz: "How to Scale Your Model".
+- v6e (Trillium): Google Cloud TPU docs, "TPU v6e": one TensorCore per chip with two
+  256x256 MXUs; 918 TFLOP/s bf16, 1836 TOP/s int8, HBM 32 GB at 1638 GB/s; VMEM 128 MiB,
+  SMEM 1 MiB, fp8 at the bf16 rate: JAX's table.
+- v7 (Ironwood, TPU7x), one TensorCore: the lecture's 1028.75 TFLOP/s bf16 and
+  3685.5 GB/s (lecture §4.2, slides 38-39; published: 2307 TFLOP/s and 7380 GB/s per
+  chip of two TensorCores, Cloud TPU7x docs, i.e. about 1154 TFLOP/s and 3690 GB/s per
+  core, JAX's table 1155 and 3700); FP8 at twice bf16; VMEM 64 MiB, SMEM 1 MiB: JAX's
+  table.
 
 Model assumptions (not from a datasheet, stated in docs/performance-model.md): float32
 matmuls run at the bf16 rate, as JAX's default matmul precision on TPU does
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import tomllib
+from pathlib import Path
 from typing import Any
 
 MiB = 1 << 20
@@ -46,6 +49,8 @@ class Chip:
       mxu_size: the MXU's width (128 or 256); mxus: MXUs per TensorCore.
       tensorcores: TensorCores per chip (parallel grid axes can split over them).
       sources: where the numbers come from.
+      facts: every per-TensorCore quantity ``chips.toml`` records for the chip, with its
+        source (clock, VPU shape, published figures the model does not use, ...).
     """
 
     name: str
@@ -58,6 +63,8 @@ class Chip:
     mxus: int
     tensorcores: int
     sources: tuple[str, ...]
+    facts: dict[str, Fact] = dataclasses.field(default_factory=dict, compare=False,
+                                               repr=False)
 
     @property
     def peak_bf16(self) -> float:
@@ -76,25 +83,70 @@ class Chip:
         return self.peak_flops.get(dtype) or self.peak_bf16
 
 
-_CLOUD_V5E = "Google Cloud TPU docs, TPU v5e: docs.cloud.google.com/tpu/docs/v5e"
-_CLOUD_V6E = "Google Cloud TPU docs, TPU v6e: docs.cloud.google.com/tpu/docs/v6e"
-_CLOUD_V7 = "Google Cloud TPU docs, TPU7x (Ironwood): docs.cloud.google.com/tpu/docs/tpu7x"
-_JAX_INFO = "JAX 0.10.2 pltpu.get_tpu_info() (jax/_src/pallas/mosaic/tpu_info.py)"
-_LECTURE = "lecture 13 §4.2 (slides 38-39): 1028.75 TFLOP/s, 3685.5 GB/s per TensorCore"
+#: The data file: every value with its source (see its header for the keys).
+DATA_FILE = Path(__file__).with_name("chips.toml")
 
-CHIPS: dict[str, Chip] = {
-    "v5e": Chip("v5e", {"bf16": 197e12, "int8": 393e12}, 819e9,
-                128 * MiB, 1 * MiB, 16 << 30, 128, 4, 1, (_CLOUD_V5E, _JAX_INFO)),
-    "v6e": Chip("v6e", {"bf16": 918e12, "int8": 1836e12, "fp8": 918e12},
-                1638e9, 128 * MiB, 1 * MiB, 32 * 10 ** 9, 256, 2, 1, (_CLOUD_V6E, _JAX_INFO)),
-    "v7": Chip("v7", {"bf16": 1028.75e12, "fp8": 2 * 1028.75e12},
-               3685.5e9, 64 * MiB, 1 * MiB, 206 * 10 ** 9 // 2, 256, 2, 2,
-               (_LECTURE, _CLOUD_V7, _JAX_INFO)),
-}
 
-#: Other spellings accepted for a chip.
-ALIASES = {"ironwood": "v7", "tpu7x": "v7", "v7x": "v7", "trillium": "v6e",
-           "v5litepod": "v5e", "v5lite": "v5e"}
+@dataclasses.dataclass(frozen=True)
+class Fact:
+    """One per-TensorCore quantity of a chip as ``chips.toml`` records it.
+
+    Attributes:
+      value: the number the model takes (None when nothing published gives it).
+      source: where ``value`` comes from.
+      used: whether the timeline model reads it (its predictions depend on it).
+      published, published_source: a published figure that differs from ``value``.
+      implied, implied_by: a figure derived from other values (an inference, never
+        read by the model).
+      note: what a reader must know besides.
+    """
+
+    value: float | None = None
+    source: str = ""
+    used: bool = False
+    published: float | None = None
+    published_source: str = ""
+    implied: float | None = None
+    implied_by: str = ""
+    note: str = ""
+
+
+def _load(path: Path = DATA_FILE) -> tuple[dict[str, str], dict[str, dict[str, Fact]],
+                                           dict[str, str]]:
+    """``chips.toml``: the sources by key, each chip's facts by name, and the aliases."""
+    with path.open("rb") as f:
+        raw = tomllib.load(f)
+    sources = dict(raw.pop("sources"))
+    facts: dict[str, dict[str, Fact]] = {}
+    aliases: dict[str, str] = {}
+    for name, table in raw.items():
+        aliases.update({alias: name for alias in table.pop("aliases", ())})
+        facts[name] = {key: Fact(**entry) for key, entry in table.items()}
+    return sources, facts, aliases
+
+
+def _chip(name: str, facts: dict[str, Fact], sources: dict[str, str]) -> Chip:
+    """The :class:`Chip` the model uses, from the facts marked ``used``."""
+    def value(key: str) -> float:
+        fact = facts[key]
+        if fact.value is None or not fact.used:
+            raise ValueError(f"chips.toml: {name}.{key} is not a value the model uses")
+        return fact.value
+
+    rates = {"bf16": "peak_bf16_flops", "int8": "peak_int8_ops", "fp8": "peak_fp8_flops"}
+    peaks = {dtype: value(key) for dtype, key in rates.items()
+             if key in facts and facts[key].used}
+    cited = [k for k in sources if any(k in f.source for f in facts.values() if f.used)]
+    return Chip(name, peaks, value("hbm_bandwidth"), int(value("vmem_bytes")),
+                int(value("smem_bytes")), int(value("hbm_bytes")), int(value("mxu_size")),
+                int(value("mxus")), int(value("tensorcores_per_chip")),
+                tuple(sources[k] for k in cited), facts)
+
+
+SOURCES, FACTS, ALIASES = _load()
+CHIPS: dict[str, Chip] = {name: _chip(name, facts, SOURCES) for name, facts in FACTS.items()}
+"""The chips the model knows, built from :data:`DATA_FILE`. Other spellings accepted for a
+chip are :data:`ALIASES`."""
 
 
 class UnknownChipError(ValueError):
