@@ -1,6 +1,6 @@
 """``pallas-lab profile``: predicted TPU time of a file's kernels (pallas_sim.estimate).
 
-The command's options are its own: ``kernel_profile.main`` of ``graders.reports`` parses
+The command's options are its own: ``kernel_profile.main`` of ``graders.student`` parses
 every argument after the command's name, ``--help`` included.
 """
 
@@ -22,6 +22,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(argv: Sequence[str]) -> int:
     """Run the command on ``argv``, the arguments after its name; returns the exit status."""
-    from graders.reports import kernel_profile
+    from graders.student import kernel_profile
 
     return int(kernel_profile.main(list(argv)) or 0)

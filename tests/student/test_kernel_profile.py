@@ -10,7 +10,7 @@ import pytest
 
 import pallas_sim
 from graders.cli import main as cli
-from graders.reports import kernel_profile
+from graders.student import kernel_profile, profile_pictures, profile_runs, profile_text
 from pallas_sim import jax, jnp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,15 +26,15 @@ def _module(path: Path):
 
 
 def test_shapes_and_keywords_parse():
-    s = kernel_profile.parse_shape("bf16[4096, 7168]")
+    s = profile_runs.parse_shape("bf16[4096, 7168]")
     assert s.shape == (4096, 7168) and s.dtype == jnp.bfloat16
-    assert kernel_profile.parse_shape("f32[]").shape == ()
+    assert profile_runs.parse_shape("f32[]").shape == ()
     with pytest.raises(ValueError, match="DTYPE"):
-        kernel_profile.parse_shape("q16[3]")
-    assert kernel_profile.parse_kwargs(["block_shape=(512, 512, 256)", "causal=True"]) == {
+        profile_runs.parse_shape("q16[3]")
+    assert profile_runs.parse_kwargs(["block_shape=(512, 512, 256)", "causal=True"]) == {
         "block_shape": (512, 512, 256), "causal": True}
     with pytest.raises(ValueError, match="NAME=VALUE"):
-        kernel_profile.parse_kwargs(["oops"])
+        profile_runs.parse_kwargs(["oops"])
 
 
 def test_profile_prints_the_estimates_table(capsys):
@@ -74,8 +74,8 @@ def test_a_configuration_that_does_not_fit_vmem_reports_the_real_error(capsys):
 def test_splash_block_map_is_the_lectures_picture():
     a5 = _module(A5)
     info = a5.build_mask_info(a5.causal_mask(8), 2, 2)
-    assert kernel_profile.render_block_map(info) == "P · · ·\nF P · ·\nF F P ·\nF F F P"
-    assert kernel_profile.mask_info_of((1, info)) is info
+    assert profile_text.render_block_map(info) == "P · · ·\nF P · ·\nF F P ·\nF F F P"
+    assert profile_text.mask_info_of((1, info)) is info
 
 
 def test_png_pictures_are_written(tmp_path, capsys):
@@ -135,7 +135,7 @@ def test_png_titles_name_the_profiled_configuration_and_have_legends(tmp_path, m
                         or legend(self, *a, **k))
     x = jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16)
     est = pallas_sim.estimate(lambda a, b: _module(A3).matmul(a, b), x, x)
-    paths = kernel_profile.write_pngs(est, tmp_path, "m", None, "matmul 1024² (my blocks)")
+    paths = profile_pictures.write_pngs(est, tmp_path, "m", None, "matmul 1024² (my blocks)")
     assert len(paths) == 2 and all(p.stat().st_size > 0 for p in paths)
     assert len(titles) == 2 and all(t.startswith("matmul 1024² (my blocks)") for t in titles)
     assert not any("<lambda>" in t for t in titles)
