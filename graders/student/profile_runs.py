@@ -105,7 +105,8 @@ def lecture_runs(module: ModuleType, stem: str) -> list[ProfileRun]:
                 for b in (512, 1024)]
     if stem.startswith("a4"):
         q, v = sds((128, 4096, 192), jnp.bfloat16), sds((128, 4096, 128), jnp.bfloat16)
-        return [ProfileRun(f"flash bq {bq}, bkv {bkv}{' + MLE' if mle else ''} (§5.3-5.4)",
+        return [ProfileRun(f"flash_attention bq {bq}, bkv {bkv}{' + MLE' if mle else ''} "
+                           "(§5.3-5.4)",
                            "flash_attention",
                            lambda bq=bq, bkv=bkv, mle=mle: (
                                (q, q, v), {"block_q": bq, "block_kv": bkv,
@@ -119,7 +120,8 @@ def lecture_runs(module: ModuleType, stem: str) -> list[ProfileRun]:
             info = module.build_mask_info(module.causal_mask(8192), 1024, 1024)
             return (q, q, v, info), {}
 
-        return [ProfileRun("splash causal L 8192, block 1024 (§6.5)", "splash_attention",
+        return [ProfileRun("splash_attention causal L 8192, block 1024 (§6.5)",
+                           "splash_attention",
                            splash_arguments,
                            "building the MaskInfo: build_mask_info(causal_mask(8192), "
                            "1024, 1024)")]

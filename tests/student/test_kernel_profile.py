@@ -157,3 +157,53 @@ def test_a_block_shape_a_tpu_compile_refuses_is_refused_naming_the_rule(capsys):
     out = capsys.readouterr().out
     assert "warning: a TPU compile would refuse" in out and "rule '(8, 128) tiling'" in out
     assert "MosaicLoweringError" not in out
+
+
+def _saved_pictures(monkeypatch) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    """Record, for each figure saved, its file name and per axes (title, legend texts)."""
+    from matplotlib.figure import Figure
+
+    saved: list[tuple[str, list[tuple[str, list[str]]]]] = []
+    savefig = Figure.savefig
+
+    def record(self, path, *args, **kwargs):
+        saved.append((Path(path).name, [
+            (ax.get_title(), [t.get_text() for t in ax.get_legend().get_texts()]
+             if ax.get_legend() is not None else []) for ax in self.axes]))
+        return savefig(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    return saved
+
+
+def test_every_png_names_the_function_its_configuration_and_grid_with_a_legend(
+        tmp_path, monkeypatch, capsys):
+    """``pallas-lab profile --function matmul --png`` titled its pictures "matmul" only
+    (neither the block shape nor the grid: two runs' pictures could not be told apart),
+    and Splash's block map was titled "Splash tiles: ..." with no function, no
+    configuration and no legend. Now each picture's title names the function, the
+    configuration given and the call's grid, and each has a legend of its marks."""
+    pytest.importorskip("matplotlib")
+    saved = _saved_pictures(monkeypatch)
+    argv = ["profile", str(A3), "--function", "matmul", "--shapes", "bf16[1024,1024]",
+            "bf16[1024,1024]", "--kw", "block_shape=(512, 512, 512)", "--png", str(tmp_path)]
+    assert cli.main(argv) == 0
+    assert len(saved) == 2, saved
+    for name, axes in saved:
+        (title, legend), = axes
+        assert "matmul(bf16[1024,1024], bf16[1024,1024], block_shape=(512, 512, 512))" \
+            in title, (name, title)
+        assert "grid (2, 2, 2)" in title and "<lambda>" not in title, (name, title)
+        assert legend, f"{name} has no legend"
+    saved.clear()
+    assert cli.main(["profile", str(A5), "--png", str(tmp_path)]) == 0
+    block_map = [axes for name, axes in saved if name.endswith("_blockmap.png")]
+    assert len(block_map) == 1, saved
+    (title, legend), = block_map[0]
+    assert "splash_attention" in title and "block 1024" in title, title
+    assert "grid (" in title, title
+    assert [t.split(" ")[0] for t in legend] == ["full", "partial", "skipped"], legend
+    for name, axes in saved:
+        assert all(t.startswith("splash_attention") for t, _ in axes) and all(
+            lg for _, lg in axes), (
+            name, axes)
