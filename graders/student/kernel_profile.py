@@ -95,9 +95,9 @@ def load_file(path: Path) -> ModuleType:
     try:
         source, _ = module_source(path)
     except NotebookError as exc:
-        text = str(exc)
+        text = terminal_text(str(exc))  # names the file itself, perhaps already "cannot read"
         raise ProfileInputError(text if text.startswith("cannot read ") else
-                                f"cannot read {name}: {terminal_text(text)}", 2) from None
+                                f"cannot read {name}: {text}", 2) from None
     except UnicodeDecodeError as exc:
         raise ProfileInputError(
             f"cannot read {name}: not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at "
@@ -155,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             fargs, fkwargs = run.arguments()
         except Exception as exc:  # noqa: BLE001 - the file's own code, building the inputs
-            print(f"   {type(exc).__name__}: {terminal_text(str(exc))} ({run.building})")
+            while_ = f" ({run.building})" if run.building else ""
+            print(f"   {type(exc).__name__}: {terminal_text(str(exc))}{while_}")
             status = 1
             continue
         try:
@@ -192,7 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for path in write_pngs(est, args.png, stem, info, label):
                     print(f"   wrote {path}")
             except ImportError:
-                print("pallas-lab profile: --png needs matplotlib: pip install "
-                      "'pallas-lab[plot]'", file=sys.stderr)
+                print("pallas-lab profile: --png needs matplotlib, which is not installed "
+                      "here; install the plot extra (pip install '.[plot]' in the bundle's or "
+                      "repository's folder)", file=sys.stderr)
                 return 2
     return status

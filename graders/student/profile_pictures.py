@@ -127,7 +127,7 @@ def write_pngs(est: pallas_sim.Estimate, out: Path, stem: str, info: Any,
     Returns the files written.
 
     Raises:
-      ImportError: matplotlib is not installed (``pip install 'pallas-lab[plot]'``).
+      ImportError: matplotlib is not installed (the ``plot`` extra).
       OSError: ``out`` cannot be made or written.
     """
     import matplotlib

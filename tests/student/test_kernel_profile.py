@@ -4,6 +4,7 @@ and bad input (unknown chip, shapes, an OOM configuration)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,15 @@ def test_every_png_names_the_function_its_configuration_and_grid_with_a_legend(
         assert all(t.startswith("splash_attention") for t, _ in axes) and all(
             lg for _, lg in axes), (
             name, axes)
+
+
+def test_png_without_matplotlib_says_which_extra_in_one_line(tmp_path, monkeypatch, capsys):
+    """The bundle's package is not called pallas-lab, so the hint names the extra and the
+    folder to install it from rather than 'pallas-lab[plot]'."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    argv = ["profile", str(A3), "--function", "matmul", "--shapes", "bf16[256,256]",
+            "bf16[256,256]", "--kw", "block_shape=(128, 128, 128)", "--png", str(tmp_path)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "install the plot extra" in err, err
+    assert not list(tmp_path.glob("*.png"))
