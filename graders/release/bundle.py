@@ -9,14 +9,15 @@
   answers and fidelity cases; never its ``hidden/`` folder: the hidden checks and the
   grader's ``harness.py``, whose standard calls are the wrapper tasks' answers) and
   ``graders/student/`` (
-  self-check, notebook conversion, the ``check``/``status`` commands), the
+  self-check, notebook conversion, the ``check``/``status``/``profile`` commands), the
   program ``python -m graders.fidelity.run`` that ``check --backend jax``
   starts, and every repository module those import, transitively, read from
   their ASTs (today: ``graders/course/catalog.py``, ``graders/harnesses/``,
   ``graders/worker/static_check.py`` with ``graders/worker/policy/``, and
   ``graders/fidelity/``), with each package's ``__init__.py``;
-* a ``pyproject.toml`` whose ``pallas-lab`` command has ``check`` and
-  ``status`` only, and a student ``README.md``.
+* a ``pyproject.toml`` whose ``pallas-lab`` command has ``check``, ``status`` and
+  ``profile`` (``graders.student.cli``), with the extras ``jax`` and ``plot``, and a
+  student ``README.md``.
 
 Left out on purpose, and refused should the rule ever reach them (:data:`HIDDEN`):
 ``reference/``, ``solutions/``, the hidden checks' framework (``graders/checking/`` but
@@ -202,6 +203,7 @@ dependencies = {dependencies}
 
 [project.optional-dependencies]
 jax = {jax_dependencies}
+plot = {plot_dependencies}
 
 [project.scripts]
 pallas-lab = "graders.student.cli:main"
@@ -211,6 +213,9 @@ include = ["pallas_sim*", "graders*"]
 """
 #: The ``jax`` extra: CPU JAX of the version pallas_sim mirrors (as the repository's own).
 JAX_DEPENDENCIES = ["jax>=0.10,<0.11", "jaxlib>=0.10,<0.11"]
+#: The ``plot`` extra: ``pallas-lab profile --png`` draws with matplotlib (as the
+#: repository's own ``plot`` extra).
+PLOT_DEPENDENCIES = ["matplotlib>=3.7"]
 DEPENDENCIES = ["numpy>=1.26", "ml_dtypes>=0.4", "hypothesis>=6.100", "rich>=13",
                 "nbformat>=5.9", "RestrictedPython>=8.0"]
 
@@ -253,6 +258,19 @@ expected and got) or `not started`. Passing them is a good sign, not the
 grade: the course's grader runs more checks, in a separate process, on a
 fixed set of inputs. In a notebook, cells that only display, plot or test are
 set aside by the grader; `check` tells you when it sets aside an import.
+
+## How fast would it be on a TPU?
+
+```bash
+pallas-lab profile assignments/a3_matmul.py     # a3, a4, a5: the lecture's configurations
+pallas-lab profile assignments/a3_matmul.ipynb --function matmul \\
+    --shapes 'bf16[4096,7168]' 'bf16[7168,18432]' --kw "block_shape=(1024, 1024, 1024)"
+```
+
+`profile` runs your wrapper and kernel on shapes only and predicts each pallas_call's
+time, MFU, HBM utilisation, bound and VMEM on a v5e, v6e or v7 (`--chip`). With
+`--png DIR` it also draws the first steps' timeline, the roofline point and, for
+Splash, the block map; install the extra for that once: `.venv/bin/pip install '.[plot]'`.
 
 ## Submit
 
@@ -312,8 +330,10 @@ def write_bundle(dest: str | Path, *, root: str | Path | None = None,
                                     encoding="utf-8")
     deps = "[" + ", ".join(f'"{d}"' for d in DEPENDENCIES) + "]"
     jax_deps = "[" + ", ".join(f'"{d}"' for d in JAX_DEPENDENCIES) + "]"
+    plot_deps = "[" + ", ".join(f'"{d}"' for d in PLOT_DEPENDENCIES) + "]"
     (dest / "pyproject.toml").write_text(PYPROJECT.format(version=version, dependencies=deps,
-                                                          jax_dependencies=jax_deps),
+                                                          jax_dependencies=jax_deps,
+                                                          plot_dependencies=plot_deps),
                                          encoding="utf-8")
     leaked = [part for part in HIDDEN if (dest / part).exists()]
     if leaked:  # pragma: no cover - shipped_files refuses them first

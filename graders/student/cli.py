@@ -1,10 +1,12 @@
-"""The student's commands: ``pallas-lab check`` and ``pallas-lab status``.
+"""The student's commands: ``pallas-lab check``, ``pallas-lab status`` and, in the
+student bundle, ``pallas-lab profile``.
 
 ::
 
     pallas-lab check [FILE ...] [--task N.M] [--assignment aN] [--timeout S]
                      [--backend pallas_sim|jax]
     pallas-lab status [FOLDER]
+    pallas-lab profile FILE [...]        # graders.student.kernel_profile
 
 ``check`` runs the public checks (``graders.student.selfcheck``) of each FILE
 (default: every handout found in the current folder or ``assignments/``);
@@ -17,7 +19,9 @@ status of ``check``: 0 when every task checked passed, 1 otherwise, 2 for
 usage errors; ``status`` exits 0, or 2 when it finds no handout at all.
 
 The main CLI (``graders.cli.main``) mounts these subcommands with
-:func:`add_commands`; the student bundle's ``pallas-lab`` is :func:`main`.
+:func:`add_commands` (and ``profile`` from ``graders.cli.profile``, with
+:func:`add_profile_command` and :func:`run_profile`); the student bundle's ``pallas-lab`` is
+:func:`main`, with the same three.
 Other check backends plug in through :func:`add_check_arguments` (new
 options) and :data:`CHECK_BACKENDS` (name -> runner).
 """
@@ -257,12 +261,40 @@ def run_status(args: argparse.Namespace, con: Console, err: Console | None = Non
     return EXIT_OK
 
 
+#: ``pallas-lab profile``'s one-line help, in both command lines' lists of commands.
+PROFILE_HELP = "predicted TPU time of a file's kernels (pallas_sim.estimate)"
+
+
+def add_profile_command(commands: argparse._SubParsersAction) -> None:
+    """Add ``profile`` to a subcommand parser; its arguments are its own
+    (``graders.student.kernel_profile`` parses everything after the command's name)."""
+    commands.add_parser("profile", add_help=False, help=PROFILE_HELP)
+
+
+def run_profile(argv: Sequence[str]) -> int:
+    """``pallas-lab profile`` on ``argv``, the arguments after its name; returns the exit
+    status (``graders.student.kernel_profile.main``). Imported when run: listing the
+    commands loads neither pallas_sim nor matplotlib."""
+    from graders.student import kernel_profile
+
+    return int(kernel_profile.main(list(argv)) or 0)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``pallas-lab`` of the student bundle: ``check`` and ``status`` only."""
+    """``pallas-lab`` of the student bundle: ``check``, ``status`` and ``profile``; returns
+    the exit status (2 for usage errors)."""
     parser = argparse.ArgumentParser(
-        prog="pallas-lab", description="Check your Pallas exercises with the public checks.")
-    add_commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        prog="pallas-lab", description="Check your Pallas exercises with the public checks "
+                                       "and predict their kernels' time on a TPU.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_commands(commands)
+    add_profile_command(commands)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "profile":
+        return run_profile(argv[argv.index("profile") + 1:])
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     con, err = Console(), Console(stderr=True)
     if args.command == "check":
         return run_check(args, con, err)

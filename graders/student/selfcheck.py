@@ -134,10 +134,11 @@ class FileReport:
 def module_source(path: Path) -> tuple[str, list[str]]:
     """The module text of a ``.py`` or ``.ipynb`` file and warnings about it.
 
-    Raises ``OSError``/``ValueError`` (``NotebookError``) when it cannot be read.
+    Raises ``OSError``/``ValueError`` (``NotebookError``; ``UnicodeDecodeError`` for a
+    ``.py`` that is not UTF-8) when it cannot be read.
     """
     warnings: list[str] = []
-    if path.suffix == ".ipynb":
+    if path.suffix.casefold() == ".ipynb":
         from graders.student.notebook import notebook_to_module
 
         converted = notebook_to_module(path)
@@ -155,11 +156,26 @@ def module_source(path: Path) -> tuple[str, list[str]]:
 def load_module(path: Path, stem: str) -> tuple[types.ModuleType, list[str]]:
     """Import the student's file as module ``stem``; raises what the import raises."""
     source, warnings = module_source(path)
+    return run_code(compile_source(source, path), path, stem), warnings
+
+
+def compile_source(source: str, path: Path) -> types.CodeType:
+    """``source``, the module text of the file at ``path`` (from :func:`module_source`),
+    compiled.
+
+    Raises:
+      SyntaxError: the text does not parse; ValueError: it holds a null byte.
+    """
+    return compile(source, str(path), "exec")
+
+
+def run_code(code: types.CodeType, path: Path, stem: str) -> types.ModuleType:
+    """Module ``stem`` made by running ``code`` (:func:`compile_source` of the file at
+    ``path``); raises whatever the file's top-level code raises."""
     module = types.ModuleType(stem)
     module.__file__ = str(path)
-    code = compile(source, str(path), "exec")
     exec(code, module.__dict__)  # noqa: S102 - the student's own code, on their own machine
-    return module, warnings
+    return module
 
 
 # -- the in-process Api ---------------------------------------------------------------------------

@@ -53,15 +53,17 @@ class Estimate:
 
     def __repr__(self) -> str:
         """One line per call instead of every step's op counts: the chip, the predicted
-        total, then per call its name, grid, time, MFU, HBM utilisation and VMEM peak
-        (the full records stay in ``calls`` and ``timelines``)."""
+        total, then per call its name, grid, time, grid steps, the bound of most steps, MFU,
+        HBM utilisation and VMEM peak (the full records stay in ``calls`` and
+        ``timelines``)."""
         lines = [f"Estimate(chip={self.chip.name}, calls={len(self.calls)}, "
                  f"time={self.time_s * 1e3:.4g} ms)"]
         for i, call in enumerate(self.calls):
             line = f"  {call.name} grid={tuple(call.grid)}"
             if i < len(self.timelines):
                 t = self.timelines[i]
-                line += (f": {t.time_s * 1e3:.4g} ms, MFU {t.mfu:.1%}, HBM "
+                line += (f": {t.time_s * 1e3:.4g} ms, {t.num_steps} steps, "
+                         f"{t.dominant_bound}-bound, MFU {t.mfu:.1%}, HBM "
                          f"{t.hbm_utilisation:.1%}, VMEM {t.vmem_bytes / 2**20:.3g} of "
                          f"{t.vmem_limit_bytes / 2**20:.3g} MiB")
             lines.append(line)

@@ -144,6 +144,25 @@ class Timeline:
     writeback_end: np.ndarray
     core: np.ndarray
 
+    def __repr__(self) -> str:
+        """A few lines instead of the sixteen per-step arrays (every field stays an
+        attribute): the call, chip and predicted time; grid steps and their bound; HBM
+        traffic, MFU and arithmetic intensity; the VMEM peak against its limit."""
+        counts = self.bound_counts()
+        bound = self.dominant_bound
+        return "\n".join([
+            f"Timeline({self.name!r} on {self.chip}, {self.cores} core(s): predicted "
+            f"{self.time_s * 1e3:.4g} ms)",
+            f"  {self.num_steps} grid steps, {bound}-bound ({counts[bound]} of "
+            f"{self.num_steps}; compute {counts['compute']}, memory {counts['memory']}, "
+            f"overhead {counts['overhead']})",
+            f"  HBM {self.hbm_bytes / 2**20:.4g} MiB at {self.hbm_utilisation:.1%} of the "
+            f"bandwidth; MFU {self.mfu:.1%}; {self.arithmetic_intensity:.4g} FLOP/B vs "
+            f"ridge {self.ridge_point:.4g}",
+            f"  VMEM {self.vmem_bytes / 2**20:.3g} of {self.vmem_limit_bytes / 2**20:.3g} "
+            f"MiB (chip: {self.vmem_capacity_bytes / 2**20:.3g} MiB)",
+        ])
+
     @property
     def num_steps(self) -> int:
         """Grid steps."""

@@ -1,6 +1,6 @@
 """Red-team pass after the reorganisation: ``pallas-lab profile`` on a file it cannot load.
 
-The command's own contract (``graders.reports.kernel_profile.main``): "returns the exit
+The command's own contract (``graders.student.kernel_profile.main``): "returns the exit
 status (2: bad input)". A FILE that does not compile (a syntax error, bytes that are not
 UTF-8) is bad input, but ``load_module`` runs outside any ``try``: the TA gets a Python
 traceback and exit status 1, the status the CLI reserves for a grader failure.

@@ -12,6 +12,7 @@ import ast
 import shutil
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from graders.release.bundle import (
     HIDDEN,
     JAX_DEPENDENCIES,
     LABS,
+    PLOT_DEPENDENCIES,
     lab_hidden,
     shipped_files,
     write_bundle,
@@ -79,9 +81,10 @@ def test_bundle_installs_and_checks_without_hidden_parts(tmp_path: Path) -> None
     assert handout.returncode == 0 and "a5 Splash Attention" in handout.stdout
 
 
-#: Import names of the bundle's declared dependencies (``DEPENDENCIES``, the jax extra).
+#: Import names of the bundle's declared dependencies (``DEPENDENCIES``, the jax and plot
+#: extras).
 DECLARED = {"numpy", "ml_dtypes", "hypothesis", "rich", "nbformat", "RestrictedPython",
-            "jax", "jaxlib"}
+            "jax", "jaxlib", "matplotlib"}
 
 
 def _resolves(bundle: Path, module: str) -> bool:
@@ -117,7 +120,7 @@ def test_every_shipped_file_imports_only_shipped_files_or_declared_dependencies(
     sources = sorted(p for p in bundle.rglob("*.py") if "assignments" not in p.parts)
     assert len(sources) > 40, sources
     declared = {d.split(">")[0].split("<")[0].split("=")[0]
-                for d in (*DEPENDENCIES, *JAX_DEPENDENCIES)}
+                for d in (*DEPENDENCIES, *JAX_DEPENDENCIES, *PLOT_DEPENDENCIES)}
     assert {d.lower() for d in declared} == {d.lower() for d in DECLARED}
     problems = []
     for path in sources:
@@ -203,9 +206,9 @@ def test_a_public_file_that_imports_a_hidden_one_is_refused(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_the_installed_commands_run_with_relative_paths_and_without_the_jax_extra(
         tmp_path: Path) -> None:
-    """``pallas-lab check FILE``, ``status`` and ``check --backend jax`` from a fresh venv
-    without the jax extra (one line, exit 2); with the extra it is
-    tests/fidelity/test_check_backend.py's bundle test."""
+    """``pallas-lab check FILE``, ``status``, ``profile`` on a handout notebook and
+    ``check --backend jax`` from a fresh venv without the jax extra (one line, exit 2);
+    with the extra it is tests/fidelity/test_check_backend.py's bundle test."""
     bundle = write_bundle(tmp_path / "bundle")
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
@@ -230,3 +233,49 @@ def test_the_installed_commands_run_with_relative_paths_and_without_the_jax_extr
     assert jax.returncode == 2, jax.stdout + jax.stderr
     assert jax.stdout == "" and jax.stderr.count("\n") == 1, jax.stderr
     assert "--backend jax needs JAX" in jax.stderr and "Traceback" not in jax.stderr
+    profile = run("profile", "assignments/a3_matmul.ipynb")
+    assert profile.returncode == 1 and "Traceback" not in profile.stderr, (
+        profile.stdout + profile.stderr)
+    assert "== matmul 512³ blocks (§4.2) on v7" in profile.stdout, profile.stdout
+    assert "NotImplementedError: Need to implement for Task 3.2" in profile.stdout
+
+
+def test_the_unpacked_bundle_profiles_a_notebook_with_its_own_pallas_lab(tmp_path: Path) -> None:
+    """The student guide sends students to ``pallas-lab profile``, but the bundle's
+    ``pallas-lab`` (``graders.student.cli:main``) had only ``check`` and ``status``:
+    "invalid choice: 'profile'". Now it profiles a notebook from the unpacked bundle, its
+    modules the bundle's own (not the repository's), with nothing hidden shipped."""
+    bundle = write_bundle(tmp_path / "bundle")
+    for part in ("graders/student/kernel_profile.py", "graders/student/profile_runs.py",
+                 "graders/student/profile_text.py", "graders/student/profile_pictures.py"):
+        assert (bundle / part).is_file(), f"the bundle lacks {part}"
+    for hidden in HIDDEN:
+        assert not (bundle / hidden).exists(), f"the bundle ships {hidden}"
+    jupytext.write(jupytext.read(ROOT / "solutions" / "a3_matmul.py"),
+                   bundle / "a3_matmul.ipynb")
+    # python -S with the bundle and this interpreter's site-packages on the path: the
+    # installed packages import, but no .pth file runs, so the repository's own editable
+    # install cannot lend the bundle a module it does not ship
+    packages = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join([str(bundle), *sorted(packages)]),
+           "COLUMNS": "200", "HOME": str(tmp_path), "NO_COLOR": "1"}
+    python = [sys.executable, "-S"]
+    probe = ("import graders.student.kernel_profile as k, importlib.util as u; print(k.__file__);"
+             " print([m for m in ('graders.grading', 'graders.checking.framework', "
+             "'graders.reports') if u.find_spec(m)])")
+    where = subprocess.run([*python, "-c", probe], cwd=bundle, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert where.returncode == 0, where.stderr
+    assert where.stdout.splitlines() == [str(bundle / "graders/student/kernel_profile.py"),
+                                         "[]"], where.stdout
+    run = subprocess.run([*python, "-m", "graders.student.cli", "profile",
+                          "a3_matmul.ipynb", "--function", "matmul", "--shapes",
+                          "bf16[1024,1024]", "bf16[1024,1024]", "--kw",
+                          "block_shape=(512, 512, 512)"],
+                         cwd=bundle, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "== matmul(bf16[1024,1024], bf16[1024,1024], block_shape=(512, 512, 512))" \
+        in run.stdout and "roofline:" in run.stdout and "MXU |" in run.stdout, run.stdout
+    helped = subprocess.run([*python, "-m", "graders.student.cli", "--help"],
+                            cwd=bundle, env=env, capture_output=True, text=True, timeout=120)
+    assert "profile" in helped.stdout, helped.stdout

@@ -322,3 +322,26 @@ def test_an_estimate_prints_one_line_per_call_not_every_steps_op_counts() -> Non
     assert lines[0].startswith("Estimate(chip=v5e, calls=1, time=")
     assert f"grid={tuple(found.last.grid)}" in lines[1] and "MFU" in lines[1]
     assert f"{found.time_s * 1e3:.4g} ms" in lines[0]
+
+
+def test_an_estimates_timeline_prints_a_few_lines_not_its_per_step_arrays() -> None:
+    """``est.timelines[0]`` (the predicted timeline of a call, what a student looks at
+    next) printed as the dataclass's repr: sixteen per-step arrays, 88 KB for the lecture's
+    a3 matmul with 1024³ blocks (504 steps; numpy prints up to 1000 values in full). Now a
+    few lines: predicted time, bound, HBM and VMEM, grid steps; every field stays an
+    attribute."""
+    x = jax.ShapeDtypeStruct((4096, 7168), jnp.bfloat16)
+    y = jax.ShapeDtypeStruct((7168, 18432), jnp.bfloat16)
+    found = pallas_sim.estimate(A3.matmul, x, y, block_shape=(1024, 1024, 1024))
+    timeline = found.timelines[0]
+    text = repr(timeline)
+    assert len(text) < 600 and len(text.splitlines()) <= 6, f"{len(text)} characters:\n{text}"
+    assert "504 grid steps" in text, text
+    assert f"{timeline.time_s * 1e3:.4g} ms" in text, text
+    assert f"{timeline.dominant_bound}-bound" in text, text
+    assert "HBM" in text and "VMEM" in text and "MFU" in text, text
+    assert len(repr(found.timelines)) < 700, "a list of timelines prints each in a few lines"
+    assert timeline.dma_start.shape == (504,) and timeline.bound.shape == (504,)
+    assert str(timeline) == text
+    lines = repr(found).splitlines()
+    assert "504 steps" in lines[1] and f"{timeline.dominant_bound}-bound" in lines[1], lines

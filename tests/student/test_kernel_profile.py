@@ -4,13 +4,14 @@ and bad input (unknown chip, shapes, an OOM configuration)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
 import pallas_sim
 from graders.cli import main as cli
-from graders.reports import kernel_profile
+from graders.student import kernel_profile, profile_pictures, profile_runs, profile_text
 from pallas_sim import jax, jnp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,15 +27,15 @@ def _module(path: Path):
 
 
 def test_shapes_and_keywords_parse():
-    s = kernel_profile.parse_shape("bf16[4096, 7168]")
+    s = profile_runs.parse_shape("bf16[4096, 7168]")
     assert s.shape == (4096, 7168) and s.dtype == jnp.bfloat16
-    assert kernel_profile.parse_shape("f32[]").shape == ()
+    assert profile_runs.parse_shape("f32[]").shape == ()
     with pytest.raises(ValueError, match="DTYPE"):
-        kernel_profile.parse_shape("q16[3]")
-    assert kernel_profile.parse_kwargs(["block_shape=(512, 512, 256)", "causal=True"]) == {
+        profile_runs.parse_shape("q16[3]")
+    assert profile_runs.parse_kwargs(["block_shape=(512, 512, 256)", "causal=True"]) == {
         "block_shape": (512, 512, 256), "causal": True}
     with pytest.raises(ValueError, match="NAME=VALUE"):
-        kernel_profile.parse_kwargs(["oops"])
+        profile_runs.parse_kwargs(["oops"])
 
 
 def test_profile_prints_the_estimates_table(capsys):
@@ -74,8 +75,8 @@ def test_a_configuration_that_does_not_fit_vmem_reports_the_real_error(capsys):
 def test_splash_block_map_is_the_lectures_picture():
     a5 = _module(A5)
     info = a5.build_mask_info(a5.causal_mask(8), 2, 2)
-    assert kernel_profile.render_block_map(info) == "P · · ·\nF P · ·\nF F P ·\nF F F P"
-    assert kernel_profile.mask_info_of((1, info)) is info
+    assert profile_text.render_block_map(info) == "P · · ·\nF P · ·\nF F P ·\nF F F P"
+    assert profile_text.mask_info_of((1, info)) is info
 
 
 def test_png_pictures_are_written(tmp_path, capsys):
@@ -135,7 +136,7 @@ def test_png_titles_name_the_profiled_configuration_and_have_legends(tmp_path, m
                         or legend(self, *a, **k))
     x = jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16)
     est = pallas_sim.estimate(lambda a, b: _module(A3).matmul(a, b), x, x)
-    paths = kernel_profile.write_pngs(est, tmp_path, "m", None, "matmul 1024² (my blocks)")
+    paths = profile_pictures.write_pngs(est, tmp_path, "m", None, "matmul 1024² (my blocks)")
     assert len(paths) == 2 and all(p.stat().st_size > 0 for p in paths)
     assert len(titles) == 2 and all(t.startswith("matmul 1024² (my blocks)") for t in titles)
     assert not any("<lambda>" in t for t in titles)
@@ -157,3 +158,65 @@ def test_a_block_shape_a_tpu_compile_refuses_is_refused_naming_the_rule(capsys):
     out = capsys.readouterr().out
     assert "warning: a TPU compile would refuse" in out and "rule '(8, 128) tiling'" in out
     assert "MosaicLoweringError" not in out
+
+
+def _saved_pictures(monkeypatch) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    """Record, for each figure saved, its file name and per axes (title, legend texts)."""
+    from matplotlib.figure import Figure
+
+    saved: list[tuple[str, list[tuple[str, list[str]]]]] = []
+    savefig = Figure.savefig
+
+    def record(self, path, *args, **kwargs):
+        saved.append((Path(path).name, [
+            (ax.get_title(), [t.get_text() for t in ax.get_legend().get_texts()]
+             if ax.get_legend() is not None else []) for ax in self.axes]))
+        return savefig(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    return saved
+
+
+def test_every_png_names_the_function_its_configuration_and_grid_with_a_legend(
+        tmp_path, monkeypatch, capsys):
+    """``pallas-lab profile --function matmul --png`` titled its pictures "matmul" only
+    (neither the block shape nor the grid: two runs' pictures could not be told apart),
+    and Splash's block map was titled "Splash tiles: ..." with no function, no
+    configuration and no legend. Now each picture's title names the function, the
+    configuration given and the call's grid, and each has a legend of its marks."""
+    pytest.importorskip("matplotlib")
+    saved = _saved_pictures(monkeypatch)
+    argv = ["profile", str(A3), "--function", "matmul", "--shapes", "bf16[1024,1024]",
+            "bf16[1024,1024]", "--kw", "block_shape=(512, 512, 512)", "--png", str(tmp_path)]
+    assert cli.main(argv) == 0
+    assert len(saved) == 2, saved
+    for name, axes in saved:
+        (title, legend), = axes
+        assert "matmul(bf16[1024,1024], bf16[1024,1024], block_shape=(512, 512, 512))" \
+            in title, (name, title)
+        assert "grid (2, 2, 2)" in title and "<lambda>" not in title, (name, title)
+        assert legend, f"{name} has no legend"
+    saved.clear()
+    assert cli.main(["profile", str(A5), "--png", str(tmp_path)]) == 0
+    block_map = [axes for name, axes in saved if name.endswith("_blockmap.png")]
+    assert len(block_map) == 1, saved
+    (title, legend), = block_map[0]
+    assert "splash_attention" in title and "block 1024" in title, title
+    assert "grid (" in title, title
+    assert [t.split(" ")[0] for t in legend] == ["full", "partial", "skipped"], legend
+    for name, axes in saved:
+        assert all(t.startswith("splash_attention") for t, _ in axes) and all(
+            lg for _, lg in axes), (
+            name, axes)
+
+
+def test_png_without_matplotlib_says_which_extra_in_one_line(tmp_path, monkeypatch, capsys):
+    """The bundle's package is not called pallas-lab, so the hint names the extra and the
+    folder to install it from rather than 'pallas-lab[plot]'."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    argv = ["profile", str(A3), "--function", "matmul", "--shapes", "bf16[256,256]",
+            "bf16[256,256]", "--kw", "block_shape=(128, 128, 128)", "--png", str(tmp_path)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "install the plot extra" in err, err
+    assert not list(tmp_path.glob("*.png"))
