@@ -216,7 +216,7 @@ JAX_DEPENDENCIES = ["jax>=0.10,<0.11", "jaxlib>=0.10,<0.11"]
 #: The ``plot`` extra: ``pallas-lab profile --png`` draws with matplotlib (as the
 #: repository's own ``plot`` extra).
 PLOT_DEPENDENCIES = ["matplotlib>=3.7"]
-DEPENDENCIES = ["numpy>=1.26", "ml_dtypes>=0.4", "hypothesis>=6.100", "rich>=13",
+DEPENDENCIES = ["numpy>=1.26", "ml_dtypes>=0.7", "hypothesis>=6.100", "rich>=13",
                 "nbformat>=5.9", "RestrictedPython>=8.0"]
 
 README = """# Pallas exercises: student bundle
