@@ -173,3 +173,28 @@ def test_an_lms_format_without_a_roster_of_that_lms_is_refused_before_grading(
     err = " ".join(capsys.readouterr().err.split())
     assert expected in err and "nothing was graded" in err, err
     assert not (tmp_path / "c.csv").exists()
+
+
+def test_a_batch_writes_the_import_file_beside_its_results_with_the_late_policy_applied(
+        tmp_path: Path) -> None:
+    """A batch (``--jobs``) with a late policy: the results and gradebook.csv go to
+    ``<out>_results/``, and the import file holds the gradebook's final score (the real
+    a1 solution, two days late at 10% a day: 80), not the raw 100."""
+    from tests.helpers.late_class import DAY, DUE, DUE_EPOCH, STEM, _put, grade
+
+    klass = tmp_path / "class"
+    _put(klass / "jdoe" / f"{STEM}.py", solution=True, when=DUE_EPOCH + 2 * DAY - 60)
+    roster = write_roster(tmp_path / "canvas.csv", CANVAS.replace("A1 (123)",
+                                                                  "Pallas basics (123)"))
+    out = tmp_path / "to_canvas.csv"
+    run = grade(klass, "--jobs", "1", "--roster", roster, "--format", "canvas", "--out", out,
+                "--due", f"a1={DUE}", "--late-policy", "percent", "--late-rate", "10")
+    assert run.returncode == 0, run.stderr[-3000:]
+    with open(tmp_path / "to_canvas_results" / "gradebook.csv", newline="",
+              encoding="utf-8") as handle:
+        book = {r["student"]: r for r in csv.DictReader(handle)}
+    assert (book["jdoe"]["a1 raw"], book["jdoe"]["a1"]) == ("100", "80"), book["jdoe"]
+    points, rows = read_canvas_import(out)
+    assert points["Pallas basics (123)"] == "100", "the roster's own a1 column is updated"
+    assert {k: r["Pallas basics (123)"] for k, r in rows.items()} == {
+        "11": "", "12": "80", "13": ""}
