@@ -307,15 +307,14 @@ def _lms_path(args: argparse.Namespace) -> Path:
 
 
 def _write_lms(args: argparse.Namespace, results: Sequence[SubmissionResult],
-               others: Sequence[str], con: Console, err: Console) -> None:
+               con: Console, err: Console) -> None:
     """Write the LMS import file and its side file (``graders.reports.lms_export``) from
     ``results`` and the run's roster, ledger and match; one line on what was written, one
     warning line per student or folder left out of it."""
     from graders.reports.lms_export import write_lms_import
 
     done = write_lms_import(args.format, _lms_path(args), args.roster_file,
-                            args.roster_match, results, getattr(args, "ledger", None),
-                            others=others)
+                            args.roster_match, results, getattr(args, "ledger", None))
     show(con, f"wrote {done.path} for {args.format.capitalize()}: {done.students} roster "
               f"student(s), {done.graded} with a final score, {done.empty} without a "
               f"submission (empty cells); {len(done.warnings)} left out or unclear, "
@@ -362,7 +361,7 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
     for line in _note_lines(notes):
         show(err, line)
     if args.format in LMS_FORMATS:
-        _write_lms(args, class_results, sorted(set(found.notes) - everyone), con, err)
+        _write_lms(args, class_results, con, err)
     code = _extras(args, out, class_results, found.submissions, set(notes), con, err)
     for error in outcome.errors:
         show(err, f"internal error while grading {error}", multiline=True)
@@ -666,8 +665,7 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
         for problem in found.problems:
             show(err, f"skipped: {problem}")
     elif args.format in LMS_FORMATS:
-        graded = {r.student for r in results}
-        _write_lms(args, results, sorted(set(found.notes) - graded), con, err)
+        _write_lms(args, results, con, err)
         for problem in found.problems:
             show(err, f"skipped: {problem}")
     else:

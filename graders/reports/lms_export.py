@@ -79,17 +79,17 @@ def final_scores(results: Sequence[SubmissionResult], ledger: Ledger | None
 
 
 def write_lms_import(lms: str, path: Path, roster: Roster, match: RosterMatch,
-                     results: Sequence[SubmissionResult], ledger: Ledger | None,
-                     others: Sequence[str] = ()) -> LmsExport:
+                     results: Sequence[SubmissionResult], ledger: Ledger | None
+                     ) -> LmsExport:
     """Write ``lms``'s import file to ``path`` and the side file beside it (atomically,
     both, every run: an empty side file means nobody was left out); returns what was
     written.
 
     ``roster`` and ``match``: the roster read and how the folders found match it;
     ``results``: the results to export (the class's); ``ledger``: the run's lateness and
-    adjustments (None: raw scores are final); ``others``: folders found that have no
-    result (only notes), listed in the side file when they are not on the roster.
-    Assignment columns: every assignment of ``results``, in course order. Raises
+    adjustments (None: raw scores are final). Every folder ``match`` leaves without an
+    entry is listed in the side file, with its scores when it has results. Assignment
+    columns: every assignment of ``results``, in course order. Raises
     ``KeyError`` for an unknown ``lms`` (``LMS_FORMATS`` are known) and ``OSError`` when a
     file cannot be written."""
     layout = LAYOUTS[lms]
@@ -98,7 +98,7 @@ def write_lms_import(lms: str, path: Path, roster: Roster, match: RosterMatch,
     header = columns(layout, roster, infos)
     item_of = {info.id: assignment_column(layout, roster, info) for info in infos}
     key = key_column(layout, roster) or ""
-    folder_of = {id(entry): folder for folder, entry in match.matched.items()}
+    folder_of = {entry: folder for folder, entry in match.matched.items()}
     out = LmsExport(path, side_path(path))
     rows: list[dict[str, str]] = []
     if layout.points_row:
@@ -115,7 +115,7 @@ def write_lms_import(lms: str, path: Path, roster: Roster, match: RosterMatch,
                             f"{out.side}")
 
     for entry in roster.entries:
-        folder = folder_of.get(id(entry))
+        folder = folder_of.get(entry)
         why = _key_problem(entry.cell(key), key, lms)
         if why:
             set_aside("roster student", entry.name, f"{why}: not in {path}", folder)
@@ -132,8 +132,7 @@ def write_lms_import(lms: str, path: Path, roster: Roster, match: RosterMatch,
             set_aside("roster student", entry.name, f"{match.contested[entry]}: row left "
                       "empty", None)
     for folder in match.strangers:
-        if folder in scores or folder in others:
-            set_aside("folder", folder, f"not on the roster: not in {path}", folder)
+        set_aside("folder", folder, f"not on the roster: not in {path}", folder)
     for folder, why in match.unclear.items():
         set_aside("folder", folder, f"not matched to the roster ({why}): not in {path}",
                   folder)

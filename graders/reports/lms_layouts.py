@@ -91,10 +91,16 @@ def identity_columns(layout: Layout, roster: Roster) -> list[str]:
 
 
 def key_column(layout: Layout, roster: Roster) -> str | None:
-    """The column the LMS finds students by in this roster (the first of ``Layout.keys``
-    the roster has, as the roster spells it), or None when it has none."""
+    """The column the LMS finds students by in this roster, as the roster spells it: of
+    ``Layout.keys`` the roster has, the one filled in for the most students (an
+    institution may leave Moodle's ``ID number`` empty), the earlier in ``Layout.keys``
+    on a tie; None when the roster has none of them."""
     have = {fold_header(h): h for h in roster.header}
-    return next((have[fold_header(k)] for k in layout.keys if fold_header(k) in have), None)
+    present = [have[fold_header(k)] for k in layout.keys if fold_header(k) in have]
+    if not present:
+        return None
+    return max(present, key=lambda column: (
+        sum(1 for e in roster.entries if e.cell(column).strip()), -present.index(column)))
 
 
 def missing_key_problem(layout: Layout, roster: Roster, path: object) -> str | None:

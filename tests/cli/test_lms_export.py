@@ -198,3 +198,19 @@ def test_a_batch_writes_the_import_file_beside_its_results_with_the_late_policy_
     assert points["Pallas basics (123)"] == "100", "the roster's own a1 column is updated"
     assert {k: r["Pallas basics (123)"] for k, r in rows.items()} == {
         "11": "", "12": "80", "13": ""}
+
+
+def test_moodle_is_keyed_by_email_when_the_id_numbers_are_empty(
+        tmp_path: Path, fake_assignment: Assignment) -> None:
+    """An institution that leaves Moodle's ID number empty: the import is keyed by the
+    e-mail address (Moodle's "Map to: useremail"), the column filled in for the most
+    students, rather than setting every student aside."""
+    roster = write_roster(tmp_path / "moodle_export.csv", MOODLE.replace("S001", "")
+                          .replace("S002", ""))
+    klass = _class(tmp_path / "class", {"Jane Smith_991_assignsubmission_file_": GOOD})
+    out = tmp_path / "to_moodle.csv"
+    assert main(["grade", str(klass), "--roster", str(roster), "--format", "moodle",
+                 "--out", str(out), "--timeout", "2"]) == 0
+    rows = read_keyed_import(out, "Email address")
+    assert {k: r[NEW_COLUMN] for k, r in rows.items()} == {
+        "jane.smith@uni.example": "100", "jdoe@uni.example": ""}
