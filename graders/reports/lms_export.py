@@ -110,9 +110,9 @@ def write_lms_import(lms: str, path: Path, roster: Roster, match: RosterMatch,
 
     def set_aside(kind: str, name: str, why: str, folder: str | None) -> None:
         marks = _score_cells(scores.get(folder or "", {}), {i.id: i.id for i in infos})
-        side.append({"kind": kind, "name": terminal_text(name), "reason": why, **marks})
-        out.warnings.append(f"{lms}: {kind} {terminal_text(name)!r}: {why}; listed in "
-                            f"{out.side}")
+        name, why = terminal_text(name), terminal_text(why)
+        side.append({"kind": kind, "name": name, "reason": why, **marks})
+        out.warnings.append(f"{lms}: {kind} {name!r}: {why}; listed in {out.side}")
 
     for entry in roster.entries:
         folder = folder_of.get(entry)
