@@ -352,7 +352,7 @@ def _a_student_folder(folder: Path) -> bool:
     (``<name>_<id>_assignsubmission_...``) or when a file's prefix is the folder's own
     name (``mallory/mallory_1_2_<stem>.py``). Beside student folders (``_classify``), one
     prefix makes it a student's folder too and several make it ambiguous."""
-    from graders.reports.roster import MOODLE_FOLDER, fold
+    from graders.reports.names import MOODLE_FOLDER, fold
 
     if MOODLE_FOLDER.match(folder.name):
         return True
@@ -362,7 +362,7 @@ def _a_student_folder(folder: Path) -> bool:
 
 def _lms_prefixes(folder: Path) -> set[str]:
     """The distinct student prefixes (folded) of the LMS-named files in ``folder``."""
-    from graders.reports.roster import fold
+    from graders.reports.names import fold
 
     return {fold(prefix) for p in _python_files(folder)
             if (prefix := match_file_name(p.name)[1])}
@@ -476,7 +476,7 @@ def _with_origin(sub: Submission, root: Path, course: bool) -> Submission:
     """``sub`` with the layout it was found in (``Submission.origin``): the place its
     submission time may be read from (``graders.reports.late``). Only the grader's own
     choice of PATH and the LMS's naming decide it, never a file a student can add."""
-    from graders.reports.roster import MOODLE_FOLDER
+    from graders.reports.names import MOODLE_FOLDER
 
     folder = sub.folder or student_folder_of(sub.file)
     if course:

@@ -233,7 +233,8 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
     """The CSV gradebook text of every ``<student>/<stem>/results.json`` under ``out``.
 
     Columns as ``graders.reports.gradebook_csv``: ``student``, graded task ids, each
-    performance task's predicted ms, assignment totals, ``total``; one row per student,
+    performance task's predicted ms, assignment totals, ``total``, each assignment's and
+    the total's maximum and percentage (``add_scale_cells``); one row per student,
     sorted; cells written as that module writes them (names escaped, formulas
     neutralised). ``notes`` (student -> lines such as "missing: a1", "misnamed:
     a1.txt") adds a ``notes`` column, and a row for every student it names, with or
@@ -246,6 +247,7 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
     Nothing is regraded for it.
     """
     from graders.reports.gradebook_csv import (
+        add_scale_cells,
         format_ms,
         gradebook_columns,
         gradebook_text,
@@ -291,8 +293,10 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
     columns = gradebook_columns(sorted(ids))
     if ledger is not None:
         columns = with_standing_columns(columns, [a for a in ids if ledger.active(a)])
+    in_order = [a for a in ASSIGNMENTS if a in ids]
     for row in rows.values():
         row["total"] = format_points(round(sum(float(row[a]) for a in ids if a in row), 6))
+        add_scale_cells(row, in_order)
     if any(all_notes.values()):
         columns.append("notes")
         for student, lines in all_notes.items():

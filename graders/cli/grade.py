@@ -2,7 +2,8 @@
 
 ::
 
-    pallas-lab grade [PATH ...] [--assignment aN] [--format table|gradescope|csv]
+    pallas-lab grade [PATH ...] [--assignment aN]
+                     [--format table|gradescope|csv|canvas|moodle|blackboard]
                      [--out PATH] [--timeout S] [--budget S] [--feedback]
                      [--jobs [N]] [--force] [--student NAME] [--task N.M]
                      [--roster CSV] [--report] [--similarity [T]]
@@ -46,9 +47,12 @@ from graders.cli.course_config import ConfigError, CourseConfig, load_config
 from graders.course.catalog import ASSIGNMENTS
 from graders.grading.grade import grade_submission
 from graders.grading.result import SubmissionResult
+from graders.reports.lms_layouts import LMS_FORMATS
 from graders.safety.safe_text import show, terminal_text
 
 NAME = "grade"
+#: Formats whose ``--out`` is a file even in a batch.
+FILE_FORMATS = ("csv", *LMS_FORMATS)
 
 if TYPE_CHECKING:
     from graders.batch.run import BatchOutcome
@@ -71,13 +75,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
              "checks are recorded as timeout (default: 3 x --timeout per check)",
     )
     grade.add_argument(
-        "--format", choices=("table", "gradescope", "csv"), default="table",
-        help="table: terminal summary (default); gradescope: results.json; csv: gradebook",
+        "--format", choices=("table", "gradescope", "csv", *LMS_FORMATS), default="table",
+        help="table: terminal summary (default); gradescope: results.json; csv: gradebook; "
+             "canvas, moodle, blackboard: that LMS's gradebook-import CSV, keyed by the "
+             "--roster (an export of that LMS), final scores",
     )
     grade.add_argument(
         "--out", type=Path, default=None,
         help="gradescope: the results.json file (one submission) or a folder (several; "
              "default results/); csv: the gradebook file (default gradebook.csv); "
+             "canvas, moodle, blackboard: the import file (default <format>.csv; those "
+             "left out go to <its name>_unmatched.csv beside it); "
              "table: also write the report as text here (with --jobs: the results folder)",
     )
     grade.add_argument(
@@ -88,7 +96,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="grade as a resumable batch, N >= 1 submission files at once (default: the CPU "
              "count): results.json and feedback files per submission and gradebook.csv under --out "
              "(default results/; with --format csv, --out is the gradebook and the results "
-             "go to <its name>_results/ beside it)",
+             "go to <its name>_results/ beside it; with an LMS format, --out is the import "
+             "file and the results and gradebook.csv go to <its name>_results/)",
     )
     grade.add_argument(
         "--force", action="store_true",
@@ -162,7 +171,7 @@ def apply_config(args: argparse.Namespace) -> CourseConfig:
     for key in ("timeout", "budget", "jobs", "roster", "extensions", "adjustments"):
         if getattr(args, key) is None and key in config.values:
             setattr(args, key, config.values[key])
-    if args.out is None and "out" in config.values and args.format != "csv" and (
+    if args.out is None and "out" in config.values and args.format not in FILE_FORMATS and (
             args.jobs is not None):
         args.out = config.values["out"]
     try:
@@ -283,8 +292,35 @@ def _batch_paths(args: argparse.Namespace) -> tuple[Path, Path]:
 
     if args.format == "csv" and args.out is not None:
         return args.out.parent / f"{args.out.stem}_results", args.out
+    if args.format in LMS_FORMATS:
+        target = _lms_path(args)
+        results = target.parent / f"{target.stem}_results"
+        return results, results / GRADEBOOK
     out = args.out if args.out is not None else Path("results")
     return out, out / GRADEBOOK
+
+
+def _lms_path(args: argparse.Namespace) -> Path:
+    """The LMS import file of ``--format canvas|moodle|blackboard``: ``--out``, else
+    ``<format>.csv``."""
+    return args.out if args.out is not None else Path(f"{args.format}.csv")
+
+
+def _write_lms(args: argparse.Namespace, results: Sequence[SubmissionResult],
+               con: Console, err: Console) -> None:
+    """Write the LMS import file and its side file (``graders.reports.lms_export``) from
+    ``results`` and the run's roster, ledger and match; one line on what was written, one
+    warning line per student or folder left out of it."""
+    from graders.reports.lms_export import write_lms_import
+
+    done = write_lms_import(args.format, _lms_path(args), args.roster_file,
+                            args.roster_match, results, getattr(args, "ledger", None))
+    show(con, f"wrote {done.path} for {args.format.capitalize()}: {done.students} roster "
+              f"student(s), {done.graded} with a final score, {done.empty} without a "
+              f"submission (empty cells); {len(done.warnings)} left out or unclear, "
+              f"listed in {done.side}")
+    for line in done.warnings:
+        show(err, f"pallas-lab grade: {line}")
 
 
 def _print_results(args: argparse.Namespace, results: Sequence[SubmissionResult],
@@ -324,6 +360,8 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
             show(err, f"skipped: {problem}")
     for line in _note_lines(notes):
         show(err, line)
+    if args.format in LMS_FORMATS:
+        _write_lms(args, class_results, con, err)
     code = _extras(args, out, class_results, found.submissions, set(notes), con, err)
     for error in outcome.errors:
         show(err, f"internal error while grading {error}", multiline=True)
@@ -400,6 +438,9 @@ def _check_options(args: argparse.Namespace, found: Discovery) -> str | None:
         return f"--similarity's threshold is a fraction in (0, 1], not {args.similarity:g}"
     if args.similarity is not None and importlib.util.find_spec("copydetect") is None:
         return "--similarity needs copydetect: pip install -e '.[report]'"
+    if args.format in LMS_FORMATS and args.roster is None:
+        return (f"--format {args.format} needs --roster: the class list exported from "
+                f"{args.format.capitalize()}, whose identifiers key the import file")
     if args.task and not batch and args.format != "table":
         return (f"--task with --format {args.format} needs --jobs: a batch merges the task's "
                 "checks into each student's results, a single run would write partial scores")
@@ -421,6 +462,10 @@ def _check_options(args: argparse.Namespace, found: Discovery) -> str | None:
         problem = (student_folder_problem(out, found.folders, students)
                    or student_folder_problem(gradebook, found.folders, students)
                    or writable_problem(out, "folder") or writable_problem(gradebook, "file"))
+        if problem is None and args.format in LMS_FORMATS:
+            target = _lms_path(args)
+            problem = (student_folder_problem(target, found.folders, students)
+                       or writable_problem(target, "file"))
     elif args.out is not None:
         kind = out_kind(args.format, batch, len(found.submissions), args.out)
         problem = writable_problem(args.out, kind)
@@ -447,21 +492,40 @@ def _filtered(args: argparse.Namespace, found: Discovery) -> list[Submission]:
 
 
 def _roster_notes(args: argparse.Namespace, found: Discovery) -> dict[str, list[str]]:
-    """Discovery's notes, plus the roster's: a row for each student on it without a
-    submission, and a note on submitters who are not on it. Raises ``RosterError``."""
+    """Discovery's notes, plus the roster's (``graders.reports.roster.match_entries``): a row
+    for each student on it without a submission, and a note on submitters who are not on
+    it or who could not be told apart from a classmate. Keeps the roster and the match in
+    ``args.roster_file`` and ``args.roster_match`` (None without ``--roster``). Raises
+    ``RosterError``."""
     notes = {k: list(v) for k, v in found.notes.items()}
+    args.roster_file = args.roster_match = None
     if args.roster is None:
         return notes
-    from graders.reports.roster import match_roster, read_roster
+    from graders.reports.roster import match_entries, read_roster_file
 
-    entries = read_roster(args.roster)
+    roster = read_roster_file(args.roster)
     students = {s.student for s in found.submissions} | set(found.notes)
-    _matched, missing, strangers = match_roster(entries, sorted(students))
-    for entry in missing:
+    match = match_entries(roster.entries, sorted(students))
+    args.roster_file, args.roster_match = roster, match
+    for entry in match.missing:
         notes.setdefault(entry.name, []).append("missing: no submission")
-    for student in strangers:
+    for entry, why in match.contested.items():
+        notes.setdefault(entry.name, []).append(f"missing: {why}, so none is given this row")
+    for student in match.strangers:
         notes.setdefault(student, []).append("not on the roster")
+    for student, why in match.unclear.items():
+        notes.setdefault(student, []).append(f"not matched to the roster: {why}")
     return notes
+
+
+def _lms_roster_problem(args: argparse.Namespace) -> str | None:
+    """Why the roster cannot key ``--format``'s LMS import file (None when it can, or when
+    the format is no LMS's): it has none of that LMS's key columns."""
+    if args.format not in LMS_FORMATS or args.roster_file is None:
+        return None
+    from graders.reports.lms_layouts import LAYOUTS, missing_key_problem
+
+    return missing_key_problem(LAYOUTS[args.format], args.roster_file, args.roster)
 
 
 def _ledger(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str]]
@@ -559,6 +623,7 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
         try:
             notes = _roster_notes(args, found)
             ledger = _ledger(args, found, notes)
+            problem = _lms_roster_problem(args)
         except (RosterError, LateError) as exc:
             problem = str(exc)
     if problem is not None:  # one line, however narrow the terminal
@@ -597,6 +662,10 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
             atomic_write_text(args.out, text.export_text())
     elif args.format == "gradescope":
         _write_gradescope(results, args.out, err if args.out is None else con)
+        for problem in found.problems:
+            show(err, f"skipped: {problem}")
+    elif args.format in LMS_FORMATS:
+        _write_lms(args, results, con, err)
         for problem in found.problems:
             show(err, f"skipped: {problem}")
     else:

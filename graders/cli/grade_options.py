@@ -13,14 +13,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
+from graders.reports.lms_layouts import LMS_FORMATS
+
 Kind = Literal["file", "folder"]
 
 
 def out_kind(fmt: str, batch: bool, submissions: int, out: Path | None) -> Kind:
-    """What ``--out`` names: ``csv`` and ``table`` a file (``table`` in a batch: the results
-    folder), ``gradescope`` a file for one submission unless ``out`` is an existing folder,
-    else a folder."""
-    if fmt == "csv":
+    """What ``--out`` names: ``csv``, an LMS's import file (``canvas``, ``moodle``,
+    ``blackboard``) and ``table`` a file (``table`` in a batch: the results folder),
+    ``gradescope`` a file for one submission unless ``out`` is an existing folder, else a
+    folder."""
+    if fmt in ("csv", *LMS_FORMATS):
         return "file"
     if batch:
         return "folder"

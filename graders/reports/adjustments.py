@@ -8,7 +8,7 @@ One row per adjustment or regrade request::
     carol,4.1,,,asked for a regrade of the tiling check,TA Kim,denied
 
 ``student`` names a gradebook row (the folder name; a Moodle folder also by its name or
-id, as ``graders.reports.roster.folder_keys`` folds them); ``item`` is a task (``4.3``) or
+id, as ``graders.reports.names.folder_keys`` folds them); ``item`` is a task (``4.3``) or
 an assignment (``a4`` or its stem). ``points`` sets the item's score, ``delta`` adds to it
 (negative allowed); exactly one of them, or neither for a regrade request that changed
 nothing (``regrade`` ``denied`` or ``pending``). ``regrade`` records a regrade request's

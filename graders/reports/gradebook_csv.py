@@ -1,5 +1,10 @@
 """The CSV gradebook for a batch: one row per student, one column per graded task, total.
 
+After ``total`` come each assignment's maximum and percentage and the total's
+(``"a1 max"``, ``"a1 percent"``, ..., ``"total max"``, ``"total percent"``:
+``add_scale_cells``), so an LMS or a spreadsheet can show a score out of its maximum; the
+columns before them keep their places and ``notes`` stays last.
+
 A performance task (``Task.performance``) also gets a column
 ``"<task> predicted ms"``: the predicted time of the student's own kernel, in
 milliseconds, as its checks measured it (``CheckResult.measures``); empty when there is
@@ -53,12 +58,53 @@ def performance_task_ids(assignment_ids: Sequence[str]) -> list[str]:
 
 def gradebook_columns(assignment_ids: Sequence[str]) -> list[str]:
     """``student``, the graded task ids of these assignments (course order), a
-    ``"<task> predicted ms"`` column per performance task, each assignment's total, then
-    ``total``."""
+    ``"<task> predicted ms"`` column per performance task, each assignment's total,
+    ``total``, then the scale columns (``scale_columns``: each assignment's maximum and
+    percentage, the total's). The scale columns come after ``total``, so the columns
+    before them keep their places, and ``notes`` (when written) stays last."""
     ids = [a for a in ASSIGNMENTS if a in set(assignment_ids)]
     tasks = [task.id for a in ids for task in ASSIGNMENTS[a].graded_tasks]
     predicted = [predicted_column(task) for task in performance_task_ids(ids)]
-    return ["student", *tasks, *predicted, *ids, "total"]
+    return ["student", *tasks, *predicted, *ids, "total", *scale_columns(ids)]
+
+
+def scale_columns(assignment_ids: Sequence[str]) -> list[str]:
+    """``"<aN> max"`` and ``"<aN> percent"`` per assignment (in the order given), then
+    ``"total max"`` and ``"total percent"``."""
+    return [*(f"{a} {kind}" for a in assignment_ids for kind in ("max", "percent")),
+            "total max", "total percent"]
+
+
+def assignment_maximum(assignment_id: str) -> float:
+    """The most an assignment scores, in points: the sum of its graded tasks' points."""
+    return float(sum(t.points for t in ASSIGNMENTS[assignment_id].graded_tasks))
+
+
+def add_scale_cells(row: dict[str, str], assignment_ids: Sequence[str]) -> None:
+    """Fill ``row``'s scale columns from its assignment columns (final scores) and
+    ``total``: ``"<aN> max"`` the assignment's maximum in points and ``"<aN> percent"`` the
+    final score as a percentage of it (2 decimals), both empty when the row has no score
+    for it; ``"total max"`` the maxima of every assignment of the gradebook added (an
+    assignment without a score counts 0 of its maximum) and ``"total percent"``
+    ``total`` as a percentage of that."""
+    top = 0.0
+    for a in assignment_ids:
+        maximum = assignment_maximum(a)
+        top += maximum
+        if row.get(a):
+            row[f"{a} max"] = format_points(maximum)
+            row[f"{a} percent"] = _percent(float(row[a]), maximum)
+        else:
+            row.pop(f"{a} max", None)
+            row.pop(f"{a} percent", None)
+    if row.get("total") and top:
+        row["total max"] = format_points(top)
+        row["total percent"] = _percent(float(row["total"]), top)
+
+
+def _percent(score: float, maximum: float) -> str:
+    """``score`` as a percentage of ``maximum``, 2 decimals, no trailing zeros."""
+    return format_points(round(100.0 * score / maximum, 2)) if maximum else ""
 
 
 def with_standing_columns(columns: Sequence[str], active: Collection[str]) -> list[str]:
@@ -95,6 +141,17 @@ def predicted_ms(result: SubmissionResult) -> dict[str, float]:
 def format_ms(value: float) -> str:
     """A predicted time in ms as the gradebook writes it: 4 decimals (0.1 µs)."""
     return f"{value:.4f}"
+
+
+def final_score(result: SubmissionResult, ledger: Ledger | None = None) -> float:
+    """``result``'s final score in points, as the gradebook's assignment column holds it:
+    the graded score, or, when ``ledger`` is active for its assignment, the standing's
+    final score (task adjustments, assignment deltas, late penalty, then an assignment
+    ``points`` override: ``graders.reports.ledger.Ledger.standing``)."""
+    if ledger is None or not ledger.active(result.assignment):
+        return result.score
+    points = {t.task: t.points for t in result.tasks() if t.graded}
+    return ledger.standing(result.student, result.info, points).final
 
 
 #: The gradebook's text columns; every other column holds points or milliseconds.
@@ -190,10 +247,12 @@ def write_gradebook(
     for student, row in fresh.items():
         merged.setdefault(student, {}).update(row)
     ids = {a for row in merged.values() for a in ASSIGNMENTS if a in row}
+    in_order = [a for a in ASSIGNMENTS if a in ids]
     for row in merged.values():
         row["total"] = format_points(
             round(sum(float(row[a]) for a in ASSIGNMENTS if row.get(a)), 6)
         )
+        add_scale_cells(row, in_order)
     columns = gradebook_columns(sorted(ids))
     if ledger is not None:
         columns = with_standing_columns(columns, [a for a in ids if ledger.active(a)])

@@ -69,7 +69,8 @@ def test_forty_students_killed_and_resumed_give_the_expected_gradebook(tmp_path:
     book = read_gradebook(out / "gradebook.csv")
     assert {s: float(r["a1"]) for s, r in book.items()} == expected
     assert list(next(iter(book.values()))) == ["student", "1.1", "1.2", "1.3", "1.4", "1.5",
-                                               "a1", "total"]
+                                               "a1", "total", "a1 max", "a1 percent",
+                                               "total max", "total percent"]
     ben = expected_points()["ben_typical_mistakes", STEM]
     assert {task: float(book["s01_ben"][task]) for task in ben} == ben
     assert not [p for p in out.rglob("*") if p.name.startswith(".")], (

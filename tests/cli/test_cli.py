@@ -101,10 +101,15 @@ def test_csv_gradebook_has_a_row_per_student_and_a_column_per_graded_task(
                  "--timeout", "2"]) == 0
     with open(out, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["student", "9.1", "9.2", "t9", "total", "notes"]
+    assert list(rows[0]) == ["student", "9.1", "9.2", "t9", "total", "t9 max", "t9 percent",
+                             "total max", "total percent", "notes"], (
+        "the maxima and percentages come after total, so earlier columns keep their places")
     assert [(r["student"], r["9.1"], r["9.2"], r["total"]) for r in rows] == [
         ("alice", "60", "40", "100"), ("bob", "0", "0", "0"), ("carol", "60", "40", "100"),
     ]
+    assert [(r["t9 max"], r["t9 percent"], r["total max"], r["total percent"])
+            for r in rows] == [("100", "100", "100", "100"), ("100", "0", "100", "0"),
+                               ("100", "100", "100", "100")]
     assert [r["notes"] for r in rows] == ["", "", "misnamed: notes.py"], (
         "a file the grader did not grade is listed in its student's row, never dropped")
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
@@ -158,3 +163,21 @@ def test_a_class_folder_with_a_stray_script_is_still_a_class_folder(klass: Path)
     found = discover([klass])
     assert [s.student for s in found.submissions] == ["alice", "bob", "carol"]
     assert any(p.startswith("class/grade_all.py: a file in a class folder") for p in found.problems)
+
+
+def test_csv_gradebook_percentages_are_of_the_final_score(
+    klass: Path, tmp_path: Path
+) -> None:
+    """The maximum and percentage columns use the final score (after adjustments), as the
+    assignment column does; the total's percentage is of every assignment's maximum.
+    Before, the gradebook had no maximum or percentage at all."""
+    adjustments = tmp_path / "adjustments.csv"
+    adjustments.write_text("student,item,points,delta,reason,who,regrade\n"
+                           "bob,t9,55,,agreed by hand,TA Kim,\n", encoding="utf-8")
+    out = tmp_path / "book.csv"
+    assert main(["grade", str(klass / "bob"), "--format", "csv", "--out", str(out),
+                 "--timeout", "2", "--adjustments", str(adjustments)]) == 0
+    with open(out, newline="", encoding="utf-8") as handle:
+        row = next(csv.DictReader(handle))
+    assert (row["t9 raw"], row["t9"], row["t9 max"], row["t9 percent"], row["total max"],
+            row["total percent"]) == ("0", "55", "100", "55", "100", "55"), row

@@ -20,6 +20,7 @@ from graders.grading.submission import file_digest
 from graders.reports.roster import match_roster, read_roster
 from graders.reports.table import load_reason, short_reason
 from tests.helpers.fake_lab import GOOD, STUB, write
+from tests.helpers.lms_rosters import BLACKBOARD, CANVAS, MOODLE
 
 
 @pytest.fixture
@@ -174,22 +175,6 @@ def test_a_flat_lms_download_is_one_student_per_prefix(tmp_path: Path) -> None:
     assert sorted((s.student, s.stem) for s in found.submissions) == [
         ("doejohn", "a1_pallas_basics"), ("smithjane", "a1_pallas_basics")]
     assert "misnamed: doejohn_12_23_notes.py" in found.notes["doejohn"]
-
-
-CANVAS = '''Student,ID,SIS User ID,SIS Login ID,Section,A1 (123)
-    Points Possible,,,,,100.00
-"Smith, Jane",11,S001,jsmith,Sec 1,
-"Doe, John",12,S002,jdoe,Sec 1,
-"Roe, Rita",13,S003,rroe,Sec 1,
-'''
-BLACKBOARD = '''"Last Name","First Name","Username","Student ID","Last Access","Availability"
-"Smith","Jane","","","2026-11-30","Yes"
-"Doe","John","jdoe","S002","2026-11-30","Yes"
-'''
-MOODLE = '''First name,Last name,ID number,Institution,Department,Email address
-Jane,Smith,S001,,,jane.smith@uni.example
-John,Doe,S002,,,jdoe@uni.example
-'''
 
 
 @pytest.mark.parametrize(("text", "folders", "missing"), [

@@ -24,11 +24,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.csv_cells import formula_cells
+
 REPO = Path(__file__).resolve().parents[2]
 SOLUTION = REPO / "solutions" / "a1_pallas_basics.py"
 STUB = REPO / "examples" / "submissions" / "cleo_untouched" / "a1_pallas_basics.py"
 STEM = "a1_pallas_basics"
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 #: Student folders: each hides a formula after a separator, or is a "number" with a sign.
 FOLDERS = {"x;=1+2;": SOLUTION, "a,@SUM(A1:A9)": STUB, "b; -3+4": STUB,
            "c\t=tab": STUB, "-2.5": STUB, ";+cmd": STUB, "alice": SOLUTION}
@@ -62,23 +63,6 @@ def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     batch = grade(klass, "--jobs", "2", "--out", base / "results", "--roster", roster)
     assert batch.returncode == 0, batch.stderr[-3000:]
     return {"csv": base / "book.csv", "jobs": base / "results" / "gradebook.csv"}
-
-
-def formula_cells(text: str) -> list[str]:
-    """Every cell of ``text`` that starts a formula when a spreadsheet splits it on ``,``,
-    ``;`` or tab, honouring the quotes or not (then leading quotes and spaces are
-    skipped too, as a reader that trims would)."""
-    found = []
-    for delimiter in (",", ";", "\t"):
-        for quoting in (csv.QUOTE_MINIMAL, csv.QUOTE_NONE):
-            reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter,
-                                quoting=quoting)
-            for row in reader:
-                for cell in row:
-                    shown = cell.lstrip(' "') if quoting == csv.QUOTE_NONE else cell.lstrip(" ")
-                    if shown.startswith(FORMULA_STARTS):
-                        found.append(f"{delimiter!r}/{quoting}: {cell!r}")
-    return found
 
 
 @pytest.mark.parametrize("mode", ["csv", "jobs"])
