@@ -312,9 +312,17 @@ def _write_lms(args: argparse.Namespace, results: Sequence[SubmissionResult],
     ``results`` and the run's roster, ledger and match; one line on what was written, one
     warning line per student or folder left out of it."""
     from graders.reports.lms_export import write_lms_import
+    from graders.reports.roster import match_entries
 
+    match = args.roster_match
+    known = {*match.matched, *match.strangers, *match.unclear}
+    if any(r.student not in known for r in results):
+        # students of the results folder this run did not find (a one-folder regrade):
+        # matched with the run's, by the one rule, so each keeps their row
+        match = match_entries(args.roster_file.entries,
+                              sorted(known | {r.student for r in results}))
     done = write_lms_import(args.format, _lms_path(args), args.roster_file,
-                            args.roster_match, results, getattr(args, "ledger", None))
+                            match, results, getattr(args, "ledger", None))
     show(con, f"wrote {done.path} for {args.format.capitalize()}: {done.students} roster "
               f"student(s), {done.graded} with a final score, {done.empty} without a "
               f"submission (empty cells); {len(done.warnings)} left out or unclear, "
@@ -361,7 +369,9 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
     for line in _note_lines(notes):
         show(err, line)
     if args.format in LMS_FORMATS:
-        _write_lms(args, class_results, con, err)
+        # every student of the results folder, as the gradebook is rebuilt from them all:
+        # a one-folder regrade must not blank the classmates' cells
+        _write_lms(args, read_results(out), con, err)
     code = _extras(args, out, class_results, found.submissions, set(notes), con, err)
     for error in outcome.errors:
         show(err, f"internal error while grading {error}", multiline=True)

@@ -214,3 +214,29 @@ def test_moodle_is_keyed_by_email_when_the_id_numbers_are_empty(
     rows = read_keyed_import(out, "Email address")
     assert {k: r[NEW_COLUMN] for k, r in rows.items()} == {
         "jane.smith@uni.example": "100", "jdoe@uni.example": ""}
+
+
+def test_a_one_student_regrade_exports_the_whole_results_folder(tmp_path: Path) -> None:
+    """Found in review: the import file held only the students of this run's PATHs, so a
+    regrade of one folder into the class's results wrote every classmate's cell empty,
+    while gradebook.csv (rebuilt from every results.json) kept their scores. The import
+    file is written from the same results as the gradebook."""
+    from tests.helpers.late_class import DUE_EPOCH, STEM, _put, grade
+
+    klass = tmp_path / "class"
+    _put(klass / "jdoe" / f"{STEM}.py", solution=True, when=DUE_EPOCH)
+    _put(klass / "jsmith" / f"{STEM}.py", solution=False, when=DUE_EPOCH)
+    roster = write_roster(tmp_path / "canvas.csv", CANVAS.replace("A1 (123)",
+                                                                  "Pallas basics (123)"))
+    out = tmp_path / "to_canvas.csv"
+    first = grade(klass, "--jobs", "1", "--roster", roster, "--format", "canvas", "--out", out)
+    assert first.returncode == 0, first.stderr[-3000:]
+    _, rows = read_canvas_import(out)
+    assert {k: r["Pallas basics (123)"] for k, r in rows.items()} == {
+        "11": "0", "12": "100", "13": ""}
+    again = grade(klass / "jsmith", "--jobs", "1", "--force", "--roster", roster,
+                  "--format", "canvas", "--out", out)
+    assert again.returncode == 0, again.stderr[-3000:]
+    _, rows = read_canvas_import(out)
+    assert {k: r["Pallas basics (123)"] for k, r in rows.items()} == {
+        "11": "0", "12": "100", "13": ""}
