@@ -210,6 +210,10 @@ pallas-lab = "graders.student.cli:main"
 
 [tool.setuptools.packages.find]
 include = ["pallas_sim*", "graders*"]
+
+[tool.setuptools.package-data]
+# the simulator's data files (pallas_sim/_src/chips.toml: the chips' numbers)
+"pallas_sim" = ["**/*.toml"]
 """
 #: The ``jax`` extra: CPU JAX of the version pallas_sim mirrors (as the repository's own).
 JAX_DEPENDENCIES = ["jax>=0.10,<0.11", "jaxlib>=0.10,<0.11"]
