@@ -323,7 +323,8 @@ def _write_lms(args: argparse.Namespace, results: Sequence[SubmissionResult],
                               sorted(known | {r.student for r in results}))
     done = write_lms_import(args.format, _lms_path(args), args.roster_file,
                             match, results, getattr(args, "ledger", None))
-    show(con, f"wrote {done.path} for {args.format.capitalize()}: {done.students} roster "
+    show(con, f"wrote {done.path} for {args.format.capitalize()}, keyed by {done.key!r} "
+              f"(the column to match students by when uploading): {done.students} roster "
               f"student(s), {done.graded} with a final score, {done.empty} without a "
               f"submission (empty cells); {len(done.warnings)} left out or unclear, "
               f"listed in {done.side}")

@@ -54,10 +54,12 @@ class LmsExport:
     """What ``write_lms_import`` wrote: the import file (``path``) and its rows
     (``students``: roster students written, ``graded``: those with a score, ``empty``:
     those without any), the side file (``side``) and one warning line per student or
-    folder listed there (``warnings``)."""
+    folder listed there (``warnings``); ``key``: the column the LMS must find students by
+    (for Moodle, the one to map when uploading: the others may be empty)."""
 
     path: Path
     side: Path
+    key: str = ""
     students: int = 0
     graded: int = 0
     empty: int = 0
@@ -99,7 +101,7 @@ def write_lms_import(lms: str, path: Path, roster: Roster, match: RosterMatch,
     item_of = {info.id: assignment_column(layout, roster, info) for info in infos}
     key = key_column(layout, roster) or ""
     folder_of = {entry: folder for folder, entry in match.matched.items()}
-    out = LmsExport(path, side_path(path))
+    out = LmsExport(path, side_path(path), key)
     rows: list[dict[str, str]] = []
     if layout.points_row:
         first = header[0]
@@ -117,6 +119,13 @@ def write_lms_import(lms: str, path: Path, roster: Roster, match: RosterMatch,
     for entry in roster.entries:
         folder = folder_of.get(entry)
         why = _key_problem(entry.cell(key), key, lms)
+        first_cell = entry.cell(header[0])
+        if not why and layout.points_row and layout.points_row.casefold() in \
+                first_cell.casefold():
+            # Canvas reads any row whose first cell holds "Points Possible" as the points
+            # row (each assignment's maximum): a name chosen so would set the points
+            why = (f"its {header[0]!r} holds {layout.points_row!r}, which "
+                   f"{lms.capitalize()} reads as the points row, not a student")
         if why:
             set_aside("roster student", entry.name, f"{why}: not in {path}", folder)
             continue

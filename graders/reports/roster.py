@@ -89,7 +89,11 @@ def _entry(row: dict[str, str]) -> RosterEntry | None:
         values += [f"{first} {last}", f"{last} {first}"]
     for column in ("email", "email address"):
         if "@" in cells.get(column, ""):
-            values.append(cells[column].split("@", 1)[0])
+            local = cells[column].split("@", 1)[0]
+            if not local.strip().isdigit():
+                # the student chooses it: a digits-only one would read as an LMS id and
+                # take or cancel the row of the classmate with that id
+                values.append(local)
     full = cells.get("student") or cells.get("name") or cells.get("full name") or ""
     if "," in full:  # Canvas: "Last, First"
         last_name, first_name = (part.strip() for part in full.split(",", 1))

@@ -123,3 +123,71 @@ def test_a_key_that_starts_a_formula_is_set_aside_not_altered(
     assert out.read_text(encoding="utf-8").splitlines()[1:] == []
     side = read_side_file(tmp_path / "bb_import_unmatched.csv")
     assert [(row["kind"], row["t9"]) for row in side.values()] == [("roster student", "100")]
+
+
+# --- found by a second red team -------------------------------------------------------
+
+
+def test_a_name_holding_points_possible_is_never_a_canvas_data_row(
+        tmp_path: Path, fake_assignment: Assignment,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Mallory sets her sortable name to "Points Possible, Mallory". Canvas reads any row
+    whose first cell holds "Points Possible" as the points row (its importer), so her row
+    would set every assignment's maximum (to her score: the class's 100s become extra
+    credit). Observed: her row written after the real points row. Expected: set aside,
+    named in the side file and a warning."""
+    klass = tmp_path / "class"
+    write(klass / "jsmith", "t9_fake.py", GOOD)
+    write(klass / "mallory", "t9_fake.py", STUB)
+    roster = write_roster(tmp_path / "canvas.csv",
+                          "Student,ID,SIS User ID,SIS Login ID,Section\n"
+                          "    Points Possible,,,,\n"
+                          '"Smith, Jane",11,S001,jsmith,Sec 1\n'
+                          '"Points Possible, Mallory",14,S004,mallory,Sec 1\n')
+    out = tmp_path / "to_canvas.csv"
+    assert _grade(klass, "--roster", roster, "--format", "canvas", "--out", out) == 0
+    rows = (tmp_path / "to_canvas.csv").read_text(encoding="utf-8").splitlines()
+    assert sum("points possible" in line.casefold() for line in rows) == 1, rows
+    points, by_id = read_canvas_import(out)
+    assert points[NEW_COLUMN] == "100" and set(by_id) == {"11"}
+    side = read_side_file(tmp_path / "to_canvas_unmatched.csv")
+    assert "points row" in side["mallory"]["reason"], side  # named by her login
+    assert "points row" in capsys.readouterr().err
+
+
+def test_a_digits_only_email_name_is_not_a_classmates_id(tmp_path: Path) -> None:
+    """Mallory (no folder) sets her Moodle e-mail to 5@evil.example, 5 being Jane's
+    participant id in her folder's name. The e-mail's local part read as an id made both
+    entries mean Jane's folder, so Jane's row was left empty. Expected: Jane keeps her
+    row; an e-mail's local part never counts as an id."""
+    from graders.reports.roster import match_entries, read_roster_file
+
+    roster = write_roster(tmp_path / "moodle.csv",
+                          "First name,Last name,ID number,Email address\n"
+                          "Jane,Smith,S001,jane@uni.example\n"
+                          "Mal,Lory,S004,5@evil.example\n")
+    match = match_entries(read_roster_file(roster).entries,
+                          ["Jane Smith_5_assignsubmission_file_"])
+    assert {f: e.name for f, e in match.matched.items()} == {
+        "Jane Smith_5_assignsubmission_file_": "S001"}, match
+
+
+def test_the_moodle_import_says_which_column_to_map(
+        tmp_path: Path, fake_assignment: Assignment,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """One student without an ID number: the import is keyed by e-mail, and Moodle files
+    a row whose mapped key is empty under the row before. Nothing said which column was
+    the key, so a TA mapping "ID number" would file John's grade under Jane. Expected:
+    the run names the key column."""
+    klass = tmp_path / "class"
+    write(klass / "Jane Smith", "t9_fake.py", GOOD)
+    write(klass / "John Doe", "t9_fake.py", STUB)
+    roster = write_roster(tmp_path / "moodle.csv",
+                          "First name,Last name,ID number,Email address\n"
+                          "Jane,Smith,S001,jane@uni.example\n"
+                          "John,Doe,,jdoe@uni.example\n"
+                          "Mal,Lory,,mal@uni.example\n")
+    out = tmp_path / "to_moodle.csv"
+    assert _grade(klass, "--roster", roster, "--format", "moodle", "--out", out) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "keyed by 'Email address'" in said, said
