@@ -330,7 +330,8 @@ def refresh_feedback(out: Path, ledger: Ledger) -> int:
     standing (``ledger``) has something to say, or whose files still show a section an
     earlier policy wrote: a policy or adjustment changed without regrading. Returns how
     many were rewritten. Raises ``OSError`` when one cannot be written."""
-    from graders.reports.feedback_files import STANDING_HEADING, write_feedback_files
+    from graders.reports.feedback_files import write_feedback_files
+    from graders.reports.table import STANDING_HEADING
 
     count = 0
     for result in read_results(out):

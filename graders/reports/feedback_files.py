@@ -18,6 +18,7 @@ from rich.console import Console
 
 from graders.grading.result import SubmissionResult
 from graders.reports.files import atomic_write_text
+from graders.reports.table import print_report
 from graders.safety.safe_text import terminal_text
 
 if TYPE_CHECKING:
@@ -30,18 +31,12 @@ WIDTH = 100
 MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!<>|~&")
 
 
-#: The heading of the lateness and adjustments section (``graders.reports.ledger``).
-STANDING_HEADING = "Lateness and adjustments"
-
-
 def feedback_text(result: SubmissionResult, standing: Standing | None = None
                   ) -> tuple[str, str]:
     """(plain text, HTML) of ``result``'s report with feedback, as ``--feedback`` prints it;
-    with ``standing`` (its lines not empty) a section ``STANDING_HEADING`` follows the
+    with ``standing`` (its lines not empty) a section headed ``table.STANDING_HEADING`` follows the
     table: due date, submission time and its source, lateness, penalty, adjustments and
     the final score."""
-    from graders.reports.table import print_report
-
     console = Console(record=True, width=WIDTH, file=io.StringIO(), color_system=None)
     standings = {(result.student, result.assignment): standing} if standing else None
     print_report([result], console, feedback=True, standings=standings)

@@ -35,6 +35,10 @@ STATUS_STYLE = {
 MAX_REASON_CHARS = 90
 
 
+#: The heading of the lateness and adjustments section (``graders.reports.ledger``), in
+#: the table and in the feedback files written from it.
+STANDING_HEADING = "Lateness and adjustments"
+
 def short_reason(text: str, limit: int = MAX_REASON_CHARS) -> str:
     """The first line of ``text``, escaped, at most ``limit`` characters: cut at the last
     space that fits (never inside a word, unless one word is longer than the limit),
@@ -127,8 +131,6 @@ def print_report(
         standing = standings.get((result.student, result.assignment))
         console.print(submission_table(result, standing))
         if standing is not None:
-            from graders.reports.feedback_files import STANDING_HEADING
-
             console.print(Text(f"{STANDING_HEADING}:", style="bold"))
             for line in standing.lines:
                 console.print(Text(terminal_text(f"  {line}")))
