@@ -21,10 +21,12 @@ A PATH is one of (docs/grading-design.md, "Who does what"):
 
 So a student folder named like an assignment among other students' folders
 is one more student, never the reason the class is read as one student.
-Two cases stop the run instead of grading a part silently (``ambiguities``):
+These cases stop the run instead of grading a part silently (``ambiguities``):
 a folder that holds submission files as a student folder does and student
-folders as a class folder does, and two student folders (in different
-places) whose names would share one row of the gradebook.
+folders as a class folder does; two student folders (in different
+places) whose names would share one row of the gradebook; a folder of
+LMS-named files with several name prefixes beside student folders; and, in a
+flat LMS download, two LMS users whose files carry one name prefix.
 
 When a folder holds both ``<stem>.py`` and ``<stem>.ipynb`` (or both ``a1.py``
 and ``a1.ipynb``), one is graded by the one rule of
@@ -93,7 +95,8 @@ class Discovery:
 
 #: An LMS prefix on a downloaded file name. Canvas: ``<name>_[LATE_]<user id>_<submission
 #: id>_<original name>``; the name is the student's, lower case, without spaces.
-LMS_PREFIX = re.compile(r"^(?P<student>[^_]+)_(?:late_)?\d+_\d+_(?P<rest>.+)$", re.IGNORECASE)
+LMS_PREFIX = re.compile(r"^(?P<student>[^_]+)_(?:late_)?(?P<user>\d+)_\d+_(?P<rest>.+)$",
+                        re.IGNORECASE)
 #: What browsers and LMSs append to a copy's name: ``name (1)``, ``name-1`` (Canvas
 #: resubmissions), ``name copy``.
 COPY_SUFFIX = re.compile(r"(?:\s*\(\d+\)|-\d+|\s+copy)$", re.IGNORECASE)
@@ -264,7 +267,24 @@ def _entry_text(path: Path) -> str:
 
 def _from_lms_folder(folder: Path, assignment: str | None, out: Discovery) -> None:
     """A flat LMS download: each file's student is its LMS prefix (``match_file_name``);
-    a file without one is listed as skipped."""
+    a file without one is listed as skipped. Two LMS users whose files carry one name
+    prefix (namesakes, or a name changed to a classmate's before the download) stop the
+    run: graded as one student, one's file would be graded and the other's dropped."""
+    users: dict[str, set[str]] = {}
+    for path in _python_files(folder):
+        prefixed = LMS_PREFIX.match(Path(path.name).stem)
+        if prefixed is not None:
+            users.setdefault(prefixed.group("student").casefold(), set()).add(
+                str(int(prefixed.group("user"))))
+    shared = sorted(name for name, ids in users.items() if len(ids) > 1)
+    if shared:
+        for name in shared:
+            out.ambiguities.append(
+                f"{folder}: the LMS users {', '.join(sorted(users[name], key=int))} all "
+                f"carry the name prefix {name!r}; graded as one student, one file would be "
+                "dropped; nothing was graded. Put each user's files in a folder of their own "
+                "(named after the user) and grade the class folder")
+        return
     for path in _python_files(folder):
         info, student = match_file_name(path.name)
         if student is None:

@@ -157,3 +157,20 @@ def test_a_flat_download_beside_student_folders_stops_the_run(tmp_path: Path) ->
     put(tmp_path / "ada", A1)
     (download / f"doejohn_12_22_{A1}").unlink()
     assert graded(discover([download])) == [("download", f"smithjane_11_21_{A1}")]
+
+
+def test_two_lms_users_with_one_name_prefix_stop_the_run(tmp_path: Path) -> None:
+    # Found by a red team: Canvas names a flat download's files <name>_[LATE_]<user id>_
+    # <submission id>_<file>; two users with one name prefix (namesakes, or a student who
+    # took a classmate's name before the download) were one student, so the file sorted
+    # first was graded and the classmate's dropped ("graded instead").
+    download = put(tmp_path / "download", f"smithjane_LATE_11_1001_{A1}",
+                   f"smithjane_14_1003_{A1}", f"doejohn_12_1002_{A1}")
+    found = discover([download])
+    assert found.submissions == []
+    [why] = found.ambiguities
+    assert "11, 14" in why and "'smithjane'" in why and "nothing was graded" in why
+    # one user's resubmissions (one user id, two submission ids) are one student
+    (download / f"smithjane_14_1003_{A1}").rename(download / f"smithjane_11_1005_{A1}")
+    assert sorted(s.student for s in discover([download]).submissions) == [
+        "doejohn", "smithjane"]
