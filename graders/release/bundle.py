@@ -266,8 +266,8 @@ set aside by the grader; `check` tells you when it sets aside an import.
 ## How fast would it be on a TPU?
 
 ```bash
-pallas-lab profile assignments/a3_matmul.py     # a3, a4, a5: the lecture's configurations
-pallas-lab profile assignments/a3_matmul.ipynb --function matmul \\
+pallas-lab profile assignments/{matmul}.py     # a3, a4, a5: the lecture's configurations
+pallas-lab profile assignments/{matmul}.ipynb --function matmul \\
     --shapes 'bf16[4096,7168]' 'bf16[7168,18432]' --kw "block_shape=(1024, 1024, 1024)"
 ```
 
@@ -330,8 +330,9 @@ def write_bundle(dest: str | Path, *, root: str | Path | None = None,
     names = ", ".join(f"`{a.stem}`" for a in ASSIGNMENTS.values()
                       if (dest / "assignments" / f"{a.stem}.py").is_file())
     first = next(iter(ASSIGNMENTS.values())).stem  # the examples' handout: the first lab's
-    (dest / "README.md").write_text(README.format(handouts=names, first=first),
-                                    encoding="utf-8")
+    matmul = ASSIGNMENTS["a3"].stem  # the profile example: the blocked matmul's handout
+    (dest / "README.md").write_text(README.format(handouts=names, first=first,
+                                                  matmul=matmul), encoding="utf-8")
     deps = "[" + ", ".join(f'"{d}"' for d in DEPENDENCIES) + "]"
     jax_deps = "[" + ", ".join(f'"{d}"' for d in JAX_DEPENDENCIES) + "]"
     plot_deps = "[" + ", ".join(f'"{d}"' for d in PLOT_DEPENDENCIES) + "]"
