@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-import graders.cli.grade
 from graders.batch.discovery import discover, match_file_name
 from graders.checking.framework import raised_text
 from graders.cli.main import main
@@ -29,16 +28,6 @@ def klass(tmp_path: Path, fake_assignment: Assignment) -> Path:
     write(root / "alice", "t9_fake.py", GOOD)
     write(root / "bob", "t9_fake.py", STUB)
     return root
-
-
-@pytest.fixture
-def no_grading(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Any attempt to grade fails the test: the options must be refused first."""
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a submission was graded although the options were wrong")
-
-    monkeypatch.setattr(graders.cli.grade, "grade_submission", refuse)
-    monkeypatch.setattr("graders.batch.run.run_batch", refuse)
 
 
 def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

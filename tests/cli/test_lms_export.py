@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-import graders.cli.grade
 from graders.cli.main import main
 from graders.course.catalog import Assignment
 from tests.helpers.fake_lab import GOOD, STUB, write
@@ -144,16 +143,6 @@ def test_blackboard_import_is_keyed_by_username_and_lists_who_has_none(
     assert side["Jane Smith"]["kind"] == "roster student"
     assert side["Jane Smith"]["t9"] == "0" and "no 'Username'" in side["Jane Smith"]["reason"]
     assert "blackboard: roster student 'Jane Smith': no 'Username'" in err
-
-
-@pytest.fixture
-def no_grading(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Any attempt to grade fails the test: the options must be refused first."""
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a submission was graded although the options were wrong")
-
-    monkeypatch.setattr(graders.cli.grade, "grade_submission", refuse)
-    monkeypatch.setattr("graders.batch.run.run_batch", refuse)
 
 
 @pytest.mark.parametrize(("roster_text", "expected"), [

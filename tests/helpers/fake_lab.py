@@ -145,3 +145,13 @@ def fake_assignment(monkeypatch: pytest.MonkeyPatch) -> Iterator[Assignment]:
     monkeypatch.setitem(REGISTRY, FAKE.id, [])
     _register_fake_checks()
     yield FAKE
+
+
+@pytest.fixture
+def no_grading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to grade fails the test: a command's options must be refused first."""
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a submission was graded although the options were wrong")
+
+    monkeypatch.setattr("graders.cli.grade.grade_submission", refuse)
+    monkeypatch.setattr("graders.batch.run.run_batch", refuse)
