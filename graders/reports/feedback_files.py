@@ -1,66 +1,174 @@
 """Per-student feedback files: ``feedback.md`` and ``feedback.html`` beside results.json.
 
-Both hold the text ``pallas-lab grade FILE --feedback`` prints for the submission
-(``graders.reports.table.print_report``): the task table, then the full text of
-every failed check. The Markdown file puts that text in a fenced block, so it
-shows exactly as in the terminal; the HTML file is rich's own export of the same
-console output (``Console.export_html``), which escapes every character a
-student chose, so a name or message holding ``<script>`` stays text.
+Both show what ``pallas-lab grade FILE --feedback`` prints (``graders.reports.table``),
+laid out for reading: the score, the lateness and adjustments, the task table, then a
+section per failed check with its fields apart (``graders.reports.feedback_view``):
+the problem, the smallest failing input, expected and got, the verified diagnosis, the
+hint, the student's traceback and printed output.
+
+``feedback.html`` is a page of its own (no script, no external file, styles inline) that
+reads on a phone: long names and values wrap, the task table turns into one block per
+task below 40 em, and nothing scrolls sideways. ``feedback.md`` is Markdown a course
+site or Gradescope renders. Every string a student chose is escaped: HTML's ``<&>"'`` in
+the page; in the Markdown, the characters that make markup or inline HTML outside code,
+and code blocks fenced longer than any run of backticks in them.
 """
 
 from __future__ import annotations
 
-import io
+import html
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-
 from graders.grading.result import SubmissionResult
+from graders.reports.feedback_view import DIAGNOSIS, FeedbackView, feedback_view
 from graders.reports.files import atomic_write_text
-from graders.reports.table import print_report
-from graders.safety.safe_text import terminal_text
 
 if TYPE_CHECKING:
     from graders.reports.ledger import Standing
 
-#: Width, in characters, of the text in the feedback files.
-WIDTH = 100
 #: ASCII punctuation Markdown may read as markup or inline HTML: escaped with a backslash
 #: in the heading (CommonMark: any ASCII punctuation may be backslash-escaped).
 MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!<>|~&")
+#: Characters escaped in Markdown text that is not at the start of a line: emphasis, code,
+#: links, tables, strikethrough and inline HTML or entities.
+MARKDOWN_INLINE = frozenset("\\`*_[]<>|~&")
+#: Field labels shown as a block (their values are code or text a student's code printed).
+BLOCK_FIELDS = frozenset({"smallest failing input", "expected", "got", "in your file",
+                          "your code printed"})
+#: The page's styles: readable at 400 px (no sideways scrolling) and on a desktop.
+PAGE_STYLE = """
+*{box-sizing:border-box}
+body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2328;
+  max-width:60rem;margin:0 auto;padding:1rem;overflow-wrap:anywhere}
+h1{font-size:1.4rem;margin:.2rem 0}h2{font-size:1.15rem;margin-top:1.6rem}
+h3{font-size:1rem;margin:1.2rem 0 .4rem}
+table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d0d7de;vertical-align:top}
+td.points,th.points{text-align:right;white-space:nowrap}
+tfoot td{font-weight:600;border-bottom:0}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;border-radius:6px;
+  padding:.5rem .7rem;margin:.2rem 0;font:14px/1.4 ui-monospace,Menlo,Consolas,monospace}
+dl{margin:0}dt{font-weight:600;margin-top:.5rem}dd{margin:0 0 0 1rem}
+.score{font-size:1.2rem;font-weight:600}
+.status{display:inline-block;padding:0 .4rem;border-radius:4px;font-size:.9rem}
+.passed{background:#dafbe1}.partial{background:#fff8c5}.failed,.error{background:#ffebe9}
+.timeout{background:#fbefff}.not-started{background:#eaeef2}
+section.check{border-left:4px solid #cf222e;padding-left:.8rem;margin-bottom:1rem}
+.diagnosis dd{font-weight:600}
+@media (max-width:40rem){
+  table.tasks thead{display:none}
+  table.tasks tr{display:block;border-bottom:1px solid #d0d7de;padding:.3rem 0}
+  table.tasks td{display:block;border:0;padding:.05rem .3rem;text-align:left}
+  table.tasks td::before{content:attr(data-label) ": ";font-weight:600}
+  table.tasks td:empty,table.tasks .total-label{display:none}
+}
+"""
 
 
-def feedback_text(result: SubmissionResult, standing: Standing | None = None
-                  ) -> tuple[str, str]:
-    """(plain text, HTML) of ``result``'s report with feedback, as ``--feedback`` prints it;
-    with ``standing`` (its lines not empty) a section headed ``table.STANDING_HEADING`` follows the
-    table: due date, submission time and its source, lateness, penalty, adjustments and
-    the final score."""
-    console = Console(record=True, width=WIDTH, file=io.StringIO(), color_system=None)
-    standings = {(result.student, result.assignment): standing} if standing else None
-    print_report([result], console, feedback=True, standings=standings)
-    return console.export_text(clear=False), console.export_html(inline_styles=True)
+# -- HTML ------------------------------------------------------------------------------------
+
+
+def feedback_html(result: SubmissionResult, standing: Standing | None = None) -> str:
+    """``feedback.html``: a standalone page (module docstring) for ``result``."""
+    view = feedback_view(result, standing)
+    e = html.escape
+    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           f"<title>{e(view.title)}: {e(view.score)}</title>",
+           f"<style>{PAGE_STYLE}</style>", "</head>", "<body>",
+           f"<h1>{e(view.title)}</h1>", f'<p class="score">Score: {e(view.score)}</p>']
+    if view.standing:
+        out.append(f"<h2>{e(view.standing_heading)}</h2>")
+        out.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in view.standing) + "</ul>")
+    out.extend(_html_tasks(view))
+    if view.load_error:
+        out += ["<h2>Your file</h2>", f"<pre>{e(view.load_error)}</pre>"]
+    if view.checks:
+        out.append("<h2>What went wrong</h2>")
+    for check in view.checks:
+        out.append('<section class="check">')
+        out.append(f"<h3>{e(check.heading)} {_badge(check.status)}</h3>")
+        out.append("<dl>")
+        for label, value in check.fields:
+            css = ' class="diagnosis"' if label == DIAGNOSIS else ""
+            shown = (f"<pre>{e(value)}</pre>" if label in BLOCK_FIELDS or "\n" in value
+                     else e(value))
+            out.append(f"<div{css}><dt>{e(label or 'details')}</dt><dd>{shown}</dd></div>")
+        out += ["</dl>", "</section>"]
+    out += ["</body>", "</html>", ""]
+    return "\n".join(out)
+
+
+def _badge(status: str) -> str:
+    css = status.replace(" ", "-")
+    return f'<span class="status {html.escape(css)}">{html.escape(status)}</span>'
+
+
+def _html_tasks(view: FeedbackView) -> list[str]:
+    e = html.escape
+    head = ("Task", "Function(s)", "Points", "Status", "Reason")
+    out = ["<h2>Tasks</h2>", '<table class="tasks">', "<thead><tr>",
+           *(f'<th{" class=points" if h == "Points" else ""}>{h}</th>' for h in head),
+           "</tr></thead>", "<tbody>"]
+    for row in view.rows:
+        out.append(
+            f'<tr><td data-label="Task">{e(row.task)}</td>'
+            f'<td data-label="Function(s)">{e(row.title)}</td>'
+            f'<td class="points" data-label="Points">{e(row.points)}</td>'
+            f'<td data-label="Status">{_badge(row.status)}</td>'
+            f'<td data-label="Reason">{e(row.reason)}</td></tr>')
+    out += ["</tbody>", f'<tfoot><tr><td class="total-label">total</td><td></td><td class="points" '
+            f'data-label="Total">{e(view.total)}</td><td></td><td></td></tr></tfoot>',
+            "</table>"]
+    return out
+
+
+# -- Markdown --------------------------------------------------------------------------------
 
 
 def feedback_markdown(result: SubmissionResult, standing: Standing | None = None) -> str:
-    """The Markdown feedback file: a heading naming the student, assignment and score, then
-    the ``--feedback`` text in a fenced block (backticks in it cannot close the fence)."""
-    text, _ = feedback_text(result, standing)
+    """``feedback.md``: a heading naming the student, assignment, file and score, then the
+    lateness and adjustments, the task table and a section per failed check."""
+    view = feedback_view(result, standing)
+    heading = "".join(f"\\{ch}" if ch in MARKDOWN_SPECIAL else ch
+                      for ch in f"{view.title}: {view.score}")
+    out = [f"# {heading}", ""]
+    if view.standing:
+        out += [f"## {_md(view.standing_heading)}", "",
+                *(f"- {_md(line)}" for line in view.standing), ""]
+    out += ["## Tasks", "", "| Task | Function(s) | Points | Status | Reason |",
+            "|---|---|--:|---|---|"]
+    out += [f"| {_md(r.task)} | {_md(r.title)} | {_md(r.points)} | {_md(r.status)} | "
+            f"{_md(r.reason)} |" for r in view.rows]
+    out += [f"| **total** | | **{_md(view.total)}** | | |", ""]
+    if view.load_error:
+        out += ["## Your file", "", *_md_block(view.load_error), ""]
+    if view.checks:
+        out += ["## What went wrong", ""]
+    for check in view.checks:
+        out += [f"### {_md(check.heading)} ({_md(check.status)})", ""]
+        for label, value in check.fields:
+            name = _md(label or "details")
+            if label in BLOCK_FIELDS or "\n" in value:
+                out += [f"- {name}:", "", *("  " + line if line else line
+                                            for line in _md_block(value)), ""]
+            else:
+                out.append(f"- {name}: {_md(value)}")
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md(text: str) -> str:
+    """``text`` as one line of Markdown text: line breaks become spaces, markup escaped."""
+    flat = " ".join(text.split("\n"))
+    return "".join(f"\\{ch}" if ch in MARKDOWN_INLINE else ch for ch in flat)
+
+
+def _md_block(text: str) -> list[str]:
+    """``text`` as a fenced block whose fence no run of backticks in it can close."""
     fence = "`" * max(3, _longest_backtick_run(text) + 1)
-    heading = terminal_text(
-        f"{result.student}: {result.info.id} {result.info.title} "
-        f"({Path(result.file).name}): {_score(result, standing)}")
-    heading = "".join(f"\\{ch}" if ch in MARKDOWN_SPECIAL else ch for ch in heading)
-    return f"# {heading}\n\n{fence}text\n{text.rstrip()}\n{fence}\n"
-
-
-def _score(result: SubmissionResult, standing: Standing | None) -> str:
-    """"90/100"; with a standing, the final score first: "80/100 (raw 100/100)"."""
-    top = f"/{result.max_score:g}"
-    if standing is None or not standing.lines:
-        return f"{result.score:g}{top}"
-    return f"{standing.final:g}{top} (raw {standing.raw:g}{top})"
+    return [f"{fence}text", *text.splitlines(), fence]
 
 
 def _longest_backtick_run(text: str) -> int:
@@ -76,6 +184,5 @@ def write_feedback_files(result: SubmissionResult, folder: Path,
     """Write ``feedback.md`` and ``feedback.html`` for ``result`` (with ``standing``: its
     lateness and adjustments section) into ``folder`` (created when missing), each
     atomically; returns their paths. Raises ``OSError`` when they cannot be written."""
-    _, html = feedback_text(result, standing)
     md = atomic_write_text(folder / "feedback.md", feedback_markdown(result, standing))
-    return md, atomic_write_text(folder / "feedback.html", html)
+    return md, atomic_write_text(folder / "feedback.html", feedback_html(result, standing))

@@ -9,6 +9,7 @@ printed output) is escaped by ``graders.safety.safe_text.terminal_text`` and add
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,30 +68,27 @@ def load_reason(result: SubmissionResult) -> str:
     return "the file was not run (see below)"
 
 
-def submission_table(result: SubmissionResult, standing: Standing | None = None) -> Table:
-    """A rich Table for one submission: Task, Function(s) (what the task implements),
-    Points, Status, Reason; the total in the footer. With ``standing``
-    (``graders.reports.ledger``), a task an adjustment changed shows its points after it,
-    then the points graded ("25/40 (graded 40)"), and the footer the adjusted total."""
-    info = result.info
+@dataclass(frozen=True)
+class TaskRow:
+    """One task's row as every report shows it (strings, student text escaped): ``task``
+    id, ``title`` (what it implements), ``points`` ("25/40", "not graded", or with an
+    adjustment "25/40 (graded 40)"), ``status`` (``TaskResult.shown_status``) and the
+    one-line ``reason`` ("" for a passed task)."""
+
+    task: str
+    title: str
+    points: str
+    status: str
+    reason: str
+
+
+def task_rows(result: SubmissionResult, standing: Standing | None = None) -> list[TaskRow]:
+    """The rows of ``result``'s task table, in the assignment's task order; with
+    ``standing`` (``graders.reports.ledger``), a task an adjustment changed shows its
+    points after it, then the points graded."""
     adjusted = dict(standing.tasks) if standing is not None else {}
-    total = f"{format_points(result.score)}/{format_points(result.max_score)}"
-    if standing is not None and abs(standing.adjusted - result.score) > 1e-9:
-        total = (f"{format_points(standing.adjusted)}/{format_points(result.max_score)} "
-                 f"(graded {format_points(result.score)})")
-    title = Text(terminal_text(
-        f"{result.student} — {info.id} {info.title} ({Path(result.file).name})"))
-    table = Table(title=title, box=box.SIMPLE_HEAVY, show_footer=True, title_justify="left")
-    table.add_column("Task", footer="total")
-    table.add_column("Function(s)")
-    table.add_column(
-        "Points", justify="right",
-        footer=total,
-    )
-    table.add_column("Status")
-    table.add_column("Reason", overflow="fold")
+    rows = []
     for task in result.tasks():
-        status = task.shown_status
         points = f"{format_points(task.points)}/{format_points(task.max_points)}"
         if not task.graded:
             points = "not graded"
@@ -105,10 +103,36 @@ def submission_table(result: SubmissionResult, standing: Standing | None = None)
             reason = "still the handout's stub (NotImplementedError)"
         else:
             reason = short_reason(task.reason)
+        rows.append(TaskRow(task.task, task.title, points, task.shown_status, reason))
+    return rows
+
+
+def total_text(result: SubmissionResult, standing: Standing | None = None) -> str:
+    """The table's total: "76/100", or after an adjustment "80/100 (graded 76)"."""
+    total = f"{format_points(result.score)}/{format_points(result.max_score)}"
+    if standing is not None and abs(standing.adjusted - result.score) > 1e-9:
+        total = (f"{format_points(standing.adjusted)}/{format_points(result.max_score)} "
+                 f"(graded {format_points(result.score)})")
+    return total
+
+
+def submission_table(result: SubmissionResult, standing: Standing | None = None) -> Table:
+    """A rich Table for one submission: Task, Function(s) (what the task implements),
+    Points, Status, Reason (``task_rows``); the total in the footer (``total_text``)."""
+    info = result.info
+    title = Text(terminal_text(
+        f"{result.student} — {info.id} {info.title} ({Path(result.file).name})"))
+    table = Table(title=title, box=box.SIMPLE_HEAVY, show_footer=True, title_justify="left")
+    table.add_column("Task", footer="total")
+    table.add_column("Function(s)")
+    table.add_column("Points", justify="right", footer=total_text(result, standing))
+    table.add_column("Status")
+    table.add_column("Reason", overflow="fold")
+    for row in task_rows(result, standing):
         # Every dynamic string goes in as escaped Text: a student's "[/]" is text, not markup.
         table.add_row(
-            Text(task.task), Text(task.title), Text(points),
-            Text(status, style=STATUS_STYLE.get(status, "")), Text(reason),
+            Text(row.task), Text(row.title), Text(row.points),
+            Text(row.status, style=STATUS_STYLE.get(row.status, "")), Text(row.reason),
         )
     return table
 

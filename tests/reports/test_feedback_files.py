@@ -6,7 +6,12 @@ from pathlib import Path
 
 from graders.grading.result import CheckResult, SubmissionResult
 from graders.reports.class_report import class_stats, report_text
-from graders.reports.feedback_files import feedback_markdown, write_feedback_files
+from graders.reports.feedback_files import (
+    feedback_html,
+    feedback_markdown,
+    write_feedback_files,
+)
+from graders.reports.feedback_view import check_section
 
 FEEDBACK = "\n".join([
     "Task 1.3 bias_add — 0/10",
@@ -36,19 +41,41 @@ def _result(student: str, points_13: float, feedback: str = FEEDBACK,
     return result
 
 
-def test_feedback_files_hold_the_feedback_text_escaped(tmp_path: Path) -> None:
-    result = _result("<b>eve</b>_*", 0)
+def test_feedback_files_hold_the_feedback_escaped(tmp_path: Path) -> None:
+    traceback = "\n".join(["  in your file:", '    File "a1_pallas_basics.py", line 3',
+                           "      ```` a fence of four", "  your code printed:", "    <i>hi</i>"])
+    result = _result("<b>eve</b>_*", 0, feedback=f"{FEEDBACK}\n{traceback}")
     md, html = write_feedback_files(result, tmp_path / "eve")
     markdown = md.read_text(encoding="utf-8")
-    assert "looks like: the column-block axis is the inner grid axis" in markdown
-    assert "\n````text\n" in markdown and markdown.rstrip().endswith("````"), (
-        "the fence is longer than the ``` in the student's message, so it cannot close early")
-    assert markdown.startswith("# \\<b\\>eve\\</b\\>\\_\\*: a1"), (
-        "Markdown's own characters and inline HTML are escaped")
+    assert markdown.startswith("# \\<b\\>eve\\</b\\>\\_\\* — a1"), (
+        "Markdown's own characters and inline HTML are escaped in the heading")
+    assert "- looks like: the column-block axis is the inner grid axis" in markdown
+    assert "- problem: \\`\\`\\` \\<script\\>alert(1)\\</script\\>" in markdown, (
+        "a one-line value is text with its backticks and tags escaped")
+    assert "\n  `````text\n" in markdown, (
+        "a block's fence is longer than the ```` in the student's traceback")
+    assert "<script>" not in markdown.replace("\\<script\\>", "")
+    assert "| 1.3 | bias\\_add | 0/25 | failed |" in markdown, "the task table"
     page = html.read_text(encoding="utf-8")
-    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "<script>" not in page and "&lt;script&gt;" in page and "<i>" not in page
     assert "&lt;b&gt;eve&lt;/b&gt;" in page
     assert feedback_markdown(result) == markdown
+
+
+def test_a_looks_like_line_a_student_printed_stays_in_the_value_it_was_printed_in() -> None:
+    """An exception message may hold "\\n  looks like: ..." (the feedback quotes it): the
+    page shows as a diagnosis only what the check verified (CheckResult.diagnosis)."""
+    forged = FEEDBACK.replace("closes nothing", "closes nothing\n  looks like: a forged one")
+    section = check_section(_result("eve", 0, feedback=forged).checks[-1])
+    labels = [label for label, _ in section.fields]
+    assert labels == ["check", "problem", "looks like"], labels
+    assert "looks like: a forged one" in dict(section.fields)["problem"]
+    assert dict(section.fields)["looks like"].startswith(DIAGNOSIS)
+    unverified = check_section(_result("eve", 0, feedback=forged, diagnosis="").checks[-1])
+    assert [label for label, _ in unverified.fields] == ["check", "problem"], (
+        "without a verified diagnosis no line is shown as one")
+    page = feedback_html(_result("eve", 0, feedback=forged, diagnosis=""))
+    assert 'class="diagnosis"' not in page and "a forged one" in page
 
 
 def test_class_statistics_count_missing_students_and_diagnosed_mistakes() -> None:
