@@ -413,11 +413,12 @@ def _extras(args: argparse.Namespace, out: Path, results: Sequence[SubmissionRes
         for path in write_class_report(results, out, students):
             show(con, f"wrote {path}")
     if args.similarity is not None:
-        from graders.reports.similarity import similarity_report
+        from graders.reports.similarity_files import similarity_report
 
-        text, path = similarity_report(submissions, out, threshold=args.similarity)
+        text, paths = similarity_report(submissions, out, threshold=args.similarity)
         con.print(text, markup=False, highlight=False)
-        show(con, f"wrote {path}")
+        for path in paths:
+            show(con, f"wrote {path}")
     return EXIT_OK
 
 

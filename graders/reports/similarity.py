@@ -28,7 +28,9 @@ and the course machine has no network to it), JPlag needs a Java runtime, and
 home-made hashing would be our own code where a maintained library exists.
 copydetect is a pure-Python package on PyPI (MIT), implements the same
 winnowing as MOSS, takes boilerplate fingerprints directly and compares two
-in-memory fingerprints without writing its HTML report.
+in-memory fingerprints without writing its HTML report. Its copied slices (where in each
+file the shared fingerprints lie) make the side-by-side page
+(``graders.reports.similarity_files``, which writes both files).
 """
 
 from __future__ import annotations
@@ -36,11 +38,11 @@ from __future__ import annotations
 import io
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from graders.grading.submission import Submission
-from graders.reports.files import atomic_write_text
 from graders.safety import submission_files
 from graders.safety.safe_text import terminal_text
 
@@ -61,6 +63,9 @@ class Pair:
     similarity: float
     shares: tuple[float, float]
     tokens: int
+    #: Per file, the (start, end) character spans of its text found in the other (the
+    #: text ``Comparison.sources`` holds), in order.
+    spans: tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] = ((), ())
 
 
 class Unread(Exception):  # noqa: N818 - a file left out, not a failure of the check
@@ -115,10 +120,15 @@ class Skipped:
 @dataclass(frozen=True)
 class Comparison:
     """What ``compare`` found: the ``pairs`` at or above the threshold, most similar
-    first, and the submissions ``skipped`` (not read), in the order given."""
+    first, the submissions ``skipped`` (not read), in the order given, and the text
+    compared of every submission in a pair, by (assignment id, student), and each
+    assignment's handout text."""
 
     pairs: list[Pair]
     skipped: list[Skipped]
+    sources: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: The handout's text by assignment id ("" when there is none).
+    handouts: dict[str, str] = field(default_factory=dict)
 
 
 def compare(submissions: Sequence[Submission], *, threshold: float = 0.5,
@@ -131,14 +141,16 @@ def compare(submissions: Sequence[Submission], *, threshold: float = 0.5,
 
     pairs: list[Pair] = []
     skipped: list[Skipped] = []
+    sources: dict[tuple[str, str], str] = {}
+    handout_texts: dict[str, str] = {}
     by_assignment: dict[str, list[Submission]] = {}
     for sub in submissions:
         by_assignment.setdefault(sub.assignment.id, []).append(sub)
     for aid, subs in sorted(by_assignment.items()):
         stem = subs[0].stem
         handout = handouts / f"{stem}.py"
-        boiler = (_fingerprint(stem, handout.read_text(encoding="utf-8")).hashes
-                  if handout.is_file() else [])
+        handout_texts[aid] = handout.read_text(encoding="utf-8") if handout.is_file() else ""
+        boiler = _fingerprint(stem, handout_texts[aid]).hashes if handout_texts[aid] else []
         prints = []
         for sub in subs:
             try:
@@ -151,13 +163,21 @@ def compare(submissions: Sequence[Submission], *, threshold: float = 0.5,
         for (a, fa), (b, fb) in itertools.combinations(prints, 2):
             if a == b or not fa.hashes or not fb.hashes:
                 continue
-            tokens, (share_a, share_b), _slices = compare_files(fa, fb)
+            tokens, (share_a, share_b), slices = compare_files(fa, fb)
             best = max(share_a, share_b)
             if best >= threshold:
                 pairs.append(Pair(aid, a, b, float(best), (float(share_a), float(share_b)),
-                                  int(tokens)))
+                                  int(tokens), (_spans(slices[0]), _spans(slices[1]))))
+                sources[aid, a], sources[aid, b] = fa.raw_code, fb.raw_code
     pairs.sort(key=lambda p: (-p.similarity, p.assignment, p.first, p.second))
-    return Comparison(pairs, skipped)
+    return Comparison(pairs, skipped, sources, handout_texts)
+
+
+def _spans(slices: Any) -> tuple[tuple[int, int], ...]:
+    """copydetect's 2xN array of copied slices (starts, ends) as (start, end) pairs."""
+    if len(slices) == 0 or len(slices[0]) == 0:
+        return ()
+    return tuple((int(a), int(b)) for a, b in zip(slices[0], slices[1], strict=True))
 
 
 def similar_pairs(submissions: Sequence[Submission], *, threshold: float = 0.5,
@@ -185,14 +205,3 @@ def pairs_text(pairs: Sequence[Pair], threshold: float,
         lines.extend(f"  {s.assignment}  {terminal_text(s.student)} ({terminal_text(s.name)}: "
                      f"{terminal_text(s.reason)})" for s in skipped)
     return "\n".join(lines) + "\n"
-
-
-def similarity_report(submissions: Sequence[Submission], folder: Path, *,
-                      threshold: float = 0.5) -> tuple[str, Path]:
-    """Compare ``submissions`` (``compare``) and write the text to ``folder/similarity.txt``
-    (the pairs, then the submissions not compared and why); returns (the text, its path).
-    Raises ``ImportError`` without copydetect and ``OSError`` when the file cannot be
-    written."""
-    found = compare(submissions, threshold=threshold)
-    text = pairs_text(found.pairs, threshold, found.skipped)
-    return text, atomic_write_text(folder / "similarity.txt", text)

@@ -122,6 +122,8 @@ def test_class_report_and_similarity(klass: Path, tmp_path: Path,
     pairs = (out / "similarity.txt").read_text(encoding="utf-8")
     assert "ada <-> dan" in pairs, "a renamed copy is found"
     assert "cleo <-> eve" not in pairs, "the handout's own text is not counted"
+    page = (out / "similarity.html").read_text(encoding="utf-8")
+    assert "ada and dan" in page and "<mark>" in page, "the pair side by side, marked"
     assert "ada <-> dan" in printed
 
 

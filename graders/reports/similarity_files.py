@@ -1,0 +1,178 @@
+"""The similarity check's files: ``similarity.txt`` (``graders.reports.similarity``'s text)
+and ``similarity.html``, the pairs side by side for a person to read.
+
+One page for the class (``graders.reports.similarity.compare``): a table of the pairs at
+or above the threshold, most similar first, each linking to its section; in a section the
+two files side by side (one above the other on a narrow screen), the code both share
+marked. What is marked is what copydetect matched after the handout's fingerprints were
+dropped; a matched stretch may run over a line of the handout (a stub's signature or
+docstring between two students' lines), and such a line is left unmarked, so the
+handout's own text is never marked. Then the submissions not compared and why.
+
+Every character of a submission is shown as text: control characters and bidirectional
+overrides as escapes (``graders.safety.safe_text.terminal_text``, so a file cannot hide
+code from the reader), then ``html.escape``. The page holds no script. Unshared stretches
+longer than a few lines are folded, so the marked code is what the eye meets. A file longer than
+``MAX_SHOWN_CHARS`` is cut there, and the page says so.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+
+from graders.grading.submission import Submission
+from graders.reports.files import atomic_write_text
+from graders.reports.similarity import Comparison, Pair, compare, pairs_text
+from graders.safety.safe_text import terminal_text
+
+#: Characters of one file shown in a pair (a submission may be up to the grader's limit).
+MAX_SHOWN_CHARS = 200_000
+#: Unmarked lines shown around a marked one; a longer run of unmarked lines than
+#: ``FOLD_LINES`` is folded (open it to read it).
+CONTEXT_LINES, FOLD_LINES = 3, 8
+PAGE_STYLE = """
+*{box-sizing:border-box}
+body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2328;
+  max-width:110rem;margin:0 auto;padding:1rem;overflow-wrap:anywhere}
+h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem}
+table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d0d7de;vertical-align:top}
+.pair{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1rem}
+.pair h3{font-size:1rem;margin:.3rem 0}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;
+  padding:.1rem .7rem;margin:0;font:13px/1.4 ui-monospace,Menlo,Consolas,monospace}
+summary{background:#eaeef2;padding:0 .7rem;font-size:.85rem;color:#57606a;cursor:pointer}
+mark{background:#ffd8b5}
+@media (max-width:60rem){.pair{grid-template-columns:minmax(0,1fr)}}
+"""
+
+
+def similarity_html(found: Comparison, threshold: float) -> str:
+    """The page (module docstring) for ``found``, the pairs at or above ``threshold``
+    (0-1)."""
+    e = html.escape
+    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           "<title>Similarity</title>", f"<style>{PAGE_STYLE}</style>", "</head>", "<body>",
+           "<h1>Similarity (copydetect winnowing, handout excluded)</h1>",
+           f"<p>Pairs of submissions of one assignment whose similarity is at least "
+           f"{threshold:.0%}: {len(found.pairs)}. A flagged pair is for a person to read; "
+           "it proves nothing by itself. Marked: the code the two files share.</p>"]
+    if found.pairs:
+        out += ["<table>", "<thead><tr><th>Assignment</th><th>Similarity</th><th>Students"
+                "</th><th>Share of each file</th><th>Tokens in common</th></tr></thead>",
+                "<tbody>"]
+        for n, pair in enumerate(found.pairs, 1):
+            out.append(
+                f'<tr><td>{e(pair.assignment)}</td><td>{pair.similarity:.0%}</td>'
+                f'<td><a href="#pair-{n}">{_name(pair.first)} and {_name(pair.second)}</a>'
+                f"</td><td>{pair.shares[0]:.0%} / {pair.shares[1]:.0%}</td>"
+                f"<td>{pair.tokens}</td></tr>")
+        out += ["</tbody>", "</table>"]
+    for n, pair in enumerate(found.pairs, 1):
+        out += _pair_section(n, pair, found)
+    if found.skipped:
+        out += ["<h2>Not compared</h2>", "<ul>"]
+        out += [f"<li>{e(s.assignment)} {_name(s.student)} ({_name(s.name)}: "
+                f"{_name(s.reason)})</li>" for s in found.skipped]
+        out.append("</ul>")
+    out += ["</body>", "</html>", ""]
+    return "\n".join(out)
+
+
+def _name(text: str) -> str:
+    return html.escape(terminal_text(text))
+
+
+def _pair_section(n: int, pair: Pair, found: Comparison) -> list[str]:
+    out = [f'<h2 id="pair-{n}">{html.escape(pair.assignment)} {pair.similarity:.0%}: '
+           f"{_name(pair.first)} and {_name(pair.second)}</h2>", '<div class="pair">']
+    for student, share, spans in ((pair.first, pair.shares[0], pair.spans[0]),
+                                  (pair.second, pair.shares[1], pair.spans[1])):
+        text = found.sources.get((pair.assignment, student), "")
+        handout = found.handouts.get(pair.assignment, "")
+        out += ["<div>", f"<h3>{_name(student)}: {share:.0%} of its tokens shared</h3>",
+                marked_code(text, spans, handout), "</div>"]
+    out.append("</div>")
+    return out
+
+
+def marked_code(text: str, spans: tuple[tuple[int, int], ...], handout: str = "") -> str:
+    """``text`` as HTML with each (start, end) character span of ``spans`` in a ``<mark>``,
+    except blank lines and the lines ``handout`` holds too (compared without their
+    indentation); every
+    piece escaped (module docstring), cut at ``MAX_SHOWN_CHARS``. Each marked line is
+    shown with ``CONTEXT_LINES`` around it; a longer run of unmarked lines is folded into
+    a ``<details>`` the reader can open."""
+    limit = min(len(text), MAX_SHOWN_CHARS)
+    mask = _mask(text[:limit], spans, handout)
+    lines = text[:limit].splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    hot = [any(mask[starts[i]:starts[i + 1]]) for i in range(len(lines))]
+    near = [any(hot[max(0, i - CONTEXT_LINES):i + CONTEXT_LINES + 1]) for i in range(len(lines))]
+    pieces: list[str] = []
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and near[j] == near[i]:
+            j += 1
+        body = _marked(text, mask, starts[i], starts[j])
+        if near[i] or j - i < FOLD_LINES:
+            pieces.append(f"<pre>{body}</pre>")
+        else:
+            pieces.append(f"<details><summary>{j - i} lines not shared</summary>"
+                          f"<pre>{body}</pre></details>")
+        i = j
+    if len(text) > limit:
+        pieces.append(html.escape(f"... ({len(text) - limit} more characters not shown)"))
+    return "".join(pieces)
+
+
+def _mask(text: str, spans: tuple[tuple[int, int], ...], handout: str) -> bytearray:
+    """One byte per character of ``text``: 1 where it is marked (module docstring)."""
+    mask = bytearray(len(text))
+    for start, end in spans:
+        start, end = max(start, 0), min(end, len(text))
+        if start < end:
+            mask[start:end] = b"\x01" * (end - start)
+    theirs = {line.strip() for line in handout.splitlines() if line.strip()}
+    at = 0
+    for line in text.splitlines(keepends=True):
+        if not line.strip() or line.strip() in theirs:
+            mask[at:at + len(line)] = bytes(len(line))
+        at += len(line)
+    return mask
+
+
+def _marked(text: str, mask: bytearray, start: int, stop: int) -> str:
+    """``text[start:stop]`` as HTML, its marked runs in ``<mark>``."""
+    pieces = []
+    at = start
+    while at < stop:
+        end = at
+        while end < stop and mask[end] == mask[at]:
+            end += 1
+        piece = _text(text[at:end])
+        pieces.append(f"<mark>{piece}</mark>" if mask[at] else piece)
+        at = end
+    return "".join(pieces)
+
+
+def _text(piece: str) -> str:
+    return html.escape(terminal_text(piece, multiline=True), quote=False)
+
+
+def similarity_report(submissions: Sequence[Submission], folder: Path, *,
+                      threshold: float = 0.5) -> tuple[str, list[Path]]:
+    """Compare ``submissions`` (``graders.reports.similarity.compare``) and write the text
+    to ``folder/similarity.txt`` (the pairs, then the submissions not compared and why) and
+    the page to ``folder/similarity.html``; returns (the text, the paths written). Raises
+    ``ImportError`` without copydetect and ``OSError`` when a file cannot be written."""
+    found = compare(submissions, threshold=threshold)
+    text = pairs_text(found.pairs, threshold, found.skipped)
+    return text, [atomic_write_text(folder / "similarity.txt", text),
+                  atomic_write_text(folder / "similarity.html", similarity_html(found, threshold))]
