@@ -19,10 +19,12 @@ The numbers come only from the results, never from running anything again.
 from __future__ import annotations
 
 import statistics
+import textwrap
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graders.checking.feedback import format_points
 from graders.course.catalog import ASSIGNMENTS, Assignment
@@ -30,8 +32,14 @@ from graders.grading.result import SubmissionResult
 from graders.reports.files import atomic_write_text
 from graders.safety.safe_text import terminal_text
 
-#: Characters kept of a diagnosis in the report's tables and charts.
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+#: Characters kept of a diagnosis in the report's text table.
 MAX_MISTAKE_CHARS = 70
+#: A chart's mistake label: characters per line and lines (a diagnosis is a sentence or
+#: two; longer ones end in "…").
+LABEL_CHARS, LABEL_LINES = 60, 4
 
 
 @dataclass
@@ -128,18 +136,33 @@ def report_text(stats: dict[str, list[TaskStats]]) -> str:
     return "\n".join(lines)
 
 
-def _plot(aid: str, rows: list[TaskStats], path: Path) -> Path:
+def mistake_label(task: str, mistake: str) -> str:
+    """A bar's label in the chart: "task: diagnosis", escaped, wrapped on lines of
+    ``LABEL_CHARS`` characters, at most ``LABEL_LINES`` lines (then "…")."""
+    return "\n".join(textwrap.wrap(f"{task}: {terminal_text(mistake)}", LABEL_CHARS,
+                                   max_lines=LABEL_LINES, placeholder=" …"))
+
+
+def class_figure(aid: str, rows: list[TaskStats]) -> Figure:
+    """The chart of one assignment: a histogram of points per task, and below them the
+    diagnosed mistakes as bars labelled in full (``mistake_label``), the figure as tall
+    and wide as its labels need. Needs matplotlib (the ``report`` extra)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    mistakes = [(f"{row.task}: {_short(m)}", n) for row in rows
+    mistakes = [(mistake_label(row.task, m), n) for row in rows
                 for m, n in row.mistakes.most_common()]
     columns = len(rows)
-    figure = plt.figure(figsize=(3.2 * columns, 6.5 if mistakes else 3.2), layout="constrained")
-    grid = figure.add_gridspec(2 if mistakes else 1, columns)
+    label_lines = sum(label.count("\n") + 1 for label, _ in mistakes)
+    bars_height = max(2.0, 0.9 + 0.16 * label_lines + 0.08 * len(mistakes))
+    width = max(3.2 * columns, 11.0 if mistakes else 0.0)
+    figure = plt.figure(figsize=(width, 3.2 + (bars_height if mistakes else 0.0)),
+                        layout="constrained")
+    grid = figure.add_gridspec(2 if mistakes else 1, columns,
+                               height_ratios=[3.2, bars_height] if mistakes else None)
     for i, row in enumerate(rows):
         axes = figure.add_subplot(grid[0, i])
         axes.hist(row.points, bins=10, range=(0, row.max_points), color="tab:blue")
@@ -157,6 +180,13 @@ def _plot(aid: str, rows: list[TaskStats], path: Path) -> Path:
         axes.set_title("mistakes seen (task: diagnosis)", fontsize=9)
     figure.suptitle(f"{aid} {ASSIGNMENTS[aid].title}: {len(rows[0].points)} graded, "
                     f"{rows[0].missing} missing", fontsize=10)
+    return figure
+
+
+def _plot(aid: str, rows: list[TaskStats], path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    figure = class_figure(aid, rows)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
     plt.close(figure)
