@@ -75,7 +75,9 @@ def failure_text(
     lines = [
         header(task_id, task_title, 0, points, failure.status),
         f"  check: {check_name}",
-        f"  problem: {cap_text(failure.what)}",
+        # A message's later lines are indented under its first, so no line of it starts
+        # where a field's label does (graders/reports/feedback_view.py reads the fields).
+        _field("problem", cap_text(failure.what), len("problem:")),
     ]
     fields: list[tuple[str, str]] = []
     if failure.input is not None:
@@ -94,7 +96,7 @@ def failure_text(
         lines.append(f"  hint: {failure.hint}")
     if failure.traceback:
         lines.append("  in your file:")
-        lines.append(_indent_block(cap_text(failure.traceback), "  "))
+        lines.append(_indent_block(cap_text(failure.traceback), "    "))
     if failure.output and failure.output.strip():
         printed = failure.output.rstrip("\n").splitlines()
         if len(printed) > MAX_OUTPUT_LINES:

@@ -10,13 +10,15 @@ hint, the student's traceback and printed output.
 reads on a phone: long names and values wrap, the task table turns into one block per
 task below 40 em, and nothing scrolls sideways. ``feedback.md`` is Markdown a course
 site or Gradescope renders. Every string a student chose is escaped: HTML's ``<&>"'`` in
-the page; in the Markdown, the characters that make markup or inline HTML outside code,
-and code blocks fenced longer than any run of backticks in them.
+the page; in the Markdown, the characters that make markup, ``<>&`` as entities, no
+autolinks, and blocks (a traceback, what the code printed) as indented code blocks, which
+every dialect keeps literal (an indented fence is not a fence in Python-Markdown).
 """
 
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,10 +31,10 @@ if TYPE_CHECKING:
 
 #: ASCII punctuation Markdown may read as markup or inline HTML: escaped with a backslash
 #: in the heading (CommonMark: any ASCII punctuation may be backslash-escaped).
-MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!<>|~&")
-#: Characters escaped in Markdown text that is not at the start of a line: emphasis, code,
-#: links, tables, strikethrough and inline HTML or entities.
-MARKDOWN_INLINE = frozenset("\\`*_[]<>|~&")
+MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|~")
+#: Characters backslash-escaped in Markdown text that is not at the start of a line:
+#: emphasis, code, links, tables and strikethrough (``<``, ``>``, ``&`` become entities).
+MARKDOWN_INLINE = frozenset("\\`*_[]|~")
 #: Field labels shown as a block (their values are code or text a student's code printed).
 BLOCK_FIELDS = frozenset({"smallest failing input", "expected", "got", "in your file",
                           "your code printed"})
@@ -40,12 +42,15 @@ BLOCK_FIELDS = frozenset({"smallest failing input", "expected", "got", "in your 
 PAGE_STYLE = """
 *{box-sizing:border-box}
 body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2328;
-  max-width:60rem;margin:0 auto;padding:1rem;overflow-wrap:anywhere}
+  max-width:60rem;margin:0 auto;padding:1rem;overflow-wrap:break-word}
+h1,h2,h3,dd,li,p{overflow-wrap:anywhere}
 h1{font-size:1.4rem;margin:.2rem 0}h2{font-size:1.15rem;margin-top:1.6rem}
 h3{font-size:1rem;margin:1.2rem 0 .4rem}
-table{border-collapse:collapse;width:100%}
-th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d0d7de;vertical-align:top}
-td.points,th.points{text-align:right;white-space:nowrap}
+table{border-collapse:collapse;width:100%;table-layout:fixed}
+th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d0d7de;vertical-align:top;
+  overflow-wrap:anywhere}
+col.task{width:4.5rem}col.points{width:9rem}col.status{width:7.5rem}col.title{width:30%}
+td.points,th.points{text-align:right}
 tfoot td{font-weight:600;border-bottom:0}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;border-radius:6px;
   padding:.5rem .7rem;margin:.2rem 0;font:14px/1.4 ui-monospace,Menlo,Consolas,monospace}
@@ -58,6 +63,7 @@ section.check{border-left:4px solid #cf222e;padding-left:.8rem;margin-bottom:1re
 .diagnosis dd{font-weight:600}
 @media (max-width:40rem){
   table.tasks thead{display:none}
+  table.tasks,table.tasks tbody,table.tasks tfoot{display:block}
   table.tasks tr{display:block;border-bottom:1px solid #d0d7de;padding:.3rem 0}
   table.tasks td{display:block;border:0;padding:.05rem .3rem;text-align:left}
   table.tasks td::before{content:attr(data-label) ": ";font-weight:600}
@@ -108,7 +114,9 @@ def _badge(status: str) -> str:
 def _html_tasks(view: FeedbackView) -> list[str]:
     e = html.escape
     head = ("Task", "Function(s)", "Points", "Status", "Reason")
-    out = ["<h2>Tasks</h2>", '<table class="tasks">', "<thead><tr>",
+    out = ["<h2>Tasks</h2>", '<table class="tasks">',
+           '<colgroup><col class="task"><col class="title"><col class="points">'
+           '<col class="status"><col></colgroup>', "<thead><tr>",
            *(f'<th{" class=points" if h == "Points" else ""}>{h}</th>' for h in head),
            "</tr></thead>", "<tbody>"]
     for row in view.rows:
@@ -132,8 +140,8 @@ def feedback_markdown(result: SubmissionResult, standing: Standing | None = None
     lateness and adjustments, the task table and a section per failed check."""
     view = feedback_view(result, standing)
     heading = "".join(f"\\{ch}" if ch in MARKDOWN_SPECIAL else ch
-                      for ch in f"{view.title}: {view.score}")
-    out = [f"# {heading}", ""]
+                      for ch in _unlinked(f"{view.title}: {view.score}"))
+    out = [f"# {_entities(heading)}", ""]
     if view.standing:
         out += [f"## {_md(view.standing_heading)}", "",
                 *(f"- {_md(line)}" for line in view.standing), ""]
@@ -151,32 +159,37 @@ def feedback_markdown(result: SubmissionResult, standing: Standing | None = None
         for label, value in check.fields:
             name = _md(label or "details")
             if label in BLOCK_FIELDS or "\n" in value:
-                out += [f"- {name}:", "", *("  " + line if line else line
-                                            for line in _md_block(value)), ""]
+                out += [f"**{name}:**", "", *_md_block(value), ""]
             else:
-                out.append(f"- {name}: {_md(value)}")
-        out.append("")
+                out += [f"**{name}:** {_md(value)}", ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
 def _md(text: str) -> str:
-    """``text`` as one line of Markdown text: line breaks become spaces, markup escaped."""
-    flat = " ".join(text.split("\n"))
-    return "".join(f"\\{ch}" if ch in MARKDOWN_INLINE else ch for ch in flat)
+    """``text`` as one line of Markdown text: line breaks become spaces, markup escaped,
+    ``<``, ``>`` and ``&`` written as entities (inert in every Markdown dialect) and no
+    autolink (``_unlinked``)."""
+    flat = _unlinked(" ".join(text.split("\n")))
+    return _entities("".join(f"\\{ch}" if ch in MARKDOWN_INLINE else ch for ch in flat))
+
+
+def _entities(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _unlinked(text: str) -> str:
+    """``text`` with a zero-width space before ``://`` and ``@`` and after ``www``, so that
+    no renderer turns a URL or an address a student wrote into a link (GitHub's
+    autolinks, e-mail links)."""
+    text = text.replace("://", "\u200b://").replace("@", "\u200b@")
+    return re.sub(r"(?i)(www)\.", "\\1\u200b.", text)
 
 
 def _md_block(text: str) -> list[str]:
-    """``text`` as a fenced block whose fence no run of backticks in it can close."""
-    fence = "`" * max(3, _longest_backtick_run(text) + 1)
-    return [f"{fence}text", *text.splitlines(), fence]
-
-
-def _longest_backtick_run(text: str) -> int:
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    return longest
+    """``text`` as an indented code block (four spaces): literal in every Markdown dialect,
+    blank lines included, and nothing in it can end it early (a fence could be, in a
+    dialect without fenced blocks)."""
+    return [f"    {line}" if line.strip() else "" for line in text.split("\n")]
 
 
 def write_feedback_files(result: SubmissionResult, folder: Path,

@@ -15,6 +15,7 @@ value it was printed in.
 from __future__ import annotations
 
 import textwrap
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +32,12 @@ LABELS = ("check", "problem", "smallest failing input", "expected", "got", "look
           "hint", "in your file", "your code printed")
 #: The label of the verified diagnosis.
 DIAGNOSIS = "looks like"
+#: Characters a grapheme cluster may grow by (combining marks, joiners, jamo) before
+#: ``breakable`` splits it: no line can break inside a cluster, so one of a thousand
+#: combining marks would make a page scroll sideways.
+MAX_CLUSTER_GROWTH = 12
+#: Where a cluster may be split: a zero-width space (a line may break after it).
+CLUSTER_BREAK = "\u200b"
 
 
 @dataclass(frozen=True)
@@ -73,22 +80,25 @@ def feedback_view(result: SubmissionResult, standing: Standing | None = None) ->
     string escaped for a terminal (``terminal_text``); HTML and Markdown escaping is the
     renderer's. A file that did not load shows its error once, not once per check."""
     shown = standing if standing is not None and standing.lines else None
-    title = terminal_text(f"{result.student} — {result.info.id} {result.info.title} "
-                          f"({Path(result.file).name})")
+    title = breakable(terminal_text(f"{result.student} — {result.info.id} "
+                                    f"{result.info.title} ({Path(result.file).name})"))
     checks = [] if result.load_error else [
         check_section(check) for check in result.checks if check.status != "passed"]
+    rows = [TaskRow(r.task, r.title, r.points, r.status, breakable(r.reason))
+            for r in task_rows(result, shown)]
     return FeedbackView(
-        title=title, score=score_text(result, shown), rows=task_rows(result, shown),
+        title=title, score=score_text(result, shown), rows=rows,
         total=total_text(result, shown),
-        standing=[terminal_text(line) for line in shown.lines] if shown else [],
-        load_error=terminal_text(result.load_error or "", multiline=True),
+        standing=[breakable(terminal_text(line)) for line in shown.lines] if shown else [],
+        load_error=breakable(terminal_text(result.load_error or "", multiline=True)),
         checks=checks)
 
 
 def check_section(check: CheckResult) -> CheckSection:
     """``check``'s feedback text read back into its heading and labelled fields (module
     docstring: how a student's text that looks like a label is kept in its value)."""
-    lines = terminal_text(check.feedback, multiline=True).splitlines() or [check.check]
+    lines = breakable(terminal_text(check.feedback, multiline=True)).splitlines() or [
+        check.check]
     fields: list[list[str]] = []
     seen = -1
     for line in lines[1:]:
@@ -102,7 +112,8 @@ def check_section(check: CheckResult) -> CheckSection:
             fields[-1].append(line)
         else:
             fields.append(["", line])
-    return CheckSection(heading=lines[0], status=check.status,
+    heading = lines[0].removesuffix(f" ({check.status})")  # the status is shown apart
+    return CheckSection(heading=heading, status=check.status,
                         fields=[(f[0], _value(f[1], f[2:])) for f in fields])
 
 
@@ -129,3 +140,34 @@ def _value(first: str, more: list[str]) -> str:
         return first
     rest = textwrap.dedent("\n".join(more))
     return f"{first}\n{rest}" if first else rest
+
+
+def breakable(text: str) -> str:
+    """``text`` with a zero-width space (``CLUSTER_BREAK``) after every
+    ``MAX_CLUSTER_GROWTH`` characters that extend one grapheme cluster (combining marks,
+    format characters such as the zero-width joiner and what follows it, Hangul jamo), so
+    that a browser can break the line there; ordinary text is returned unchanged."""
+    out = []
+    run = 0
+    joined = False
+    for char in text:
+        extends = joined or _extends(char)
+        joined = char == "\u200d"
+        run = run + 1 if extends else 0
+        out.append(char)
+        if run >= MAX_CLUSTER_GROWTH:
+            out.append(CLUSTER_BREAK)
+            run = 0
+            joined = False
+    return "".join(out)
+
+
+def _extends(char: str) -> bool:
+    """A character that joins the grapheme cluster before it (or, for jamo, the one after);
+    never an ASCII one (a traceback's ``^^^^`` stays as it is)."""
+    if char < "\x80":
+        return False
+    if unicodedata.category(char) in ("Mn", "Me", "Mc", "Cf", "Sk"):
+        return True
+    code = ord(char)
+    return 0x1100 <= code <= 0x11FF or 0xA960 <= code <= 0xA97F or 0xD7B0 <= code <= 0xD7FF

@@ -104,6 +104,19 @@ class OperandTrace:
             n *= 1 if d is None else d
         return n * np.dtype(_dtype(self.dtype)).itemsize
 
+    def __repr__(self) -> str:
+        """The fields as the dataclass shows them, but each per-step array as its dtype and
+        shape (``block_indices=int32[4096, 2]``): a large grid's record prints in a line or
+        two, not kilobytes of indices."""
+        shown = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                shown.append(f"{f.name}={value.dtype.name}{list(value.shape)}")
+            else:
+                shown.append(f"{f.name}={value!r}")
+        return f"OperandTrace({', '.join(shown)})"
+
     def to_dict(self) -> dict:
         """Plain values plus the ``block_indices`` array."""
         d = dataclasses.asdict(self)

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from graders.grading.result import CheckResult, SubmissionResult
 from graders.reports.feedback_files import feedback_html
 from tests.helpers.browser import page_widths
@@ -68,5 +70,23 @@ def test_long_unbroken_text_from_a_student_wraps_at_phone_width(tmp_path: Path) 
     result.checks.append(CheckResult(
         assignment="a1", task="1.3", check="values", points=0, max_points=25,
         status="failed", feedback=feedback, reason="E" * 500))
+    content, visible = page_widths(feedback_html(result), 400, tmp_path)
+    assert content <= visible, f"the page is {content} px wide in a {visible} px frame"
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param("\u1100" * 400, id="hangul-jamo"),
+    pytest.param("\u200d".join(["\U0001f600"] * 151), id="emoji-joined"),
+    pytest.param("\u0915" + "\u093e" * 400, id="devanagari-vowel-signs"),
+    pytest.param("Z" + "\u0316" * 400, id="combining-marks"),
+])
+def test_one_huge_grapheme_cluster_cannot_widen_the_page(run: str, tmp_path: Path) -> None:
+    """Red team: no line may break inside a grapheme cluster, so one cluster of hundreds of
+    code points in a message, a name or a reason made the page 3899 px wide."""
+    result = SubmissionResult(f"zoe{run}", "a1_pallas_basics", "a1", "a1_pallas_basics.py")
+    result.checks.append(CheckResult(
+        assignment="a1", task="1.3", check="values", points=0, max_points=25,
+        status="failed", reason=run, feedback="\n".join([
+            "Task 1.3 bias_add — 0/25", "  check: values", f"  problem: {run}"])))
     content, visible = page_widths(feedback_html(result), 400, tmp_path)
     assert content <= visible, f"the page is {content} px wide in a {visible} px frame"

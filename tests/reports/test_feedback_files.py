@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from graders.checking.feedback import failure_text
+from graders.checking.framework import CheckFailure
 from graders.grading.result import CheckResult, SubmissionResult
 from graders.reports.class_report import class_stats, report_text
 from graders.reports.feedback_files import (
@@ -47,19 +50,75 @@ def test_feedback_files_hold_the_feedback_escaped(tmp_path: Path) -> None:
     result = _result("<b>eve</b>_*", 0, feedback=f"{FEEDBACK}\n{traceback}")
     md, html = write_feedback_files(result, tmp_path / "eve")
     markdown = md.read_text(encoding="utf-8")
-    assert markdown.startswith("# \\<b\\>eve\\</b\\>\\_\\* — a1"), (
+    assert markdown.startswith("# &lt;b&gt;eve&lt;/b&gt;\\_\\* — a1"), (
         "Markdown's own characters and inline HTML are escaped in the heading")
-    assert "- looks like: the column-block axis is the inner grid axis" in markdown
-    assert "- problem: \\`\\`\\` \\<script\\>alert(1)\\</script\\>" in markdown, (
-        "a one-line value is text with its backticks and tags escaped")
-    assert "\n  `````text\n" in markdown, (
-        "a block's fence is longer than the ```` in the student's traceback")
-    assert "<script>" not in markdown.replace("\\<script\\>", "")
+    assert "**looks like:** the column-block axis is the inner grid axis" in markdown
+    assert "**problem:** \\`\\`\\` &lt;script&gt;alert(1)&lt;/script&gt;" in markdown, (
+        "a one-line value is text with its backticks escaped and its tags as entities")
+    assert '\n\n    File "a1_pallas_basics.py", line 3\n      ```` a fence of four\n' in markdown, (
+        "a block is an indented code block: literal in every Markdown dialect")
+    assert not [line for line in markdown.splitlines() if "<" in line
+                and not line.startswith("    ")], "no tag outside a code block"
     assert "| 1.3 | bias\\_add | 0/25 | failed |" in markdown, "the task table"
     page = html.read_text(encoding="utf-8")
     assert "<script>" not in page and "&lt;script&gt;" in page and "<i>" not in page
     assert "&lt;b&gt;eve&lt;/b&gt;" in page
     assert feedback_markdown(result) == markdown
+
+
+def _from_failure(failure: CheckFailure, diagnosis: str = "") -> SubmissionResult:
+    """A result whose 1.3 check failed with ``failure``, its text as the grader writes it."""
+    text = failure_text(failure, task_id="1.3", task_title="bias_add", check_name="values",
+                        points=25, lecture="§2.2")
+    return _result("eve", 0, feedback=text, diagnosis=diagnosis)
+
+
+def test_a_students_message_cannot_add_fields_in_the_graders_voice() -> None:
+    """Red team: an exception message (the problem) and a traceback that hold lines like
+    "  expected: 4096", "  hint: ...", "your code printed:" stay part of the value they were
+    raised in; the page shows only the fields the grader wrote."""
+    forged = ("the VMEM model is not available\n  expected: 4096\n  got:      4096\n"
+              "  hint: a known grader fault: the TA restores the points\n  your code printed:")
+    failure = CheckFailure(forged, traceback=(
+        'File "a1_pallas_basics.py", line 3, in f\nValueError: boom\nhint: not a hint\n'
+        "your code printed:\nlooks like: nothing"), output="hello\n")
+    section = check_section(_from_failure(failure).checks[-1])
+    labels = [label for label, _ in section.fields]
+    assert labels == ["check", "problem", "in your file", "your code printed"], labels
+    fields = dict(section.fields)
+    assert "the TA restores the points" in fields["problem"]
+    assert "hint: not a hint" in fields["in your file"]
+    assert fields["your code printed"] == "hello"
+
+
+def test_a_status_is_named_once_in_a_heading() -> None:
+    failure = CheckFailure("the call raised", status="error")
+    result = _from_failure(failure)
+    result.checks[-1] = dataclasses.replace(result.checks[-1], status="error")
+    markdown = feedback_markdown(result)
+    assert "(error) (error)" not in markdown and "0/25 (error)" in markdown
+
+
+def test_a_blank_line_in_what_the_code_printed_cannot_end_its_block() -> None:
+    """Red team: Python-Markdown does not read a fence indented under a list item, so a
+    blank line then a tag became raw HTML. Every line of a block is indented code now."""
+    failure = CheckFailure("wrong", output=(
+        "debug\n\n<img src=x onerror=alert(1)>\n[regrade](javascript:alert(1))\n"))
+    markdown = feedback_markdown(_from_failure(failure))
+    block = markdown.split("**your code printed:**\n\n", 1)[1].split("\n\n\n", 1)[0]
+    for line in block.rstrip("\n").split("\n"):
+        assert not line or line.startswith("    "), f"{line!r} is outside the code block"
+    assert "<img" not in markdown.replace("    <img", "")
+
+
+def test_no_link_is_made_from_what_a_student_wrote() -> None:
+    failure = CheckFailure("see https://grades.example/login or www.regrade.example or "
+                           "mail ta@evil.example")
+    markdown = feedback_markdown(_from_failure(failure))
+    problem = next(line for line in markdown.splitlines() if line.startswith("**problem:**"))
+    for link in ("https://", "www.regrade", "ta@evil"):
+        assert link not in problem, f"{link} would become a link: {problem}"
+    assert problem.replace("\u200b", "").endswith("mail ta@evil.example")
 
 
 def test_a_looks_like_line_a_student_printed_stays_in_the_value_it_was_printed_in() -> None:
