@@ -61,7 +61,7 @@ def test_a_csv_batch_writes_the_gradebook_file_the_table_and_feedback_files(
         encoding="utf-8"))["tests"] if t["status"] == "failed"]
     first = feedback[0].splitlines()[0]
     assert first in markdown.replace("\\", ""), "each failed check has its section"
-    assert "- looks like:" in markdown
+    assert "**looks like:**" in markdown
     assert first.split(" — ")[0] in html and "<html" in html.lower()
 
 
