@@ -98,7 +98,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
               err: Console, budget: float | None = None, force: bool = False,
               tasks: Collection[str] | None = None, gradebook: Path | None = None,
               notes: Mapping[str, Sequence[str]] | None = None,
-              ledger: Ledger | None = None) -> BatchOutcome:
+              ledger: Ledger | None = None, client: Any = None) -> BatchOutcome:
     """Grade the pending files of ``submissions`` (``plan_batch``: with ``tasks`` every
     file, those tasks only) with ``jobs`` processes, one file per job in the plan's order
     (``timeout`` per call, ``budget`` per file as in ``grade_file``),
@@ -118,6 +118,11 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     SIGTERM (``pool.StopRequests``: noted, never raised, while the batch runs; the graders
     are stopped, the students finished keep their results, the gradebook is rewritten and
     every temporary folder of the batch is removed first).
+
+    With ``client`` (a ``distributed.Client``, ``graders.batch.cluster.open_client``) the
+    files are graded on that Dask cluster's workers instead of ``jobs`` local processes
+    (``graders.batch.cluster.grade_on_cluster``); the plan, results, resuming, gradebook
+    and stopping are the same.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
@@ -184,14 +189,19 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                     GradingProgress(err, len(jobs_of)) as progress:
                 options: dict[str, Any] = {
                     "mp_context": context, "max_tasks_per_child": 1,
-                    "initializer": start_child, "initargs": (stop, start_zygote(
+                    "initializer": start_child, "initargs": (stop, None if client else start_zygote(
                         stack, lambda: requests.signum is not None))}
 
                 def grade(pool: ProcessPoolExecutor, sub: Submission) -> Future:
                     return pool.submit(grade_in_child, sub, str(out), timeout, budget, only)
 
                 broken: set[int] = set()  # id() of the files whose grader the broken pool took
-                if requests.signum is None:
+                if client is not None and requests.signum is None:
+                    from graders.batch.cluster import grade_on_cluster
+
+                    interrupted = grade_on_cluster(client, jobs_of, out, timeout, budget, only,
+                                                   done, progress, requests)
+                elif requests.signum is None:
                     # After the pools and the zygote are done:
                     stack.callback(stop_forkserver, start_forkserver(requests))
                     with ProcessPoolExecutor(max_workers=jobs, **options) as pool:

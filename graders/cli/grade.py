@@ -26,7 +26,7 @@ import traceback
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
@@ -53,6 +53,8 @@ from graders.safety.safe_text import show, terminal_text
 NAME = "grade"
 #: Formats whose ``--out`` is a file even in a batch.
 FILE_FORMATS = ("csv", *LMS_FORMATS)
+#: Dask workers (Slurm jobs) of ``--scheduler`` / ``--cluster`` without ``--jobs``.
+CLUSTER_JOBS = 2
 
 if TYPE_CHECKING:
     from graders.batch.run import BatchOutcome
@@ -98,6 +100,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
              "(default results/; with --format csv, --out is the gradebook and the results "
              "go to <its name>_results/ beside it; with an LMS format, --out is the import "
              "file and the results and gradebook.csv go to <its name>_results/)",
+    )
+    grade.add_argument(
+        "--scheduler", default=None, metavar="ADDRESS",
+        help="batch on a running Dask cluster: send each file to the workers of the Dask "
+             "scheduler at ADDRESS (tcp://host:8786 or tls://...); the workers must see the "
+             "class and --out folders at the same paths and have pallas-lab installed "
+             "(needs the cluster extra)",
+    )
+    grade.add_argument(
+        "--cluster", choices=("slurm",), default=None,
+        help="batch on a Dask cluster started here: slurm (dask-jobqueue, configured by its "
+             "own config file; --jobs N Slurm jobs of one worker each)",
     )
     grade.add_argument(
         "--force", action="store_true",
@@ -171,6 +185,8 @@ def apply_config(args: argparse.Namespace) -> CourseConfig:
     for key in ("timeout", "budget", "jobs", "roster", "extensions", "adjustments"):
         if getattr(args, key) is None and key in config.values:
             setattr(args, key, config.values[key])
+    if args.jobs is None and (args.scheduler or args.cluster):  # a cluster is a batch
+        args.jobs = CLUSTER_JOBS
     if args.out is None and "out" in config.values and args.format not in FILE_FORMATS and (
             args.jobs is not None):
         args.out = config.values["out"]
@@ -340,6 +356,26 @@ def _print_results(args: argparse.Namespace, results: Sequence[SubmissionResult]
                  standings=_standings(getattr(args, "ledger", None), results))
 
 
+def _dask_client(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console) -> Any:
+    """The Dask client of ``--scheduler`` / ``--cluster`` (closed with ``stack``), None
+    without them, False (after saying why on ``err``) when it cannot be had."""
+    if not (args.scheduler or args.cluster):
+        return None
+    try:
+        from graders.batch.cluster import open_client
+
+        return open_client(stack, scheduler=args.scheduler, cluster=args.cluster,
+                           jobs=args.jobs)
+    except ImportError as exc:
+        problem = (f"--scheduler/--cluster need dask.distributed (and dask-jobqueue for "
+                   f"slurm): pip install -e '.[cluster]' ({exc})")
+    except (OSError, TimeoutError, ValueError) as exc:
+        where = args.scheduler or args.cluster
+        problem = f"cannot reach the Dask cluster {where}: {type(exc).__name__}: {exc}"
+    say_one_line(err, f"pallas-lab grade: {problem}; nothing was graded")
+    return False
+
+
 def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str]],
            con: Console, err: Console, *, keep: bool = True) -> int:
     from graders.batch.run import run_batch
@@ -347,10 +383,14 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
 
     out, gradebook = _batch_paths(args)
     selected = _filtered(args, found)
-    outcome = run_batch(selected, out=out, jobs=args.jobs, timeout=args.timeout, err=err,
-                        budget=args.budget, force=args.force or bool(args.student),
-                        tasks=args.task, gradebook=gradebook, notes=notes,
-                        ledger=args.ledger)
+    with contextlib.ExitStack() as stack:
+        client = _dask_client(args, stack, err)
+        if client is False:
+            return EXIT_USAGE
+        outcome = run_batch(selected, out=out, jobs=args.jobs, timeout=args.timeout, err=err,
+                            budget=args.budget, force=args.force or bool(args.student),
+                            tasks=args.task, gradebook=gradebook, notes=notes,
+                            ledger=args.ledger, client=client)
     shown = {s.student for s in selected}
     everyone = {s.student for s in found.submissions}
     class_results = [r for r in read_results(out) if r.student in everyone]
@@ -441,6 +481,8 @@ def _check_options(args: argparse.Namespace, found: Discovery) -> str | None:
     problem = jobs_problem(args.jobs)
     if problem:
         return problem
+    if args.scheduler and args.cluster:
+        return "--scheduler and --cluster both name a cluster: give one"
     batch = args.jobs is not None
     if not batch and (args.force or args.report or args.similarity is not None):
         used = [o for o, on in (("--force", args.force), ("--report", args.report),

@@ -1,0 +1,113 @@
+"""A class's batch on Dask (``pallas-lab grade CLASS --scheduler ADDRESS``), on a
+``LocalCluster`` of two worker processes: the same results, gradebook and resuming as
+``--jobs 2`` on this machine, a stop that keeps what was finished, and a clear line when
+the cluster cannot be used."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cli import pallas_lab
+
+distributed = pytest.importorskip("distributed")
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "examples" / "submissions"
+STEM = "a1_pallas_basics"
+LIMIT = 900
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> Iterator[str]:
+    """The address of a LocalCluster of two single-threaded worker processes."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+def _class(folder: Path, students: dict[str, str]) -> Path:
+    for student, sample in students.items():
+        (folder / student).mkdir(parents=True)
+        shutil.copy(SAMPLES / sample / f"{STEM}.py", folder / student / f"{STEM}.py")
+    return folder
+
+
+def _grade(klass: Path, out: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*pallas_lab(), "grade", str(klass), "--out", str(out), *options],
+                          capture_output=True, text=True, timeout=LIMIT, check=False)
+
+
+def _scores(out: Path) -> dict[str, list[tuple[str, float]]]:
+    return {p.parent.parent.name: [(t["name"], t["score"]) for t in json.loads(
+        p.read_text(encoding="utf-8"))["tests"]] for p in out.glob("*/*/results.json")}
+
+
+def test_a_batch_on_dask_grades_as_the_local_batch_does_and_resumes(
+        scheduler: str, tmp_path: Path) -> None:
+    klass = _class(tmp_path / "class", {"ada": "ada_correct", "ben": "ben_typical_mistakes",
+                                         "cleo": "cleo_untouched"})
+    local, dask = tmp_path / "local", tmp_path / "dask"
+    done = _grade(klass, local, "--jobs", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = _grade(klass, dask, "--scheduler", scheduler)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "internal error" not in done.stdout + done.stderr, done.stderr[-3000:]
+    assert _scores(dask) == _scores(local) and len(_scores(dask)) == 3
+    assert (dask / "gradebook.csv").read_text(encoding="utf-8") == (
+        local / "gradebook.csv").read_text(encoding="utf-8")
+    for student in ("ada", "ben", "cleo"):
+        assert (dask / student / STEM / "feedback.html").is_file()
+    again = _grade(klass, dask, "--scheduler", scheduler)
+    assert again.returncode == 0
+    assert "graded 0 student(s), 3 already had results" in " ".join(again.stdout.split())
+
+
+def test_a_stopped_dask_batch_keeps_what_was_finished_and_a_rerun_finishes_it(
+        scheduler: str, tmp_path: Path) -> None:
+    klass = _class(tmp_path / "class", {f"s{i}": "ben_typical_mistakes" for i in range(6)})
+    out = tmp_path / "results"
+    command = [*pallas_lab(), "grade", str(klass), "--out", str(out), "--scheduler",
+               scheduler]
+    batch = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    deadline = time.monotonic() + LIMIT
+    while not list(out.glob("*/*/results.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(batch.pid, signal.SIGINT)  # Ctrl-C, as a terminal sends it
+    stopped = time.monotonic()
+    _, err = batch.communicate(timeout=120)
+    assert batch.returncode == 130, err[-3000:]
+    assert time.monotonic() - stopped < 60, "the stop does not wait for the class"
+    kept = len(list(out.glob("*/*/results.json")))
+    assert 1 <= kept < 6, kept
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=LIMIT,
+                           check=False)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert f"{kept} already had results" in " ".join(rerun.stdout.split())
+    assert len(list(out.glob("*/*/results.json"))) == 6
+
+
+def test_an_unreachable_scheduler_is_one_clear_line_and_nothing_graded(
+        tmp_path: Path) -> None:
+    klass = _class(tmp_path / "class", {"ada": "ada_correct"})
+    done = _grade(klass, tmp_path / "results", "--scheduler", "tcp://127.0.0.1:9")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "cannot reach the Dask cluster tcp://127.0.0.1:9" in done.stderr
+    assert "nothing was graded" in done.stderr
+    assert not list((tmp_path / "results").glob("*/*/results.json"))
+
+
+def test_a_scheduler_and_a_cluster_together_are_refused(tmp_path: Path) -> None:
+    klass = _class(tmp_path / "class", {"ada": "ada_correct"})
+    done = _grade(klass, tmp_path / "results", "--scheduler", "tcp://127.0.0.1:9",
+                  "--cluster", "slurm")
+    assert done.returncode == 2 and "give one" in done.stderr, done.stderr[-2000:]
