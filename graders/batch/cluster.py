@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -65,7 +66,7 @@ def open_client(stack: contextlib.ExitStack, *, scheduler: str | None, cluster: 
     from distributed import Client
 
     if scheduler is not None:
-        return stack.enter_context(Client(scheduler, timeout=CONNECT_SECONDS))
+        return stack.enter_context(_connect(scheduler))
     if cluster != "slurm":
         raise ValueError(f"--cluster {cluster!r} is not one of {', '.join(CLUSTERS)}")
     from dask_jobqueue import SLURMCluster
@@ -73,6 +74,39 @@ def open_client(stack: contextlib.ExitStack, *, scheduler: str | None, cluster: 
     slurm = stack.enter_context(SLURMCluster(processes=1))
     slurm.scale(jobs=jobs)
     return stack.enter_context(Client(slurm))
+
+
+def _connect(address: str) -> Any:
+    """A client of the scheduler at ``address``, or ``OSError`` saying why not within
+    ``CONNECT_SECONDS`` (and a little more): an address where no Dask scheduler answers
+    (a web server, Dask's dashboard port) can make Dask wait for ever or read a stray
+    reply as a frame of exabytes (a ``MemoryError``)."""
+    import threading
+
+    from distributed import Client
+
+    got: list[Any] = []
+
+    def connect() -> None:
+        try:
+            got.append(Client(address, timeout=CONNECT_SECONDS))
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller
+            got.append(exc)
+
+    thread = threading.Thread(target=connect, daemon=True, name="pallas-lab-dask-connect")
+    thread.start()
+    thread.join(CONNECT_SECONDS + 5)
+    if not got:
+        raise OSError(f"no Dask scheduler answered within {CONNECT_SECONDS + 5} s "
+                      "(is it the scheduler's port, 8786 by default, not the dashboard's?)")
+    if isinstance(got[0], BaseException):
+        exc = got[0]
+        if isinstance(exc, MemoryError):
+            raise OSError("what answered there is not a Dask scheduler") from None
+        if isinstance(exc, (OSError, TimeoutError, ValueError)):
+            raise exc
+        raise OSError(f"{type(exc).__name__}: {exc}") from None
+    return got[0]
 
 
 def grade_on_cluster(client: Any, subs: Sequence[Submission], out: Path, timeout: float,
@@ -95,6 +129,7 @@ def grade_on_cluster(client: Any, subs: Sequence[Submission], out: Path, timeout
                for i, sub in enumerate(subs)}
     running = set(futures)
     interrupted = False
+    stopped_at = 0.0
     try:
         while running:
             try:
@@ -105,11 +140,16 @@ def grade_on_cluster(client: Any, subs: Sequence[Submission], out: Path, timeout
                 ended = {f for f in running if f.done()}
             if requests.signum is not None and not interrupted:
                 interrupted = True
+                stopped_at = time.monotonic()
+                # Running graders see the Event and stop without a result; the files not
+                # started are cancelled. The running ones are waited for, so nothing is
+                # written after this batch has written its gradebook and ended.
                 stop.set()
-                # Not started: never run. Running: the Event makes their graders stop
-                # without a result (what they finished before is on disk already).
-                client.cancel(list(running))
+                started = {key for keys in client.processing().values() for key in keys}
+                client.cancel([f for f in running if f.key not in started])
                 progress.stop()
+            if interrupted and time.monotonic() - stopped_at > STOP_SECONDS + 5:
+                break  # a worker that does not answer: leave it
             for future in ended:
                 running.discard(future)
                 sub = futures[future]
@@ -123,12 +163,9 @@ def grade_on_cluster(client: Any, subs: Sequence[Submission], out: Path, timeout
                 if error == INTERRUPTED:
                     interrupted = True
                     continue
-                if not interrupted:
-                    done(sub, error)
+                done(sub, error)  # finished before the stop reached it: its result stands
     finally:
         client.cancel(list(running))
-        with contextlib.suppress(Exception):
-            stop.clear()
     return interrupted
 
 

@@ -33,8 +33,10 @@ if TYPE_CHECKING:
 #: in the heading (CommonMark: any ASCII punctuation may be backslash-escaped).
 MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|~")
 #: Characters backslash-escaped in Markdown text that is not at the start of a line:
-#: emphasis, code, links, tables and strikethrough (``<``, ``>``, ``&`` become entities).
-MARKDOWN_INLINE = frozenset("\\`*_[]|~")
+#: emphasis, code, links, tables, strikethrough and attribute lists (Python-Markdown's
+#: ``attr_list`` reads ``{onmouseover=...}`` at a table cell's end); ``<``, ``>``, ``&``
+#: become entities.
+MARKDOWN_INLINE = frozenset("\\`*_[]{}|~")
 #: Field labels shown as a block (their values are code or text a student's code printed).
 BLOCK_FIELDS = frozenset({"smallest failing input", "expected", "got", "in your file",
                           "your code printed"})

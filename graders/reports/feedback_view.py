@@ -15,7 +15,6 @@ value it was printed in.
 from __future__ import annotations
 
 import textwrap
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,10 +31,10 @@ LABELS = ("check", "problem", "smallest failing input", "expected", "got", "look
           "hint", "in your file", "your code printed")
 #: The label of the verified diagnosis.
 DIAGNOSIS = "looks like"
-#: Characters a grapheme cluster may grow by (combining marks, joiners, jamo) before
-#: ``breakable`` splits it: no line can break inside a cluster, so one of a thousand
-#: combining marks would make a page scroll sideways.
-MAX_CLUSTER_GROWTH = 12
+#: Non-ASCII characters in a row after which ``breakable`` lets a line break: no line can
+#: break inside a grapheme cluster, so one of a thousand combining marks would make a page
+#: scroll sideways.
+MAX_CLUSTER_GROWTH = 24
 #: Where a cluster may be split: a zero-width space (a line may break after it).
 CLUSTER_BREAK = "\u200b"
 
@@ -143,31 +142,18 @@ def _value(first: str, more: list[str]) -> str:
 
 
 def breakable(text: str) -> str:
-    """``text`` with a zero-width space (``CLUSTER_BREAK``) after every
-    ``MAX_CLUSTER_GROWTH`` characters that extend one grapheme cluster (combining marks,
-    format characters such as the zero-width joiner and what follows it, Hangul jamo), so
-    that a browser can break the line there; ordinary text is returned unchanged."""
+    """``text`` with a zero-width space (``CLUSTER_BREAK``, a grapheme-cluster break by
+    Unicode's rules, where a line may break) after every ``MAX_CLUSTER_GROWTH``
+    consecutive non-ASCII characters without a space: no run of combining marks, joiners,
+    jamo, prepended or conjunct letters can make one unbreakable cluster hundreds of
+    characters wide. ASCII text (a traceback's ``^^^^``) is returned unchanged; a browser
+    breaks it anywhere."""
     out = []
     run = 0
-    joined = False
     for char in text:
-        extends = joined or _extends(char)
-        joined = char == "\u200d"
-        run = run + 1 if extends else 0
+        run = run + 1 if char >= "\x80" and not char.isspace() else 0
         out.append(char)
         if run >= MAX_CLUSTER_GROWTH:
             out.append(CLUSTER_BREAK)
             run = 0
-            joined = False
     return "".join(out)
-
-
-def _extends(char: str) -> bool:
-    """A character that joins the grapheme cluster before it (or, for jamo, the one after);
-    never an ASCII one (a traceback's ``^^^^`` stays as it is)."""
-    if char < "\x80":
-        return False
-    if unicodedata.category(char) in ("Mn", "Me", "Mc", "Cf", "Sk"):
-        return True
-    code = ord(char)
-    return 0x1100 <= code <= 0x11FF or 0xA960 <= code <= 0xA97F or 0xD7B0 <= code <= 0xD7FF

@@ -5,11 +5,13 @@ the cluster cannot be used."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,6 +91,9 @@ def test_a_stopped_dask_batch_keeps_what_was_finished_and_a_rerun_finishes_it(
     assert time.monotonic() - stopped < 60, "the stop does not wait for the class"
     kept = len(list(out.glob("*/*/results.json")))
     assert 1 <= kept < 6, kept
+    time.sleep(8)  # the workers' graders were stopped, not left to finish after the batch
+    assert len(list(out.glob("*/*/results.json"))) == kept, (
+        "a result was written after the stopped batch had written its gradebook")
     rerun = subprocess.run(command, capture_output=True, text=True, timeout=LIMIT,
                            check=False)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
@@ -104,6 +109,24 @@ def test_an_unreachable_scheduler_is_one_clear_line_and_nothing_graded(
     assert "cannot reach the Dask cluster tcp://127.0.0.1:9" in done.stderr
     assert "nothing was graded" in done.stderr
     assert not list((tmp_path / "results").glob("*/*/results.json"))
+
+
+def test_an_address_where_no_dask_scheduler_answers_is_one_line_not_a_hang(
+        tmp_path: Path) -> None:
+    """A TA's slip: the dashboard's port, or any other server. Dask waited for ever on a web
+    server, and read a stray HTTP reply as a frame of exabytes (a MemoryError traceback)."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        klass = _class(tmp_path / "class", {"ada": "ada_correct"})
+        started = time.monotonic()
+        done = _grade(klass, tmp_path / "results", "--scheduler",
+                      f"tcp://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "cannot reach the Dask cluster" in done.stderr and "Traceback" not in done.stderr
+    assert time.monotonic() - started < 60
 
 
 def test_a_scheduler_and_a_cluster_together_are_refused(tmp_path: Path) -> None:

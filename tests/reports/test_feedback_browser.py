@@ -79,6 +79,9 @@ def test_long_unbroken_text_from_a_student_wraps_at_phone_width(tmp_path: Path) 
     pytest.param("\u200d".join(["\U0001f600"] * 151), id="emoji-joined"),
     pytest.param("\u0915" + "\u093e" * 400, id="devanagari-vowel-signs"),
     pytest.param("Z" + "\u0316" * 400, id="combining-marks"),
+    pytest.param("\uff76" + "\uff9e" * 400, id="halfwidth-voiced-marks"),
+    pytest.param("\u0d4e" * 300, id="malayalam-prepend"),
+    pytest.param("\u0915\u094d" * 200, id="devanagari-conjunct-chain"),
 ])
 def test_one_huge_grapheme_cluster_cannot_widen_the_page(run: str, tmp_path: Path) -> None:
     """Red team: no line may break inside a grapheme cluster, so one cluster of hundreds of

@@ -111,6 +111,19 @@ def test_a_blank_line_in_what_the_code_printed_cannot_end_its_block() -> None:
     assert "<img" not in markdown.replace("    <img", "")
 
 
+def test_an_attribute_list_cannot_end_a_table_cell() -> None:
+    """Red team: Python-Markdown's attr_list read "{onmouseover=alert(1) style=...}" at the
+    end of the Reason cell (the first line of the student's message) as the cell's
+    attributes."""
+    result = _result("eve", 0)
+    check = result.checks[-1]
+    result.checks[-1] = dataclasses.replace(
+        check, reason="x {onmouseover=alert(1) style=background:url(//h/p.png)}")
+    markdown = feedback_markdown(result)
+    row = next(line for line in markdown.splitlines() if line.startswith("| 1.3 "))
+    assert "\\{onmouseover=alert(1) style=background:url(//h/p.png)\\}" in row, row
+
+
 def test_no_link_is_made_from_what_a_student_wrote() -> None:
     failure = CheckFailure("see https://grades.example/login or www.regrade.example or "
                            "mail ta@evil.example")
