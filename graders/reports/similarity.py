@@ -35,9 +35,11 @@ file the shared fingerprints lie) make the side-by-side page
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,9 @@ from graders.safety.safe_text import terminal_text
 #: copydetect's defaults: k-grams of 25 tokens (the noise threshold); a match of 30
 #: tokens is always found (the guarantee threshold), hence windows of 30 - 25 + 1.
 NOISE_TOKENS, GUARANTEE_TOKENS = 25, 30
+#: A fingerprint in more files than this (or half the class, if more) is class-common code,
+#: left out of every comparison (``_class_common``).
+COMMON_MIN_FILES = 4
 HANDOUTS = Path(__file__).resolve().parents[2] / "assignments"
 
 
@@ -146,31 +151,84 @@ def compare(submissions: Sequence[Submission], *, threshold: float = 0.5,
     by_assignment: dict[str, list[Submission]] = {}
     for sub in submissions:
         by_assignment.setdefault(sub.assignment.id, []).append(sub)
-    for aid, subs in sorted(by_assignment.items()):
-        stem = subs[0].stem
-        handout = handouts / f"{stem}.py"
-        handout_texts[aid] = handout.read_text(encoding="utf-8") if handout.is_file() else ""
-        boiler = _fingerprint(stem, handout_texts[aid]).hashes if handout_texts[aid] else []
-        prints = []
-        for sub in subs:
-            try:
-                text = _source(Path(sub.file))
-            except Unread as exc:
-                skipped.append(Skipped(aid, sub.student, Path(sub.file).name, exc.reason))
-                continue
-            if text.strip():
-                prints.append((sub.student, _fingerprint(stem, text, sorted(boiler))))
-        for (a, fa), (b, fb) in itertools.combinations(prints, 2):
-            if a == b or not fa.hashes or not fb.hashes:
-                continue
-            tokens, (share_a, share_b), slices = compare_files(fa, fb)
-            best = max(share_a, share_b)
-            if best >= threshold:
-                pairs.append(Pair(aid, a, b, float(best), (float(share_a), float(share_b)),
-                                  int(tokens), (_spans(slices[0]), _spans(slices[1]))))
-                sources[aid, a], sources[aid, b] = fa.raw_code, fb.raw_code
+    with _stable_hashes():
+        for aid, subs in sorted(by_assignment.items()):
+            stem = subs[0].stem
+            handout = handouts / f"{stem}.py"
+            handout_texts[aid] = (normalised(handout.read_text(encoding="utf-8"))
+                                  if handout.is_file() else "")
+            texts = []
+            for sub in subs:
+                try:
+                    text = normalised(_source(Path(sub.file)))
+                except Unread as exc:
+                    skipped.append(Skipped(aid, sub.student, Path(sub.file).name, exc.reason))
+                    continue
+                if text.strip():
+                    texts.append((sub.student, text))
+            boiler = set(_fingerprint(stem, handout_texts[aid]).hashes
+                         if handout_texts[aid] else [])
+            boiler |= _class_common([_fingerprint(stem, text) for _, text in texts])
+            prints = [(student, _fingerprint(stem, text, sorted(boiler)))
+                      for student, text in texts]
+            for (a, fa), (b, fb) in itertools.combinations(prints, 2):
+                if a == b or not fa.hashes or not fb.hashes:
+                    continue
+                tokens, (share_a, share_b), slices = compare_files(fa, fb)
+                best = max(share_a, share_b)
+                if best >= threshold:
+                    pairs.append(Pair(aid, a, b, float(best),
+                                      (float(share_a), float(share_b)), int(tokens),
+                                      (_spans(slices[0]), _spans(slices[1]))))
+                    sources[aid, a], sources[aid, b] = fa.raw_code, fb.raw_code
     pairs.sort(key=lambda p: (-p.similarity, p.assignment, p.first, p.second))
     return Comparison(pairs, skipped, sources, handout_texts)
+
+
+def normalised(text: str) -> str:
+    """``text`` as copydetect's tokenizer (pygments) reads it: no byte-order mark, CR LF
+    and CR as LF, no leading or trailing blank lines. The offsets of the copied
+    slices are offsets into this text; in the file as written they would drift (a file of
+    20,000 newlines then a copy showed the copy unmarked)."""
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+
+
+def _class_common(prints: Sequence[Any]) -> set[int]:
+    """The fingerprints in more than ``max(COMMON_MIN_FILES, half)`` of the class's files
+    (``prints``): code everybody got from elsewhere (an older handout, the lecture's
+    example), not from each other, as MOSS ignores a passage found in more than ``m``
+    programs."""
+    counts: dict[int, int] = {}
+    for fingerprint in prints:
+        for value in fingerprint.hashes:
+            counts[value] = counts.get(value, 0) + 1
+    limit = max(COMMON_MIN_FILES, len(prints) // 2)
+    return {value for value, n in counts.items() if n > limit}
+
+
+@contextlib.contextmanager
+def _stable_hashes() -> Iterator[None]:
+    """copydetect hashes its k-grams with Python's ``hash``, salted anew in every process
+    (``PYTHONHASHSEED``): the same files gave 77 % in one run and 83 % in the next. While
+    comparing, its k-grams are hashed with BLAKE2b instead (``_hashed_kgrams``)."""
+    from copydetect import utils
+
+    original = utils.hashed_kgrams
+    utils.hashed_kgrams = _hashed_kgrams
+    try:
+        yield
+    finally:
+        utils.hashed_kgrams = original
+
+
+def _hashed_kgrams(string: str, k: int) -> Any:
+    """copydetect's ``hashed_kgrams``, the same on every run: a signed 64-bit BLAKE2b of
+    each k-gram of ``string``."""
+    import numpy as np
+
+    return np.array([int.from_bytes(hashlib.blake2b(
+        string[i:i + k].encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+        "little", signed=True) for i in range(len(string) - k + 1)], dtype=np.int64)
 
 
 def _spans(slices: Any) -> tuple[tuple[int, int], ...]:

@@ -12,8 +12,10 @@ handout's own text is never marked. Then the submissions not compared and why.
 Every character of a submission is shown as text: control characters and bidirectional
 overrides as escapes (``graders.safety.safe_text.terminal_text``, so a file cannot hide
 code from the reader), then ``html.escape``. The page holds no script. Unshared stretches
-longer than a few lines are folded, so the marked code is what the eye meets. A file longer than
-``MAX_SHOWN_CHARS`` is cut there, and the page says so.
+longer than a few lines are folded, so the marked code is what the eye meets; a very long
+one shows only its start and end. Every piece also gets the feedback page's line-break
+opportunities (``graders.reports.feedback_view.breakable``), so no run of combining marks
+widens the page.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from graders.grading.submission import Submission
+from graders.reports.feedback_view import breakable
 from graders.reports.files import atomic_write_text
 from graders.reports.similarity import Comparison, Pair, compare, pairs_text
 from graders.safety.safe_text import terminal_text
 
-#: Characters of one file shown in a pair (a submission may be up to the grader's limit).
-MAX_SHOWN_CHARS = 200_000
+#: Characters of one folded (unshared) stretch shown, its start and its end.
+MAX_FOLD_CHARS = 20_000
 #: Unmarked lines shown around a marked one; a longer run of unmarked lines than
 #: ``FOLD_LINES`` is folded (open it to read it).
 CONTEXT_LINES, FOLD_LINES = 3, 8
@@ -46,6 +49,13 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;
 summary{background:#eaeef2;padding:0 .7rem;font-size:.85rem;color:#57606a;cursor:pointer}
 mark{background:#ffd8b5}
 @media (max-width:60rem){.pair{grid-template-columns:minmax(0,1fr)}}
+@media (max-width:40rem){
+  table.pairs thead{display:none}
+  table.pairs,table.pairs tbody,table.pairs tr{display:block}
+  table.pairs tr{border-bottom:1px solid #d0d7de;padding:.3rem 0}
+  table.pairs td{display:block;border:0;padding:.05rem .3rem}
+  table.pairs td::before{content:attr(data-label) ": ";font-weight:600}
+}
 """
 
 
@@ -61,15 +71,18 @@ def similarity_html(found: Comparison, threshold: float) -> str:
            f"{threshold:.0%}: {len(found.pairs)}. A flagged pair is for a person to read; "
            "it proves nothing by itself. Marked: the code the two files share.</p>"]
     if found.pairs:
-        out += ["<table>", "<thead><tr><th>Assignment</th><th>Similarity</th><th>Students"
-                "</th><th>Share of each file</th><th>Tokens in common</th></tr></thead>",
-                "<tbody>"]
+        out += ['<table class="pairs">', "<thead><tr><th>Assignment</th><th>Similarity</th>"
+                "<th>Students</th><th>Share of each file</th><th>Tokens in common</th></tr>"
+                "</thead>", "<tbody>"]
         for n, pair in enumerate(found.pairs, 1):
             out.append(
-                f'<tr><td>{e(pair.assignment)}</td><td>{pair.similarity:.0%}</td>'
-                f'<td><a href="#pair-{n}">{_name(pair.first)} and {_name(pair.second)}</a>'
-                f"</td><td>{pair.shares[0]:.0%} / {pair.shares[1]:.0%}</td>"
-                f"<td>{pair.tokens}</td></tr>")
+                f'<tr><td data-label="Assignment">{e(pair.assignment)}</td>'
+                f'<td data-label="Similarity">{pair.similarity:.0%}</td>'
+                f'<td data-label="Students"><a href="#pair-{n}">{_name(pair.first)} and '
+                f"{_name(pair.second)}</a></td>"
+                f'<td data-label="Share of each file">{pair.shares[0]:.0%} / '
+                f"{pair.shares[1]:.0%}</td>"
+                f'<td data-label="Tokens in common">{pair.tokens}</td></tr>')
         out += ["</tbody>", "</table>"]
     for n, pair in enumerate(found.pairs, 1):
         out += _pair_section(n, pair, found)
@@ -83,7 +96,7 @@ def similarity_html(found: Comparison, threshold: float) -> str:
 
 
 def _name(text: str) -> str:
-    return html.escape(terminal_text(text))
+    return html.escape(breakable(terminal_text(text)))
 
 
 def _pair_section(n: int, pair: Pair, found: Comparison) -> list[str]:
@@ -102,13 +115,12 @@ def _pair_section(n: int, pair: Pair, found: Comparison) -> list[str]:
 def marked_code(text: str, spans: tuple[tuple[int, int], ...], handout: str = "") -> str:
     """``text`` as HTML with each (start, end) character span of ``spans`` in a ``<mark>``,
     except blank lines and the lines ``handout`` holds too (compared without their
-    indentation); every
-    piece escaped (module docstring), cut at ``MAX_SHOWN_CHARS``. Each marked line is
-    shown with ``CONTEXT_LINES`` around it; a longer run of unmarked lines is folded into
-    a ``<details>`` the reader can open."""
-    limit = min(len(text), MAX_SHOWN_CHARS)
-    mask = _mask(text[:limit], spans, handout)
-    lines = text[:limit].splitlines(keepends=True)
+    indentation); every piece escaped (module docstring). Each marked line is shown with
+    ``CONTEXT_LINES`` around it; a longer run of unmarked lines is folded into a
+    ``<details>`` the reader can open, and one longer than ``MAX_FOLD_CHARS`` shows only
+    its start and end there: however a file is padded, its marked code is on the page."""
+    mask = _mask(text, spans, handout)
+    lines = text.splitlines(keepends=True)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
@@ -120,15 +132,20 @@ def marked_code(text: str, spans: tuple[tuple[int, int], ...], handout: str = ""
         j = i
         while j < len(lines) and near[j] == near[i]:
             j += 1
-        body = _marked(text, mask, starts[i], starts[j])
         if near[i] or j - i < FOLD_LINES:
-            pieces.append(f"<pre>{body}</pre>")
+            pieces.append(f"<pre>{_marked(text, mask, starts[i], starts[j])}</pre>")
         else:
+            start, stop = starts[i], starts[j]
+            if stop - start > MAX_FOLD_CHARS:
+                half = MAX_FOLD_CHARS // 2
+                left_out = f"\n... ({stop - start - 2 * half} characters not shown) ...\n"
+                body = (f"{_text(text[start:start + half])}{html.escape(left_out)}"
+                        f"{_text(text[stop - half:stop])}")
+            else:
+                body = _text(text[start:stop])
             pieces.append(f"<details><summary>{j - i} lines not shared</summary>"
                           f"<pre>{body}</pre></details>")
         i = j
-    if len(text) > limit:
-        pieces.append(html.escape(f"... ({len(text) - limit} more characters not shown)"))
     return "".join(pieces)
 
 
@@ -163,7 +180,7 @@ def _marked(text: str, mask: bytearray, start: int, stop: int) -> str:
 
 
 def _text(piece: str) -> str:
-    return html.escape(terminal_text(piece, multiline=True), quote=False)
+    return html.escape(breakable(terminal_text(piece, multiline=True)), quote=False)
 
 
 def similarity_report(submissions: Sequence[Submission], folder: Path, *,

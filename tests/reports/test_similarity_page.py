@@ -5,7 +5,10 @@ TA reads on a laptop or a phone without scrolling sideways (headless Chromium)."
 from __future__ import annotations
 
 import html
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,8 +90,67 @@ def test_the_page_reads_at_phone_and_laptop_width(page: str, tmp_path: Path) -> 
         assert content <= visible, f"at {width} px the page is {content} px wide"
 
 
-def test_a_very_long_file_is_cut_and_says_so(tmp_path: Path) -> None:
-    long = SOLUTION + "\n".join(f"# line {i} {'x' * 80}" for i in range(4000))
-    found = compare(_class(tmp_path, {"ada": long, "dan": long}), threshold=0.5)
-    page = similarity_html(found, 0.5)
-    assert "more characters not shown" in page and len(page) < 600_000
+def _marked_text(found, student: str, side: int) -> str:
+    pair = found.pairs[0]
+    page = marked_code(found.sources[pair.assignment, student], pair.spans[side],
+                       found.handouts[pair.assignment])
+    return html.unescape("".join(re.findall(r"<mark>(.*?)</mark>", page, flags=re.S)))
+
+
+def test_padding_before_a_copy_cannot_hide_it(tmp_path: Path) -> None:
+    """Red team: 211k characters of comments before a copy cut the page before the copy;
+    20,000 newlines before it (copydetect's tokenizer drops them) put every mark off by
+    20,000 characters, so the copy showed unmarked, folded as "not shared"."""
+    for name, padding in (("comments", ("#" * 80 + "\n") * 2700),
+                          ("newlines", "\n" * 20000), ("crlf", None)):
+        copy = (SOLUTION.replace("\n", "\r\n") if padding is None else padding + SOLUTION)
+        found = compare(_class(tmp_path / name, {"alice": SOLUTION, "mallory": copy}),
+                        threshold=0.5)
+        assert found.pairs, name
+        theirs = _marked_text(found, "alice", 0 if found.pairs[0].first == "alice" else 1)
+        mine = _marked_text(found, "mallory", 1 if found.pairs[0].first == "alice" else 0)
+        assert "z_ref[...] = x_ref[...] + y_ref[...]" in mine, name
+        assert len(mine.split()) == len(theirs.split()), (
+            f"{name}: the same code is marked in both files")
+        page = similarity_html(found, 0.5)
+        assert len(page) < 400_000, f"{name}: a folded stretch shows its start and end only"
+
+
+def test_the_same_files_give_the_same_figures_in_every_process(tmp_path: Path) -> None:
+    """TA walk: two runs on identical files gave ben-dev 77 % / 400 tokens, then 83 % / 445
+    (copydetect hashes with Python's salted ``hash``)."""
+    renamed = SOLUTION.replace("bias_ref", "b_ref")
+    subs = _class(tmp_path, {"ada": SOLUTION, "dan": renamed, "cleo": HANDOUT})
+    script = (
+        "import sys, json; sys.path.insert(0, sys.argv[1])\n"
+        "from graders.course.catalog import ASSIGNMENTS\n"
+        "from graders.grading.submission import Submission\n"
+        "from graders.reports.similarity import compare\n"
+        "a1 = next(a for a in ASSIGNMENTS.values() if a.id == 'a1')\n"
+        "subs = [Submission.of(p, a1) for p in sys.argv[2:]]\n"
+        "print(json.dumps([[p.first, p.second, p.similarity, p.tokens]"
+        " for p in compare(subs, threshold=0.0).pairs]))\n")
+    runs = set()
+    for seed in ("1", "2", "3"):
+        done = subprocess.run([sys.executable, "-c", script, str(ROOT),
+                               *(str(s.file) for s in subs)], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}, check=True)
+        runs.add(done.stdout)
+    assert len(runs) == 1, runs
+
+
+def test_code_most_of_the_class_shares_is_not_counted(tmp_path: Path) -> None:
+    """TA walk: five of six students started from an older handout, and its text made
+    innocent pairs 72-83 % similar. A passage in more than half of the class (and more
+    than four files) is left out, as MOSS leaves out what more than m programs hold."""
+    old_handout = "\n".join(f"print('an older handout line {i}', {i} * {i})"
+                             for i in range(150)) + "\n"
+    own = {name: (ROOT / "solutions" / f"{a.stem}.py").read_text(encoding="utf-8")
+           for name, a in zip(("ben", "dev", "gus", "ivy"), [
+               a for a in ASSIGNMENTS.values() if a.id != "a1"], strict=True)}
+    files = {name: old_handout + text for name, text in own.items()}
+    files["ada"] = old_handout + SOLUTION
+    files["eve"] = old_handout + SOLUTION.replace("bias_ref", "b_ref")
+    found = compare(_class(tmp_path, files), threshold=0.5)
+    flagged = {frozenset((p.first, p.second)) for p in found.pairs}
+    assert flagged == {frozenset(("ada", "eve"))}, flagged
