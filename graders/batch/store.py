@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,12 @@ from graders.checking.feedback import format_points
 from graders.checking.status import RESULT_STATUSES
 from graders.course.catalog import ASSIGNMENTS, Assignment, assignment_for_stem
 from graders.grading.result import CheckResult, SubmissionResult
-from graders.reports.files import atomic_write_text, student_folder_name, student_of_folder_name
+from graders.reports.files import (
+    atomic_write_text,
+    is_cut,
+    student_folder_name,
+    student_of_folder_name,
+)
 from graders.safety import submission_files
 from graders.safety.safe_text import terminal_text
 
@@ -31,6 +37,31 @@ GRADEBOOK = "gradebook.csv"
 
 #: The key of pallas-lab's own record in results.json's ``extra_data``.
 RECORD = "pallas_lab"
+#: The longest recorded student name read back (``student_of_result``), percent-encoded.
+MAX_STUDENT_CHARS = 4 * 4096
+
+
+def student_of_result(path: Path, data: Any = None) -> str:
+    """The student whose results.json is ``path`` (``data``: its parsed content, read here
+    when not given): the folder's name decoded (``student_of_folder_name``), or for a
+    folder whose name was cut (``graders.reports.files.is_cut``) the whole name recorded
+    in the file, when that name's folder is this one (a record cannot claim another
+    student's name). Never raises."""
+    folder = path.parent.parent.name
+    if not is_cut(folder):
+        return student_of_folder_name(folder)
+    try:
+        if data is None:
+            data = json.loads(submission_files.read_bytes(path, MAX_RESULT_BYTES)
+                              .decode("utf-8"))
+        quoted = data["extra_data"][RECORD]["student"]
+        if isinstance(quoted, str) and len(quoted) <= MAX_STUDENT_CHARS:
+            student = urllib.parse.unquote(quoted, errors="surrogateescape")
+            if student_folder_name(student) == folder:
+                return student
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return student_of_folder_name(folder)
 
 
 def result_path(out: Path, student: str, stem: str) -> Path:
@@ -50,6 +81,8 @@ def result_document(result: SubmissionResult, submitted: SubmissionTime | None =
 
     document = results_json(result)
     document["extra_data"][RECORD] = {
+        # The whole name, percent-encoded (ASCII): read back for a folder whose name was cut.
+        "student": urllib.parse.quote(result.student, safe="", errors="surrogateescape"),
         "file": terminal_text(Path(result.file).name),
         "sha256": result.sha256,
         "load_error": (terminal_text(result.load_error, multiline=True)
@@ -171,7 +204,7 @@ def _result_of(data: Any, path: Path, info: Assignment) -> SubmissionResult:
     if sha256 and (len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256)):
         raise _NotOurs("the digest is not a SHA-256")
     result = SubmissionResult(
-        student=student_of_folder_name(path.parent.parent.name), stem=info.stem,
+        student=student_of_result(path, data), stem=info.stem,
         assignment=info.id, file=str(path.parent / file),
         load_error=_text(record.get("load_error"), optional=True),
         sandbox=_text(extra.get("sandbox", "")) or "", sha256=sha256 or "",
@@ -264,7 +297,7 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
     ids: set[str] = set()
     stems = {a.stem: a for a in ASSIGNMENTS.values()}
     for path in sorted(out.glob("*/*/results.json")):
-        student, stem = student_of_folder_name(path.parent.parent.name), path.parent.name
+        stem = path.parent.name
         info = stems.get(stem)
         if info is None:
             continue
@@ -273,6 +306,7 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
                               .decode("utf-8"))
         except (OSError, ValueError):
             continue
+        student = student_of_result(path, data)
         row = rows.setdefault(student, {"student": student_cell_value(student)})
         points: dict[str, float] = {t.id: 0.0 for t in info.graded_tasks}
         for test in data.get("tests", []):
@@ -315,7 +349,7 @@ def task_scores_from_results(out: Path) -> dict[tuple[str, str], dict[str, float
         for test in data.get("tests", []):
             if "not graded" not in test.get("tags", []):
                 points[test["number"]] = points.get(test["number"], 0.0) + float(test["score"])
-        scores[(student_of_folder_name(path.parent.parent.name), path.parent.name)] = points
+        scores[(student_of_result(path, data), path.parent.name)] = points
     return scores
 
 

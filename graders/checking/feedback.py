@@ -39,7 +39,11 @@ def _indent_block(text: str, prefix: str) -> str:
 
 def _field(label: str, value: str, width: int) -> str:
     head = f"  {label}:".ljust(width + 3)
-    lines = value.splitlines() or [""]
+    # Only a newline starts a line: a "\r" or "\x1c" a student's message holds stays in
+    # its line, where terminal_text shows it as an escape.
+    lines = value.split("\n")
+    if len(lines) > 1 and not lines[-1]:
+        lines.pop()  # a final newline ends the value, as splitlines reads it
     pad = " " * len(head)
     return "\n".join([head + lines[0], *(pad + line for line in lines[1:])])
 

@@ -622,11 +622,11 @@ def _graded_before(args: argparse.Namespace) -> set[str]:
     their extensions and adjustments apply though this run did not find them."""
     if args.jobs is None:
         return set()
-    from graders.reports.files import student_of_folder_name
+    from graders.batch.store import student_of_result
 
     out, _ = _batch_paths(args)
-    return {student_of_folder_name(p.parent.parent.name)
-            for p in out.glob("*/*/results.json")} if out.is_dir() else set()
+    return {student_of_result(p) for p in out.glob("*/*/results.json")} if out.is_dir() \
+        else set()
 
 
 def _standings(ledger: Ledger | None, results: Sequence[SubmissionResult]

@@ -295,7 +295,9 @@ def _session_for(sub: Submission, timeout: float) -> Iterator[Session]:
 def _note_dependencies(assignment: Assignment, checks: list[CheckResult]) -> list[CheckResult]:
     """Add to each failed check of a task that uses another task's functions (``Task.depends``)
     which of those failed too: the fault may be there (one fault, one charge, and
-    a dependant's feedback says so)."""
+    a dependant's feedback says so). A check of a task still at its stub ("not started")
+    gets no such note: the stub calls nothing (the self-check's ``note_dependencies``
+    notes only failing tasks too)."""
     failed = {c.task for c in checks if c.status != Status.PASSED}
     if not failed:
         return checks
@@ -307,7 +309,8 @@ def _note_dependencies(assignment: Assignment, checks: list[CheckResult]) -> lis
             out.append(c)
             continue
         broken = [d for d in task.depends if d in failed]
-        if c.status == Status.PASSED or not broken:
+        # A stub not started calls nothing: it cannot have failed through a dependency.
+        if c.status in (Status.PASSED, Status.NOT_STARTED) or not broken:
             out.append(c)
             continue
         names = ", ".join(f"Task {d} ({assignment.task(d).title})" for d in broken)

@@ -132,3 +132,14 @@ def test_a_graded_task_without_checks_is_reported_not_silently_free(
 def test_the_file_name_must_name_an_assignment(make_submission: Callable[..., Path]) -> None:
     with pytest.raises(ValueError, match="does not name an assignment"):
         grade_file(make_submission(GOOD, name="homework.py"))
+
+
+def test_a_stub_not_started_is_not_said_to_call_a_failed_dependency() -> None:
+    """TA walk: cleo's untouched 1.2 said "depends on Task 1.1 (add_kernel), which failed
+    too: your blocked_add calls it", but her blocked_add is the stub and calls nothing."""
+    samples = Path(__file__).resolve().parents[2] / "examples" / "submissions"
+    cleo = samples / "cleo_untouched" / "a1_pallas_basics.py"
+    result = grade_file(cleo)
+    stubbed = [c for c in result.checks if c.task == "1.2"]
+    assert stubbed and all(c.status == "not started" for c in stubbed)
+    assert not [c for c in stubbed if "depends on" in c.feedback], stubbed[0].feedback
