@@ -24,9 +24,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from graders.course.catalog import ASSIGNMENTS  # noqa: E402 - after the repository's path
+
 SAMPLES = ROOT / "examples" / "submissions"
 KINDS = ("ada_correct", "ben_typical_mistakes", "cleo_untouched")
-STEM = "a1_pallas_basics"
+STEM = ASSIGNMENTS["a1"].stem
 
 
 def _class(folder: Path, students: int) -> Path:

@@ -42,8 +42,10 @@ def test_a_forged_looks_like_line_is_not_counted_and_a_verified_one_is(tmp_path:
         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     mallory = json.loads((out / "mallory" / STEM / "results.json").read_text(encoding="utf-8"))
-    assert any("\n  looks like: FORGED" in test["output"] for test in mallory["tests"]), (
+    assert any("looks like: FORGED" in test["output"] for test in mallory["tests"]), (
         "the forged line does reach the feedback, as the student's message")
+    assert not any("\n  looks like: FORGED" in test["output"] for test in mallory["tests"]), (
+        "indented under the problem it quotes, never where the grader's own label stands")
     report = (out / "class_report.txt").read_text(encoding="utf-8")
     assert "FORGED" not in report, report
     assert "column-block axis" in report, f"ben's verified 1.3 mistake is counted:\n{report}"
