@@ -88,6 +88,7 @@ def _connect(address: str) -> Any:
     got: list[Any] = []
 
     def connect() -> None:
+        """Make the client (or keep why not) in ``got``."""
         try:
             got.append(Client(address, timeout=CONNECT_SECONDS))
         except BaseException as exc:  # noqa: BLE001 - reported by the caller

@@ -187,21 +187,24 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
 
             with contextlib.ExitStack() as stack, \
                     GradingProgress(err, len(jobs_of)) as progress:
-                options: dict[str, Any] = {
-                    "mp_context": context, "max_tasks_per_child": 1,
-                    "initializer": start_child, "initargs": (stop, None if client else start_zygote(
-                        stack, lambda: requests.signum is not None))}
-
-                def grade(pool: ProcessPoolExecutor, sub: Submission) -> Future:
-                    return pool.submit(grade_in_child, sub, str(out), timeout, budget, only)
-
-                broken: set[int] = set()  # id() of the files whose grader the broken pool took
-                if client is not None and requests.signum is None:
+                if requests.signum is not None:
+                    pass  # stopped before anything started
+                elif client is not None:
                     from graders.batch.cluster import grade_on_cluster
 
                     interrupted = grade_on_cluster(client, jobs_of, out, timeout, budget, only,
                                                    done, progress, requests)
-                elif requests.signum is None:
+                else:
+                    options: dict[str, Any] = {
+                        "mp_context": context, "max_tasks_per_child": 1,
+                        "initializer": start_child, "initargs": (stop, start_zygote(
+                            stack, lambda: requests.signum is not None))}
+
+                    def grade(pool: ProcessPoolExecutor, sub: Submission) -> Future:
+                        """``sub`` handed to one of ``pool``'s grader processes."""
+                        return pool.submit(grade_in_child, sub, str(out), timeout, budget, only)
+
+                    broken: set[int] = set()  # id() of the files the broken pool took
                     # After the pools and the zygote are done:
                     stack.callback(stop_forkserver, start_forkserver(requests))
                     with ProcessPoolExecutor(max_workers=jobs, **options) as pool:
