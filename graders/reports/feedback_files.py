@@ -25,13 +25,11 @@ from typing import TYPE_CHECKING
 from graders.grading.result import SubmissionResult
 from graders.reports.feedback_view import DIAGNOSIS, FeedbackView, feedback_view
 from graders.reports.files import atomic_write_text
+from graders.reports.html_page import page, stacked_table_style
 
 if TYPE_CHECKING:
     from graders.reports.ledger import Standing
 
-#: ASCII punctuation Markdown may read as markup or inline HTML: escaped with a backslash
-#: in the heading (CommonMark: any ASCII punctuation may be backslash-escaped).
-MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|~")
 #: Characters backslash-escaped in Markdown text that is not at the start of a line:
 #: emphasis, code, links, tables, strikethrough and attribute lists (Python-Markdown's
 #: ``attr_list`` reads ``{onmouseover=...}`` at a table cell's end); ``<``, ``>``, ``&``
@@ -41,21 +39,11 @@ MARKDOWN_INLINE = frozenset("\\`*_[]{}|~")
 BLOCK_FIELDS = frozenset({"smallest failing input", "expected", "got", "in your file",
                           "your code printed"})
 #: The page's styles: readable at 400 px (no sideways scrolling) and on a desktop.
+#: The feedback page's own styles (``graders.reports.html_page`` has the shared ones).
 PAGE_STYLE = """
-*{box-sizing:border-box}
-body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2328;
-  max-width:60rem;margin:0 auto;padding:1rem;overflow-wrap:break-word}
-h1,h2,h3,dd,li,p{overflow-wrap:anywhere}
-h1{font-size:1.4rem;margin:.2rem 0}h2{font-size:1.15rem;margin-top:1.6rem}
-h3{font-size:1rem;margin:1.2rem 0 .4rem}
-table{border-collapse:collapse;width:100%;table-layout:fixed}
-th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d0d7de;vertical-align:top;
-  overflow-wrap:anywhere}
 col.task{width:4.5rem}col.points{width:9rem}col.status{width:7.5rem}col.title{width:30%}
 td.points,th.points{text-align:right}
 tfoot td{font-weight:600;border-bottom:0}
-pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;border-radius:6px;
-  padding:.5rem .7rem;margin:.2rem 0;font:14px/1.4 ui-monospace,Menlo,Consolas,monospace}
 dl{margin:0}dt{font-weight:600;margin-top:.5rem}dd{margin:0 0 0 1rem}
 .score{font-size:1.2rem;font-weight:600}
 .status{display:inline-block;padding:0 .4rem;border-radius:4px;font-size:.9rem}
@@ -63,15 +51,8 @@ dl{margin:0}dt{font-weight:600;margin-top:.5rem}dd{margin:0 0 0 1rem}
 .timeout{background:#fbefff}.not-started{background:#eaeef2}
 section.check{border-left:4px solid #cf222e;padding-left:.8rem;margin-bottom:1rem}
 .diagnosis dd{font-weight:600}
-@media (max-width:40rem){
-  table.tasks thead{display:none}
-  table.tasks,table.tasks tbody,table.tasks tfoot{display:block}
-  table.tasks tr{display:block;border-bottom:1px solid #d0d7de;padding:.3rem 0}
-  table.tasks td{display:block;border:0;padding:.05rem .3rem;text-align:left}
-  table.tasks td::before{content:attr(data-label) ": ";font-weight:600}
-  table.tasks td:empty,table.tasks .total-label{display:none}
-}
-"""
+@media (max-width:40rem){table.tasks .total-label{display:none}}
+""" + stacked_table_style("tasks")
 
 
 # -- HTML ------------------------------------------------------------------------------------
@@ -81,11 +62,7 @@ def feedback_html(result: SubmissionResult, standing: Standing | None = None) ->
     """``feedback.html``: a standalone page (module docstring) for ``result``."""
     view = feedback_view(result, standing)
     e = html.escape
-    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-           '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           f"<title>{e(view.title)}: {e(view.score)}</title>",
-           f"<style>{PAGE_STYLE}</style>", "</head>", "<body>",
-           f"<h1>{e(view.title)}</h1>", f'<p class="score">Score: {e(view.score)}</p>']
+    out = [f"<h1>{e(view.title)}</h1>", f'<p class="score">Score: {e(view.score)}</p>']
     if view.standing:
         out.append(f"<h2>{e(view.standing_heading)}</h2>")
         out.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in view.standing) + "</ul>")
@@ -104,8 +81,7 @@ def feedback_html(result: SubmissionResult, standing: Standing | None = None) ->
                      else e(value))
             out.append(f"<div{css}><dt>{e(label or 'details')}</dt><dd>{shown}</dd></div>")
         out += ["</dl>", "</section>"]
-    out += ["</body>", "</html>", ""]
-    return "\n".join(out)
+    return page(f"{view.title}: {view.score}", PAGE_STYLE, out)
 
 
 def _badge(status: str) -> str:
@@ -141,9 +117,7 @@ def feedback_markdown(result: SubmissionResult, standing: Standing | None = None
     """``feedback.md``: a heading naming the student, assignment, file and score, then the
     lateness and adjustments, the task table and a section per failed check."""
     view = feedback_view(result, standing)
-    heading = "".join(f"\\{ch}" if ch in MARKDOWN_SPECIAL else ch
-                      for ch in _unlinked(f"{view.title}: {view.score}"))
-    out = [f"# {_entities(heading)}", ""]
+    out = [f"# {_md(f'{view.title}: {view.score}')}", ""]
     if view.standing:
         out += [f"## {_md(view.standing_heading)}", "",
                 *(f"- {_md(line)}" for line in view.standing), ""]
@@ -172,11 +146,8 @@ def _md(text: str) -> str:
     ``<``, ``>`` and ``&`` written as entities (inert in every Markdown dialect) and no
     autolink (``_unlinked``)."""
     flat = _unlinked(" ".join(text.split("\n")))
-    return _entities("".join(f"\\{ch}" if ch in MARKDOWN_INLINE else ch for ch in flat))
-
-
-def _entities(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    escaped = "".join(f"\\{ch}" if ch in MARKDOWN_INLINE else ch for ch in flat)
+    return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _unlinked(text: str) -> str:

@@ -27,6 +27,7 @@ from pathlib import Path
 from graders.grading.submission import Submission
 from graders.reports.feedback_view import breakable
 from graders.reports.files import atomic_write_text
+from graders.reports.html_page import page, stacked_table_style
 from graders.reports.similarity import Comparison, Pair, compare, pairs_text
 from graders.safety.safe_text import terminal_text
 
@@ -35,38 +36,23 @@ MAX_FOLD_CHARS = 20_000
 #: Unmarked lines shown around a marked one; a longer run of unmarked lines than
 #: ``FOLD_LINES`` is folded (open it to read it).
 CONTEXT_LINES, FOLD_LINES = 3, 8
+#: The similarity page's own styles (``graders.reports.html_page`` has the shared ones).
 PAGE_STYLE = """
-*{box-sizing:border-box}
-body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2328;
-  max-width:110rem;margin:0 auto;padding:1rem;overflow-wrap:anywhere}
-h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem}
-table{border-collapse:collapse;width:100%}
-th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d0d7de;vertical-align:top}
+table.pairs{table-layout:auto}
 .pair{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1rem}
 .pair h3{font-size:1rem;margin:.3rem 0}
-pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;
-  padding:.1rem .7rem;margin:0;font:13px/1.4 ui-monospace,Menlo,Consolas,monospace}
+.pair pre{padding:.1rem .7rem;margin:0;font-size:13px}
 summary{background:#eaeef2;padding:0 .7rem;font-size:.85rem;color:#57606a;cursor:pointer}
 mark{background:#ffd8b5}
 @media (max-width:60rem){.pair{grid-template-columns:minmax(0,1fr)}}
-@media (max-width:40rem){
-  table.pairs thead{display:none}
-  table.pairs,table.pairs tbody,table.pairs tr{display:block}
-  table.pairs tr{border-bottom:1px solid #d0d7de;padding:.3rem 0}
-  table.pairs td{display:block;border:0;padding:.05rem .3rem}
-  table.pairs td::before{content:attr(data-label) ": ";font-weight:600}
-}
-"""
+""" + stacked_table_style("pairs")
 
 
 def similarity_html(found: Comparison, threshold: float) -> str:
     """The page (module docstring) for ``found``, the pairs at or above ``threshold``
     (0-1)."""
     e = html.escape
-    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-           '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           "<title>Similarity</title>", f"<style>{PAGE_STYLE}</style>", "</head>", "<body>",
-           "<h1>Similarity (copydetect winnowing, handout excluded)</h1>",
+    out = ["<h1>Similarity (copydetect winnowing, handout excluded)</h1>",
            f"<p>Pairs of submissions of one assignment whose similarity is at least "
            f"{threshold:.0%}: {len(found.pairs)}. A flagged pair is for a person to read; "
            "it proves nothing by itself. Marked: the code the two files share.</p>"]
@@ -91,8 +77,7 @@ def similarity_html(found: Comparison, threshold: float) -> str:
         out += [f"<li>{e(s.assignment)} {_name(s.student)} ({_name(s.name)}: "
                 f"{_name(s.reason)})</li>" for s in found.skipped]
         out.append("</ul>")
-    out += ["</body>", "</html>", ""]
-    return "\n".join(out)
+    return page("Similarity", PAGE_STYLE, out, width="110rem")
 
 
 def _name(text: str) -> str:
