@@ -113,7 +113,6 @@ def test_ranking_with_names(batch_folder: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_plot_is_a_png(batch_folder: Path, tmp_path: Path):
-    pytest.importorskip("matplotlib")
     png = tmp_path / "board.png"
     assert cli_main(["leaderboard", str(batch_folder), "--plot", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "--plot writes a PNG file"

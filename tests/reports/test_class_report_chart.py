@@ -11,8 +11,6 @@ import pytest
 from graders.grading.result import CheckResult, SubmissionResult
 from graders.reports.class_report import class_figure, class_stats, write_class_report
 
-pytest.importorskip("matplotlib")
-
 LONG = ("the kv blocks past the diagonal are still fetched and multiplied although every "
         "score in them is masked, so the causal kernel does the work of the full one "
         "(lecture §5.4)")

@@ -19,8 +19,6 @@ from graders.reports.similarity import compare
 from graders.reports.similarity_files import marked_code, similarity_html, similarity_report
 from tests.helpers.browser import page_widths
 
-pytest.importorskip("copydetect")
-
 ROOT = Path(__file__).resolve().parents[2]
 A1 = next(a for a in ASSIGNMENTS.values() if a.id == "a1")
 SOLUTION = (ROOT / "solutions" / f"{A1.stem}.py").read_text(encoding="utf-8")

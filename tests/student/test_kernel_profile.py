@@ -80,7 +80,6 @@ def test_splash_block_map_is_the_lectures_picture():
 
 
 def test_png_pictures_are_written(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
     argv = [str(A3), "--function", "matmul", "--shapes", "bf16[1024,1024]", "bf16[1024,1024]",
             "--kw", "block_shape=(512, 512, 512)", "--png", str(tmp_path)]
     assert kernel_profile.main(argv) == 0
@@ -122,7 +121,6 @@ def test_png_titles_name_the_profiled_configuration_and_have_legends(tmp_path, m
     """The PNGs were titled by the call's name ("<lambda>" for a lambda kernel, "kernel"
     for most) and had no legend. Now each title names the function and configuration
     profiled, and every timeline and roofline has a legend of its marks."""
-    pytest.importorskip("matplotlib")
     from matplotlib.axes import Axes
 
     titles, legends = [], []
@@ -184,7 +182,6 @@ def test_every_png_names_the_function_its_configuration_and_grid_with_a_legend(
     and Splash's block map was titled "Splash tiles: ..." with no function, no
     configuration and no legend. Now each picture's title names the function, the
     configuration given and the call's grid, and each has a legend of its marks."""
-    pytest.importorskip("matplotlib")
     saved = _saved_pictures(monkeypatch)
     argv = ["profile", str(A3), "--function", "matmul", "--shapes", "bf16[1024,1024]",
             "bf16[1024,1024]", "--kw", "block_shape=(512, 512, 512)", "--png", str(tmp_path)]

@@ -266,7 +266,6 @@ def test_an_nbgrader_course_grades_notebooks_only_as_nbgrader_does(tmp_path: Pat
     """nbgrader's autograde takes ``<notebook>.ipynb`` files only (its converters glob
     ``notebook_id + ".ipynb"``; a .py is copied along, never graded), so pallas-lab grade
     on the course does the same: the filled .py is skipped, with a note."""
-    pytest.importorskip("nbgrader")
     from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
 
