@@ -6,9 +6,10 @@ The class: N students (default 200), each with one a1 file, copies of the sample
 grade the same class into separate results folders, alternating which goes first over
 ``--repeat`` rounds, and must give the same gradebook. Each line: the case, the wall-clock
 seconds of each round, and the load averages before each run (``os.getloadavg``).
-The Dask run pays what a cluster pays on one machine: a fresh grader process per file
-and no worker zygote (a local batch forks every worker from one), so it is slower here;
-it exists for machines the local pool cannot use.
+Both grade each file in a fresh grader process forked from a preloaded server, whose
+sandboxed worker forks from a zygote: the local batch has one of each, each Dask worker
+its own (``graders.batch.grading_server``, started with the worker's first file); the
+Dask run also pays the scheduler's round trips and the cluster's start.
 Run from the repository root:  python bench/bench_dask.py [--students N] [--repeat N]
 """
 

@@ -8,12 +8,15 @@ batch of ``graders.batch.run``: the plan (which files are pending, in which orde
 results folder, resuming, the gradebook rewritten as each student's last file is done,
 and Ctrl-C / SIGTERM, are decided here on the TA's machine.
 
-On a Dask worker a file is graded by ``grade_remote``: a fresh Python process
-(``python -m graders.batch.cluster``) that rebuilds the submission record, grades it with
-``graders.batch.pool.grade_in_child`` (the batch's own code: its sandboxed worker, its
-private temp folder) and writes results.json and the feedback files into the results
-folder, which the workers must see at the same path (a shared file system, as on a Slurm
-cluster). It sends back only (student, stem, score, error) as JSON. Student code runs
+On a Dask worker a file is graded by ``graders.batch.dask_worker.grade_remote``, which
+hands it to that worker's preloaded grading server (``graders.batch.grading_server``,
+started with the worker's first file and kept while the worker lives): the server
+rebuilds the submission record and grades it as the local batch does, in a fresh grader
+process (``graders.batch.pool.grade_in_child``: its sandboxed worker forked from the
+server's zygote, its private temp folder), which writes results.json and the feedback
+files into the results folder; the workers must see that folder at the same path (a
+shared file system, as on a Slurm cluster). Only (student, stem, score, error) comes back,
+as JSON. Student code runs
 nowhere but in that grader's sandboxed worker, so a Dask worker needs what the grading
 machine needs: this package installed, and the sandbox (``docs/security.md``) available.
 When the batch is stopped, files not started are cancelled and a running grader gets
@@ -27,19 +30,14 @@ processes; no byte a student's code produced is unpickled. Use ``tls://`` and Da
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from graders.batch.pool import INTERRUPTED, POLL, StopRequests, grade_in_child
+from graders.batch.dask_worker import STOP_SECONDS, grade_remote
+from graders.batch.pool import INTERRUPTED, POLL, StopRequests
 from graders.grading.submission import Submission
 from graders.reports.progress import GradingProgress
 
@@ -47,12 +45,6 @@ from graders.reports.progress import GradingProgress
 CLUSTERS = ("slurm",)
 #: Seconds to reach a scheduler before saying it cannot be reached.
 CONNECT_SECONDS = 10
-#: Seconds a stopped grader on a Dask worker has to end before it is killed.
-STOP_SECONDS = 30.0
-#: Bytes of a remote grader's error output kept (its end) in its error text.
-MAX_ERROR_CHARS = 4000
-#: Bytes of a remote grader's reply read (one JSON line; an internal error's traceback).
-MAX_REPLY_BYTES = 1 << 20
 
 
 def open_client(stack: contextlib.ExitStack, *, scheduler: str | None, cluster: str | None,
@@ -124,7 +116,8 @@ def grade_on_cluster(client: Any, subs: Sequence[Submission], out: Path, timeout
 
     name = f"pallas-lab-stop-{uuid.uuid4().hex}"
     stop = Event(name, client=client)
-    futures = {client.submit(grade_remote, _spec(sub, out, timeout, budget, tasks), name,
+    futures = {client.submit(grade_remote, submission_spec(sub, out, timeout, budget, tasks),
+                             name,
                              key=f"pallas-lab-{uuid.uuid4().hex}", pure=False, retries=0,
                              priority=len(subs) - i): sub
                for i, sub in enumerate(subs)}
@@ -170,9 +163,10 @@ def grade_on_cluster(client: Any, subs: Sequence[Submission], out: Path, timeout
     return interrupted
 
 
-def _spec(sub: Submission, out: Path, timeout: float, budget: float | None,
-          tasks: tuple[str, ...] | None) -> dict[str, Any]:
-    """What a remote grader needs to rebuild ``sub`` and grade it (JSON-safe)."""
+def submission_spec(sub: Submission, out: Path, timeout: float, budget: float | None,
+                    tasks: tuple[str, ...] | None) -> dict[str, Any]:
+    """What a grader on a Dask worker needs to rebuild ``sub`` and grade it (JSON-safe;
+    ``submission_from_spec`` reads it back)."""
     return {"file": str(Path(sub.file).resolve()), "student": sub.student,
             "assignment": sub.assignment.id, "stem": sub.stem,
             "folder": str(sub.folder) if sub.folder is not None else None,
@@ -180,65 +174,13 @@ def _spec(sub: Submission, out: Path, timeout: float, budget: float | None,
             "timeout": timeout, "budget": budget, "tasks": list(tasks) if tasks else None}
 
 
-def grade_remote(spec: dict[str, Any], stop_name: str) -> tuple[str, str, float | None,
-                                                                 str | None]:
-    """Run on a Dask worker: grade one file (``spec``, from ``_spec``) in a fresh grader
-    process and return its (student, stem, score, error). When the batch sets the Dask
-    ``Event`` ``stop_name``, the grader gets SIGINT and stops as a local one does
-    (``INTERRUPTED``, no result kept). Never raises for the file's own failures."""
-    from distributed import Event
-
-    with tempfile.TemporaryFile() as output, tempfile.TemporaryFile() as errors:
-        child = subprocess.Popen(  # noqa: S603 - this package's own module, argv fixed
-            [sys.executable, "-m", "graders.batch.cluster"], stdin=subprocess.PIPE,
-            stdout=output, stderr=errors, env={**os.environ, "PYTHONWARNINGS": "ignore"})
-        assert child.stdin is not None
-        child.stdin.write(json.dumps(spec).encode())  # a few hundred bytes: never blocks
-        child.stdin.close()
-        stop = Event(stop_name)
-        while child.poll() is None:
-            if stop.is_set():
-                child.send_signal(signal.SIGINT)
-                try:
-                    child.wait(timeout=STOP_SECONDS)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-                    child.wait()
-                break
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(timeout=POLL * 5)
-        output.seek(0)
-        errors.seek(0)
-        printed = output.read(MAX_REPLY_BYTES).decode("utf-8", "replace")
-        errors.seek(0, os.SEEK_END)
-        errors.seek(max(0, errors.tell() - MAX_ERROR_CHARS))
-        complaint = errors.read(MAX_ERROR_CHARS).decode("utf-8", "replace")
-    try:
-        student, stem, score, error = json.loads(printed.strip().splitlines()[-1])
-        return str(student), str(stem), score, error
-    except (ValueError, IndexError, TypeError):
-        return (spec["student"], spec["stem"], None,
-                f"the grader process on the Dask worker ended without a result "
-                f"(exit status {child.returncode}): {complaint}")
-
-
-def main() -> int:
-    """``python -m graders.batch.cluster``: read a spec (JSON, stdin), grade that file
-    with ``grade_in_child``, print the (student, stem, score, error) as one JSON line."""
+def submission_from_spec(spec: dict[str, Any]) -> Submission:
+    """The submission record of a ``submission_spec`` (its file hashed again, where it is
+    graded). Raises ``KeyError`` for an unknown assignment and ``OSError`` for a file that
+    cannot be read."""
     from graders.course.catalog import get_assignment
 
-    spec = json.loads(sys.stdin.read())
     folder = Path(spec["folder"]) if spec.get("folder") else None
-    sub = Submission.of(spec["file"], get_assignment(spec["assignment"]),
-                        student=spec["student"], folder=folder, note=spec.get("note", ""),
-                        origin=spec.get("origin", ""))
-    tasks = tuple(spec["tasks"]) if spec.get("tasks") else None
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # grade_in_child raises it at most once
-    student, stem, score, error = grade_in_child(sub, spec["out"], spec["timeout"],
-                                                 spec["budget"], tasks)
-    print(json.dumps([student, stem, score, error]))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return Submission.of(spec["file"], get_assignment(spec["assignment"]),
+                         student=spec["student"], folder=folder, note=spec.get("note", ""),
+                         origin=spec.get("origin", ""))

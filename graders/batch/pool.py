@@ -24,13 +24,14 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Literal
 
+# INTERRUPTED: what a grader reports for a file whose grading Ctrl-C stopped (the Dask
+# worker's side reports the same string).
+from graders.batch.dask_worker import INTERRUPTED
 from graders.batch.schedule import drop_stale_result
 from graders.batch.store import merge_tasks, read_result, result_path, write_result
 from graders.grading.submission import Submission
 from graders.reports.progress import GradingProgress
 
-#: What a pool child reports for a student whose grading Ctrl-C stopped.
-INTERRUPTED = "interrupted"
 #: Seconds the batch waits for a file to end before it looks for Ctrl-C or SIGTERM again.
 POLL = 0.1
 
@@ -142,6 +143,21 @@ def _note_lost_interrupt(unraisable: Any) -> None:
         _LOST_INTERRUPT = True
         return
     sys.__unraisablehook__(unraisable)
+
+
+def grader_context() -> Any:
+    """The multiprocessing context of a batch's grader processes: forkserver, so each file's
+    grader is a fresh process forked from a server that has already imported the grader
+    and every lab's checks (a file costs no interpreter start-up nor imports)."""
+    import multiprocessing
+
+    from graders.course.catalog import ASSIGNMENTS
+
+    context = multiprocessing.get_context("forkserver")
+    labs = [a.checks_module for a in ASSIGNMENTS.values() if a.checks_module]
+    context.set_forkserver_preload(["graders.grading.grade", "graders.reports.gradescope",
+                                    "graders.reports.feedback_files", *labs])
+    return context
 
 
 def start_child(stop: Any, zygote_config: str | None = None) -> None:
@@ -263,7 +279,7 @@ def halt(stop: Any, pools: Sequence[ProcessPoolExecutor]) -> None:
                     os.kill(process.pid, signal.SIGINT)
 
 
-def _death(workers: Sequence[Any]) -> str:
+def death_of(workers: Sequence[Any]) -> str:
     """How a grader process (of ``workers``, a one-worker pool's processes) ended, for the
     TA: "killed by SIGKILL ...", "exit code 3" or "exit status unknown"."""
     codes = [p.exitcode for p in workers if p.exitcode is not None]
@@ -332,7 +348,7 @@ def grade_alone(out: Path, subs: Sequence[Submission], jobs: int,
                 if ending != "died":
                     interrupted |= ending == "interrupted"
                     continue
-                how = _death(workers)
+                how = death_of(workers)
                 if interrupted or how == "killed by SIGINT":  # Ctrl-C came first
                     interrupted = True
                     continue

@@ -41,7 +41,6 @@ resubmitted a file has that file graded again. ``force`` grades every file again
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import signal
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -57,6 +56,7 @@ from graders.batch.pool import (
     ending_of,
     grade_alone,
     grade_in_child,
+    grader_context,
     halt,
     start_child,
     start_forkserver,
@@ -65,7 +65,6 @@ from graders.batch.pool import (
 )
 from graders.batch.schedule import plan_batch
 from graders.batch.store import GRADEBOOK, gradebook_from_results
-from graders.course.catalog import ASSIGNMENTS
 from graders.grading.submission import Submission
 from graders.reports.files import atomic_write_text
 from graders.reports.progress import GradingProgress
@@ -160,13 +159,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
         if pending:
             left = {student: len(subs) for student, subs in pending.items()}
             rank = {(s.student, s.stem): i for subs in pending.values() for i, s in enumerate(subs)}
-            # forkserver: each file's grader is a fresh process forked from a server that has
-            # already imported the grader and every lab's checks, so a file costs no
-            # interpreter start-up nor imports.
-            context = multiprocessing.get_context("forkserver")
-            labs = [a.checks_module for a in ASSIGNMENTS.values() if a.checks_module]
-            context.set_forkserver_preload(["graders.grading.grade", "graders.reports.gradescope",
-                                            "graders.reports.feedback_files", *labs])
+            context = grader_context()
             stop = context.Event()
 
             def done(sub: Submission, error: str | None, what: str = "graded") -> None:
