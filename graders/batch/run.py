@@ -63,8 +63,8 @@ from graders.batch.pool import (
     start_zygote,
     stop_forkserver,
 )
-from graders.batch.schedule import plan_batch
-from graders.batch.store import GRADEBOOK, gradebook_from_results
+from graders.batch.schedule import finish_regrade, plan_batch, start_regrade
+from graders.batch.store import GRADEBOOK, gradebook_from_results, result_path
 from graders.grading.submission import Submission
 from graders.reports.files import atomic_write_text
 from graders.reports.progress import GradingProgress
@@ -86,11 +86,14 @@ class BatchInterrupted(Exception):  # noqa: N818 - it is what happened, not a fa
 @dataclass(frozen=True)
 class BatchOutcome:
     """What ``run_batch`` did: ``graded`` students graded now, ``skipped`` students whose
-    results were current, ``errors`` internal error texts ("student: text")."""
+    results were current (in a resumed regrade: regraded before it was stopped),
+    ``errors`` internal error texts ("student: text"); ``resumed``: whether it finished a
+    stopped regrade (``graders.batch.schedule.start_regrade``)."""
 
     graded: int
     skipped: int
     errors: list[str]
+    resumed: bool = False
 
 
 def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeout: float,
@@ -133,23 +136,34 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
         if stale.is_file():
             stale.unlink(missing_ok=True)
     only = tuple(tasks) if tasks else None
-    plan = plan_batch(submissions, out, force=force, tasks=only)
+    # A regrade stopped before its end is resumed by the same command: the files it
+    # regraded keep their new results.
+    since = start_regrade(out, submissions, force=force, tasks=only)
+    plan = plan_batch(submissions, out, force=force, tasks=only, since=since)
     pending, jobs_of = plan.pending, plan.order
     first_errors: dict[str, tuple[int, str]] = {}  # per student: its first file's error
     # The caller's notes and the batch's own ("grader died: <stem>.py").
     book_notes = {student: list(lines) for student, lines in (notes or {}).items()}
     # Per student, the files not graded yet: every gradebook written before the batch is
-    # over says so in their rows ("not graded yet: FILE"), so a stopped batch's gradebook
-    # never looks finished. A file leaves it when done (graded, failed or its grader died).
+    # over says so in their rows ("not graded yet: FILE"; "not regraded yet ...: FILE"
+    # where an earlier result is what the row shows), so a stopped batch's gradebook never
+    # looks finished. A file leaves it when done (graded, failed or its grader died).
     waiting = {student: [Path(sub.file).name for sub in subs]
                for student, subs in pending.items()}
+    earlier = {(sub.student, Path(sub.file).name) for subs in pending.values() for sub in subs
+               if result_path(out, sub.student, sub.stem).is_file()}
 
     def notes_now() -> dict[str, list[str]]:
-        """``book_notes`` with each student's "not graded yet" line, if any."""
+        """``book_notes`` with each student's "not (re)graded yet" lines, if any."""
         now = {student: list(lines) for student, lines in book_notes.items()}
         for student, files in waiting.items():
-            if files:
-                now.setdefault(student, []).append(f"not graded yet: {', '.join(files)}")
+            new = [name for name in files if (student, name) not in earlier]
+            old = [name for name in files if (student, name) in earlier]
+            if new:
+                now.setdefault(student, []).append(f"not graded yet: {', '.join(new)}")
+            if old:
+                now.setdefault(student, []).append(
+                    f"not regraded yet (an earlier result is shown): {', '.join(old)}")
         return now
 
     finished = 0
@@ -241,5 +255,6 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     if pending and interrupted:
         raise BatchInterrupted(finished, len(pending) - finished,
                                requests.signum or signal.SIGINT)
+    finish_regrade(out)
     errors = [f"{student}: {error}" for student, (_, error) in first_errors.items()]
-    return BatchOutcome(len(pending), plan.skipped, errors)
+    return BatchOutcome(len(pending), plan.skipped, errors, resumed=since is not None)

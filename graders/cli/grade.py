@@ -219,9 +219,15 @@ def run(args: argparse.Namespace, con: Console, err: Console) -> int:
         try:
             return _grade(args, con, err)
         except BatchInterrupted as stopped:
+            if args.force or args.student or args.task:
+                rest = ("(the gradebook notes the files not regraded yet): run the same "
+                        "command again to regrade the rest; the files regraded keep their "
+                        "new results")
+            else:
+                rest = ("(the gradebook notes the files not graded yet): run the same "
+                        "command again to grade the rest")
             show(err, f"pallas-lab grade: {stopped} finished; every file graded before "
-                      "the interrupt keeps its result (the gradebook notes the files not "
-                      "graded yet): run the same command again to grade the rest")
+                      f"the interrupt keeps its result {rest}")
             return 128 + stopped.signum  # 130 after Ctrl-C, 143 after SIGTERM
         except KeyboardInterrupt:
             show(err, "pallas-lab grade: interrupted; nothing was written for the "
@@ -427,6 +433,9 @@ def _outcome_line(args: argparse.Namespace, outcome: BatchOutcome, unselected: i
     ``--student`` the students left out of the selection are counted as keeping their
     results (they were never pending), not as "0 already had results"; with ``--task``
     it says that only those tasks' checks ran again, merged into the results kept."""
+    if outcome.resumed and outcome.skipped:
+        return (f"resumed the stopped regrade: graded {outcome.graded} student(s), "
+                f"{outcome.skipped} regraded before the stop")
     if not (args.student or args.task):
         return f"graded {outcome.graded} student(s), {outcome.skipped} already had results"
     others = unselected + outcome.skipped

@@ -172,3 +172,56 @@ def test_third_party_warnings_do_not_reach_the_ta(tmp_path: Path, batch: list[st
     assert run.returncode == 0, run.stderr
     assert "Warning" not in run.stderr and "warn(" not in run.stderr, run.stderr
     assert "amy" in run.stdout and "0/100" in run.stdout
+
+
+@pytest.mark.slow
+def test_a_stopped_forced_regrade_marks_earlier_results_and_the_same_command_finishes_it(
+        tmp_path: Path) -> None:
+    """A TA's walk: Ctrl-C during ``--force`` left a gradebook with the earlier scores
+    beside "not graded yet", and "run the same command again" regraded everybody."""
+    klass, out = tmp_path / "class", tmp_path / "results"
+    for i in range(6):
+        _student(klass, f"s{i}", "ben_typical_mistakes")
+    command = [sys.executable, "-m", "graders.cli.main", "grade", str(klass), "--jobs", "2",
+               "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert first.returncode == 0, first.stderr
+    before = {p: p.stat().st_mtime for p in out.glob("*/*/results.json")}
+    assert len(before) == 6
+    time.sleep(0.05)  # a regraded result's time differs from the first grading's
+    forced = subprocess.Popen(
+        [*command, "--force"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+    def regraded() -> set[Path]:
+        return {p for p, t in before.items() if p.stat().st_mtime > t}
+
+    deadline = time.monotonic() + 300
+    while not regraded() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(forced.pid, signal.SIGINT)
+    _, stderr = forced.communicate(timeout=300)
+    assert forced.returncode == 130, stderr
+    assert "run the same command again to regrade the rest" in " ".join(stderr.split())
+    kept = regraded()
+    assert 1 <= len(kept) < 6, len(kept)
+    rows = _book(out / "gradebook.csv")
+    marked = {s for s, row in rows.items() if "not regraded yet (an earlier result is shown)"
+              in row["notes"]}
+    assert marked == {s for s in rows if out / s / STEM / "results.json" not in kept}
+    assert all(row["a1"] == "76" for row in rows.values())  # the earlier scores, shown
+    assert not any("not graded yet" in row["notes"] for row in rows.values())
+    resumed = subprocess.run([*command, "--force"], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (f"resumed the stopped regrade: graded {6 - len(kept)} student(s), {len(kept)} "
+            "regraded before the stop") in " ".join(resumed.stdout.split())
+    assert not any(row.get("notes") for row in _book(out / "gradebook.csv").values())
+    assert all(p.stat().st_mtime > t for p, t in before.items())
+    again = subprocess.run([*command, "--force"], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert "graded 6 student(s), 0 already had results" in " ".join(again.stdout.split())
