@@ -35,8 +35,9 @@ from graders.safety.safe_text import terminal_text
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-#: Characters kept of a diagnosis in the report's text table.
-MAX_MISTAKE_CHARS = 70
+#: Characters per line of a diagnosis in the report's text table (a longer one goes on,
+#: whole, on the lines below, indented under it).
+MISTAKE_COLUMN = 70
 #: A chart's mistake label: characters per line and lines (a diagnosis is a sentence or
 #: two; longer ones end in "…").
 LABEL_CHARS, LABEL_LINES = 60, 4
@@ -105,9 +106,12 @@ def class_stats(results: Sequence[SubmissionResult], students: Iterable[str] = (
     return stats
 
 
-def _short(text: str) -> str:
-    text = terminal_text(text)
-    return text if len(text) <= MAX_MISTAKE_CHARS else text[: MAX_MISTAKE_CHARS - 1] + "…"
+def _mistake_lines(task: str, count: int, mistake: str) -> list[str]:
+    """A row of the mistakes table: task, students, and the whole diagnosis (escaped),
+    wrapped at ``MISTAKE_COLUMN`` characters under its first line."""
+    text = textwrap.wrap(terminal_text(mistake), MISTAKE_COLUMN, break_on_hyphens=False) or [""]
+    lead = f"    {task:<5} {count:>4}  "
+    return [lead + text[0], *(" " * len(lead) + line for line in text[1:])]
 
 
 def report_text(stats: dict[str, list[TaskStats]]) -> str:
@@ -131,7 +135,7 @@ def report_text(stats: dict[str, list[TaskStats]]) -> str:
         if not mistakes:
             lines.append("    none diagnosed")
         for task, mistake, count in mistakes:
-            lines.append(f"    {task:<5} {count:>4}  {_short(mistake)}")
+            lines.extend(_mistake_lines(task, count, mistake))
         lines.append("")
     return "\n".join(lines)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from graders.checking.feedback import format_points
 from graders.grading.result import CheckResult, SubmissionResult
 from graders.reports.table import STANDING_HEADING, TaskRow, task_rows, total_text
 from graders.safety.safe_text import terminal_text
@@ -41,8 +42,9 @@ CLUSTER_BREAK = "\u200b"
 
 @dataclass(frozen=True)
 class CheckSection:
-    """One failed check: its ``heading`` ("Task 1.3 bias_add — 0/25"), its ``status`` and
-    its fields, (label, value) in the order written; a value may span lines."""
+    """One failed check: its ``heading`` ("Task 1.3 bias_add — this check: 0 of 10 points"),
+    its ``status`` and its fields, (label, value) in the order written; a value may span
+    lines."""
 
     heading: str
     status: str
@@ -111,9 +113,20 @@ def check_section(check: CheckResult) -> CheckSection:
             fields[-1].append(line)
         else:
             fields.append(["", line])
-    heading = lines[0].removesuffix(f" ({check.status})")  # the status is shown apart
+    heading = check_heading(lines[0].removesuffix(f" ({check.status})"), check)
     return CheckSection(heading=heading, status=check.status,
                         fields=[(f[0], _value(f[1], f[2:])) for f in fields])
+
+
+def check_heading(first_line: str, check: CheckResult) -> str:
+    """A failed check's heading: its feedback's first line ("Task 1.3 bias_add — 0/10")
+    with the points said to be this check's ("... — this check: 0 of 10 points"), so they
+    are not read as the task's (the task table shows those)."""
+    start, dash, points = first_line.rpartition(" — ")
+    if not dash or points != f"{format_points(check.points)}/{format_points(check.max_points)}":
+        return first_line
+    return (f"{start} — this check: {format_points(check.points)} of "
+            f"{format_points(check.max_points)} points")
 
 
 def _label_of(line: str) -> tuple[str, str]:

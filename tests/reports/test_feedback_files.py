@@ -96,7 +96,17 @@ def test_a_status_is_named_once_in_a_heading() -> None:
     result = _from_failure(failure)
     result.checks[-1] = dataclasses.replace(result.checks[-1], status="error")
     markdown = feedback_markdown(result)
-    assert "(error) (error)" not in markdown and "0/25 (error)" in markdown
+    assert "(error) (error)" not in markdown and "0 of 25 points (error)" in markdown
+
+
+def test_a_failed_checks_heading_says_its_points_are_that_checks() -> None:
+    """A TA's walk: "Task 1.3 bias_add — 0/10" under a task table that says 10/25 read as
+    the task's score."""
+    ben = _result("ben", 0, feedback=FEEDBACK.replace("— 0/10", "— 0/25"))
+    section = check_section(ben.checks[-1])
+    assert section.heading == "Task 1.3 bias_add — this check: 0 of 25 points"
+    page = feedback_markdown(ben)
+    assert "### Task 1.3 bias\\_add — this check: 0 of 25 points (failed)" in page
 
 
 def test_a_blank_line_in_what_the_code_printed_cannot_end_its_block() -> None:
@@ -173,3 +183,17 @@ def test_mistakes_are_counted_from_the_graders_record_never_from_the_feedback_te
     row = next(r for r in class_stats(results)["a1"] if r.task == "1.3")
     assert row.mistakes == {"the column-block axis is the inner grid axis": 1}, row.mistakes
     assert "forged" not in report_text(class_stats(results))
+
+
+def test_the_text_report_shows_each_diagnosis_whole_wrapped_under_its_row() -> None:
+    """A TA's walk: the mistakes table cut every diagnosis at 70 characters ("…")."""
+    long = ("the column-block axis is the inner grid axis, so the bias block changes at "
+            "every step and is fetched again each time instead of once per column of "
+            "blocks; make the column-block axis the outer one")
+    stats = class_stats([_result("ben", 0, diagnosis=long + " (lecture §2.2)")])
+    lines = report_text(stats).splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("    1.3      1  "))
+    block = [lines[first][16:]]
+    block += [line[16:] for line in lines[first + 1:] if line.startswith(" " * 16)]
+    assert " ".join(block) == long and "…" not in "\n".join(lines)
+    assert len(block) > 1 and all(len(line) <= 16 + 70 for line in lines[first:first + 3])
