@@ -116,20 +116,40 @@ def plan_batch(submissions: Sequence[Submission], out: Path, *, force: bool = Fa
                      len(students) - len(pending))
 
 
+def grader_fingerprint() -> str:
+    """SHA-256 of the grading code: every ``.py`` file of the packages that decide a grade
+    (``graders``, ``reference``, ``pallas_sim``), by path and content; found without
+    importing them."""
+    import importlib.util
+
+    digest = hashlib.sha256()
+    for name in ("graders", "reference", "pallas_sim"):
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        root = Path(list(spec.submodule_search_locations)[0]).resolve()
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root.parent)).encode("utf-8", "surrogateescape"))
+            digest.update(b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
 def _regrade_key(submissions: Sequence[Submission], force: bool,
                  tasks: Collection[str] | None) -> dict[str, object]:
-    """What makes two regrades the same: the options and the files (student, stem)."""
+    """What makes two regrades the same: the options, the files (student, stem) and the
+    grading code (a regrade stopped to fix a check is not resumed by the fixed grader)."""
     files = sorted(f"{sub.student}\0{sub.stem}" for sub in submissions)
     return {"force": force, "tasks": sorted(tasks or ()),
             "files": hashlib.sha256("\n".join(files).encode("utf-8", "surrogateescape"))
-            .hexdigest()}
+            .hexdigest(), "grader": grader_fingerprint()}
 
 
 def start_regrade(out: Path, submissions: Sequence[Submission], *, force: bool,
                   tasks: Collection[str] | None) -> float | None:
-    """For a regrade (``force`` or ``tasks``): the time a stopped regrade of the same files
-    and options started (``REGRADE_MARK`` in ``out``), which this one resumes: the files
-    regraded since keep their new results (``plan_batch``'s ``since``). Otherwise None,
+    """For a regrade (``force`` or ``tasks``): the time a stopped regrade of the same files,
+    options and grading code (``grader_fingerprint``) started (``REGRADE_MARK`` in
+    ``out``), which this one resumes: the files regraded since keep their new results
+    (``plan_batch``'s ``since``). Otherwise None,
     and the mark is written for this regrade (replacing another's). None and nothing
     written for a batch that is not a regrade."""
     if not (force or tasks):
