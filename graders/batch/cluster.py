@@ -104,20 +104,26 @@ def _connect(address: str) -> Any:
 
 def grade_on_cluster(client: Any, subs: Sequence[Submission], out: Path, timeout: float,
                      budget: float | None, tasks: tuple[str, ...] | None,
-                     done: Callable[..., None], progress: GradingProgress,
+                     stamp: dict[str, Any], done: Callable[..., None],
+                     notes: dict[str, list[str]], progress: GradingProgress,
                      requests: StopRequests) -> bool:
-    """Grade ``subs`` on ``client``'s workers, in order (one Dask task per file, no
-    retries: a grader that dies is reported as a local one is), calling ``done(sub,
-    error)`` for each file as it ends. Returns whether Ctrl-C or SIGTERM (``requests``)
-    stopped the batch: then the files not started are cancelled and the running ones
-    stopped (``grade_remote``), and no further file is passed to ``done``."""
+    """Grade ``subs`` on ``client``'s workers, in order (one Dask task per file; results
+    stamped ``stamp``, ``graders.batch.regrade.batch_stamp``, whose grading code each
+    worker must have), calling ``done(sub, error)`` for each file as it ends. A file whose
+    grader dies is graded once more on its worker; dying again, it is treated as a local
+    batch treats it: no result of other content is kept, the note "grader died: FILE" goes
+    into ``notes``. Returns whether Ctrl-C or SIGTERM (``requests``) stopped the batch:
+    then the files not started are cancelled and the running ones stopped
+    (``grade_remote``), and no further file is passed to ``done``."""
     from distributed import Event, wait
     from distributed.client import FuturesCancelledError
 
+    from graders.batch.schedule import drop_stale_result
+
     name = f"pallas-lab-stop-{uuid.uuid4().hex}"
     stop = Event(name, client=client)
-    futures = {client.submit(grade_remote, submission_spec(sub, out, timeout, budget, tasks),
-                             name,
+    futures = {client.submit(grade_remote,
+                             submission_spec(sub, out, timeout, budget, tasks, stamp), name,
                              key=f"pallas-lab-{uuid.uuid4().hex}", pure=False, retries=0,
                              priority=len(subs) - i): sub
                for i, sub in enumerate(subs)}
@@ -149,13 +155,21 @@ def grade_on_cluster(client: Any, subs: Sequence[Submission], out: Path, timeout
                 sub = futures[future]
                 if future.status == "cancelled":
                     continue
+                died = False
                 try:
-                    error = future.result()[3]
+                    _, _, _, error, died = future.result()
                 except Exception as exc:  # noqa: BLE001 - the worker's failure, reported
                     error = f"the Dask worker failed while grading {Path(sub.file).name}: " \
                             f"{type(exc).__name__}: {exc}"
                 if error == INTERRUPTED:
                     interrupted = True
+                    continue
+                if died:
+                    file = Path(sub.file).name
+                    notes.setdefault(sub.student, []).append(f"grader died: {file}")
+                    kept = ("an earlier result of the same content is kept"
+                            if drop_stale_result(out, sub) else "no result was written")
+                    done(sub, f"{error}; {kept}", "grader died:")
                     continue
                 done(sub, error)  # finished before the stop reached it: its result stands
     finally:
@@ -164,14 +178,17 @@ def grade_on_cluster(client: Any, subs: Sequence[Submission], out: Path, timeout
 
 
 def submission_spec(sub: Submission, out: Path, timeout: float, budget: float | None,
-                    tasks: tuple[str, ...] | None) -> dict[str, Any]:
+                    tasks: tuple[str, ...] | None, stamp: dict[str, Any]) -> dict[str, Any]:
     """What a grader on a Dask worker needs to rebuild ``sub`` and grade it (JSON-safe;
-    ``submission_from_spec`` reads it back)."""
-    return {"file": str(Path(sub.file).resolve()), "student": sub.student,
+    ``submission_from_spec`` reads it back): the file's absolute path as discovery named it
+    (a symbolic link stays one, refused as a local batch refuses it), the options and the
+    ``stamp`` (its ``grader`` is the grading code the worker must run)."""
+    return {"file": str(Path(sub.file).absolute()), "student": sub.student,
             "assignment": sub.assignment.id, "stem": sub.stem,
             "folder": str(sub.folder) if sub.folder is not None else None,
             "note": sub.note, "origin": sub.origin, "out": str(out.resolve()),
-            "timeout": timeout, "budget": budget, "tasks": list(tasks) if tasks else None}
+            "timeout": timeout, "budget": budget, "tasks": list(tasks) if tasks else None,
+            "stamp": stamp}
 
 
 def submission_from_spec(spec: dict[str, Any]) -> Submission:

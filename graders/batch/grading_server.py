@@ -7,13 +7,16 @@ forkserver that has imported the grader and every lab's checks, whose untrusted 
 forks from this server's worker zygote. So a file on a Dask worker costs its grading, not
 a Python start-up, the imports and a zygote of its own.
 
-Protocol (trusted on both ends), one JSON line each way: a request ``{"id": N, "spec":
+Protocol (trusted on both ends), one JSON line each way. First the server says which
+grading code it runs on which runtime, ``{"grader": IDENTITY}``
+(``graders.batch.fingerprint.grading_identity``); then a request ``{"id": N, "spec":
 {...}}`` (a spec of ``graders.batch.cluster.submission_spec``) on stdin, its reply
-``{"id": N, "result": [student, stem, score, error]}`` on the stdout the server was started
-with (its own descriptor 1 then points at stderr, so nothing a grader prints can pass for
-a reply). ``{"stop": N}`` stops file N if it is being graded (its grader gets SIGINT and
-keeps no result: ``INTERRUPTED``) and is ignored otherwise. End of stdin ends the server:
-the forkserver, the zygote and every folder they made are removed.
+``{"id": N, "result": [student, stem, score, error], "died": false}`` on the stdout the
+server was started with (its own descriptor 1 then points at stderr, so nothing a grader
+prints can pass for a reply); ``died`` is true when the file's grader died twice.
+``{"stop": N}`` stops file N if it is being graded (its grader gets SIGINT and keeps no
+result: ``INTERRUPTED``) and is ignored otherwise. End of stdin ends the server: the
+forkserver, the zygote and every folder they made are removed.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 
 from graders.batch.cluster import submission_from_spec
 from graders.batch.dask_worker import POLL
+from graders.batch.fingerprint import grader_fingerprint, grading_identity, runtime_versions
 from graders.batch.pool import (
     INTERRUPTED,
     StopRequests,
@@ -49,15 +53,14 @@ from graders.batch.pool import (
 MAX_REQUEST_BYTES = 1 << 20
 
 
-def _grade(spec: dict[str, Any], options: dict[str, Any], stop: Any,
-           asked: threading.Event) -> list[Any]:
-    """Grade the file of ``spec`` in a one-process pool of its own; [student, stem, score,
-    error]. ``asked`` set (a stop line for this file) stops it."""
-    sub = submission_from_spec(spec)
+def _grade_once(sub: Any, spec: dict[str, Any], options: dict[str, Any], stop: Any,
+                asked: threading.Event) -> tuple[list[Any], str | None]:
+    """Grade ``sub`` in a one-process pool of its own: ([student, stem, score, error], None)
+    or, when its grader process died (not stopped), (that, how it died)."""
     tasks = tuple(spec["tasks"]) if spec.get("tasks") else None
     with ProcessPoolExecutor(max_workers=1, **options) as pool:
         future = pool.submit(grade_in_child, sub, spec["out"], spec["timeout"],
-                             spec["budget"], tasks)
+                             spec["budget"], tasks, spec.get("stamp"))
         workers = list(getattr(pool, "_processes", {}).values())
         halted = False
         while not future.done():
@@ -66,13 +69,29 @@ def _grade(spec: dict[str, Any], options: dict[str, Any], stop: Any,
                 halted = True
                 halt(stop, [pool])
         try:
-            return list(future.result())
+            return list(future.result()), None
         except BrokenProcessPool:
-            if halted:
-                return [sub.student, sub.stem, None, INTERRUPTED]
-            return [sub.student, sub.stem, None,
-                    f"the grader process died while grading {Path(sub.file).name} "
-                    f"({death_of(workers)}); no result was written"]
+            if halted or asked.is_set():
+                return [sub.student, sub.stem, None, INTERRUPTED], None
+            return [sub.student, sub.stem, None, None], death_of(workers)
+
+
+def _grade(spec: dict[str, Any], options: dict[str, Any], stop: Any,
+           asked: threading.Event) -> dict[str, Any]:
+    """Grade the file of ``spec``: {"result": [student, stem, score, error], "died": bool}.
+    A grader process that dies (the OOM killer, a crash) is started once more for the
+    file, as a local batch grades such a file again alone; ``died`` when it dies again.
+    ``asked`` set (a stop line for this file) stops it."""
+    sub = submission_from_spec(spec)
+    result, how = _grade_once(sub, spec, options, stop, asked)
+    if how is not None and not asked.is_set():
+        result, how = _grade_once(sub, spec, options, stop, asked)
+    if how is None:
+        return {"result": result, "died": False}
+    name = Path(sub.file).name
+    return {"result": [sub.student, sub.stem, None,
+                       f"the grader process died while grading {name} ({how}), also when "
+                       "graded alone"], "died": True}
 
 
 def _read_requests(requests: queue.Queue[dict[str, Any] | None],
@@ -98,6 +117,10 @@ def main() -> int:
     """Serve until stdin ends; 0."""
     reply = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
+    # The grading code this server runs, read from where this process imports it.
+    reply.write(json.dumps(
+        {"grader": grading_identity(grader_fingerprint(), runtime_versions())}) + "\n")
+    reply.flush()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     asked = threading.Event()
     current: list[Any] = [None]
@@ -114,7 +137,7 @@ def main() -> int:
         while (message := requests.get()) is not None:
             stop.clear()
             answer = _grade(message["spec"], options, stop, asked)
-            reply.write(json.dumps({"id": message["id"], "result": answer}) + "\n")
+            reply.write(json.dumps({"id": message["id"], **answer}) + "\n")
             reply.flush()
     return 0
 

@@ -38,12 +38,15 @@ POLL = 0.1
 
 def grade_in_child(sub: Submission, out: str, timeout: float, budget: float | None = None,
                       tasks: tuple[str, ...] | None = None,
+                      stamp: dict[str, Any] | None = None,
                       ) -> tuple[str, str, float | None, str | None]:
     """Grade the submission record ``sub`` (runs in a pool child); never raises.
 
-    Writes its results.json and feedback files (with ``tasks``, merged into a current
-    result). Returns (student, stem, the score or None when none was written, the
-    internal error text or None; ``INTERRUPTED`` after Ctrl-C).
+    Writes its results.json (stamped ``stamp``: ``graders.batch.regrade.batch_stamp``) and
+    feedback files (with ``tasks``, merged into a current result: the file's content
+    unchanged since that result; a file changed since is graded in full). Returns
+    (student, stem, the score or None when none was written, the internal error text or
+    None; ``INTERRUPTED`` after Ctrl-C).
 
     Every temporary folder made while grading (the worker's, ...) is made in a private
     folder of this call (``pallas-lab-grader-*``), removed on the way out whatever
@@ -64,7 +67,7 @@ def grade_in_child(sub: Submission, out: str, timeout: float, budget: float | No
     os.chmod(private, 0o711)  # as /tmp is to a uid-level worker: it enters its own folder
     tempfile.tempdir = private
     try:
-        return _grade_here(sub, out, timeout, budget, tasks)
+        return _grade_here(sub, out, timeout, budget, tasks, stamp)
     except KeyboardInterrupt:  # on the way out of _grade_here, before it ignored Ctrl-C
         return sub.student, sub.stem, None, INTERRUPTED
     finally:
@@ -81,10 +84,12 @@ def _interrupt_once(signum: int, frame: Any) -> None:
 
 
 def _grade_here(sub: Submission, out: str, timeout: float, budget: float | None,
-                tasks: tuple[str, ...] | None) -> tuple[str, str, float | None, str | None]:
+                tasks: tuple[str, ...] | None, stamp: dict[str, Any] | None = None,
+                ) -> tuple[str, str, float | None, str | None]:
     """``grade_in_child``'s work, stopped by Ctrl-C (the pool ignores it while idle,
     ``start_child``): the worker is closed on the way out and the submission keeps no
     result, so a rerun grades it."""
+    from graders.batch.regrade import merged_stamp, stamp_at
     from graders.grading.grade import grade_submission
     from graders.reports.feedback_files import write_feedback_files
     from graders.reports.late import submission_time
@@ -102,14 +107,19 @@ def _grade_here(sub: Submission, out: str, timeout: float, budget: float | None,
         current = previous is not None and previous.sha256 == sub.sha256 != ""
         result = grade_submission(sub, timeout=timeout, budget=budget,
                                   tasks=tasks if current else None)
-        if current and previous is not None:
-            result = merge_tasks(previous, result)
+        if current and previous is not None and tasks:
+            if result.sha256 == previous.sha256:
+                if stamp is not None:
+                    stamp = merged_stamp(stamp_at(path), stamp, tasks)
+                result = merge_tasks(previous, result)
+            else:  # changed after the class was read: its new content, graded in full
+                result = grade_submission(sub, timeout=timeout, budget=budget)
         if _LOST_INTERRUPT:  # Ctrl-C came while grading, where it could not be raised
             raise KeyboardInterrupt
         # Graded: a Ctrl-C from now on is too late to save time, and the result is kept
         # whole (results.json with its feedback files).
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        write_result(result, path, submitted)
+        write_result(result, path, submitted, stamp)
         write_feedback_files(result, path.parent)
         if result.internal_errors:
             first = result.internal_errors[0]

@@ -63,7 +63,14 @@ from graders.batch.pool import (
     start_zygote,
     stop_forkserver,
 )
-from graders.batch.schedule import finish_regrade, plan_batch, start_regrade
+from graders.batch.regrade import (
+    batch_stamp,
+    close_regrade,
+    left_by_stopped_regrades,
+    open_regrade,
+    regraded,
+)
+from graders.batch.schedule import plan_batch
 from graders.batch.store import GRADEBOOK, gradebook_from_results, result_path
 from graders.grading.submission import Submission
 from graders.reports.files import atomic_write_text
@@ -88,12 +95,14 @@ class BatchOutcome:
     """What ``run_batch`` did: ``graded`` students graded now, ``skipped`` students whose
     results were current (in a resumed regrade: regraded before it was stopped),
     ``errors`` internal error texts ("student: text"); ``resumed``: whether it finished a
-    stopped regrade (``graders.batch.schedule.start_regrade``)."""
+    stopped regrade (``graders.batch.regrade``); ``unfinished``: files a stopped regrade
+    has not reached, which this batch left as they are."""
 
     graded: int
     skipped: int
     errors: list[str]
     resumed: bool = False
+    unfinished: int = 0
 
 
 def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeout: float,
@@ -136,10 +145,15 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
         if stale.is_file():
             stale.unlink(missing_ok=True)
     only = tuple(tasks) if tasks else None
-    # A regrade stopped before its end is resumed by the same command: the files it
-    # regraded keep their new results.
-    since = start_regrade(out, submissions, force=force, tasks=only)
-    plan = plan_batch(submissions, out, force=force, tasks=only, since=since)
+    # What every result of this batch is stamped with; a regrade stopped before its end
+    # is resumed by the same command (the files with an equivalent result are kept), and
+    # any other batch notes the files a stopped regrade has not reached.
+    stamp = batch_stamp(timeout, budget)
+    regrade = bool(force or only)
+    resumed = regrade and open_regrade(out, submissions, force=force, tasks=only, batch=stamp)
+    plan = plan_batch(submissions, out, force=force, tasks=only,
+                      done=(lambda sub: regraded(out, sub, stamp, only)) if resumed else None)
+    left = set() if regrade else left_by_stopped_regrades(out, submissions)
     pending, jobs_of = plan.pending, plan.order
     first_errors: dict[str, tuple[int, str]] = {}  # per student: its first file's error
     # The caller's notes and the batch's own ("grader died: <stem>.py").
@@ -152,6 +166,12 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                for student, subs in pending.items()}
     earlier = {(sub.student, Path(sub.file).name) for subs in pending.values() for sub in subs
                if result_path(out, sub.student, sub.stem).is_file()}
+    pending_keys = {(sub.student, sub.stem) for subs in pending.values() for sub in subs}
+    # Left by a stopped regrade that this batch does not grade: they stay marked.
+    stale: dict[str, list[str]] = {}
+    for sub in submissions:
+        if (sub.student, sub.stem) in left and (sub.student, sub.stem) not in pending_keys:
+            stale.setdefault(sub.student, []).append(Path(sub.file).name)
 
     def notes_now() -> dict[str, list[str]]:
         """``book_notes`` with each student's "not (re)graded yet" lines, if any."""
@@ -164,6 +184,10 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
             if old:
                 now.setdefault(student, []).append(
                     f"not regraded yet (an earlier result is shown): {', '.join(old)}")
+        for student, files in stale.items():
+            now.setdefault(student, []).append(
+                f"not regraded yet by a stopped regrade (an earlier result is shown): "
+                f"{', '.join(files)}")
         return now
 
     finished = 0
@@ -200,7 +224,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                     from graders.batch.cluster import grade_on_cluster
 
                     interrupted = grade_on_cluster(client, jobs_of, out, timeout, budget, only,
-                                                   done, progress, requests)
+                                                   stamp, done, book_notes, progress, requests)
                 else:
                     options: dict[str, Any] = {
                         "mp_context": context, "max_tasks_per_child": 1,
@@ -209,7 +233,8 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
 
                     def grade(pool: ProcessPoolExecutor, sub: Submission) -> Future:
                         """``sub`` handed to one of ``pool``'s grader processes."""
-                        return pool.submit(grade_in_child, sub, str(out), timeout, budget, only)
+                        return pool.submit(grade_in_child, sub, str(out), timeout, budget, only,
+                                           stamp)
 
                     broken: set[int] = set()  # id() of the files the broken pool took
                     # After the pools and the zygote are done:
@@ -255,6 +280,8 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     if pending and interrupted:
         raise BatchInterrupted(finished, len(pending) - finished,
                                requests.signum or signal.SIGINT)
-    finish_regrade(out)
+    if regrade:
+        close_regrade(out, submissions, force=force, tasks=only, batch=stamp)
     errors = [f"{student}: {error}" for student, (_, error) in first_errors.items()]
-    return BatchOutcome(len(pending), plan.skipped, errors, resumed=since is not None)
+    return BatchOutcome(len(pending), plan.skipped, errors, resumed=resumed,
+                        unfinished=sum(len(files) for files in stale.values()))

@@ -6,20 +6,12 @@ files first, by the checks their records declare).
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from graders.batch.store import read_result, result_path
 from graders.grading.submission import Submission
-from graders.reports.files import atomic_write_text
-from graders.safety import submission_files
-
-#: In a batch folder while a ``--force`` / ``--task`` / ``--student`` regrade is not
-#: finished: what it regrades; its own modification time is when it started.
-REGRADE_MARK = ".pallas-lab-regrade.json"
 
 
 def is_current(out: Path, sub: Submission) -> bool:
@@ -42,29 +34,19 @@ def drop_stale_result(out: Path, sub: Submission) -> bool:
     return False
 
 
-def regraded_since(out: Path, sub: Submission, since: float) -> bool:
-    """Whether ``sub`` has a current results.json written at or after ``since`` (a time of
-    the batch folder's file system, ``os.stat``'s ``st_mtime``): regraded by the stopped
-    batch that a rerun resumes."""
-    path = result_path(out, sub.student, sub.stem)
-    try:
-        written = path.stat().st_mtime
-    except OSError:
-        return False
-    return written >= since and is_current(out, sub)
-
-
 def pending_students(submissions: Sequence[Submission], out: Path, *, force: bool = False,
-                     since: float | None = None) -> dict[str, list[Submission]]:
+                     done: Callable[[Submission], bool] | None = None,
+                     ) -> dict[str, list[Submission]]:
     """Students to grade, in order, each with the submissions of theirs to grade: with
-    ``force`` every student and every submission (with ``since`` too, those not regraded
-    since that time: ``regraded_since``), otherwise the students with a submission that
-    lacks a current results.json (none yet, one of another content, or one without
-    pallas-lab's record), with just those submissions (the others' results are current)."""
+    ``force`` every student and every submission (resuming a stopped regrade: those for
+    which ``done`` is false, ``graders.batch.regrade.regraded``), otherwise the students
+    with a submission that lacks a current results.json (none yet, one of another
+    content, or one without pallas-lab's record), with just those submissions (the
+    others' results are current)."""
     by_student: dict[str, list[Submission]] = {}
     for sub in submissions:
-        if force and since is not None:
-            pending = not regraded_since(out, sub, since)
+        if force and done is not None:
+            pending = not done(sub)
         else:
             pending = force or not is_current(out, sub)
         if pending:
@@ -103,68 +85,16 @@ class BatchPlan:
 
 
 def plan_batch(submissions: Sequence[Submission], out: Path, *, force: bool = False,
-               tasks: Collection[str] | None = None, since: float | None = None) -> BatchPlan:
+               tasks: Collection[str] | None = None,
+               done: Callable[[Submission], bool] | None = None) -> BatchPlan:
     """The ``BatchPlan`` for grading ``submissions`` into the batch folder ``out``: with
-    ``force`` or ``tasks`` every file (``tasks``: those tasks' checks only; with ``since``,
-    the time a stopped regrade of the same options started, every file not regraded since),
+    ``force`` or ``tasks`` every file (``tasks``: those tasks' checks only; resuming a
+    stopped regrade, every file for which ``done`` is false),
     otherwise only the files without a current results.json, longest first by the checks
     their records declare. Reads the results.json files under ``out`` (bounded); never
     imports checks."""
-    pending = pending_students(submissions, out, force=force or bool(tasks), since=since)
+    pending = pending_students(submissions, out, force=force or bool(tasks), done=done)
     students = {sub.student for sub in submissions}
     return BatchPlan(pending, schedule(pending, tasks) if pending else [],
                      len(students) - len(pending))
 
-
-def grader_fingerprint() -> str:
-    """SHA-256 of the grading code: every ``.py`` file of the packages that decide a grade
-    (``graders``, ``reference``, ``pallas_sim``), by path and content; found without
-    importing them."""
-    import importlib.util
-
-    digest = hashlib.sha256()
-    for name in ("graders", "reference", "pallas_sim"):
-        spec = importlib.util.find_spec(name)
-        if spec is None or not spec.submodule_search_locations:
-            continue
-        root = Path(list(spec.submodule_search_locations)[0]).resolve()
-        for path in sorted(root.rglob("*.py")):
-            digest.update(str(path.relative_to(root.parent)).encode("utf-8", "surrogateescape"))
-            digest.update(b"\0" + hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-def _regrade_key(submissions: Sequence[Submission], force: bool,
-                 tasks: Collection[str] | None) -> dict[str, object]:
-    """What makes two regrades the same: the options, the files (student, stem) and the
-    grading code (a regrade stopped to fix a check is not resumed by the fixed grader)."""
-    files = sorted(f"{sub.student}\0{sub.stem}" for sub in submissions)
-    return {"force": force, "tasks": sorted(tasks or ()),
-            "files": hashlib.sha256("\n".join(files).encode("utf-8", "surrogateescape"))
-            .hexdigest(), "grader": grader_fingerprint()}
-
-
-def start_regrade(out: Path, submissions: Sequence[Submission], *, force: bool,
-                  tasks: Collection[str] | None) -> float | None:
-    """For a regrade (``force`` or ``tasks``): the time a stopped regrade of the same files,
-    options and grading code (``grader_fingerprint``) started (``REGRADE_MARK`` in
-    ``out``), which this one resumes: the files regraded since keep their new results
-    (``plan_batch``'s ``since``). Otherwise None,
-    and the mark is written for this regrade (replacing another's). None and nothing
-    written for a batch that is not a regrade."""
-    if not (force or tasks):
-        return None
-    mark = out / REGRADE_MARK
-    key = _regrade_key(submissions, force, tasks)
-    try:
-        if json.loads(submission_files.read_bytes(mark, 4096).decode("utf-8")) == key:
-            return mark.stat().st_mtime
-    except (OSError, ValueError, submission_files.RefusedFile):
-        pass
-    atomic_write_text(mark, json.dumps(key))
-    return None
-
-
-def finish_regrade(out: Path) -> None:
-    """A regrade went through to its end: nothing is left to resume."""
-    (out / REGRADE_MARK).unlink(missing_ok=True)

@@ -70,13 +70,14 @@ def result_path(out: Path, student: str, stem: str) -> Path:
     return out / student_folder_name(student) / stem / "results.json"
 
 
-def result_document(result: SubmissionResult, submitted: SubmissionTime | None = None
-                    ) -> dict[str, Any]:
+def result_document(result: SubmissionResult, submitted: SubmissionTime | None = None,
+                    stamp: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """results.json for ``result`` (``graders.reports.gradescope.results_json``) with
     pallas-lab's record in ``extra_data[RECORD]``: the file's name and SHA-256, the load
     error, and per check its status, one-line reason (what the table shows), measures and
     the diagnosis the check verified (``CheckResult.diagnosis``, which the class report
-    counts: never the feedback's text)."""
+    counts: never the feedback's text); with ``stamp``, what the batch graded it with
+    (``graders.batch.regrade.batch_stamp``)."""
     from graders.reports.gradescope import results_json
 
     document = results_json(result)
@@ -92,6 +93,8 @@ def result_document(result: SubmissionResult, submitted: SubmissionTime | None =
                     **({"diagnosis": terminal_text(c.diagnosis)} if c.diagnosis else {})}
                    for c in result.checks],
     }
+    if stamp is not None:
+        document["extra_data"][RECORD]["stamp"] = dict(stamp)
     if submitted is not None:
         document["extra_data"][RECORD]["submitted"] = {
             "time": submitted.when.isoformat() if submitted.when is not None else None,
@@ -100,10 +103,12 @@ def result_document(result: SubmissionResult, submitted: SubmissionTime | None =
 
 
 def write_result(result: SubmissionResult, path: Path,
-                 submitted: SubmissionTime | None = None) -> Path:
-    """Write ``result_document(result, submitted)`` to ``path`` atomically; returns the
-    path."""
-    text = json.dumps(result_document(result, submitted), indent=2, ensure_ascii=False) + "\n"
+                 submitted: SubmissionTime | None = None,
+                 stamp: Mapping[str, Any] | None = None) -> Path:
+    """Write ``result_document(result, submitted, stamp)`` to ``path`` atomically; returns
+    the path."""
+    text = json.dumps(result_document(result, submitted, stamp), indent=2,
+                      ensure_ascii=False) + "\n"
     return atomic_write_text(path, text)
 
 

@@ -410,6 +410,10 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
         _print_results(args, results, found.problems, con)
     if keep:
         show(con, f"{_outcome_line(args, outcome, len(everyone - shown))}; wrote {gradebook}")
+    if outcome.unfinished:
+        show(err, f"note: a stopped regrade (--force, --task or --student) has "
+                  f"{outcome.unfinished} file(s) it has not regraded yet, marked in the "
+                  "gradebook with their earlier results: run that command again to finish it")
     if args.format == "gradescope":
         for problem in found.problems:
             show(err, f"skipped: {problem}")

@@ -5,12 +5,14 @@ the cluster cannot be used."""
 
 from __future__ import annotations
 
+import csv
 import http.server
 import json
 import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -147,8 +149,8 @@ def test_each_dask_worker_grades_its_files_on_one_preloaded_server_and_leaves_no
     """A Dask worker used to start a new Python process per file (the imports and an exec'd
     worker each time: 2.2x the local batch's time on one machine) and left empty
     ``pallas-lab-hypothesis-*`` folders when the cluster stopped it."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
+    # A short folder: a forkserver's Unix socket path must fit in 108 bytes.
+    temp = Path(tempfile.mkdtemp(prefix="pl-dask-", dir="/tmp"))
     klass = _class(tmp_path / "class", {f"s{i}": "ben_typical_mistakes" for i in range(6)})
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, env={"TMPDIR": str(temp)},
@@ -164,4 +166,50 @@ def test_each_dask_worker_grades_its_files_on_one_preloaded_server_and_leaves_no
     per_worker = [len(found) for found in servers.values()]
     assert per_worker and all(n <= 1 for n in per_worker), servers
     assert sum(sent for found in servers.values() for _, sent in found) == 6, servers
-    assert not [p.name for p in temp.iterdir() if p.name.startswith("pallas-lab")]
+    left = [p.name for p in temp.iterdir() if p.name.startswith("pallas-lab")]
+    shutil.rmtree(temp, ignore_errors=True)
+    assert not left
+
+
+def test_a_symbolic_link_is_refused_on_dask_as_in_a_local_batch(
+        scheduler: str, tmp_path: Path) -> None:
+    """Red team: the spec sent the link's target, so a Dask worker graded a linked file
+    (the solution: 100) that a local batch refuses (0)."""
+    klass = tmp_path / "class"
+    (klass / "mal").mkdir(parents=True)
+    (klass / "mal" / f"{STEM}.py").symlink_to(SAMPLES / "ada_correct" / f"{STEM}.py")
+    local, dask = tmp_path / "local", tmp_path / "dask"
+    assert _grade(klass, local, "--jobs", "2").returncode == 0
+    assert _grade(klass, dask, "--scheduler", scheduler).returncode == 0
+    assert _scores(dask) == _scores(local)
+    assert all(score == 0 for _, score in _scores(dask)["mal"])
+
+
+def test_a_file_whose_grader_dies_on_dask_keeps_no_older_score_and_is_noted(
+        scheduler: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team: on Dask a grader that died left the score of the student's previous file
+    in the gradebook (and a new student had no row at all), with no note."""
+    from rich.console import Console
+
+    from graders.batch import cluster
+    from graders.batch.discovery import discover
+    from graders.batch.run import run_batch
+    from tests.batch import _dying_remote
+
+    klass = _class(tmp_path / "class", {"abe": "ben_typical_mistakes", "ada": "ada_correct",
+                                         "hal": "ada_correct"})
+    out = tmp_path / "results"
+    assert _grade(klass, out, "--jobs", "2").returncode == 0
+    shutil.copy(SAMPLES / "ada_correct" / f"{STEM}.py", klass / "abe" / f"{STEM}.py")
+    shutil.rmtree(out / "hal")
+    monkeypatch.setattr(cluster, "grade_remote", _dying_remote.grade_remote)
+    found = discover([klass])
+    with distributed.Client(scheduler) as client:
+        outcome = run_batch(found.submissions, out=out, jobs=1, timeout=10.0,
+                            err=Console(stderr=True), client=client)
+    assert any("abe" in e and "died" in e for e in outcome.errors), outcome.errors
+    assert not (out / "abe" / STEM / "results.json").exists(), "the older file's score is gone"
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as handle:
+        rows = {row["student"]: row for row in csv.DictReader(handle)}
+    assert f"grader died: {STEM}.py" in rows["abe"]["notes"]
+    assert "hal" in rows and rows["hal"]["a1"] == "100", (rows, outcome)

@@ -60,7 +60,9 @@ def test_a_csv_batch_writes_the_gradebook_file_the_table_and_feedback_files(
     feedback = [t["output"] for t in json.loads((folder / "results.json").read_text(
         encoding="utf-8"))["tests"] if t["status"] == "failed"]
     first = feedback[0].splitlines()[0]
-    assert first in markdown.replace("\\", ""), "each failed check has its section"
+    heading = first.split(" — ")[0]  # "Task 1.3 bias_add", then "this check: 0 of 10 points"
+    assert f"{heading} — this check:" in markdown.replace("\\", ""), (
+        "each failed check has its section")
     assert "**looks like:**" in markdown
     assert first.split(" — ")[0] in html and "<html" in html.lower()
 
@@ -185,8 +187,9 @@ def test_a_stopped_forced_regrade_marks_earlier_results_and_the_same_command_fin
     command = [sys.executable, "-m", "graders.cli.main", "grade", str(klass), "--jobs", "2",
                "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                           timeout=600)
+    # Graded first under another call timeout: what the regrade makes is not equivalent.
+    first = subprocess.run([*command, "--timeout", "20"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr
     before = {p: p.stat().st_mtime for p in out.glob("*/*/results.json")}
     assert len(before) == 6
@@ -214,13 +217,29 @@ def test_a_stopped_forced_regrade_marks_earlier_results_and_the_same_command_fin
     assert marked == {s for s in rows if out / s / STEM / "results.json" not in kept}
     assert all(row["a1"] == "76" for row in rows.values())  # the earlier scores, shown
     assert not any("not graded yet" in row["notes"] for row in rows.values())
+    # A plain batch in the same folder does not forget the stopped regrade (red team: it
+    # dropped the notes and the mark, and the gradebook looked final).
+    plain = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert plain.returncode == 0, plain.stderr
+    assert (f"a stopped regrade (--force, --task or --student) has {6 - len(kept)} file(s) it "
+            "has not regraded yet") in " ".join(plain.stderr.split())
+    assert {s for s, row in _book(out / "gradebook.csv").items()
+            if "not regraded yet by a stopped regrade" in row.get("notes", "")} == marked
+    # Resumed in a copy of the folder that kept no file times (red team: the resume
+    # trusted modification times).
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy, copy_function=shutil.copyfile)
+    out = copy
+    command[command.index("--out") + 1] = str(copy)
     resumed = subprocess.run([*command, "--force"], cwd=ROOT, env=env, capture_output=True,
                              text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     assert (f"resumed the stopped regrade: graded {6 - len(kept)} student(s), {len(kept)} "
             "regraded before the stop") in " ".join(resumed.stdout.split())
     assert not any(row.get("notes") for row in _book(out / "gradebook.csv").values())
-    assert all(p.stat().st_mtime > t for p, t in before.items())
+    assert all(json.loads(p.read_text(encoding="utf-8"))["extra_data"]["pallas_lab"]["stamp"]
+               for p in out.glob("*/*/results.json"))
     again = subprocess.run([*command, "--force"], cwd=ROOT, env=env, capture_output=True,
                            text=True, timeout=600)
     assert again.returncode == 0, again.stderr

@@ -1,0 +1,155 @@
+"""Regrades that were stopped: what a batch folder remembers of them, so that the same
+command finishes one and any other batch says what it left.
+
+Every results.json a batch writes carries a stamp (``batch_stamp``): the grading code's
+fingerprint (``graders.batch.fingerprint``), the versions of Python and of the libraries
+a grade depends on, the call timeout, the file budget, the forced sandbox level and which
+tasks ran under them (all, or a ``--task`` selection). A
+result is *equivalent* to what a regrade would make when it was made from the file's
+present content (its SHA-256) under the same stamp: grading is deterministic, so grading
+it again gives the same result.
+
+A regrade (``--force``, ``--task``, ``--student``) writes its options, files and stamp to
+``REGRADE_MARK`` in the batch folder when it starts and removes them when it ends. Run
+again with the same options, files and stamp, it resumes: only the files without an
+equivalent result are graded. Another batch in the same folder leaves the mark alone and
+notes, in the gradebook and on the terminal, the files a stopped regrade has not reached.
+Nothing here depends on file times, so a copied results folder resumes the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+from graders.batch.fingerprint import grader_fingerprint, runtime_versions
+from graders.batch.schedule import is_current
+from graders.batch.store import MAX_RESULT_BYTES, RECORD, result_path
+from graders.grading.submission import Submission
+from graders.reports.files import atomic_write_text
+from graders.safety import submission_files
+
+#: The batch folder's file of stopped regrades.
+REGRADE_MARK = ".pallas-lab-regrade.json"
+
+
+def batch_stamp(timeout: float, budget: float | None) -> dict[str, Any]:
+    """The stamp of a batch's results (``tasks`` None: every task ran): the grading code's
+    fingerprint, Python's and ``graders.batch.fingerprint.RUNTIME``'s versions, the options."""
+    from graders.worker.sandbox import ENV_VAR
+
+    return {"grader": grader_fingerprint(), "runtime": runtime_versions(), "timeout": timeout,
+            "budget": budget, "sandbox": os.environ.get(ENV_VAR, "").strip().lower(),
+            "tasks": None}
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(submission_files.read_bytes(path, MAX_RESULT_BYTES).decode("utf-8"))
+    except (OSError, ValueError, submission_files.RefusedFile):
+        return None
+
+
+def stamp_at(path: Path) -> dict[str, Any] | None:
+    """The stamp of the results.json at ``path``, or None (none, unreadable, not ours)."""
+    data = _read_json(path)
+    try:
+        stamp = data["extra_data"][RECORD]["stamp"]
+    except (KeyError, TypeError):
+        return None
+    return stamp if isinstance(stamp, dict) else None
+
+
+def merged_stamp(previous: dict[str, Any] | None, fresh: dict[str, Any],
+                 tasks: Collection[str]) -> dict[str, Any]:
+    """The stamp of a result whose ``tasks`` were re-run under ``fresh`` and merged into a
+    result stamped ``previous``: the tasks of both when the rest of the stamps agree, else
+    ``tasks`` alone."""
+    same = previous is not None and all(previous.get(k) == fresh[k] for k in fresh
+                                        if k != "tasks")
+    if same and previous.get("tasks") is None:
+        return {**fresh, "tasks": None}
+    before = set(previous.get("tasks") or ()) if same else set()
+    return {**fresh, "tasks": sorted(before | set(tasks))}
+
+
+def equivalent(stamp: dict[str, Any] | None, batch: dict[str, Any],
+               tasks: Collection[str] | None) -> bool:
+    """Whether a result stamped ``stamp`` is what ``batch``'s stamp would make of ``tasks``
+    (None: all of them)."""
+    if stamp is None or any(stamp.get(k) != batch[k] for k in batch if k != "tasks"):
+        return False
+    if stamp.get("tasks") is None:
+        return True
+    return tasks is not None and set(tasks) <= set(stamp.get("tasks") or ())
+
+
+def regraded(out: Path, sub: Submission, batch: dict[str, Any],
+             tasks: Collection[str] | None) -> bool:
+    """Whether ``sub`` has a result of its present content equivalent to what ``batch``
+    would make of ``tasks``."""
+    path = result_path(out, sub.student, sub.stem)
+    return is_current(out, sub) and equivalent(stamp_at(path), batch, tasks)
+
+
+def _entry(submissions: Sequence[Submission], force: bool, tasks: Collection[str] | None,
+           batch: dict[str, Any]) -> dict[str, Any]:
+    return {"force": force, "tasks": sorted(tasks) if tasks else None,
+            "files": sorted([sub.student, sub.stem] for sub in submissions), "stamp": batch}
+
+
+def _entries(out: Path) -> list[dict[str, Any]]:
+    data = _read_json(out / REGRADE_MARK)
+    regrades = data.get("regrades") if isinstance(data, dict) else None
+    return [e for e in regrades if isinstance(e, dict)] if isinstance(regrades, list) else []
+
+
+def _write(out: Path, entries: list[dict[str, Any]]) -> None:
+    mark = out / REGRADE_MARK
+    if entries:
+        atomic_write_text(mark, json.dumps({"regrades": entries}))
+    else:
+        mark.unlink(missing_ok=True)
+
+
+def open_regrade(out: Path, submissions: Sequence[Submission], *, force: bool,
+                 tasks: Collection[str] | None, batch: dict[str, Any]) -> bool:
+    """Record a regrade of ``submissions`` (``force`` or ``tasks``) under the stamp
+    ``batch``; True when the same regrade was stopped before (then it resumes)."""
+    entry = _entry(submissions, force, tasks, batch)
+    entries = _entries(out)
+    if entry in entries:
+        return True
+    _write(out, [*entries, entry])
+    return False
+
+
+def close_regrade(out: Path, submissions: Sequence[Submission], *, force: bool,
+                  tasks: Collection[str] | None, batch: dict[str, Any]) -> None:
+    """The regrade went through to its end: it is no longer remembered."""
+    entry = _entry(submissions, force, tasks, batch)
+    entries = _entries(out)
+    if entry in entries:
+        _write(out, [e for e in entries if e != entry])
+
+
+def left_by_stopped_regrades(out: Path, submissions: Sequence[Submission]
+                             ) -> set[tuple[str, str]]:
+    """(student, stem) of ``submissions`` that a stopped regrade recorded in ``out`` has not
+    reached (no result equivalent to what it would make)."""
+    by_key = {(sub.student, sub.stem): sub for sub in submissions}
+    left: set[tuple[str, str]] = set()
+    for entry in _entries(out):
+        stamp, tasks = entry.get("stamp"), entry.get("tasks")
+        files = entry.get("files")
+        if not isinstance(stamp, dict) or not isinstance(files, list):
+            continue
+        for item in files:
+            key = tuple(item) if isinstance(item, list) and len(item) == 2 else None
+            sub = by_key.get(key)  # type: ignore[arg-type]
+            if sub is not None and key not in left and not regraded(out, sub, stamp, tasks):
+                left.add(key)  # type: ignore[arg-type]
+    return left
