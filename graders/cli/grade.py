@@ -329,12 +329,20 @@ def _lms_path(args: argparse.Namespace) -> Path:
 
 
 def _write_lms(args: argparse.Namespace, results: Sequence[SubmissionResult],
-               con: Console, err: Console) -> None:
+               con: Console, err: Console, out: Path | None = None) -> None:
     """Write the LMS import file and its side file (``graders.reports.lms_export``) from
-    ``results`` and the run's roster, ledger and match; one line on what was written, one
-    warning line per student or folder left out of it."""
+    ``results`` (those of the batch folder ``out``, when given) and the run's roster,
+    ledger and match; one line on what was written, one warning line per student or folder
+    left out of it."""
+    from graders.batch.store import result_path, stored_time_at
     from graders.reports.lms_export import write_lms_import
     from graders.reports.roster import match_entries
+
+    # the submission times recorded with the results: a classmate this run did not find
+    # keeps their late penalty, as in gradebook.csv
+    stored = {} if out is None else {
+        (r.student, r.assignment): stored_time_at(result_path(out, r.student, r.stem))
+        for r in results}
 
     match = args.roster_match
     known = {*match.matched, *match.strangers, *match.unclear}
@@ -344,7 +352,7 @@ def _write_lms(args: argparse.Namespace, results: Sequence[SubmissionResult],
         match = match_entries(args.roster_file.entries,
                               sorted(known | {r.student for r in results}))
     done = write_lms_import(args.format, _lms_path(args), args.roster_file,
-                            match, results, getattr(args, "ledger", None))
+                            match, results, getattr(args, "ledger", None), stored)
     show(con, f"wrote {done.path} for {args.format.capitalize()}, keyed by {done.key!r} "
               f"(the column to match students by when uploading): {done.students} roster "
               f"student(s), {done.graded} with a final score, {done.empty} without a "
@@ -422,7 +430,7 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
     if args.format in LMS_FORMATS:
         # every student of the results folder, as the gradebook is rebuilt from them all:
         # a one-folder regrade must not blank the classmates' cells
-        _write_lms(args, read_results(out), con, err)
+        _write_lms(args, read_results(out), con, err, out)
     code = _extras(args, out, class_results, found.submissions, set(notes), con, err)
     for error in outcome.errors:
         show(err, f"internal error while grading {error}", multiline=True)

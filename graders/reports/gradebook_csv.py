@@ -39,6 +39,7 @@ from graders.reports.files import atomic_write_text
 from graders.safety.safe_text import csv_text, csv_value, terminal_text
 
 if TYPE_CHECKING:
+    from graders.reports.late import SubmissionTime
     from graders.reports.ledger import Ledger, Standing
 
 #: How a performance task's predicted-time column is named: ``"3.5 predicted ms"``.
@@ -143,15 +144,17 @@ def format_ms(value: float) -> str:
     return f"{value:.4f}"
 
 
-def final_score(result: SubmissionResult, ledger: Ledger | None = None) -> float:
+def final_score(result: SubmissionResult, ledger: Ledger | None = None,
+                stored: SubmissionTime | None = None) -> float:
     """``result``'s final score in points, as the gradebook's assignment column holds it:
     the graded score, or, when ``ledger`` is active for its assignment, the standing's
     final score (task adjustments, assignment deltas, late penalty, then an assignment
-    ``points`` override: ``graders.reports.ledger.Ledger.standing``)."""
+    ``points`` override: ``graders.reports.ledger.Ledger.standing``; ``stored``: the
+    submission time recorded with the result, for a student this run did not find)."""
     if ledger is None or not ledger.active(result.assignment):
         return result.score
     points = {t.task: t.points for t in result.tasks() if t.graded}
-    return ledger.standing(result.student, result.info, points).final
+    return ledger.standing(result.student, result.info, points, stored=stored).final
 
 
 #: The gradebook's text columns; every other column holds points or milliseconds.

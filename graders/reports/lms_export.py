@@ -43,6 +43,7 @@ from graders.reports.roster import Roster, RosterEntry, RosterMatch
 from graders.safety.safe_text import csv_cell, csv_text, terminal_text
 
 if TYPE_CHECKING:
+    from graders.reports.late import SubmissionTime
     from graders.reports.ledger import Ledger
 
 #: The side file's columns before one column per assignment (its id: final points).
@@ -71,17 +72,23 @@ def side_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}_unmatched.csv")
 
 
-def final_scores(results: Sequence[SubmissionResult], ledger: Ledger | None
+def final_scores(results: Sequence[SubmissionResult], ledger: Ledger | None,
+                 stored: Mapping[tuple[str, str], SubmissionTime | None] | None = None
                  ) -> dict[str, dict[str, float]]:
-    """Folder name -> assignment id -> final score in points (``final_score``)."""
+    """Folder name -> assignment id -> final score in points (``final_score``; ``stored``:
+    (student, assignment) -> the submission time recorded with the result, for the
+    students whose files this run did not find)."""
     scores: dict[str, dict[str, float]] = {}
     for result in results:
-        scores.setdefault(result.student, {})[result.assignment] = final_score(result, ledger)
+        when = (stored or {}).get((result.student, result.assignment))
+        scores.setdefault(result.student, {})[result.assignment] = final_score(
+            result, ledger, stored=when)
     return scores
 
 
 def write_lms_import(lms: str, path: Path, roster: Roster, match: RosterMatch,
-                     results: Sequence[SubmissionResult], ledger: Ledger | None
+                     results: Sequence[SubmissionResult], ledger: Ledger | None,
+                     stored: Mapping[tuple[str, str], SubmissionTime | None] | None = None,
                      ) -> LmsExport:
     """Write ``lms``'s import file to ``path`` and the side file beside it (atomically,
     both, every run: an empty side file means nobody was left out); returns what was
@@ -89,14 +96,16 @@ def write_lms_import(lms: str, path: Path, roster: Roster, match: RosterMatch,
 
     ``roster`` and ``match``: the roster read and how the folders found match it;
     ``results``: the results to export (the class's); ``ledger``: the run's lateness and
-    adjustments (None: raw scores are final). Every folder ``match`` leaves without an
+    adjustments (None: raw scores are final); ``stored``: the submission times recorded
+    with the results, (student, assignment) -> time, used for the students this run did
+    not find, as the gradebook uses them. Every folder ``match`` leaves without an
     entry is listed in the side file, with its scores when it has results. Assignment
     columns: every assignment of ``results``, in course order. Raises
     ``KeyError`` for an unknown ``lms`` (``LMS_FORMATS`` are known) and ``OSError`` when a
     file cannot be written."""
     layout = LAYOUTS[lms]
     infos = [ASSIGNMENTS[a] for a in ASSIGNMENTS if any(r.assignment == a for r in results)]
-    scores = final_scores(results, ledger)
+    scores = final_scores(results, ledger, stored)
     header = columns(layout, roster, infos)
     item_of = {info.id: assignment_column(layout, roster, info) for info in infos}
     key = key_column(layout, roster) or ""

@@ -209,23 +209,31 @@ def test_a_one_student_regrade_exports_the_whole_results_folder(tmp_path: Path) 
     """Found in review: the import file held only the students of this run's PATHs, so a
     regrade of one folder into the class's results wrote every classmate's cell empty,
     while gradebook.csv (rebuilt from every results.json) kept their scores. The import
-    file is written from the same results as the gradebook."""
-    from tests.helpers.late_class import DUE_EPOCH, STEM, _put, grade
+    file is written from the same results as the gradebook. A TA's walk then found the
+    classmates' late penalties lost in it (their submission times are the ones recorded
+    with their results: this run did not find their files): jdoe, two days late, is 80
+    in the gradebook and must be 80 in the import file too, not 100."""
+    from tests.helpers.late_class import DAY, DUE, DUE_EPOCH, STEM, _put, grade
 
     klass = tmp_path / "class"
-    _put(klass / "jdoe" / f"{STEM}.py", solution=True, when=DUE_EPOCH)
+    _put(klass / "jdoe" / f"{STEM}.py", solution=True, when=DUE_EPOCH + 2 * DAY - 60)
     _put(klass / "jsmith" / f"{STEM}.py", solution=False, when=DUE_EPOCH)
     roster = write_roster(tmp_path / "canvas.csv", CANVAS.replace("A1 (123)",
                                                                   "Pallas basics (123)"))
     out = tmp_path / "to_canvas.csv"
-    first = grade(klass, "--jobs", "1", "--roster", roster, "--format", "canvas", "--out", out)
+    late = ("--due", f"a1={DUE}", "--late-policy", "percent", "--late-rate", "10")
+    first = grade(klass, "--jobs", "1", "--roster", roster, "--format", "canvas", "--out", out,
+                  *late)
     assert first.returncode == 0, first.stderr[-3000:]
     _, rows = read_canvas_import(out)
     assert {k: r["Pallas basics (123)"] for k, r in rows.items()} == {
-        "11": "0", "12": "100", "13": ""}
+        "11": "0", "12": "80", "13": ""}
     again = grade(klass / "jsmith", "--jobs", "1", "--force", "--roster", roster,
-                  "--format", "canvas", "--out", out)
+                  "--format", "canvas", "--out", out, *late)
     assert again.returncode == 0, again.stderr[-3000:]
     _, rows = read_canvas_import(out)
     assert {k: r["Pallas basics (123)"] for k, r in rows.items()} == {
-        "11": "0", "12": "100", "13": ""}
+        "11": "0", "12": "80", "13": ""}
+    with open(tmp_path / "to_canvas_results" / "gradebook.csv", newline="",
+              encoding="utf-8") as handle:
+        assert {r["student"]: r["a1"] for r in csv.DictReader(handle)}["jdoe"] == "80"
