@@ -580,6 +580,14 @@ def _roster_notes(args: argparse.Namespace, found: Discovery) -> dict[str, list[
 
     roster = read_roster_file(args.roster)
     students = {s.student for s in found.submissions} | set(found.notes)
+    if args.jobs is not None:
+        # A batch into a class's results folder (a one-folder regrade): the classmates
+        # with results there are not "missing" (a TA's walk: each got that note).
+        from graders.batch.store import read_results
+
+        out = _batch_paths(args)[0]
+        if out.is_dir():
+            students |= {r.student for r in read_results(out)}
     match = match_entries(roster.entries, sorted(students))
     args.roster_file, args.roster_match = roster, match
     for entry in match.missing:

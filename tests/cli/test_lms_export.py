@@ -236,4 +236,9 @@ def test_a_one_student_regrade_exports_the_whole_results_folder(tmp_path: Path) 
         "11": "0", "12": "80", "13": ""}
     with open(tmp_path / "to_canvas_results" / "gradebook.csv", newline="",
               encoding="utf-8") as handle:
-        assert {r["student"]: r["a1"] for r in csv.DictReader(handle)}["jdoe"] == "80"
+        book = {r["student"]: r for r in csv.DictReader(handle)}
+    assert book["jdoe"]["a1"] == "80"
+    # The same walk: the classmates of the regraded folder were each noted "missing".
+    assert "missing" not in book["jdoe"].get("notes", ""), book["jdoe"]
+    assert "jdoe: missing" not in again.stderr and "rroe: missing" in again.stderr, (
+        again.stderr[-2000:])
