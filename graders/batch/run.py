@@ -237,12 +237,15 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
                                            stamp)
 
                     broken: set[int] = set()  # id() of the files the broken pool took
-                    # After the pools and the zygote are done:
-                    stack.callback(stop_forkserver, start_forkserver(requests))
+                    # Stopped while the zygote started: no forkserver, no grader is started
+                    # (it would import every lab's checks, seconds, only to be stopped).
+                    started = requests.signum is None
+                    if started:  # after the pools and the zygote are done:
+                        stack.callback(stop_forkserver, start_forkserver(requests))
                     with ProcessPoolExecutor(max_workers=jobs, **options) as pool:
                         futures: dict[Future, Submission] = {}
                         try:
-                            for sub in jobs_of:  # the first starts the grader processes
+                            for sub in jobs_of if started else ():  # the first starts them
                                 futures[grade(pool, sub)] = sub
                                 requests.starting = None
                         except (EOFError, OSError):
