@@ -91,6 +91,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
              "table: also write the report as text here (with --jobs: the results folder)",
     )
     grade.add_argument(
+        "--results", type=Path, default=None, metavar="DIR",
+        help="csv, canvas, moodle, blackboard with --jobs: the batch's results folder (default: "
+             "the course config's out, else <the --out file's name>_results/ beside it); a "
+             "folder graded before is read back, so exporting it grades only what changed",
+    )
+    grade.add_argument(
         "--feedback", action="store_true", help="table: print the feedback of failed checks"
     )
     grade.add_argument(
@@ -98,8 +104,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="grade as a resumable batch, N >= 1 submission files at once (default: the CPU "
              "count): results.json and feedback files per submission and gradebook.csv under --out "
              "(default results/; with --format csv, --out is the gradebook and the results "
-             "go to <its name>_results/ beside it; with an LMS format, --out is the import "
-             "file and the results and gradebook.csv go to <its name>_results/)",
+             "go to --results, else <its name>_results/ beside it; with an LMS format, --out "
+             "is the import file and the results and gradebook.csv go to --results, else "
+             "<its name>_results/)",
     )
     grade.add_argument(
         "--scheduler", default=None, metavar="ADDRESS",
@@ -183,13 +190,17 @@ def apply_config(args: argparse.Namespace) -> CourseConfig:
 
     config = load_config(explicit=args.config)
     for key in ("timeout", "budget", "jobs", "roster", "extensions", "adjustments"):
+        if key == "jobs" and not _names_a_class(args.paths):
+            continue  # the config's batch is for a class: a file named alone is graded alone
         if getattr(args, key) is None and key in config.values:
             setattr(args, key, config.values[key])
     if args.jobs is None and (args.scheduler or args.cluster):  # a cluster is a batch
         args.jobs = CLUSTER_JOBS
-    if args.out is None and "out" in config.values and args.format not in FILE_FORMATS and (
-            args.jobs is not None):
-        args.out = config.values["out"]
+    if "out" in config.values and args.jobs is not None:  # the config's out is a batch's folder
+        if args.format in FILE_FORMATS and args.results is None:
+            args.results = config.values["out"]
+        elif args.format not in FILE_FORMATS and args.out is None:
+            args.out = config.values["out"]
     try:
         zone = course_zone(config.values.get("timezone"))
         args.due_dates = {}
@@ -199,6 +210,12 @@ def apply_config(args: argparse.Namespace) -> CourseConfig:
     except LateError as exc:
         raise ConfigError(str(exc)) from None
     return config
+
+
+def _names_a_class(paths: Sequence[Path]) -> bool:
+    """Whether the PATHs name a class to grade as a batch: some PATH is a folder (a class
+    folder, an LMS download), not only single files."""
+    return any(Path(path).is_dir() for path in paths)
 
 
 def run(args: argparse.Namespace, con: Console, err: Console) -> int:
@@ -313,11 +330,13 @@ def _batch_paths(args: argparse.Namespace) -> tuple[Path, Path]:
     from graders.batch.store import GRADEBOOK
 
     if args.format == "csv" and args.out is not None:
-        return args.out.parent / f"{args.out.stem}_results", args.out
+        return args.results or args.out.parent / f"{args.out.stem}_results", args.out
     if args.format in LMS_FORMATS:
         target = _lms_path(args)
-        results = target.parent / f"{target.stem}_results"
+        results = args.results or target.parent / f"{target.stem}_results"
         return results, results / GRADEBOOK
+    if args.results is not None:
+        return args.results, args.results / GRADEBOOK
     out = args.out if args.out is not None else Path("results")
     return out, out / GRADEBOOK
 
@@ -505,6 +524,12 @@ def _check_options(args: argparse.Namespace, found: Discovery) -> str | None:
     if args.scheduler and args.cluster:
         return "--scheduler and --cluster both name a cluster: give one"
     batch = args.jobs is not None
+    if args.results is not None and not batch:
+        return ("--results names a batch's results folder: add --jobs N (a folder graded "
+                "before is read back, not regraded)")
+    if args.results is not None and args.format not in FILE_FORMATS:
+        return (f"--results is for --format csv or an LMS format; with --format "
+                f"{args.format} the batch's results folder is --out")
     if not batch and (args.force or args.report or args.similarity is not None):
         used = [o for o, on in (("--force", args.force), ("--report", args.report),
                                 ("--similarity", args.similarity is not None)) if on]

@@ -20,7 +20,10 @@ Exit status: 0 when grading ran (whatever the scores), 1 when the grader itself 
 check's bug, a missing checks module), 2 for usage errors (nothing to grade, a PATH that
 does not exist, a class folder that is ambiguous or two students that would share a name:
 ``graders.batch.discovery``; options that cannot work; a failed ``--to-gradebook``), 130
-after Ctrl-C.
+after Ctrl-C (or SIGTERM) at any moment, with one line and no traceback.
+
+The module imports nothing heavy at its top: a Ctrl-C in the first second, while the
+commands' modules load, is caught by ``main`` like any later one.
 """
 
 from __future__ import annotations
@@ -32,26 +35,23 @@ import threading
 from collections.abc import Sequence
 from types import ModuleType
 
-from rich.console import Console
+#: Exit status after Ctrl-C or SIGTERM (128 + SIGINT), as a shell reports it.
+EXIT_INTERRUPTED = 130
 
-from graders.cli import (
-    config,
-    gradescope,
-    leaderboard,
-    nbgrader,
-    profile,
-    release,
-    student,
-)
-from graders.cli import grade as grade_command
+#: The command modules of ``graders/cli/``, in the order ``pallas-lab --help`` lists them.
+COMMAND_MODULES: tuple[str, ...] = ("grade", "student", "release", "nbgrader", "gradescope",
+                                    "profile", "leaderboard", "config")
 
-#: The commands in the order ``pallas-lab --help`` lists them.
-COMMANDS: tuple[ModuleType, ...] = (grade_command, student, release, nbgrader, gradescope,
-                                    profile, leaderboard, config)
+
+def commands() -> tuple[ModuleType, ...]:
+    """The command modules (each with ``add_parser`` and ``run``), imported on first use."""
+    import importlib
+
+    return tuple(importlib.import_module(f"graders.cli.{name}") for name in COMMAND_MODULES)
 
 
 def _by_name() -> dict[str, ModuleType]:
-    return {name: command for command in COMMANDS
+    return {name: command for command in commands()
             for name in getattr(command, "NAMES", (getattr(command, "NAME", ""),))}
 
 
@@ -61,9 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pallas-lab",
         description="Grade Pallas kernel exercises in an isolated worker process.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(commands)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in commands():
+        command.add_parser(subparsers)
     return parser
 
 
@@ -77,6 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return _main(argv)
+    except KeyboardInterrupt:  # before a command's own handler, or outside it
+        try:
+            print("pallas-lab: interrupted; nothing more was done", file=sys.stderr)
+        except (KeyboardInterrupt, OSError):
+            pass
+        return EXIT_INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -95,6 +101,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return command.run(argv[argv.index(args.command) + 1:])
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    from rich.console import Console
+
     return command.run(args, Console(), Console(stderr=True))
 
 

@@ -128,6 +128,23 @@ def test_config_gives_defaults_flags_override_and_config_shows_sources(
     assert _rows(tmp_path / "gb.csv")["bob"]["t9"] == "100"
 
 
+def test_a_file_named_alone_is_graded_alone_in_a_course_with_a_batch_config(
+        klass: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A TA's walk: in a course folder whose config says ``jobs = 2``, ``pallas-lab grade
+    FILE`` became a class batch (a results folder, a gradebook of one). The config's batch
+    is for a class folder; a file named alone prints its table, as without a config.
+    (The fake lab is known only in this process: a batch's graders could not grade it.)"""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pallas-lab.toml").write_text('jobs = 1\nout = "results"\ntimeout = 2\n',
+                                              encoding="utf-8")
+    assert main(["grade", str(klass / "alice" / "t9_fake.py")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "100/100" in out and "graded 1 student" not in out, out
+    assert not (tmp_path / "results").exists()
+    # (the config's batch still grades a class folder: tests/cli/test_lms_export.py)
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("jobs = 0\n", "jobs must be a whole number of at least 1, not 0"),
     ("[late]\npolicy = 'half'\n", "late policy must be one of none, zero, percent"),

@@ -242,3 +242,52 @@ def test_a_one_student_regrade_exports_the_whole_results_folder(tmp_path: Path) 
     assert "missing" not in book["jdoe"].get("notes", ""), book["jdoe"]
     assert "jdoe: missing" not in again.stderr and "rroe: missing" in again.stderr, (
         again.stderr[-2000:])
+
+
+def test_exporting_a_class_graded_before_reads_its_results_back(tmp_path: Path) -> None:
+    """A TA's walk: the class was graded into results/ (``--jobs --out results``); the
+    export then always graded the class again into ``<out>_results/``. ``--results`` (or
+    the course config's ``out``) names the results folder the export reads: nothing is
+    regraded, the scores are the ones graded."""
+    from tests.helpers.late_class import DUE_EPOCH, STEM, _put, grade
+
+    klass = tmp_path / "class"
+    _put(klass / "jdoe" / f"{STEM}.py", solution=True, when=DUE_EPOCH)
+    _put(klass / "jsmith" / f"{STEM}.py", solution=False, when=DUE_EPOCH)
+    roster = write_roster(tmp_path / "canvas.csv", CANVAS.replace("A1 (123)",
+                                                                  "Pallas basics (123)"))
+    results = tmp_path / "results"
+    first = grade(klass, "--jobs", "1", "--out", results)
+    assert first.returncode == 0, first.stderr[-3000:]
+    out = tmp_path / "to_canvas.csv"
+    export = grade(klass, "--jobs", "1", "--results", results, "--roster", roster,
+                   "--format", "canvas", "--out", out)
+    assert export.returncode == 0, export.stderr[-3000:]
+    assert "graded 0 student(s), 2 already had results" in " ".join(
+        (export.stdout + export.stderr).split()), export.stdout[-2000:]
+    assert not (tmp_path / "to_canvas_results").exists()
+    _, rows = read_canvas_import(out)
+    assert {k: r["Pallas basics (123)"] for k, r in rows.items()} == {
+        "11": "0", "12": "100", "13": ""}
+    # the course config's out is the batch's results folder for every format
+    (tmp_path / "pallas-lab.toml").write_text('out = "results"\njobs = 1\n', encoding="utf-8")
+    moodle = write_roster(tmp_path / "moodle_export.csv", MOODLE)
+    again = grade(klass, "--roster", moodle, "--format", "moodle", "--out",
+                  tmp_path / "to_moodle.csv", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "graded 0 student(s), 2 already had results" in " ".join(
+        (again.stdout + again.stderr).split()), again.stdout[-2000:]
+    assert not (tmp_path / "to_moodle_results").exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--results", "r"], "--results names a batch's results folder: add --jobs N"),
+    (["--results", "r", "--jobs", "1"], "--results is for --format csv or an LMS format"),
+])
+def test_results_without_a_batch_or_with_the_table_is_refused(
+        tmp_path: Path, fake_assignment: Assignment, argv: list[str], expected: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    klass = _class(tmp_path / "class", {"jdoe": GOOD})
+    assert main(["grade", str(klass), *argv]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert expected in err and "nothing was graded" in err, err
