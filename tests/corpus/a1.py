@@ -81,6 +81,19 @@ MUTANTS: list[Mutant] = [
              "return sum(buffer_count * elements(s) * itemsize(d) for s, d"),),
            "whole arrays counted with buffer_count buffers", kept=0,
            says=("whole arrays are counted buffer_count times",)),
+    Mutant("vmem-buffer-count-ignored", A1, "1.5",
+           (("return sum(buffer_count * per_block * itemsize(d) for d in dtypes)",
+             "return sum(2 * per_block * itemsize(d) for d in dtypes)"),),
+           "buffer_count ignored: always two buffers of a block (right at the worked "
+           "answers' two buffers, wrong at any other count)", kept=6,
+           says=("buffer_count is ignored",)),
+    Mutant("vmem-blocks-doubled", A1, "1.5",
+           (("return sum(buffer_count * per_block * itemsize(d) for d in dtypes)",
+             "return sum(2 * buffer_count * per_block * itemsize(d) for d in dtypes)"),),
+           "every block counted twice (2 x buffer_count buffers): at one buffer this is the "
+           "answer a forgotten buffer_count gives, but buffer_count is read (a TA's walk "
+           "found it told \"buffer_count is ignored\")", kept=0,
+           never=("buffer_count is ignored",)),
 ]
 
 

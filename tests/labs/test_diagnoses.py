@@ -290,11 +290,40 @@ def test_both_checks_name_the_column_inner_mistake_in_the_same_words() -> None:
 @pytest.mark.task("1.5")
 def test_vmem_diagnoses() -> None:
     shapes, dtypes = [(64, 64)] * 3, ["float32"] * 3
-    whole = 3 * 64 * 64 * 4
-    assert "counted buffer_count times" in a1.diagnose_vmem(3 * whole, shapes, dtypes, None, 3)
-    assert "buffer_count is ignored" in a1.diagnose_vmem(3 * 2 * 8 * 8 * 4, shapes, dtypes,
-                                                          (8, 8), 4)
-    assert a1.diagnose_vmem(whole + 1, shapes, dtypes, None, 2) is None
+    whole, block = 3 * 64 * 64 * 4, 3 * 8 * 8 * 4
+
+    def times_buffers(n: int) -> int:  # whole arrays counted buffer_count times
+        return n * whole
+
+    def two_buffers(n: int) -> int:  # buffer_count ignored
+        return 2 * block
+
+    assert "counted buffer_count times" in a1.diagnose_vmem(3 * whole, shapes, dtypes, None, 3,
+                                                            times_buffers)
+    assert "buffer_count is ignored" in a1.diagnose_vmem(2 * block, shapes, dtypes, (8, 8), 4,
+                                                          two_buffers)
+    assert a1.diagnose_vmem(whole + 1, shapes, dtypes, None, 2, times_buffers) is None
+    assert a1.diagnose_vmem(3 * whole, shapes, dtypes, None, 3) is None, "unverified: none"
+
+
+@pytest.mark.task("1.5")
+def test_a_doubled_vmem_is_not_called_buffer_count_ignored() -> None:
+    """A TA's walk: a vmem_bytes that counts every block twice (2 x buffer_count buffers)
+    was told "buffer_count is ignored" on a drawn case with one buffer (2 x 1 = the two a
+    forgotten buffer_count gives), while the worked check, at two buffers, had just shown
+    that buffer_count is read. The diagnosis is now verified at a second buffer count."""
+    shapes, dtypes = [(64, 64)] * 3, ["float32"] * 3
+    block = 3 * 8 * 8 * 4
+
+    def doubled(n: int) -> int:
+        return 2 * n * block
+
+    assert a1.diagnose_vmem(doubled(1), shapes, dtypes, (8, 8), 1, doubled) is None
+
+    def raises(n: int) -> int:
+        raise CheckFailure("vmem_bytes raised ValueError")
+
+    assert a1.diagnose_vmem(2 * block, shapes, dtypes, (8, 8), 1, raises) is None
 
 
 # --- a2: the schedule, utilization and bandwidth ----------------------------------------------

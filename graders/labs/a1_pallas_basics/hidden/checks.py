@@ -398,8 +398,15 @@ def vmem_worked(s: Session) -> None:
         except CheckFailure as failure:
             failure.input = (f"shapes={shapes}, dtypes={dtypes}, block_shape={block}, "
                              f"buffer_count={buffers}")
-            failure.diagnosis = diagnose_vmem(got, shapes, dtypes, block, buffers)
+            failure.diagnosis = diagnose_vmem(got, shapes, dtypes, block, buffers,
+                                              _vmem_rerun(s, shapes, dtypes, block))
             raise
+
+
+def _vmem_rerun(s: Session, shapes, dtypes, block):
+    """The student's vmem_bytes on these shapes, dtypes and block at another buffer count:
+    the second answer a vmem_bytes diagnosis is verified on (``diagnose_vmem``)."""
+    return lambda buffers: s.invoke("vmem_bytes", (shapes, dtypes, block, buffers)).value
 
 
 @st.composite
@@ -430,7 +437,8 @@ def vmem_property(s: Session) -> None:
         try:
             assert_equal_int(got, int(expected), "vmem_bytes")
         except CheckFailure as failure:
-            failure.diagnosis = diagnose_vmem(got, *case.args)
+            failure.diagnosis = diagnose_vmem(got, *case.args,
+                                              rerun=_vmem_rerun(s, *case.args[:3]))
             raise
     for case in VMEM_EDGES:  # drawn examples need not include these, so they always run
         try:

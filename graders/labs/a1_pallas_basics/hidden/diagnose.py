@@ -9,11 +9,14 @@ student's trace; the vmem_bytes mistakes are recomputed with the reference's for
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 import pallas_sim
 import reference.a1_pallas_basics as ref
 from graders.checking.compare import reference_run
+from graders.checking.framework import CheckFailure
 from pallas_sim import jax, pl, pltpu
 
 
@@ -79,20 +82,40 @@ def operands(call) -> list[tuple]:
             for op in call.operands if op.role in ("in", "out")]
 
 
-def diagnose_vmem(got: object, shapes, dtypes, block, buffers: int) -> str | None:
+def diagnose_vmem(got: object, shapes, dtypes, block, buffers: int,
+                  rerun: Callable[[int], object] | None = None) -> str | None:
     """The known vmem_bytes mistake that gives ``got`` on these arguments, else None:
     buffer_count ignored (always two block buffers), or whole arrays (no block_shape)
-    counted buffer_count times."""
+    counted buffer_count times.
+
+    ``rerun(n)`` is the student's vmem_bytes on the same shapes, dtypes and block with
+    buffer_count n: a mistake is named only when it also gives the student's answer at a
+    second buffer count (one answer cannot tell "buffer_count ignored" from "every block
+    counted twice" when buffer_count is 1). Without ``rerun`` (or when the re-run raises)
+    no diagnosis is made."""
     if isinstance(got, bool) or not isinstance(got, int | np.integer):
         return None
     expected = ref.vmem_bytes(shapes, dtypes, block, buffers)
-    if got == expected:
+    if got == expected or rerun is None:
         return None
+    other = next(n for n in (3, 4, 5) if n != buffers)  # neither this count nor 2
     if block is not None and got == ref.vmem_bytes(shapes, dtypes, block, 2):
-        return ("buffer_count is ignored: every operand holds buffer_count buffers of one "
-                "block (lecture §2.2, §3.1)")
+        if _same_int(rerun, other, ref.vmem_bytes(shapes, dtypes, block, 2)):
+            return ("buffer_count is ignored: every operand holds buffer_count buffers of "
+                    "one block (lecture §2.2, §3.1)")
     if block is None and got == buffers * expected:
-        return (f"whole arrays are counted buffer_count times ({buffers}): without BlockSpecs "
-                "there is no pipeline, and every operand is resident once, whole "
-                "(lecture §2.1)")
+        if _same_int(rerun, other, other * expected):
+            return (f"whole arrays are counted buffer_count times ({buffers}): without "
+                    "BlockSpecs there is no pipeline, and every operand is resident once, "
+                    "whole (lecture §2.1)")
     return None
+
+
+def _same_int(rerun: Callable[[int], object], buffers: int, answer: int) -> bool:
+    """Whether the student's vmem_bytes with ``buffers`` buffers returns ``answer``; False
+    when it raises, times out or returns anything but that integer."""
+    try:
+        got = rerun(buffers)
+    except CheckFailure:
+        return False
+    return isinstance(got, int | np.integer) and not isinstance(got, bool) and got == answer
