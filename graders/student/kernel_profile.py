@@ -25,6 +25,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import sys
 from collections.abc import Sequence
@@ -116,6 +117,12 @@ def load_file(path: Path) -> ModuleType:
                                 f"{terminal_text(str(exc))}", 1) from None
 
 
+#: What ``--png`` without matplotlib prints (exit status 2).
+PNG_NEEDS_MATPLOTLIB = ("pallas-lab profile: --png needs matplotlib, which is not installed "
+                        "here; install the plot extra (pip install '.[plot]' in the bundle's "
+                        "or repository's folder)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``pallas-lab profile`` on ``argv`` (the arguments after the command's name);
     returns the exit status: 0 when every configuration was profiled, 1 when one failed
@@ -123,6 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown chip, a bad shape or keyword, a file that cannot be read or does not compile,
     no such function)."""
     args = build_parser().parse_args(argv)
+    if args.png is not None and importlib.util.find_spec("matplotlib") is None:
+        print(PNG_NEEDS_MATPLOTLIB, file=sys.stderr)  # before any profile is printed
+        return 2
     try:
         get_chip(args.chip)
         kwargs = parse_kwargs(args.kw)
@@ -192,9 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 stem = re.sub(r"[^A-Za-z0-9]+", "_", label).strip("_")
                 for path in write_pngs(est, args.png, stem, info, label):
                     print(f"   wrote {path}")
-            except ImportError:
-                print("pallas-lab profile: --png needs matplotlib, which is not installed "
-                      "here; install the plot extra (pip install '.[plot]' in the bundle's or "
-                      "repository's folder)", file=sys.stderr)
+            except ImportError:  # found above, but it does not load
+                print(PNG_NEEDS_MATPLOTLIB, file=sys.stderr)
                 return 2
     return status

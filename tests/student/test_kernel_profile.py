@@ -214,6 +214,10 @@ def test_png_without_matplotlib_says_which_extra_in_one_line(tmp_path, monkeypat
     argv = ["profile", str(A3), "--function", "matmul", "--shapes", "bf16[256,256]",
             "bf16[256,256]", "--kw", "block_shape=(128, 128, 128)", "--png", str(tmp_path)]
     assert cli.main(argv) == 2
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
     assert err.count("\n") == 1 and "install the plot extra" in err, err
     assert not list(tmp_path.glob("*.png"))
+    # A TA's walk: the profile was worked out and printed first, then refused; now the
+    # missing extra is said before any work, and nothing else is printed.
+    assert captured.out == "", captured.out[:500]
