@@ -293,6 +293,7 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
         predicted_ms,
         standing_notes,
         student_cell_value,
+        total_cell,
         with_standing_columns,
     )
 
@@ -333,15 +334,15 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
     if ledger is not None:
         columns = with_standing_columns(columns, [a for a in ids if ledger.active(a)])
     in_order = [a for a in ASSIGNMENTS if a in ids]
-    for row in rows.values():
-        row["total"] = format_points(round(sum(float(row[a]) for a in ids if a in row), 6))
-        add_scale_cells(row, in_order)
     if any(all_notes.values()):
         columns.append("notes")
         for student, lines in all_notes.items():
             row = rows.setdefault(student, {"student": student_cell_value(student)})
             if lines:
                 row["notes"] = terminal_text("; ".join(lines))
+    for row in rows.values():
+        row["total"] = total_cell(row, in_order)
+        add_scale_cells(row, in_order)
     return gradebook_text(columns, sorted(rows.values(), key=lambda row: row["student"]))
 
 

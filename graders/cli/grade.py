@@ -601,7 +601,7 @@ def _roster_notes(args: argparse.Namespace, found: Discovery) -> dict[str, list[
     args.roster_file = args.roster_match = None
     if args.roster is None:
         return notes
-    from graders.reports.roster import match_entries, read_roster_file
+    from graders.reports.roster import NO_SUBMISSION, match_entries, read_roster_file
 
     roster = read_roster_file(args.roster)
     students = {s.student for s in found.submissions} | set(found.notes)
@@ -616,7 +616,7 @@ def _roster_notes(args: argparse.Namespace, found: Discovery) -> dict[str, list[
     match = match_entries(roster.entries, sorted(students))
     args.roster_file, args.roster_match = roster, match
     for entry in match.missing:
-        notes.setdefault(entry.name, []).append("missing: no submission")
+        notes.setdefault(entry.name, []).append(NO_SUBMISSION)
     for entry, why in match.contested.items():
         notes.setdefault(entry.name, []).append(f"missing: {why}, so none is given this row")
     for student in match.strangers:

@@ -103,6 +103,19 @@ def add_scale_cells(row: dict[str, str], assignment_ids: Sequence[str]) -> None:
         row["total percent"] = _percent(float(row["total"]), top)
 
 
+def total_cell(row: Mapping[str, str], assignment_ids: Iterable[str]) -> str:
+    """The ``total`` of a gradebook row: its assignment columns (final scores) added; for a
+    row without any, "0" when its ``notes`` cell says the student did not submit (a roster
+    student without a submission scores nothing), else empty (not graded yet, or a
+    folder the roster could not tell apart: no score is known)."""
+    from graders.reports.roster import NO_SUBMISSION
+
+    scores = [float(row[a]) for a in assignment_ids if row.get(a)]
+    if not scores and NO_SUBMISSION not in row.get("notes", ""):
+        return ""
+    return format_points(round(sum(scores), 6))
+
+
 def _percent(score: float, maximum: float) -> str:
     """``score`` as a percentage of ``maximum``, 2 decimals, no trailing zeros."""
     return format_points(round(100.0 * score / maximum, 2)) if maximum else ""
@@ -252,9 +265,7 @@ def write_gradebook(
     ids = {a for row in merged.values() for a in ASSIGNMENTS if a in row}
     in_order = [a for a in ASSIGNMENTS if a in ids]
     for row in merged.values():
-        row["total"] = format_points(
-            round(sum(float(row[a]) for a in ASSIGNMENTS if row.get(a)), 6)
-        )
+        row["total"] = total_cell(row, ASSIGNMENTS)
         add_scale_cells(row, in_order)
     columns = gradebook_columns(sorted(ids))
     if ledger is not None:

@@ -41,6 +41,9 @@ from pathlib import Path
 from graders.reports.names import fold, resolve_student
 
 #: Header names (folded) of columns that identify a student, by what they hold.
+#: The gradebook note of a roster student without a submission: their total is 0.
+NO_SUBMISSION = "missing: no submission"
+
 ID_COLUMNS = ("student", "id", "student id", "id number", "sis user id", "sis login id",
               "username", "login", "user", "email", "email address", "identifier",
               "name", "full name")

@@ -196,6 +196,7 @@ def test_a_roster_gives_missing_students_a_row(
         rows = {r["student"]: r for r in csv.DictReader(handle)}
     assert rows["carol"]["notes"] == "missing: no submission" and rows["carol"]["t9"] == ""
     assert rows["alice"]["t9"] == "100" and rows["bob"]["t9"] == "0"
+    assert rows["carol"]["total"] == "0", "no submission scores 0, as in a batch's gradebook"
 
 
 def test_an_unreadable_file_says_so(tmp_path: Path, fake_assignment: Assignment) -> None:

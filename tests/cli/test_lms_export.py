@@ -269,6 +269,12 @@ def test_exporting_a_class_graded_before_reads_its_results_back(tmp_path: Path) 
     _, rows = read_canvas_import(out)
     assert {k: r["Pallas basics (123)"] for k, r in rows.items()} == {
         "11": "0", "12": "100", "13": ""}
+    # The same walk: the roster student without a submission had an empty total in the
+    # batch's gradebook (0 in a single run's): no submission scores 0 of the maximum.
+    with open(results / "gradebook.csv", newline="", encoding="utf-8") as handle:
+        missing = [r for r in csv.DictReader(handle) if "no submission" in r.get("notes", "")]
+    assert len(missing) == 1 and missing[0]["a1"] == "", missing
+    assert (missing[0]["total"], missing[0]["total percent"]) == ("0", "0"), missing
     # the course config's out is the batch's results folder for every format
     (tmp_path / "pallas-lab.toml").write_text('out = "results"\njobs = 1\n', encoding="utf-8")
     moodle = write_roster(tmp_path / "moodle_export.csv", MOODLE)
