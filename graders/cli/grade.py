@@ -451,6 +451,8 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
         # a one-folder regrade must not blank the classmates' cells
         _write_lms(args, read_results(out), con, err, out)
     code = _extras(args, out, class_results, found.submissions, set(notes), con, err)
+    if outcome.graded:
+        _say_stale_reports(args, out, err)
     for error in outcome.errors:
         show(err, f"internal error while grading {error}", multiline=True)
     if args.to_gradebook is not None and not _to_gradebook(
@@ -500,6 +502,20 @@ def _extras(args: argparse.Namespace, out: Path, results: Sequence[SubmissionRes
         for path in paths:
             show(con, f"wrote {path}")
     return EXIT_OK
+
+
+def _say_stale_reports(args: argparse.Namespace, out: Path, err: Console) -> None:
+    """A note for each class-wide file an earlier batch wrote into ``out`` that this one,
+    having graded something, did not bring up to date (no ``--report``, ``--similarity``):
+    read later, it would describe the class as it was."""
+    from graders.reports.class_report import REPORT_FILE
+    from graders.reports.similarity_files import SIMILARITY_FILE
+
+    for asked, name, flag in ((args.report, REPORT_FILE, "--report"),
+                              (args.similarity is not None, SIMILARITY_FILE, "--similarity")):
+        if not asked and (out / name).is_file():
+            say_one_line(err, f"note: {out / name} is from an earlier run and does not "
+                              f"count the files graded now: add {flag} to bring it up to date")
 
 
 def _note_lines(notes: dict[str, list[str]]) -> list[str]:

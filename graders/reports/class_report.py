@@ -35,6 +35,14 @@ from graders.safety.safe_text import terminal_text
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+#: The report's text file in a batch's results folder.
+REPORT_FILE = "class_report.txt"
+
+#: The report's first line: its points are the checks' (what the class got right), not the
+#: gradebook's final scores (late penalties and adjustments are about a student, not a task).
+SCORE_BASIS = ("Task points as graded by the checks, before late penalties and adjustments "
+               "(the gradebook's final scores include those).")
+
 #: Characters per line of a diagnosis in the report's text table (a longer one goes on,
 #: whole, on the lines below, indented under it).
 MISTAKE_COLUMN = 70
@@ -115,9 +123,9 @@ def _mistake_lines(task: str, count: int, mistake: str) -> list[str]:
 
 
 def report_text(stats: dict[str, list[TaskStats]]) -> str:
-    """The text rendering of ``class_stats``: a statistics table and a mistakes table per
-    assignment."""
-    lines = []
+    """The text rendering of ``class_stats``: a line saying which points it counts, then a
+    statistics table and a mistakes table per assignment."""
+    lines = [SCORE_BASIS, ""]
     for aid, rows in stats.items():
         info = ASSIGNMENTS[aid]
         lines.append(f"{aid} {info.title}")
@@ -204,7 +212,7 @@ def write_class_report(results: Sequence[SubmissionResult], folder: Path,
     should have a result, as in ``class_stats``); returns the paths written. Raises
     ``OSError`` when they cannot be written."""
     stats = class_stats(results, students)
-    written = [atomic_write_text(folder / "class_report.txt", report_text(stats))]
+    written = [atomic_write_text(folder / REPORT_FILE, report_text(stats))]
     try:
         import matplotlib  # noqa: F401
     except ImportError:

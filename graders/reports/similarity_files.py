@@ -31,6 +31,8 @@ from graders.reports.html_page import page, stacked_table_style
 from graders.reports.similarity import Comparison, Pair, compare, pairs_text
 from graders.safety.safe_text import terminal_text
 
+#: The similarity check's text file in a batch's results folder (beside similarity.html).
+SIMILARITY_FILE = "similarity.txt"
 #: Characters of one folded (unshared) stretch shown, its start and its end.
 MAX_FOLD_CHARS = 20_000
 #: Unmarked lines shown around a marked one; a longer run of unmarked lines than
@@ -176,5 +178,5 @@ def similarity_report(submissions: Sequence[Submission], folder: Path, *,
     ``ImportError`` without copydetect and ``OSError`` when a file cannot be written."""
     found = compare(submissions, threshold=threshold)
     text = pairs_text(found.pairs, threshold, found.skipped)
-    return text, [atomic_write_text(folder / "similarity.txt", text),
+    return text, [atomic_write_text(folder / SIMILARITY_FILE, text),
                   atomic_write_text(folder / "similarity.html", similarity_html(found, threshold))]

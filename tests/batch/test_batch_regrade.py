@@ -127,6 +127,18 @@ def test_class_report_and_similarity(klass: Path, tmp_path: Path,
     page = (out / "similarity.html").read_text(encoding="utf-8")
     assert "ada and dan" in page and "<mark>" in page, "the pair side by side, marked"
     assert "ada <-> dan" in printed
+    assert report.splitlines()[0].startswith("Task points as graded by the checks, before "
+                                             "late penalties and adjustments"), report[:300]
+    # A TA's walk: a later batch without --report left the earlier class_report.txt and
+    # similarity files beside the new results without a word; each is now named as stale.
+    _student(klass, "fay", "ben_typical_mistakes")
+    assert main(["grade", str(klass), "--jobs", "2", "--out", str(out)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    for name, flag in (("class_report.txt", "--report"), ("similarity.txt", "--similarity")):
+        assert (f"{out / name} is from an earlier run and does not count the files graded "
+                f"now: add {flag} to bring it up to date") in err, err
+    assert main(["grade", str(klass), "--jobs", "2", "--out", str(out)]) == 0
+    assert "earlier run" not in capsys.readouterr().err, "nothing graded: nothing stale"
 
 
 @pytest.mark.slow
