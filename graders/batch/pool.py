@@ -246,6 +246,7 @@ def start_forkserver(requests: StopRequests) -> str:
 
     from graders.checking.registry import HYPOTHESIS_HOME_VAR
 
+    _short_multiprocessing_tempdir()
     home = tempfile.mkdtemp(prefix="pallas-lab-forkserver-")
     os.environ[HYPOTHESIS_HOME_VAR] = home
     try:
@@ -257,12 +258,36 @@ def start_forkserver(requests: StopRequests) -> str:
                 forkserver.ensure_running()
             finally:
                 signal.signal(signal.SIGINT, previous)
+    except BaseException:  # no forkserver: its folder is not left behind
+        shutil.rmtree(home, ignore_errors=True)
+        raise
     finally:
         os.environ.pop(HYPOTHESIS_HOME_VAR, None)
     pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
     if pid is not None:
         requests.starting = pid
     return home
+
+
+def _short_multiprocessing_tempdir() -> None:
+    """Have multiprocessing make its folder (the forkserver's socket is in it) under a
+    short temporary directory (``graders.worker.socket_dir``) when ``TMPDIR`` is too long
+    for a socket path. multiprocessing makes that folder once per process, at its first
+    ``get_temp_dir()``, and removes it at exit. Raises ``SocketDirError`` when no short
+    directory is writable."""
+    from multiprocessing import util
+
+    from graders.worker.socket_dir import socket_parent
+
+    parent = socket_parent()
+    if parent == tempfile.gettempdir():
+        return
+    saved = tempfile.tempdir
+    tempfile.tempdir = parent  # only while multiprocessing makes its folder
+    try:
+        util.get_temp_dir()
+    finally:
+        tempfile.tempdir = saved
 
 
 def stop_forkserver(home: str) -> None:

@@ -75,7 +75,13 @@ class Zygote:
             raise ZygoteUnavailable(str(exc)) from None
         if level != "namespace":
             raise ZygoteUnavailable(f"the sandbox level is {level!r}, not 'namespace'")
-        self.base = Path(tempfile.mkdtemp(prefix="pallas-lab-zygote-"))
+        from graders.worker.socket_dir import SocketDirError, socket_parent
+
+        try:  # the socket's folder: under a short temporary directory
+            parent = socket_parent()
+        except SocketDirError as exc:
+            raise ZygoteUnavailable(str(exc)) from None
+        self.base = Path(tempfile.mkdtemp(prefix="pallas-lab-zygote-", dir=parent))
         self.base.chmod(0o700)  # the socket's folder: only root enters it
         self.process: subprocess.Popen[bytes] | None = None
         try:
