@@ -186,12 +186,15 @@ def grade_remote(spec: dict[str, Any], stop_name: str) -> Outcome:
     server (one running the grading code the spec's stamp names) and return its (student,
     stem, score, error, whether its grader died twice). When the batch sets the Dask
     ``Event`` ``stop_name``, the file's grader is stopped as a local one is
-    (``INTERRUPTED``, no result kept). Never raises for the file's own failures; a server
+    (``INTERRUPTED``, no result kept); so it is when the batch's client ends without
+    setting it (killed: the scheduler then releases the task, ``_unwanted_check``). Never
+    raises for the file's own failures; a server
     that ended without a reply, or a worker with other grading code, is reported in the
     error text."""
     from distributed import Event
 
     stop = Event(stop_name)
+    unwanted = _unwanted_check()
     if stop.is_set():
         return spec["student"], spec["stem"], None, INTERRUPTED, False
     stamp = spec.get("stamp") or {}
@@ -208,7 +211,7 @@ def grade_remote(spec: dict[str, Any], stop_name: str) -> Outcome:
         return spec["student"], spec["stem"], None, (
             "the grading server on the Dask worker ended before it took the file: "
             f"{server.complaint()}"), False
-    reply, stopped = _read_line(server, stop.is_set, number=number)
+    reply, stopped = _read_line(server, lambda: unwanted() or stop.is_set(), number=number)
     if reply is None:
         status = server.process.poll()
         complaint = "" if stopped else server.complaint()
@@ -229,6 +232,25 @@ def grade_remote(spec: dict[str, Any], stop_name: str) -> Outcome:
         return spec["student"], spec["stem"], None, (
             "the grading server on the Dask worker sent back something that is not a "
             "result"), False
+
+
+def _unwanted_check() -> Any:
+    """A function telling whether nobody wants this task's result any more: the scheduler
+    released it while it ran (its client ended without stopping the batch: killed, or its
+    machine lost), so the file's grader is stopped as by the batch's stop event rather
+    than left to finish a result no one collects. Always False outside a Dask task."""
+    from distributed import get_worker
+    from distributed.worker import thread_state
+
+    try:
+        worker, key = get_worker(), thread_state.key
+    except (ValueError, AttributeError):
+        return lambda: False
+
+    def unwanted() -> bool:
+        task = worker.state.tasks.get(key)
+        return task is None or task.state in ("cancelled", "released", "forgotten")
+    return unwanted
 
 
 def _close_all() -> None:

@@ -218,3 +218,43 @@ def test_a_file_whose_grader_dies_on_dask_keeps_no_older_score_and_is_noted(
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     assert f"grader died: {STEM}.py" in rows["abe"]["notes"]
     assert "hal" in rows and rows["hal"]["a1"] == "100", (rows, outcome)
+
+
+def test_a_killed_client_stops_the_files_its_workers_are_grading(tmp_path: Path) -> None:
+    """A TA's walk: after the batch's client was killed (SIGKILL: no stop event set), each
+    Dask worker's grading server went on grading its file to the end, a result no one
+    collects. The scheduler releases the client's tasks; a released task now stops its
+    file's grader as the batch's stop would. Flash Attention files (a4, well over ten
+    seconds of grading each) are killed a second into their grading; their graders' folders
+    must be gone long before one of them could have finished."""
+    temp = Path(tempfile.mkdtemp(prefix="pl-kill-", dir="/tmp"))
+    a4 = "a4_flash_attention"
+    klass = tmp_path / "class"
+    for i in range(4):
+        (klass / f"s{i}").mkdir(parents=True)
+        shutil.copy(SAMPLES / "ada_correct" / f"{a4}.py", klass / f"s{i}" / f"{a4}.py")
+    out = tmp_path / "results"
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None, env={"TMPDIR": str(temp)},
+                                      local_directory=str(tmp_path / "dask")) as cluster:
+            client = subprocess.Popen(
+                [*pallas_lab(), "grade", str(klass), "--out", str(out), "--scheduler",
+                 cluster.scheduler_address], stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, env={**os.environ, "TMPDIR": str(temp)})
+            deadline = time.monotonic() + 300
+            while not any(temp.glob("pallas-lab-grader-*")):
+                assert time.monotonic() < deadline and client.poll() is None, "no file started"
+                time.sleep(0.05)
+            time.sleep(1.0)
+            client.kill()
+            client.wait(timeout=60)
+            killed = time.monotonic()
+            while any(temp.glob("pallas-lab-grader-*")) and time.monotonic() - killed < 60:
+                time.sleep(0.1)
+            took = time.monotonic() - killed
+            assert not any(temp.glob("pallas-lab-grader-*")), "a grader is still at work"
+            assert took < 10.0, f"the graders stopped {took:.1f} s after the client was killed"
+            assert not list(out.glob("*/*/results.json")), "a stopped file keeps no result"
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
