@@ -12,16 +12,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_building_the_command_line_loads_no_simulator() -> None:
-    probe = ("import sys\n"
-             "from graders.cli.main import build_parser\n"
-             "import graders.cli.grade, graders.worker.protocol, graders.student.selfcheck\n"
-             "build_parser()\n"
-             "print(sorted(m for m in ('pallas_sim', 'ml_dtypes') if m in sys.modules))\n")
+def _loaded_after(code: str, names: str) -> str:
+    """What a fresh interpreter prints after running ``code``: the sorted modules of
+    ``sys.modules`` for which the expression ``names`` (over ``m``) holds."""
+    probe = f"import sys\n{code}\nprint(sorted(m for m in sys.modules if {names}))\n"
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "[]", done.stdout
+    return done.stdout.strip()
+
+
+def test_building_the_command_line_loads_no_simulator() -> None:
+    code = ("from graders.cli.main import build_parser\n"
+            "import graders.cli.grade, graders.worker.protocol, graders.student.selfcheck\n"
+            "build_parser()")
+    assert _loaded_after(code, "m in ('pallas_sim', 'ml_dtypes')") == "[]"
 
 
 def test_the_lazily_loaded_names_are_the_grading_sanitizers() -> None:
@@ -37,14 +42,8 @@ def test_importing_the_entry_point_loads_no_command() -> None:
     """The console script imports ``graders.cli.main`` before ``main`` can catch a Ctrl-C:
     that import is the standard library only, so an interrupt in the first second lands
     inside ``main``."""
-    probe = ("import sys\n"
-             "import graders.cli.main\n"
-             "print(sorted(m for m in sys.modules if m.startswith(('rich', 'graders.cli.'))"
-             " and m != 'graders.cli.main'))\n")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "[]", done.stdout
+    assert _loaded_after("import graders.cli.main", "m.startswith(('rich', 'graders.cli.'))"
+                         " and m != 'graders.cli.main'") == "[]"
 
 
 def test_a_ctrl_c_while_the_commands_load_is_one_line_and_130(monkeypatch, capsys) -> None:
