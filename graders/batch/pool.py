@@ -233,6 +233,11 @@ class StopRequests:
             self.starting = None
 
 
+#: The thread counts of NumPy's BLAS (OpenBLAS, an OpenMP build, MKL) a batch's grader
+#: processes get unless set: 1 each (``start_forkserver``).
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def start_forkserver(requests: StopRequests) -> str:
     """Start the forkserver with SIGINT ignored, so every grader process forked from it is
     born ignoring Ctrl-C (``start_child`` would be too late: a grader killed by a Ctrl-C
@@ -241,7 +246,9 @@ def start_forkserver(requests: StopRequests) -> str:
     hypothesis files (``graders.checking.registry``), returned: ``stop_forkserver``
     removes it. Until ``requests.starting`` is cleared, a Ctrl-C or SIGTERM kills the
     forkserver, which may still be importing the checks (seconds on a busy machine) while
-    the pool waits for it: the pool's start then fails and the batch stops at once."""
+    the pool waits for it: the pool's start then fails and the batch stops at once. Its
+    graders use one BLAS thread each unless the environment sets a count
+    (``BLAS_THREAD_VARS``): a batch is already one grader per core."""
     from multiprocessing import forkserver
 
     from graders.checking.registry import HYPOTHESIS_HOME_VAR
@@ -249,6 +256,11 @@ def start_forkserver(requests: StopRequests) -> str:
     _short_multiprocessing_tempdir()
     home = tempfile.mkdtemp(prefix="pallas-lab-forkserver-")
     os.environ[HYPOTHESIS_HOME_VAR] = home
+    # N graders run at once, each computing references with NumPy: one BLAS thread each
+    # (two threads per grader on two cores made each 128^3 product slower, not faster),
+    # unless the TA set a count. The forkserver takes its environment now; ours is restored.
+    threads = [var for var in BLAS_THREAD_VARS if var not in os.environ]
+    os.environ.update(dict.fromkeys(threads, "1"))
     try:
         if threading.current_thread() is not threading.main_thread():
             forkserver.ensure_running()  # signals are the main thread's
@@ -263,6 +275,8 @@ def start_forkserver(requests: StopRequests) -> str:
         raise
     finally:
         os.environ.pop(HYPOTHESIS_HOME_VAR, None)
+        for var in threads:
+            os.environ.pop(var, None)
     pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
     if pid is not None:
         requests.starting = pid
