@@ -10,18 +10,21 @@ from typing import Any
 import numpy as np
 
 from . import op_accounting
+from .abstract import AbstractArray, AbstractValueError, abstract_mode
 from .exports import publish
 from .pytrees import leaves
 from .specs import CostEstimate
-from .values import canonical_dtype, concrete, traced
+from .values import KernelValue, canonical_dtype, concrete, traced
 
 
 def estimate_cost(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> CostEstimate:
     """``pl.estimate_cost(fun, *args, **kwargs)``: what ``fun(*args, **kwargs)`` costs,
     as JAX's ``jax._src.pallas.cost_estimate.estimate_cost`` defines it.
 
-    JAX traces ``fun`` and counts per primitive; pallas_sim runs it once on zeros of the
-    arguments' shapes and dtypes with its op counters (:mod:`pallas_sim._src.op_accounting`):
+    JAX traces ``fun`` and counts per primitive; pallas_sim runs it once, shapes only (its
+    abstract run, :mod:`pallas_sim._src.abstract`: nothing is computed, however large the
+    arrays), with its op counters (:mod:`pallas_sim._src.op_accounting`); a ``fun`` that
+    needs values (Python control flow on one) is run on zeros of those shapes instead:
 
     * ``flops``: 2 * M * N * K per product (JAX's ``dot_general`` rule) plus one per
       element of every elementwise result (JAX counts add, mul, sub, div, min, max,
@@ -43,28 +46,43 @@ def estimate_cost(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> CostEst
       Exception: whatever ``fun`` raises on zeros of those shapes.
     """
     flat = leaves(args)
-    zeros = {id(a): traced(np.zeros(tuple(a.shape), canonical_dtype(a.dtype))) for a in flat
-             if hasattr(a, "shape") and hasattr(a, "dtype")}
-
-    def as_zeros(tree: Any) -> Any:
-        from .pytrees import flatten
-        items, treedef = flatten(tree)
-        return treedef.unflatten([zeros.get(id(a), a) for a in items])
-
-    counter = op_accounting.begin(1)
-    try:
-        out = functools.partial(fun, **kwargs)(*as_zeros(args))
-    finally:
-        counts = op_accounting.end(counter)
+    try:  # shapes only, as JAX traces: no arithmetic on data (a reference attention is large)
+        with abstract_mode():
+            counts, out = _counted(fun, args, kwargs, flat, lambda shape, dtype: KernelValue(
+                AbstractArray(shape, dtype)))
+    except AbstractValueError:  # ``fun`` needs values: run it on zeros
+        counts, out = _counted(fun, args, kwargs, flat, lambda shape, dtype: traced(
+            np.zeros(shape, dtype)))
     flops = int(counts.mxu_flops().sum()) + counts.total("vpu_ops") + counts.total(
         "scalar_ops")
     nbytes = sum(math.prod(a.shape) * canonical_dtype(a.dtype).itemsize for a in flat
                  if hasattr(a, "shape") and hasattr(a, "dtype"))
     for leaf in leaves(out):
-        a = np.asarray(concrete(leaf))
-        nbytes += a.size * canonical_dtype(a.dtype).itemsize
+        a = concrete(leaf)
+        if not isinstance(a, AbstractArray):
+            a = np.asarray(a)
+        nbytes += math.prod(a.shape) * canonical_dtype(a.dtype).itemsize
     return CostEstimate(flops=flops, transcendentals=counts.total("eup_ops"),
                         bytes_accessed=int(nbytes))
+
+
+def _counted(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+             flat: list[Any], stand_in: Callable[[tuple[int, ...], np.dtype], Any]
+             ) -> tuple[op_accounting.OpCounts, Any]:
+    """(the op counts, the result) of ``fun(*args, **kwargs)`` with each array leaf of
+    ``args`` (``flat``) replaced by ``stand_in(shape, dtype)``."""
+    from .pytrees import flatten
+
+    standins = {id(a): stand_in(tuple(a.shape), canonical_dtype(a.dtype)) for a in flat
+                if hasattr(a, "shape") and hasattr(a, "dtype")}
+    items, treedef = flatten(args)
+    counter = op_accounting.begin(1)
+    try:
+        out = functools.partial(fun, **kwargs)(
+            *treedef.unflatten([standins.get(id(a), a) for a in items]))
+    finally:
+        counts = op_accounting.end(counter)
+    return counts, out
 
 
 publish("pallas_sim.pl", globals(), ["estimate_cost"])

@@ -58,6 +58,24 @@ def test_estimate_cost_counts_products_transcendentals_and_bytes_as_jax() -> Non
     assert (cost.flops, cost.transcendentals, cost.bytes_accessed) == (1024, 1024, 8192)
 
 
+def test_estimate_cost_traces_shapes_without_computing() -> None:
+    """JAX's flash_attention.py calls ``pl.estimate_cost`` on its reference attention at
+    every call: pallas_sim ran that reference on zeros (38 % of the kernel's time on
+    pallas_sim). It now counts shapes only, as JAX traces: a product of two 4 TiB
+    operands (whose zeros cannot even be allocated) is counted at once; a function that
+    needs values is still counted, on zeros."""
+    huge = jax.ShapeDtypeStruct((1 << 20, 1 << 20), jnp.float32)
+    cost = pl.estimate_cost(lambda a, b: jnp.exp(a @ b), huge, huge)
+    assert cost.flops == 2 * (1 << 60) and cost.transcendentals == 1 << 40
+    assert cost.bytes_accessed == 3 * (1 << 42)
+
+    def gathered(a):  # indexes by a computed value: the shape-only run cannot
+        return a[jnp.argmax(a[0])] * 2
+
+    cost = pl.estimate_cost(gathered, jax.ShapeDtypeStruct((8, 128), jnp.float32))
+    assert cost.bytes_accessed == 4096 + 512 and cost.flops >= 128
+
+
 def test_pytree_node_classes_partition_specs_checkpoint_names_and_device_kind() -> None:
     @jax.tree_util.register_pytree_node_class
     class Pair:

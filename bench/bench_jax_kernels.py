@@ -1,0 +1,88 @@
+"""JAX's own TPU kernels on pallas_sim against JAX's TPU interpret mode, in one run.
+
+Run from the repository root (needs the ``pallas-lab[jax]`` extra)::
+
+    python bench/bench_jax_kernels.py [--repeats 3] [--case NAME ...]
+
+The cases are the fidelity suite's (``tests/fidelity/jax_kernel_cases.py``): each kernel
+module under ``jax/experimental/pallas/ops/tpu/`` of the installed jax, loaded unchanged
+but for its imports (``pallas_sim/backends/jax_ops.py``), at small sizes that take
+several grid steps. For each case and side: one warm-up call (JAX traces and compiles
+its interpreter there; where a wrapper is jitted, later calls reuse it), then the best
+of ``--repeats`` whole calls, wall clock, outputs brought to NumPy. The ratio is JAX's
+time over pallas_sim's; the target is at least 10× on every case. OpenBLAS is pinned
+to one thread (``OPENBLAS_NUM_THREADS=1`` unless set): a block product gains nothing
+from threads and loses much to contention on a busy 2-core machine; XLA has its own
+thread pool. The largest difference between the two sides' outputs is shown too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from pallas_sim.backends import real_jax  # noqa: E402
+from pallas_sim.backends.jax_ops import load_op  # noqa: E402
+from tests.fidelity.jax_kernel_cases import CASES, run_case  # noqa: E402
+
+#: pallas_sim at least this many times faster than TPU interpret mode on every case.
+TARGET = 10.0
+
+
+def _best(backend: str, case: str, repeats: int) -> tuple[float, list[np.ndarray]]:
+    """(best seconds of ``repeats`` calls after a warm-up, the outputs) of ``case``."""
+    name = CASES[case][0]
+    if backend == "jax":
+        with real_jax.mode("tpu"):
+            module = load_op(name, "jax")
+    else:
+        module = load_op(name, "sim")
+    out = run_case(case, backend, module)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = run_case(case, backend, module)
+        best = min(best, time.perf_counter() - start)
+    return best, out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Time every case (or ``--case``) on both sides; print a Markdown table. Exit status
+    1 when a case is below ``TARGET``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--case", action="append", choices=sorted(CASES))
+    args = parser.parse_args(argv)
+    print(f"load before: {os.getloadavg()[0]:.2f}")
+    print("| kernel case | pallas_sim ms | TPU interpret ms | × (≥ 10) | max abs diff |")
+    print("|---|---:|---:|---:|---:|")
+    below = []
+    for case in args.case or list(CASES):
+        sim, got = _best("sim", case, args.repeats)
+        jax, want = _best("jax", case, args.repeats)
+        diff = max(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+                   if a.size else 0.0 for a, b in zip(got, want, strict=True))
+        ratio = jax / sim
+        mark = "" if ratio >= TARGET else " ✗"
+        if mark:
+            below.append(case)
+        print(f"| {case} | {sim * 1e3:.1f} | {jax * 1e3:,.1f} | {ratio:.0f}{mark} | "
+              f"{diff:.1e} |", flush=True)
+    print(f"load after: {os.getloadavg()[0]:.2f}")
+    if below:
+        print(f"below target: {below}")
+    return 1 if below else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
