@@ -45,12 +45,16 @@ def estimate_cost(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> CostEst
     Raises:
       Exception: whatever ``fun`` raises on zeros of those shapes.
     """
+    key = _cache_key(fun, args, kwargs)
+    if key is not None and key in _CACHE:
+        return _CACHE[key]
     flat = leaves(args)
     try:  # shapes only, as JAX traces: no arithmetic on data (a reference attention is large)
         with abstract_mode():
             counts, out = _counted(fun, args, kwargs, flat, lambda shape, dtype: KernelValue(
                 AbstractArray(shape, dtype)))
-    except AbstractValueError:  # ``fun`` needs values: run it on zeros
+    except AbstractValueError:  # ``fun`` needs values: run it on zeros, every time
+        key = None
         counts, out = _counted(fun, args, kwargs, flat, lambda shape, dtype: traced(
             np.zeros(shape, dtype)))
     flops = int(counts.mxu_flops().sum()) + counts.total("vpu_ops") + counts.total(
@@ -62,8 +66,38 @@ def estimate_cost(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> CostEst
         if not isinstance(a, AbstractArray):
             a = np.asarray(a)
         nbytes += math.prod(a.shape) * canonical_dtype(a.dtype).itemsize
-    return CostEstimate(flops=flops, transcendentals=counts.total("eup_ops"),
+    cost = CostEstimate(flops=flops, transcendentals=counts.total("eup_ops"),
                         bytes_accessed=int(nbytes))
+    if key is not None:
+        if len(_CACHE) >= CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = cost
+    return cost
+
+
+#: Estimates kept, by function, argument shapes and dtypes and static arguments: a jitted
+#: JAX wrapper calls ``estimate_cost`` once, when it is traced, then reuses its compiled
+#: form; pallas_sim runs the wrapper at every call, so it reuses the estimate instead.
+CACHE_SIZE = 256
+_CACHE: dict[tuple[Any, ...], CostEstimate] = {}
+
+
+def _cache_key(fun: Callable[..., Any], args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What an estimate depends on when ``fun`` needs no values: ``fun``, the arguments'
+    structure, each array's shape and dtype, each other leaf and every keyword argument;
+    None when one of them cannot be a dictionary key."""
+    from .pytrees import flatten
+
+    items, treedef = flatten(args)
+    parts = tuple(("array", tuple(a.shape), str(canonical_dtype(a.dtype)))
+                  if hasattr(a, "shape") and hasattr(a, "dtype") else a for a in items)
+    key = (fun, treedef, parts, tuple(sorted(kwargs.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _counted(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],

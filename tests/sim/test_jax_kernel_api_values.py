@@ -76,6 +76,28 @@ def test_estimate_cost_traces_shapes_without_computing() -> None:
     assert cost.bytes_accessed == 4096 + 512 and cost.flops >= 128
 
 
+def test_estimate_cost_is_worked_out_once_per_function_shapes_and_static_arguments(
+) -> None:
+    """A jitted JAX wrapper estimates when it is traced, once; pallas_sim runs the wrapper
+    at every call and reuses the estimate for the same function, shapes, dtypes and static
+    arguments; other shapes or arguments are worked out anew."""
+    runs = []
+
+    def scaled(a, b, *, power):
+        runs.append(power)
+        return jnp.exp(a @ b) ** power
+
+    f32 = jax.ShapeDtypeStruct((64, 32), jnp.float32)
+    g32 = jax.ShapeDtypeStruct((32, 16), jnp.float32)
+    first = pl.estimate_cost(scaled, f32, g32, power=2)
+    assert pl.estimate_cost(scaled, np.ones((64, 32), np.float32), g32, power=2) == first
+    assert runs == [2], "the same shapes, dtypes and static arguments: no second run"
+    assert pl.estimate_cost(scaled, f32, g32, power=3) == first and runs == [2, 3]
+    bigger = pl.estimate_cost(scaled, jax.ShapeDtypeStruct((128, 32), jnp.float32), g32,
+                              power=2)
+    assert bigger.flops > first.flops and runs == [2, 3, 2]
+
+
 def test_pytree_node_classes_partition_specs_checkpoint_names_and_device_kind() -> None:
     @jax.tree_util.register_pytree_node_class
     class Pair:
