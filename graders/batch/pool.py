@@ -78,7 +78,11 @@ def grade_in_child(sub: Submission, out: str, timeout: float, budget: float | No
 
 def _interrupt_once(signum: int, frame: Any) -> None:
     """A grader's SIGINT handler: Ctrl-C (or the batch's own SIGINT after a SIGTERM) raises
-    KeyboardInterrupt once; any later one is ignored."""
+    KeyboardInterrupt once; any later one is ignored. It is remembered
+    (``_INTERRUPTED``): wherever it was raised, even inside a check that turned it into a
+    failure of its own, the file's result is not kept."""
+    global _INTERRUPTED
+    _INTERRUPTED = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise KeyboardInterrupt
 
@@ -114,7 +118,7 @@ def _grade_here(sub: Submission, out: str, timeout: float, budget: float | None,
                 result = merge_tasks(previous, result)
             else:  # changed after the class was read: its new content, graded in full
                 result = grade_submission(sub, timeout=timeout, budget=budget)
-        if _LOST_INTERRUPT:  # Ctrl-C came while grading, where it could not be raised
+        if _INTERRUPTED:  # Ctrl-C came while grading, whatever became of it there
             raise KeyboardInterrupt
         # Graded: a Ctrl-C from now on is too late to save time, and the result is kept
         # whole (results.json with its feedback files).
@@ -139,18 +143,21 @@ def _grade_here(sub: Submission, out: str, timeout: float, budget: float | None,
 _STOP: Any = None
 
 
-#: Set in a pool child when a Ctrl-C was raised where Python could not pass it on (in a
-#: garbage-collector callback, such as hypothesis' gc timer): the file is then not kept.
-_LOST_INTERRUPT = False
+#: Set in a pool child once a Ctrl-C reached it while it graded: the file is then not
+#: kept, whatever became of the KeyboardInterrupt (raised where Python could not pass it
+#: on, in a garbage-collector callback such as hypothesis' gc timer; or caught by the code
+#: it interrupted and turned into a check's failure: a TA's walk saw a result with an
+#: internal grader error kept, 90 where the file scores 100).
+_INTERRUPTED = False
 
 
 def _note_lost_interrupt(unraisable: Any) -> None:
     """``sys.unraisablehook`` of a pool child: a KeyboardInterrupt that could not be raised
-    is remembered (``_LOST_INTERRUPT``) rather than printed as a traceback; anything else
+    is remembered (``_INTERRUPTED``) rather than printed as a traceback; anything else
     goes to Python's own hook."""
-    global _LOST_INTERRUPT
+    global _INTERRUPTED
     if isinstance(unraisable.exc_value, KeyboardInterrupt):
-        _LOST_INTERRUPT = True
+        _INTERRUPTED = True
         return
     sys.__unraisablehook__(unraisable)
 

@@ -128,11 +128,11 @@ def test_a_ctrl_c_lost_in_a_gc_callback_stops_the_file_without_a_traceback(
 
     from graders.batch import pool as batch
 
-    monkeypatch.setattr(batch, "_LOST_INTERRUPT", False)
+    monkeypatch.setattr(batch, "_INTERRUPTED", False)
     lost = types.SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(),
                                  exc_traceback=None, err_msg=None, object=None)
     batch._note_lost_interrupt(lost)
-    assert batch._LOST_INTERRUPT, "remembered: the file being graded keeps no result"
+    assert batch._INTERRUPTED, "remembered: the file being graded keeps no result"
     assert capsys.readouterr().err == "", "and no 'Exception ignored' traceback"
     class Unraisable:  # what gc.callbacks raised for anything else reaches Python's hook
         def __del__(self) -> None:
@@ -143,3 +143,41 @@ def test_a_ctrl_c_lost_in_a_gc_callback_stops_the_file_without_a_traceback(
     gc.collect()
     assert "ValueError: not an interrupt" in capsys.readouterr().err, (
         "anything else is reported as usual")
+
+
+def test_a_ctrl_c_that_a_check_swallowed_still_keeps_no_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TA's walk: a Ctrl-C that reached a grader inside a check was turned into that
+    check's failure ("internal grader error (AssertionError)"); the grader, now ignoring
+    Ctrl-C, finished the file and kept its result (90 where the file scores 100), and the
+    rerun took it as final. A grader that got a Ctrl-C while grading keeps nothing."""
+    import os
+    import signal
+    import time
+
+    import graders.grading.grade as grading
+    from graders.batch import pool
+
+    klass = make_class(tmp_path / "class", {"ada": ("ada_correct", (A1,))})
+    sub = discover([klass]).submissions[0]
+    out = tmp_path / "results"
+    real = grading.grade_submission
+
+    def swallowing(submission, **options):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(2)
+        except KeyboardInterrupt:
+            pass  # what a broad ``except`` in the interrupted code did
+        return real(submission, **options)
+
+    monkeypatch.setattr(pool, "_INTERRUPTED", False)
+    monkeypatch.setattr(pool, "_STOP", None)
+    monkeypatch.setattr(grading, "grade_submission", swallowing)
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        student, stem, score, error = pool._grade_here(sub, str(out), 3.0, None, None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert (student, error, score) == ("ada", pool.INTERRUPTED, None)
+    assert not list(out.glob("*/*/results.json")), "nothing kept for an interrupted file"
