@@ -74,6 +74,7 @@ from graders.batch.schedule import plan_batch
 from graders.batch.store import GRADEBOOK, gradebook_from_results, result_path
 from graders.grading.submission import Submission
 from graders.reports.files import atomic_write_text
+from graders.reports.gradebook_csv import NOT_GRADED_YET
 from graders.reports.progress import GradingProgress
 
 if TYPE_CHECKING:
@@ -180,7 +181,7 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
             new = [name for name in files if (student, name) not in earlier]
             old = [name for name in files if (student, name) in earlier]
             if new:
-                now.setdefault(student, []).append(f"not graded yet: {', '.join(new)}")
+                now.setdefault(student, []).append(f"{NOT_GRADED_YET}: {', '.join(new)}")
             if old:
                 now.setdefault(student, []).append(
                     f"not regraded yet (an earlier result is shown): {', '.join(old)}")

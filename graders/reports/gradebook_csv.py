@@ -103,15 +103,22 @@ def add_scale_cells(row: dict[str, str], assignment_ids: Sequence[str]) -> None:
         row["total percent"] = _percent(float(row["total"]), top)
 
 
+#: The gradebook note of a student with a file a stopped batch has not graded yet: their
+#: row has no total (a partial one would read as their score).
+NOT_GRADED_YET = "not graded yet"
+
+
 def total_cell(row: Mapping[str, str], assignment_ids: Iterable[str]) -> str:
-    """The ``total`` of a gradebook row: its assignment columns (final scores) added; for a
-    row without any, "0" when its ``notes`` cell says the student did not submit (a roster
-    student without a submission scores nothing), else empty (not graded yet, or a
-    folder the roster could not tell apart: no score is known)."""
+    """The ``total`` of a gradebook row: its assignment columns (final scores) added; empty
+    while its ``notes`` cell says a file of theirs is not graded yet (a stopped batch);
+    for a row without any score, "0" when its notes say the student did not submit (a
+    roster student without a submission scores nothing), else empty (a folder the roster
+    could not tell apart: no score is known)."""
     from graders.reports.roster import NO_SUBMISSION
 
+    notes = row.get("notes", "")
     scores = [float(row[a]) for a in assignment_ids if row.get(a)]
-    if not scores and NO_SUBMISSION not in row.get("notes", ""):
+    if f"{NOT_GRADED_YET}:" in notes or (not scores and NO_SUBMISSION not in notes):
         return ""
     return format_points(round(sum(scores), 6))
 

@@ -181,3 +181,23 @@ def test_a_ctrl_c_that_a_check_swallowed_still_keeps_no_result(
         signal.signal(signal.SIGINT, previous)
     assert (student, error, score) == ("ada", pool.INTERRUPTED, None)
     assert not list(out.glob("*/*/results.json")), "nothing kept for an interrupted file"
+
+
+def test_a_student_with_a_file_not_graded_yet_has_no_total(tmp_path: Path) -> None:
+    """A TA's walk: a stopped batch's gradebook gave ben a total of 34 (17 %) while one of
+    his two files was "not graded yet"; sorted by total, he looked like a 34. His graded
+    assignments keep their columns; the total waits for the rest."""
+    import csv
+
+    from graders.batch.store import gradebook_from_results
+
+    klass = make_class(tmp_path / "class", {"ben": ("ben_typical_mistakes", (A1,))})
+    out = tmp_path / "results"
+    err = Console(file=io.StringIO())
+    run_batch(discover([klass]).submissions, out=out, jobs=1, timeout=3.0, err=err)
+    text = gradebook_from_results(out, {"ben": [f"not graded yet: {A2}.py"]})
+    row = next(csv.DictReader(io.StringIO(text)))
+    assert row["a1"] not in ("", None) and row["total"] == "", row
+    assert row.get("total percent", "") == "", row
+    whole = next(csv.DictReader(io.StringIO(gradebook_from_results(out))))
+    assert whole["total"] == whole["a1"], "graded in full: the total is back"
