@@ -190,8 +190,8 @@ def apply_config(args: argparse.Namespace) -> CourseConfig:
 
     config = load_config(explicit=args.config)
     for key in ("timeout", "budget", "jobs", "roster", "extensions", "adjustments"):
-        if key == "jobs" and not _names_a_class(args.paths):
-            continue  # the config's batch is for a class: a file named alone is graded alone
+        if key in ("jobs", "roster") and not _names_a_class(args.paths):
+            continue  # the config's batch and roster are a class's: a file alone is not
         if getattr(args, key) is None and key in config.values:
             setattr(args, key, config.values[key])
     if args.jobs is None and (args.scheduler or args.cluster):  # a cluster is a batch

@@ -136,11 +136,15 @@ def test_a_file_named_alone_is_graded_alone_in_a_course_with_a_batch_config(
     is for a class folder; a file named alone prints its table, as without a config.
     (The fake lab is known only in this process: a batch's graders could not grade it.)"""
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "pallas-lab.toml").write_text('jobs = 1\nout = "results"\ntimeout = 2\n',
-                                              encoding="utf-8")
+    (tmp_path / "roster.csv").write_text("student\nalice\nbob\ncarol\n", encoding="utf-8")
+    (tmp_path / "pallas-lab.toml").write_text(
+        'jobs = 1\nout = "results"\ntimeout = 2\nroster = "roster.csv"\n', encoding="utf-8")
     assert main(["grade", str(klass / "alice" / "t9_fake.py")]) == 0
-    out = " ".join(capsys.readouterr().out.split())
+    captured = capsys.readouterr()
+    out = " ".join(captured.out.split())
     assert "100/100" in out and "graded 1 student" not in out, out
+    # the same walk: every other roster student was reported "missing: no submission"
+    assert "missing" not in captured.err, captured.err
     assert not (tmp_path / "results").exists()
     # (the config's batch still grades a class folder: tests/cli/test_lms_export.py)
 
