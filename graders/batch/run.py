@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from graders.batch.lock import batch_lock
 from graders.batch.pool import (
     POLL,
     StopRequests,
@@ -134,11 +135,24 @@ def run_batch(submissions: Sequence[Submission], *, out: Path, jobs: int, timeou
     With ``client`` (a ``distributed.Client``, ``graders.batch.cluster.open_client``) the
     files are graded on that Dask cluster's workers instead of ``jobs`` local processes
     (``graders.batch.cluster.grade_on_cluster``); the plan, results, resuming, gradebook
-    and stopping are the same.
+    and stopping are the same. Raises ``graders.batch.lock.BatchBusy`` (nothing graded)
+    when another batch is grading into ``out``.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     out.mkdir(parents=True, exist_ok=True)
+    with batch_lock(out):  # BatchBusy when another batch grades into ``out``
+        return _run_locked(submissions, out=out, jobs=jobs, timeout=timeout, err=err,
+                           budget=budget, force=force, tasks=tasks, gradebook=gradebook,
+                           notes=notes, ledger=ledger, client=client)
+
+
+def _run_locked(submissions: Sequence[Submission], *, out: Path, jobs: int, timeout: float,
+                err: Console, budget: float | None, force: bool,
+                tasks: Collection[str] | None, gradebook: Path | None,
+                notes: Mapping[str, Sequence[str]] | None, ledger: Ledger | None,
+                client: Any) -> BatchOutcome:
+    """``run_batch``'s work, with the results folder ``out`` held (``batch_lock``)."""
     gradebook = gradebook if gradebook is not None else out / GRADEBOOK
     # Half-written by a batch that was killed: the temp files of atomic_write_text.
     for stale in [*gradebook.parent.glob(f".{gradebook.name}.*.tmp"),

@@ -411,6 +411,7 @@ def _dask_client(args: argparse.Namespace, stack: contextlib.ExitStack, err: Con
 
 def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str]],
            con: Console, err: Console, *, keep: bool = True) -> int:
+    from graders.batch.lock import BatchBusy
     from graders.batch.run import run_batch
     from graders.batch.store import read_results, task_scores_from_results
 
@@ -420,10 +421,15 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
         client = _dask_client(args, stack, err)
         if client is False:
             return EXIT_USAGE
-        outcome = run_batch(selected, out=out, jobs=args.jobs, timeout=args.timeout, err=err,
-                            budget=args.budget, force=args.force or bool(args.student),
-                            tasks=args.task, gradebook=gradebook, notes=notes,
-                            ledger=args.ledger, client=client)
+        try:
+            outcome = run_batch(selected, out=out, jobs=args.jobs, timeout=args.timeout,
+                                err=err, budget=args.budget,
+                                force=args.force or bool(args.student), tasks=args.task,
+                                gradebook=gradebook, notes=notes, ledger=args.ledger,
+                                client=client)
+        except BatchBusy as busy:
+            say_one_line(err, f"pallas-lab grade: {busy}; nothing was graded")
+            return EXIT_USAGE
     shown = {s.student for s in selected}
     everyone = {s.student for s in found.submissions}
     class_results = [r for r in read_results(out) if r.student in everyone]
