@@ -247,8 +247,8 @@ def run(args: argparse.Namespace, con: Console, err: Console) -> int:
                       f"the interrupt keeps its result {rest}")
             return 128 + stopped.signum  # 130 after Ctrl-C, 143 after SIGTERM
         except KeyboardInterrupt:
-            show(err, "pallas-lab grade: interrupted; nothing was written for the "
-                      "submission being graded: run the same command again to grade it")
+            show(err, "pallas-lab grade: interrupted; nothing more was graded or written: "
+                      "run the same command again to grade what is left")
             return EXIT_INTERRUPTED
 
 
@@ -483,8 +483,7 @@ def _outcome_line(args: argparse.Namespace, outcome: BatchOutcome, unselected: i
         # the rest of their results (a file changed since its result is graded in full).
         who = f" of --student {', '.join(args.student)}" if args.student else ""
         line = (f"re-ran the checks of --task {', '.join(args.task)} for {outcome.graded} "
-                f"student(s){who}, merged into their results (a file changed since its "
-                "result was graded in full)")
+                f"student(s){who}, merged into their results")
         return line + (f"; {others} other student(s) untouched" if others else "")
     return (f"graded {outcome.graded} student(s) selected by --student "
             f"{', '.join(args.student)}; {others} other student(s) keep their results")
