@@ -242,7 +242,9 @@ class Session:
     ``why_unbound``
     (a notebook's ``ConvertedNotebook.why_unbound``) explains a missing function
     or a ``NameError`` whose name was bound only by code set aside (a
-    disallowed import and what depends on it).
+    disallowed import and what depends on it); ``in_cells`` (a notebook's
+    ``ConvertedNotebook.frames_in_cells``) gives the student's tracebacks the
+    notebook's cells and lines.
     """
 
     def __init__(
@@ -255,9 +257,11 @@ class Session:
         names: frozenset[str] = frozenset(),
         file_name: str | None = None,
         why_unbound: Callable[[str], str | None] | None = None,
+        in_cells: Callable[[str], str] | None = None,
     ) -> None:
         self.stem = stem
         self._why_unbound = why_unbound
+        self._in_cells = in_cells
         self.assignment = assignment
         self.file_name = file_name or f"{stem}.py"
         self.names = names
@@ -455,6 +459,8 @@ class Session:
                    earlier: bool = False) -> None:
         output = error.output or None
         trace = error.traceback or None
+        if trace and self._in_cells is not None:
+            trace = self._in_cells(trace)
         kind = error.kind
         if kind == "not_implemented":
             message = f": {error.message}" if error.message else ""

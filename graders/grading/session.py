@@ -5,6 +5,7 @@ it; a file that fails any of these gives ``Session.failed``, whose every call sa
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -124,12 +125,19 @@ def _module_session(
     with Worker(path, timeout=timeout, module_name=assignment.stem, source=source) as worker:
         load = worker.load_result
         assert load is not None
+        # a notebook's tracebacks name its cells and lines, not the module's lines
+        in_cells = (None if notebook is None else functools.partial(
+            notebook.frames_in_cells, module_name=checked_as, file_name=file_name))
         if not load.ok:
-            session = Session.failed(assignment, _load_failure(load, file_name), file_name)
+            failure = _load_failure(load, file_name)
+            if in_cells is not None and failure.traceback:
+                failure.traceback = in_cells(failure.traceback)
+            session = Session.failed(assignment, failure, file_name)
         else:
             session = Session(
                 stem=assignment.stem, assignment=assignment.id, worker=worker,
                 names=load.names, file_name=file_name,
                 why_unbound=notebook.why_unbound if notebook is not None else None,
+                in_cells=in_cells,
             )
         yield session

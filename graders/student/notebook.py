@@ -116,6 +116,22 @@ class ConvertedNotebook:
             return set()
         return {name for stmt in tree.body for name in _bound_names(stmt)}
 
+    def frames_in_cells(self, text: str, module_name: str, file_name: str) -> str:
+        """``text``, a worker's trimmed traceback of the module ``module_name``
+        (``graders.worker.main``: frame lines "  <module_name>, line N, in F"), with each
+        frame's module line given as the notebook's: "  <file_name>, cell C, line L, in F".
+        Other lines, and frames on no cell's line, are kept as they are."""
+        frame = re.compile(rf"^(\s*){re.escape(module_name)}, line (\d+)(, in .*)?$")
+        lines = []
+        for line in text.splitlines():
+            found = frame.match(line)
+            where = self.location(int(found.group(2))) if found else None
+            if found and where is not None:
+                line = (f"{found.group(1)}{file_name}, cell {where[0]}, line {where[1]}"
+                        f"{found.group(3) or ''}")
+            lines.append(line)
+        return "\n".join(lines)
+
     def location(self, line: int) -> tuple[int, int] | None:
         """(cell number, line within the cell) of a 1-based module line, or None for a
         ``# %% [cell N]`` header line or a line past the end."""

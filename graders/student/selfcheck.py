@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -51,6 +51,9 @@ from graders.course.records import Task
 from graders.student.public import Result, load_public_checks
 from graders.student.which_file import Choice, choose_in
 from graders.worker.static_check import check_source
+
+if TYPE_CHECKING:
+    from graders.student.notebook import ConvertedNotebook
 
 #: The exploratory profile of the one check framework (``graders.checking.registry``): a fresh seed
 #: each run, few examples, no database, shrinking on.
@@ -143,6 +146,7 @@ def module_source(path: Path) -> tuple[str, list[str]]:
 
         converted = notebook_to_module(path)
         source = converted.source
+        _NOTEBOOKS[str(path)] = converted
         warnings += [f"cell {n.cell}, line {n.line}: set aside ({n.reason}): {n.text}"
                      for n in converted.set_aside if "only displays" not in n.reason]
     else:
@@ -180,9 +184,29 @@ def run_code(code: types.CodeType, path: Path, stem: str) -> types.ModuleType:
 
 # -- the in-process Api ---------------------------------------------------------------------------
 
+#: The conversion of each notebook loaded here (``module_source``), by its path: a
+#: traceback through its code names the notebook's cells and lines (``_student_trace``).
+_NOTEBOOKS: dict[str, ConvertedNotebook] = {}
+
+
 def _student_trace(exc: BaseException, path: Path) -> str:
+    """The frames of ``exc``'s traceback in the student's file at ``path``, formatted as
+    Python does; in a notebook, each frame names its cell and line and quotes its code
+    (a TA's walk: it quoted line 60 of the notebook's JSON, a markdown sentence)."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
-    return "".join(traceback.format_list(frames)).rstrip()
+    notebook = _NOTEBOOKS.get(str(path))
+    if notebook is None:
+        return "".join(traceback.format_list(frames)).rstrip()
+    code = notebook.source.splitlines()
+    lines = []
+    for frame in frames:
+        where = notebook.location(frame.lineno or 0)
+        at = (f"cell {where[0]}, line {where[1]}" if where is not None
+              else f"line {frame.lineno}")
+        lines.append(f'  File "{path}", {at}, in {frame.name}')
+        if frame.lineno and 0 < frame.lineno <= len(code) and code[frame.lineno - 1].strip():
+            lines.append(f"    {code[frame.lineno - 1].strip()}")
+    return "\n".join(lines)
 
 
 class InProcessApi:

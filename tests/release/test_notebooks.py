@@ -199,3 +199,31 @@ def test_a_notebook_without_cell_ids_is_graded_without_nbformat_warnings(
     assert {c.status for c in result.checks} == {"not started"}
     noisy = [str(w.message) for w in seen if "nbformat" in (w.filename or "")]
     assert not noisy, noisy
+
+
+def test_a_notebooks_traceback_names_its_cell_and_line_for_the_ta_and_the_student(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A TA's walk: an error in a notebook was shown to the TA as "a1_pallas_basics.py, line
+    60" (a file the student never wrote, a line of the joined code) and to the student's
+    self-check as line 60 of the notebook's JSON, quoting a markdown sentence. Both now
+    name the notebook's cell and the line in it, and quote the code."""
+    from graders.cli.main import main
+
+    solution = jupytext.reads((ROOT / "solutions" / "a1_pallas_basics.py").read_text(
+        encoding="utf-8"), fmt="py:percent")
+    cells = [(c.cell_type, c.source) for c in solution.cells]
+    cells.append(("markdown", "My own vmem_bytes:\n\n* it *raises*"))
+    cells.append(("code", "def vmem_bytes(shapes, dtypes, block_shape=None, buffer_count=2):"
+                          "\n    count = len(shapes)\n    raise ValueError(f'no {count}')"))
+    path = _notebook_file(tmp_path / "nina" / "a1_pallas_basics.ipynb", cells)
+    last = len(cells)
+    result = grade_file(path)
+    traces = [c.feedback for c in result.checks if c.task == "1.5"]
+    assert traces and all(f"a1_pallas_basics.ipynb, cell {last}, line 3, in vmem_bytes" in t
+                          and "raise ValueError(f'no {count}')" in t for t in traces), traces
+    assert not any("a1_pallas_basics.py, line" in t for t in traces), traces
+    assert main(["check", str(path)]) in (0, 1)
+    out = capsys.readouterr().out
+    assert f'File "{path}", cell {last}, line 3, in vmem_bytes' in " ".join(out.split()) or (
+        f"cell {last}, line 3, in vmem_bytes" in out), out[-3000:]
+    assert "it *raises*" not in out, "no line of the notebook's JSON is quoted"
