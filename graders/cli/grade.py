@@ -417,6 +417,7 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
 
     out, gradebook = _batch_paths(args)
     selected = _filtered(args, found)
+    book_notes = {**_classmates_notes(out, gradebook, found), **notes}
     with contextlib.ExitStack() as stack:
         client = _dask_client(args, stack, err)
         if client is False:
@@ -425,8 +426,8 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
             outcome = run_batch(selected, out=out, jobs=args.jobs, timeout=args.timeout,
                                 err=err, budget=args.budget,
                                 force=args.force or bool(args.student), tasks=args.task,
-                                gradebook=gradebook, notes=notes, ledger=args.ledger,
-                                client=client)
+                                gradebook=gradebook, notes=book_notes,
+                                ledger=args.ledger, client=client)
         except BatchBusy as busy:
             say_one_line(err, f"pallas-lab grade: {busy}; nothing was graded")
             return EXIT_USAGE
@@ -507,6 +508,26 @@ def _extras(args: argparse.Namespace, out: Path, results: Sequence[SubmissionRes
         for path in paths:
             show(con, f"wrote {path}")
     return EXIT_OK
+
+
+def _classmates_notes(out: Path, gradebook: Path, found: Discovery) -> dict[str, list[str]]:
+    """The gradebook notes of the students with results in ``out`` whom this run did not
+    find (a one-folder regrade into the class's folder), as the gradebook at ``gradebook``
+    has them: a batch rebuilds the gradebook from every result, and a classmate's
+    "misnamed: hw.py" would otherwise be lost (a TA's walk). Not printed: they are not
+    this run's news."""
+    from graders.batch.store import read_results
+    from graders.reports.gradebook_csv import notes_of_gradebook, student_cell_value
+
+    if not out.is_dir() or not gradebook.is_file():
+        return {}
+    here = {s.student for s in found.submissions} | set(found.notes)
+    others = {r.student for r in read_results(out)} - here
+    if not others:
+        return {}
+    earlier = notes_of_gradebook(gradebook)
+    return {student: [earlier[cell]] for student in sorted(others)
+            if (cell := student_cell_value(student)) in earlier}
 
 
 def _say_stale_reports(args: argparse.Namespace, out: Path, err: Console) -> None:

@@ -196,6 +196,23 @@ def student_cell_value(student: str) -> str:
     return terminal_text(student)
 
 
+#: The largest gradebook read back for the notes of students a run did not find, in bytes.
+MAX_GRADEBOOK_BYTES = 64 << 20
+
+
+def notes_of_gradebook(path: Path) -> dict[str, str]:
+    """Each student's ``notes`` cell (as shown, ``student_cell_value`` -> the text) in the
+    gradebook at ``path``; empty when there is none, or it is larger than
+    ``MAX_GRADEBOOK_BYTES`` or cannot be read."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_GRADEBOOK_BYTES:
+            return {}
+        return {row["student"]: row["notes"] for row in _read_existing(path)
+                if row.get("notes")}
+    except (OSError, ValueError, csv.Error):
+        return {}
+
+
 def _read_existing(path: Path) -> list[dict[str, str]]:
     """The rows of an existing gradebook, as values (``csv_value`` undoes ``csv_cell``)."""
     if not path.is_file():

@@ -256,3 +256,26 @@ def test_a_stopped_forced_regrade_marks_earlier_results_and_the_same_command_fin
                            text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert "graded 6 student(s), 0 already had results" in " ".join(again.stdout.split())
+
+
+def test_a_one_folder_regrade_keeps_the_classmates_notes(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    """A TA's walk: grading one student's folder into the class's results rebuilt the
+    gradebook without the notes of everyone else (fay's "misnamed: hw.py" vanished, the
+    only record that a file of hers was never graded). Classmates this run did not find
+    keep their notes; they are not printed as this run's news."""
+    klass = tmp_path / "class"
+    _student(klass, "ada", "ada_correct")
+    (klass / "fay").mkdir()
+    shutil.copyfile(SAMPLES / "ada_correct" / f"{STEM}.py", klass / "fay" / "a1.py")
+    (klass / "fay" / "hw.py").write_text("x = 1\n", encoding="utf-8")
+    out = tmp_path / "results"
+    assert main(["grade", str(klass), "--jobs", "1", "--out", str(out)]) == 0
+    before = _book(out / "gradebook.csv")["fay"]["notes"]
+    assert "misnamed: hw.py" in before, before
+    capsys.readouterr()
+    assert main(["grade", str(klass / "ada"), "--jobs", "1", "--out", str(out),
+                 "--force"]) == 0
+    assert _book(out / "gradebook.csv")["fay"]["notes"] == before
+    assert "hw.py" not in capsys.readouterr().err, "a classmate's note is not this run's news"
