@@ -475,7 +475,8 @@ def _outcome_line(args: argparse.Namespace, outcome: BatchOutcome, unselected: i
     it says that only those tasks' checks ran again, merged into the results kept."""
     if outcome.resumed and outcome.skipped:
         return (f"resumed the stopped regrade: graded {outcome.graded} student(s), "
-                f"{outcome.skipped} regraded before the stop")
+                f"{outcome.skipped} already current (graded by this same grading code, "
+                "before the stop or earlier)")
     if not (args.student or args.task):
         return f"graded {outcome.graded} student(s), {outcome.skipped} already had results"
     others = unselected + outcome.skipped
@@ -818,6 +819,10 @@ def _grade(args: argparse.Namespace, con: Console, err: Console) -> int:
         _write_lms(args, results, con, err)
         for problem in found.problems:
             show(err, f"skipped: {problem}")
+        for line in _note_lines(notes):
+            show(err, line)
+        say_one_line(err, "note: every file was graded for this export; with --jobs N and "
+                          "--results DIR (a class graded before) it is read back instead")
     else:
         from graders.reports.gradebook_csv import write_gradebook
 

@@ -247,8 +247,11 @@ def test_a_stopped_forced_regrade_marks_earlier_results_and_the_same_command_fin
     resumed = subprocess.run([*command, "--force"], cwd=ROOT, env=env, capture_output=True,
                              text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
+    # (it said "regraded before the stop", also of results a --task resume found current
+    # from an earlier full run: a TA's walk)
     assert (f"resumed the stopped regrade: graded {6 - len(kept)} student(s), {len(kept)} "
-            "regraded before the stop") in " ".join(resumed.stdout.split())
+            "already current (graded by this same grading code, before the stop or "
+            "earlier)") in " ".join(resumed.stdout.split())
     assert not any(row.get("notes") for row in _book(out / "gradebook.csv").values())
     assert all(json.loads(p.read_text(encoding="utf-8"))["extra_data"]["pallas_lab"]["stamp"]
                for p in out.glob("*/*/results.json"))

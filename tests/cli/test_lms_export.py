@@ -83,6 +83,11 @@ def test_canvas_import_is_keyed_by_the_roster_and_holds_final_scores(
     assert "canvas: folder 'zed': not on the roster" in " ".join(captured.err.split())
     assert "3 roster student(s), 2 with a final score, 1 without a submission" in " ".join(
         captured.out.split())
+    # A TA's walk: without --jobs the export graded everything again and printed none of
+    # the roster's notes a batch prints; both are said now.
+    err = " ".join(captured.err.split())
+    assert "rroe: missing: no submission" in err, err
+    assert "with --jobs N and --results DIR (a class graded before) it is read back" in err
 
 
 def test_canvas_names_a_new_assignment_column_after_the_assignment(
