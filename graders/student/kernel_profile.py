@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=Path, metavar="FILE")
     p.add_argument("--function", default=None, metavar="NAME",
                    help="the function to run (default: an assignment's lecture configurations)")
+    p.add_argument("--assignment", default=None, choices=("a3", "a4", "a5"),
+                   help="profile FILE as this assignment's (its lecture configurations), "
+                        "whatever its name (default: the name's start, e.g. a3_matmul.ipynb)")
     p.add_argument("--chip", default="v7", help="v5e, v6e or v7 (Ironwood; default)")
     p.add_argument("--shapes", nargs="*", default=[], metavar="DTYPE[dims]",
                    help="positional arguments as shapes, e.g. bf16[4096,7168]")
@@ -148,10 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if given is not None:
         runs = [given]
     else:
-        runs = lecture_runs(module, args.file.stem)
+        runs = lecture_runs(module, args.assignment or args.file.stem)
         if not runs:
-            print("pallas-lab profile: give --function NAME (and --shapes) for a file that "
-                  "is not a3/a4/a5", file=sys.stderr)
+            print("pallas-lab profile: give --assignment a3|a4|a5, or --function NAME (and "
+                  "--shapes), for a file whose name is not an a3/a4/a5 one", file=sys.stderr)
             return 2
     status = 0
     for run in runs:

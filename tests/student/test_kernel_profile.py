@@ -221,3 +221,14 @@ def test_png_without_matplotlib_says_which_extra_in_one_line(tmp_path, monkeypat
     # A TA's walk: the profile was worked out and printed first, then refused; now the
     # missing extra is said before any work, and nothing else is printed.
     assert captured.out == "", captured.out[:500]
+
+
+def test_a_renamed_file_is_profiled_with_assignment(tmp_path, capsys):
+    """A TA's walk: ``profile ada_a3.ipynb`` (a name ``grade --assignment a3`` grades) was
+    refused with no way to say which assignment it is; ``--assignment a3`` says so."""
+    renamed = tmp_path / "ada_a3.py"
+    renamed.write_text(A3.read_text(encoding="utf-8"), encoding="utf-8")
+    assert cli.main(["profile", str(renamed)]) == 2
+    assert "give --assignment a3|a4|a5" in capsys.readouterr().err
+    assert cli.main(["profile", str(renamed), "--assignment", "a3"]) == 0
+    assert "matmul 512³ blocks (§4.2)" in capsys.readouterr().out
