@@ -57,10 +57,12 @@ def test_a_second_batch_into_the_same_results_is_refused_naming_the_first(
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=60)
-    # killed: the kernel released its lock, and the folder is graded as usual
-    with batch_lock(out):
-        pass
+    # killed: the kernel released its lock, and the folder is graded as usual; a batch
+    # that ends removes the file
     assert (out / LOCK_FILE).is_file()
+    with batch_lock(out):
+        assert (out / LOCK_FILE).is_file()
+    assert not (out / LOCK_FILE).exists()
 
 
 def test_the_lock_is_exclusive_within_one_process_too(tmp_path: Path) -> None:
