@@ -72,7 +72,12 @@ from graders.batch.regrade import (
     regraded,
 )
 from graders.batch.schedule import plan_batch
-from graders.batch.store import GRADEBOOK, gradebook_from_results, result_path
+from graders.batch.store import (
+    GRADEBOOK,
+    gradebook_from_results,
+    result_path,
+    write_notes,
+)
 from graders.grading.submission import Submission
 from graders.reports.files import atomic_write_text
 from graders.reports.gradebook_csv import NOT_GRADED_YET
@@ -188,6 +193,13 @@ def _run_locked(submissions: Sequence[Submission], *, out: Path, jobs: int, time
         if (sub.student, sub.stem) in left and (sub.student, sub.stem) not in pending_keys:
             stale.setdefault(sub.student, []).append(Path(sub.file).name)
 
+    def write_book() -> None:
+        """The gradebook as things stand, and the notes behind it (``store.write_notes``:
+        a later one-folder regrade keeps those of the students it does not find)."""
+        now = notes_now()
+        write_notes(out, now)
+        atomic_write_text(gradebook, gradebook_from_results(out, now, ledger))
+
     def notes_now() -> dict[str, list[str]]:
         """``book_notes`` with each student's "not (re)graded yet" lines, if any."""
         now = {student: list(lines) for student, lines in book_notes.items()}
@@ -229,7 +241,7 @@ def _run_locked(submissions: Sequence[Submission], *, out: Path, jobs: int, time
                 progress.advance(f"{what} {student}/{name}")
                 if not left[student]:  # the student's last file
                     finished += 1
-                    atomic_write_text(gradebook, gradebook_from_results(out, notes_now(), ledger))
+                    write_book()
 
             with contextlib.ExitStack() as stack, \
                     GradingProgress(err, len(jobs_of)) as progress:
@@ -294,7 +306,7 @@ def _run_locked(submissions: Sequence[Submission], *, out: Path, jobs: int, time
                             out, [sub for sub in jobs_of if id(sub) in broken], jobs, options,
                             grade, done, book_notes, stop, progress, requests)
                 interrupted |= requests.signum is not None
-        atomic_write_text(gradebook, gradebook_from_results(out, notes_now(), ledger))
+        write_book()
     if pending and interrupted:
         raise BatchInterrupted(finished, len(pending) - finished,
                                requests.signum or signal.SIGINT)

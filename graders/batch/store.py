@@ -340,10 +340,43 @@ def gradebook_from_results(out: Path, notes: Mapping[str, Sequence[str]] | None 
             row = rows.setdefault(student, {"student": student_cell_value(student)})
             if lines:
                 row["notes"] = terminal_text("; ".join(lines))
-    for row in rows.values():
-        row["total"] = total_cell(row, in_order)
+    for student, row in rows.items():
+        row["total"] = total_cell(row, in_order, all_notes.get(student, ()))
         add_scale_cells(row, in_order)
     return gradebook_text(columns, sorted(rows.values(), key=lambda row: row["student"]))
+
+
+#: The gradebook notes of a results folder's students as the last batch into it left them
+#: (discovery's "misnamed: hw.py", the roster's, "not graded yet: FILE", "grader died:
+#: FILE"), so that a one-folder regrade keeps its classmates' (a TA's walk: they were
+#: lost; read back from gradebook.csv, its hand edits and lateness lines piled up).
+NOTES_FILE = ".pallas-lab-notes.json"
+#: The largest notes file read back, in bytes.
+MAX_NOTES_BYTES = 16 << 20
+
+
+def write_notes(out: Path, notes: Mapping[str, Sequence[str]]) -> None:
+    """Record ``notes`` (student -> lines) as the results folder ``out``'s
+    (``NOTES_FILE``), atomically."""
+    atomic_write_text(out / NOTES_FILE, json.dumps(
+        {student: list(lines) for student, lines in sorted(notes.items()) if lines},
+        ensure_ascii=True, indent=0))
+
+
+def read_notes(out: Path) -> dict[str, list[str]]:
+    """The notes ``write_notes`` recorded in ``out`` (student -> lines); empty when there
+    are none, or the file is larger than ``MAX_NOTES_BYTES``, a link, or not such a
+    mapping of strings."""
+    try:
+        data = json.loads(submission_files.read_bytes(out / NOTES_FILE, MAX_NOTES_BYTES)
+                          .decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {student: [line for line in lines if isinstance(line, str)]
+            for student, lines in data.items()
+            if isinstance(student, str) and isinstance(lines, list)}
 
 
 def task_scores_from_results(out: Path) -> dict[tuple[str, str], dict[str, float]]:

@@ -417,7 +417,7 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
 
     out, gradebook = _batch_paths(args)
     selected = _filtered(args, found)
-    book_notes = {**_classmates_notes(out, gradebook, found), **notes}
+    book_notes = {**_classmates_notes(out, found), **notes}
     with contextlib.ExitStack() as stack:
         client = _dask_client(args, stack, err)
         if client is False:
@@ -511,24 +511,19 @@ def _extras(args: argparse.Namespace, out: Path, results: Sequence[SubmissionRes
     return EXIT_OK
 
 
-def _classmates_notes(out: Path, gradebook: Path, found: Discovery) -> dict[str, list[str]]:
-    """The gradebook notes of the students with results in ``out`` whom this run did not
-    find (a one-folder regrade into the class's folder), as the gradebook at ``gradebook``
-    has them: a batch rebuilds the gradebook from every result, and a classmate's
-    "misnamed: hw.py" would otherwise be lost (a TA's walk). Not printed: they are not
-    this run's news."""
-    from graders.batch.store import read_results
-    from graders.reports.gradebook_csv import notes_of_gradebook, student_cell_value
+def _classmates_notes(out: Path, found: Discovery) -> dict[str, list[str]]:
+    """The notes the last batch into ``out`` recorded (``graders.batch.store.read_notes``)
+    of the students this run did not find (a one-folder regrade into the class's folder):
+    a batch rebuilds the gradebook from every result, and a classmate's "misnamed: hw.py"
+    or "not graded yet: FILE" would otherwise be lost (a TA's walk). Not printed: they are
+    not this run's news."""
+    from graders.batch.store import read_notes
 
-    if not out.is_dir() or not gradebook.is_file():
+    if not out.is_dir():
         return {}
     here = {s.student for s in found.submissions} | set(found.notes)
-    others = {r.student for r in read_results(out)} - here
-    if not others:
-        return {}
-    earlier = notes_of_gradebook(gradebook)
-    return {student: [earlier[cell]] for student in sorted(others)
-            if (cell := student_cell_value(student)) in earlier}
+    return {student: lines for student, lines in read_notes(out).items()
+            if student not in here}
 
 
 def _say_stale_reports(args: argparse.Namespace, out: Path, err: Console) -> None:
@@ -609,6 +604,11 @@ def _check_options(args: argparse.Namespace, found: Discovery) -> str | None:
             target = _lms_path(args)
             problem = (student_folder_problem(target, found.folders, students)
                        or writable_problem(target, "file"))
+        if problem is None and gradebook.parent.resolve() != out.resolve() and (
+                _holds_results(gradebook.parent)):
+            # red team: `--format csv --out r4/gradebook.csv` replaced batch r4's gradebook
+            problem = (f"--out {gradebook} is in {gradebook.parent}, the results folder of "
+                       "another batch, whose gradebook it would replace: write it elsewhere")
     elif args.out is not None:
         kind = out_kind(args.format, batch, len(found.submissions), args.out)
         problem = writable_problem(args.out, kind)
@@ -620,6 +620,15 @@ def _check_options(args: argparse.Namespace, found: Discovery) -> str | None:
         course = course_of(args.to_gradebook, args.paths)
         return gradebook_problem(course, {s.stem for s in found.submissions})
     return None
+
+
+def _holds_results(folder: Path) -> bool:
+    """Whether ``folder`` is a batch's results folder (a student's results.json in it, or
+    the notes a batch records)."""
+    from graders.batch.store import NOTES_FILE
+
+    return (folder / NOTES_FILE).is_file() or next(folder.glob("*/*/results.json"),
+                                                    None) is not None
 
 
 def _filtered(args: argparse.Namespace, found: Discovery) -> list[Submission]:
@@ -654,8 +663,9 @@ def _roster_notes(args: argparse.Namespace, found: Discovery) -> dict[str, list[
         from graders.batch.store import read_results
 
         out = _batch_paths(args)[0]
-        if out.is_dir():
+        if out.is_dir():  # and those a stopped batch had not graded yet, misnamed files'
             students |= {r.student for r in read_results(out)}
+            students |= set(_classmates_notes(out, found))
     match = match_entries(roster.entries, sorted(students))
     args.roster_file, args.roster_match = roster, match
     for entry in match.missing:

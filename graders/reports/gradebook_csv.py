@@ -108,17 +108,20 @@ def add_scale_cells(row: dict[str, str], assignment_ids: Sequence[str]) -> None:
 NOT_GRADED_YET = "not graded yet"
 
 
-def total_cell(row: Mapping[str, str], assignment_ids: Iterable[str]) -> str:
+def total_cell(row: Mapping[str, str], assignment_ids: Iterable[str],
+               notes: Sequence[str] = ()) -> str:
     """The ``total`` of a gradebook row: its assignment columns (final scores) added; empty
-    while its ``notes`` cell says a file of theirs is not graded yet (a stopped batch);
-    for a row without any score, "0" when its notes say the student did not submit (a
-    roster student without a submission scores nothing), else empty (a folder the roster
-    could not tell apart: no score is known)."""
+    while one of its ``notes`` lines says a file of theirs is not graded yet (a stopped
+    batch); for a row without any score, "0" when a line is the roster's "no submission"
+    (a roster student without a submission scores nothing), else empty (a folder the
+    roster could not tell apart: no score is known). Lines are matched whole or by their
+    start, which is ours: a file name a student chose only ever follows a prefix (a red
+    team named a file "not graded yet: hw.py" to blank its own total)."""
     from graders.reports.roster import NO_SUBMISSION
 
-    notes = row.get("notes", "")
     scores = [float(row[a]) for a in assignment_ids if row.get(a)]
-    if f"{NOT_GRADED_YET}:" in notes or (not scores and NO_SUBMISSION not in notes):
+    pending = any(line.startswith(f"{NOT_GRADED_YET}:") for line in notes)
+    if pending or (not scores and NO_SUBMISSION not in notes):
         return ""
     return format_points(round(sum(scores), 6))
 
@@ -196,23 +199,6 @@ def student_cell_value(student: str) -> str:
     return terminal_text(student)
 
 
-#: The largest gradebook read back for the notes of students a run did not find, in bytes.
-MAX_GRADEBOOK_BYTES = 64 << 20
-
-
-def notes_of_gradebook(path: Path) -> dict[str, str]:
-    """Each student's ``notes`` cell (as shown, ``student_cell_value`` -> the text) in the
-    gradebook at ``path``; empty when there is none, or it is larger than
-    ``MAX_GRADEBOOK_BYTES`` or cannot be read."""
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_GRADEBOOK_BYTES:
-            return {}
-        return {row["student"]: row["notes"] for row in _read_existing(path)
-                if row.get("notes")}
-    except (OSError, ValueError, csv.Error):
-        return {}
-
-
 def _read_existing(path: Path) -> list[dict[str, str]]:
     """The rows of an existing gradebook, as values (``csv_value`` undoes ``csv_cell``)."""
     if not path.is_file():
@@ -288,8 +274,9 @@ def write_gradebook(
         merged.setdefault(student, {}).update(row)
     ids = {a for row in merged.values() for a in ASSIGNMENTS if a in row}
     in_order = [a for a in ASSIGNMENTS if a in ids]
-    for row in merged.values():
-        row["total"] = total_cell(row, ASSIGNMENTS)
+    lines_of = {student_cell_value(student): lines for student, lines in all_notes.items()}
+    for cell, row in merged.items():
+        row["total"] = total_cell(row, ASSIGNMENTS, lines_of.get(cell, ()))
         add_scale_cells(row, in_order)
     columns = gradebook_columns(sorted(ids))
     if ledger is not None:

@@ -73,3 +73,24 @@ def test_the_lock_is_exclusive_within_one_process_too(tmp_path: Path) -> None:
     start = time.monotonic()
     with batch_lock(tmp_path):
         assert time.monotonic() - start < 5
+
+
+def test_a_csv_gradebook_in_another_batchs_results_folder_is_refused(tmp_path: Path) -> None:
+    """Red team: ``--format csv --out r4/gradebook.csv`` (a batch into r4/gradebook_results)
+    replaced batch r4's gradebook with its own; the lock is per results folder, so two at
+    once were both accepted too."""
+    from graders.batch.store import write_notes
+
+    klass = make_class(tmp_path / "class", {"ada": ("ada_correct", ("a1_pallas_basics",))})
+    other = tmp_path / "r4"
+    other.mkdir()
+    write_notes(other, {"zed": ["misnamed: hw.py"]})  # what a batch into r4 records
+    before = "student,total\nzed,\n"
+    (other / "gradebook.csv").write_text(before, encoding="utf-8")
+    run = subprocess.run([*pallas_lab(), "grade", str(klass), "--jobs", "1", "--format",
+                          "csv", "--out", str(other / "gradebook.csv")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, check=False,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "300"})
+    assert run.returncode == 2 and "the results folder of another batch" in run.stderr, (
+        run.stderr[-2000:])
+    assert (other / "gradebook.csv").read_text(encoding="utf-8") == before

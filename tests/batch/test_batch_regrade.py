@@ -282,3 +282,43 @@ def test_a_one_folder_regrade_keeps_the_classmates_notes(tmp_path: Path,
                  "--force"]) == 0
     assert _book(out / "gradebook.csv")["fay"]["notes"] == before
     assert "hw.py" not in capsys.readouterr().err, "a classmate's note is not this run's news"
+
+
+def test_a_one_folder_regrade_after_a_stop_keeps_the_classmates_pending(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Red team: after a stopped batch (ben "not graded yet"), a one-folder regrade of ada
+    with the roster marked ben "missing: no submission" with a total of 0, a row that
+    looked final; without the roster ben's row vanished. He keeps his note and no total;
+    a file named like a note cannot blank its owner's total; and a hand-edited notes cell
+    in gradebook.csv is not read back (it blanked a total)."""
+    from graders.batch.store import write_notes
+
+    klass = tmp_path / "class"
+    _student(klass, "ada", "ada_correct")
+    _student(klass, "ben", "ben_typical_mistakes")
+    (klass / "mal").mkdir()
+    shutil.copyfile(SAMPLES / "ada_correct" / f"{STEM}.py", klass / "mal" / f"{STEM}.py")
+    (klass / "mal" / "not graded yet: hw.py").write_text("x = 1\n", encoding="utf-8")
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student\nada\nben\nmal\ngus\n", encoding="utf-8")
+    out = tmp_path / "results"
+    common = ["--jobs", "1", "--out", str(out), "--roster", str(roster)]
+    assert main(["grade", str(klass / "ada"), str(klass / "mal"), *common]) == 0
+    book = _book(out / "gradebook.csv")
+    assert (book["mal"]["a1"], book["mal"]["total"]) == ("100", "100"), book["mal"]
+    # what a batch stopped before ben's file leaves (run.py writes it with the gradebook)
+    write_notes(out, {"ben": [f"not graded yet: {STEM}.py"], "gus": ["missing: no submission"],
+                      "mal": ["misnamed: not graded yet: hw.py"]})
+    text = (out / "gradebook.csv").read_text(encoding="utf-8")
+    (out / "gradebook.csv").write_text(text.replace("missing: no submission",
+                                                    "not graded yet: see email"),
+                                       encoding="utf-8")
+    capsys.readouterr()
+    assert main(["grade", str(klass / "ada"), *common, "--force"]) == 0
+    book = _book(out / "gradebook.csv")
+    assert book["ben"]["notes"] == f"not graded yet: {STEM}.py" and book["ben"]["total"] == ""
+    assert (book["gus"]["notes"], book["gus"]["total"]) == ("missing: no submission", "0")
+    assert book["mal"]["total"] == "100", book["mal"]
+    assert "ben: missing" not in capsys.readouterr().err
+    assert main(["grade", str(klass / "ada"), "--jobs", "1", "--out", str(out)]) == 0
+    assert "ben" in _book(out / "gradebook.csv"), "without the roster the row stays too"
