@@ -12,8 +12,11 @@ it again gives the same result.
 A regrade (``--force``, ``--task``, ``--student``) writes its options, files and stamp to
 ``REGRADE_MARK`` in the batch folder when it starts and removes them when it ends. Run
 again with the same options, files and stamp, it resumes: only the files without an
-equivalent result are graded. Another batch in the same folder leaves the mark alone and
-notes, in the gradebook and on the terminal, the files a stopped regrade has not reached.
+equivalent result are graded: a regrade has an id, carried by the results it writes, so
+a result counts as regraded only when that very regrade made it (one made earlier under
+the same code may have depended on the machine's load). Another batch in the same folder
+leaves the mark alone and notes, in the gradebook and on the terminal, the files a stopped
+regrade has not reached.
 Nothing here depends on file times, so a copied results folder resumes the same way.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
@@ -69,7 +73,7 @@ def merged_stamp(previous: dict[str, Any] | None, fresh: dict[str, Any],
     result stamped ``previous``: the tasks of both when the rest of the stamps agree, else
     ``tasks`` alone."""
     same = previous is not None and all(previous.get(k) == fresh[k] for k in fresh
-                                        if k != "tasks")
+                                        if k not in ("tasks", "regrade"))
     if same and previous.get("tasks") is None:
         return {**fresh, "tasks": None}
     before = set(previous.get("tasks") or ()) if same else set()
@@ -115,16 +119,35 @@ def _write(out: Path, entries: list[dict[str, Any]]) -> None:
         mark.unlink(missing_ok=True)
 
 
+def _same(stored: dict[str, Any], entry: dict[str, Any]) -> bool:
+    """Whether a recorded regrade is ``entry`` (its id aside)."""
+    return {k: v for k, v in stored.items() if k != "id"} == entry
+
+
 def open_regrade(out: Path, submissions: Sequence[Submission], *, force: bool,
                  tasks: Collection[str] | None, batch: dict[str, Any]) -> bool:
     """Record a regrade of ``submissions`` (``force`` or ``tasks``) under the stamp
-    ``batch``; True when the same regrade was stopped before (then it resumes)."""
+    ``batch``, with an id of its own (``regrade_stamp``); True when the same regrade was
+    stopped before (then it resumes)."""
     entry = _entry(submissions, force, tasks, batch)
     entries = _entries(out)
-    if entry in entries:
+    if any(_same(e, entry) for e in entries):
         return True
-    _write(out, [*entries, entry])
+    _write(out, [*entries, {**entry, "id": secrets.token_hex(8)}])
     return False
+
+
+def regrade_stamp(out: Path, submissions: Sequence[Submission], *, force: bool,
+                  tasks: Collection[str] | None, batch: dict[str, Any]) -> dict[str, Any]:
+    """The stamp of the results the open regrade of ``submissions`` writes: ``batch`` with
+    the regrade's id, so that a resumed regrade counts as done only the files it regraded
+    itself before it was stopped. A result made earlier under the same code and options is
+    not enough (a red team: an interrupted --force then regraded no one, and a TA forces
+    a regrade precisely for results that depended on the machine's load: a timeout, a
+    worker killed for memory)."""
+    entry = _entry(submissions, force, tasks, batch)
+    found = next((e for e in _entries(out) if _same(e, entry)), None)
+    return {**batch, "regrade": found["id"]} if found and "id" in found else dict(batch)
 
 
 def close_regrade(out: Path, submissions: Sequence[Submission], *, force: bool,
@@ -132,8 +155,8 @@ def close_regrade(out: Path, submissions: Sequence[Submission], *, force: bool,
     """The regrade went through to its end: it is no longer remembered."""
     entry = _entry(submissions, force, tasks, batch)
     entries = _entries(out)
-    if entry in entries:
-        _write(out, [e for e in entries if e != entry])
+    if any(_same(e, entry) for e in entries):
+        _write(out, [e for e in entries if not _same(e, entry)])
 
 
 def left_by_stopped_regrades(out: Path, submissions: Sequence[Submission]
@@ -144,6 +167,8 @@ def left_by_stopped_regrades(out: Path, submissions: Sequence[Submission]
     left: set[tuple[str, str]] = set()
     for entry in _entries(out):
         stamp, tasks = entry.get("stamp"), entry.get("tasks")
+        if isinstance(stamp, dict) and isinstance(entry.get("id"), str):
+            stamp = {**stamp, "regrade": entry["id"]}  # what that regrade stamps
         files = entry.get("files")
         if not isinstance(stamp, dict) or not isinstance(files, list):
             continue

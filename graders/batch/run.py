@@ -69,6 +69,7 @@ from graders.batch.regrade import (
     close_regrade,
     left_by_stopped_regrades,
     open_regrade,
+    regrade_stamp,
     regraded,
 )
 from graders.batch.schedule import plan_batch
@@ -168,9 +169,11 @@ def _run_locked(submissions: Sequence[Submission], *, out: Path, jobs: int, time
     # What every result of this batch is stamped with; a regrade stopped before its end
     # is resumed by the same command (the files with an equivalent result are kept), and
     # any other batch notes the files a stopped regrade has not reached.
-    stamp = batch_stamp(timeout, budget)
+    base = batch_stamp(timeout, budget)
     regrade = bool(force or only)
-    resumed = regrade and open_regrade(out, submissions, force=force, tasks=only, batch=stamp)
+    resumed = regrade and open_regrade(out, submissions, force=force, tasks=only, batch=base)
+    stamp = (regrade_stamp(out, submissions, force=force, tasks=only, batch=base)
+             if regrade else base)
     plan = plan_batch(submissions, out, force=force, tasks=only,
                       done=(lambda sub: regraded(out, sub, stamp, only)) if resumed else None)
     left = set() if regrade else left_by_stopped_regrades(out, submissions)
@@ -311,7 +314,7 @@ def _run_locked(submissions: Sequence[Submission], *, out: Path, jobs: int, time
         raise BatchInterrupted(finished, len(pending) - finished,
                                requests.signum or signal.SIGINT)
     if regrade:
-        close_regrade(out, submissions, force=force, tasks=only, batch=stamp)
+        close_regrade(out, submissions, force=force, tasks=only, batch=base)
     errors = [f"{student}: {error}" for student, (_, error) in first_errors.items()]
     return BatchOutcome(len(pending), plan.skipped, errors, resumed=resumed,
                         unfinished=sum(len(files) for files in stale.values()))

@@ -475,8 +475,7 @@ def _outcome_line(args: argparse.Namespace, outcome: BatchOutcome, unselected: i
     it says that only those tasks' checks ran again, merged into the results kept."""
     if outcome.resumed and outcome.skipped:
         return (f"resumed the stopped regrade: graded {outcome.graded} student(s), "
-                f"{outcome.skipped} already current (graded by this same grading code, "
-                "before the stop or earlier)")
+                f"{outcome.skipped} regraded before the stop")
     if not (args.student or args.task):
         return f"graded {outcome.graded} student(s), {outcome.skipped} already had results"
     others = unselected + outcome.skipped

@@ -247,11 +247,8 @@ def test_a_stopped_forced_regrade_marks_earlier_results_and_the_same_command_fin
     resumed = subprocess.run([*command, "--force"], cwd=ROOT, env=env, capture_output=True,
                              text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
-    # (it said "regraded before the stop", also of results a --task resume found current
-    # from an earlier full run: a TA's walk)
     assert (f"resumed the stopped regrade: graded {6 - len(kept)} student(s), {len(kept)} "
-            "already current (graded by this same grading code, before the stop or "
-            "earlier)") in " ".join(resumed.stdout.split())
+            "regraded before the stop") in " ".join(resumed.stdout.split())
     assert not any(row.get("notes") for row in _book(out / "gradebook.csv").values())
     assert all(json.loads(p.read_text(encoding="utf-8"))["extra_data"]["pallas_lab"]["stamp"]
                for p in out.glob("*/*/results.json"))
@@ -322,3 +319,25 @@ def test_a_one_folder_regrade_after_a_stop_keeps_the_classmates_pending(
     assert "ben: missing" not in capsys.readouterr().err
     assert main(["grade", str(klass / "ada"), "--jobs", "1", "--out", str(out)]) == 0
     assert "ben" in _book(out / "gradebook.csv"), "without the roster the row stays too"
+
+
+def test_a_force_stopped_before_its_first_file_regrades_everyone_when_resumed(
+        klass: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Red team: a --force stopped before it regraded anything was resumed as "graded 0
+    student(s), N regraded before the stop": the results made before it, under the same
+    code, passed for its own."""
+    from graders.batch import regrade
+    from graders.batch.discovery import discover
+
+    out = tmp_path / "results"
+    assert main(["grade", str(klass), "--jobs", "2", "--out", str(out)]) == 0
+    before = {p: p.stat().st_mtime_ns for p in out.glob("*/*/results.json")}
+    subs = discover([klass]).submissions
+    stamp = regrade.batch_stamp(10.0, None)  # the default timeout: this --force's stamp
+    regrade.open_regrade(out, subs, force=True, tasks=None, batch=stamp)  # then stopped
+    capsys.readouterr()
+    assert main(["grade", str(klass), "--jobs", "2", "--out", str(out), "--force"]) == 0
+    line = " ".join(capsys.readouterr().out.split())
+    assert f"graded {len(before)} student(s)" in line, line
+    assert all(p.stat().st_mtime_ns != t for p, t in before.items()), "every file regraded"
+    assert not (out / regrade.REGRADE_MARK).exists(), "and the regrade is closed"

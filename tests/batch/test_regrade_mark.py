@@ -97,3 +97,26 @@ def test_the_fingerprint_is_of_this_install_whatever_sys_path_holds(
     monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
     assert fingerprint.grader_fingerprint() == before
     assert (fingerprint.INSTALL_ROOT / "graders" / "batch" / "fingerprint.py").is_file()
+
+
+def test_a_resumed_regrade_counts_only_the_files_it_regraded_itself(tmp_path: Path) -> None:
+    """Red team (and a TA's walk): a --force stopped before any file was regraded resumed
+    as "graded 0 student(s), 3 regraded before the stop": results made earlier under the
+    same code and options passed for regraded, so an interrupted --force never regraded
+    anyone, though a TA forces one for results that depended on the machine's load. A
+    regrade's results carry its id; only those count as regraded by it."""
+    out = tmp_path / "results"
+    out.mkdir()
+    subs = _subs(tmp_path / "class", "ada", "ben")
+    assert not regrade.open_regrade(out, subs, force=True, tasks=None, batch=STAMP)
+    mine = regrade.regrade_stamp(out, subs, force=True, tasks=None, batch=STAMP)
+    assert mine["regrade"] and {k: v for k, v in mine.items() if k != "regrade"} == STAMP
+    assert not regrade.equivalent(dict(STAMP), mine, None), "made before the regrade"
+    assert regrade.equivalent(dict(mine), mine, None), "made by it"
+    assert regrade.open_regrade(out, subs, force=True, tasks=None, batch=STAMP)
+    assert regrade.regrade_stamp(out, subs, force=True, tasks=None, batch=STAMP) == mine, (
+        "the resumed regrade is the same one")
+    assert regrade.equivalent(dict(mine), STAMP, None), "a later normal batch keeps it"
+    regrade.close_regrade(out, subs, force=True, tasks=None, batch=STAMP)
+    assert not regrade.open_regrade(out, subs, force=True, tasks=None, batch=STAMP)
+    assert regrade.regrade_stamp(out, subs, force=True, tasks=None, batch=STAMP) != mine
