@@ -87,6 +87,11 @@ MUTANTS: list[Mutant] = [
            "buffer_count ignored: always two buffers of a block (right at the worked "
            "answers' two buffers, wrong at any other count)", kept=6,
            says=("buffer_count is ignored",)),
+    Mutant("vmem-none-as-zero", A1, "1.5",
+           (("        count *= 1 if size is None else int(size)",
+             "        count *= 0 if size is None else int(size)"),),
+           "a None (squeezed) block entry counted as 0 elements instead of 1 (an honest "
+           "student's walk: it had full marks, no check drew a None)", kept=6),
     Mutant("vmem-blocks-doubled", A1, "1.5",
            (("return sum(buffer_count * per_block * itemsize(d) for d in dtypes)",
              "return sum(2 * buffer_count * per_block * itemsize(d) for d in dtypes)"),),

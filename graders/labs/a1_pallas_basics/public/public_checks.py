@@ -285,8 +285,9 @@ def vmem_formula(api: Api) -> None:
         ndim = 2 if blocked else draw(st.integers(1, 3))
         shapes = [tuple(draw(st.integers(1, 4096)) for _ in range(ndim)) for _ in range(n)]
         dtypes = [draw(st.sampled_from(list(size))) for _ in range(n)]
-        block = (draw(st.sampled_from([8, 128, 256, 512])),
-                 draw(st.sampled_from([128, 256, 512, 1024]))) if blocked else None
+        # a None entry is a squeezed dimension: one element of it per block
+        block = (draw(st.sampled_from([None, 8, 128, 256, 512])),
+                 draw(st.sampled_from([None, 128, 256, 512, 1024]))) if blocked else None
         return {"shapes": shapes, "dtypes": dtypes, "block_shape": block,
                 "buffer_count": draw(st.integers(1, 4))}
 
@@ -297,11 +298,14 @@ def vmem_formula(api: Api) -> None:
             expected = sum(math.prod(s) * size[d]
                            for s, d in zip(case["shapes"], case["dtypes"], strict=True))
         else:
-            expected = sum(case["buffer_count"] * math.prod(case["block_shape"]) * size[d]
-                           for d in case["dtypes"])
+            block = math.prod(1 if b is None else b for b in case["block_shape"])
+            expected = sum(case["buffer_count"] * block * size[d] for d in case["dtypes"])
         got = api.call("vmem_bytes", case["shapes"], case["dtypes"], case["block_shape"],
                        case["buffer_count"]).value
         if got != expected:
             raise Mismatch("vmem_bytes differs from the formula", expected=str(expected),
                            got=repr(got))
+    # always: a block with a None (squeezed) entry, one element of that dimension
+    body({"shapes": [(4096, 512)], "dtypes": ["float32"], "block_shape": (None, 512),
+          "buffer_count": 2})
     api.run_property(cases(), body)
