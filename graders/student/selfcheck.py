@@ -365,6 +365,10 @@ def _check_file(path: Path, assignment: Assignment, tasks: Sequence[str] | None,
         module, _ = load_module(path, assignment.stem)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the file does not load
         detail = [f"{type(exc).__name__}: {exc}"]
+        trace = _student_trace(exc, path)
+        if trace:  # where, as the grader's feedback says it (an honest student's walk)
+            detail += ["code at the top level of the file runs on import: keep it to "
+                       "definitions", trace]
         report.tasks = [TaskOutcome(task=t.id, title=t.title, status=Status.ERROR,
                                     check="the file loads", detail=detail)
                         for t in asked]

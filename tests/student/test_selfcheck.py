@@ -80,3 +80,17 @@ def test_every_public_check_passes_the_solution_and_none_passes_the_handout(stem
     handout = check_file(ROOT / "assignments" / f"{stem}.ipynb", info)
     assert {t.status for t in handout.tasks} == {"not started"}, (
         "an untouched handout passes no public check and every stub reads as not started")
+
+
+def test_a_file_that_raises_on_import_is_shown_where(tmp_path: Path) -> None:
+    """An honest student's walk: top-level code that raised gave "check: the file loads /
+    IndexError: tuple index out of range" and nothing more in the self-check, while the
+    grader's feedback named the line and said why top-level code runs."""
+    source = (ROOT / "assignments" / "a1_pallas_basics.py").read_text(encoding="utf-8")
+    (tmp_path / "a1_pallas_basics.py").write_text(
+        source + "\n_blocks = (128, 128)\n_scale = 1.0 / _blocks[3]\n", encoding="utf-8")
+    run = pallas_lab("check", "a1_pallas_basics.py", "--task", "1.1", cwd=tmp_path)
+    out = run.stdout
+    assert "IndexError: tuple index out of range" in out, out
+    assert "code at the top level of the file runs on import" in out, out
+    assert 'File "a1_pallas_basics.py", line' in out and "_scale = 1.0 / _blocks[3]" in out
