@@ -664,7 +664,8 @@ def _roster_notes(args: argparse.Namespace, found: Discovery) -> dict[str, list[
         out = _batch_paths(args)[0]
         if out.is_dir():  # and those a stopped batch had not graded yet, misnamed files'
             students |= {r.student for r in read_results(out)}
-            students |= set(_classmates_notes(out, found))
+            students |= {student for student, lines in _classmates_notes(out, found).items()
+                         if lines != [NO_SUBMISSION]}  # the roster's own: worked out again
     match = match_entries(roster.entries, sorted(students))
     args.roster_file, args.roster_match = roster, match
     for entry in match.missing:

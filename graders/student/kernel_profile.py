@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the function to run (default: an assignment's lecture configurations)")
     p.add_argument("--assignment", default=None, choices=("a3", "a4", "a5"),
                    help="profile FILE as this assignment's (its lecture configurations), "
-                        "whatever its name (default: the name's start, e.g. a3_matmul.ipynb)")
+                        "whatever its name (default: the one its name starts with)")
     p.add_argument("--chip", default="v7", help="v5e, v6e or v7 (Ironwood; default)")
     p.add_argument("--shapes", nargs="*", default=[], metavar="DTYPE[dims]",
                    help="positional arguments as shapes, e.g. bf16[4096,7168]")
