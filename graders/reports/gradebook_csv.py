@@ -276,7 +276,9 @@ def write_gradebook(
     in_order = [a for a in ASSIGNMENTS if a in ids]
     lines_of = {student_cell_value(student): lines for student, lines in all_notes.items()}
     for cell, row in merged.items():
-        row["total"] = total_cell(row, ASSIGNMENTS, lines_of.get(cell, ()))
+        if cell in lines_of or any(row.get(a) for a in ASSIGNMENTS):
+            row["total"] = total_cell(row, ASSIGNMENTS, lines_of.get(cell, ()))
+        # else a row kept from the file with no score: its total as it was written
         add_scale_cells(row, in_order)
     columns = gradebook_columns(sorted(ids))
     if ledger is not None:
