@@ -7,6 +7,25 @@ from tests.corpus.mutants import A1, Mutant, Variant
 BLOCKED_TILE = "    tile = pl.BlockSpec((bm, bn), lambda i, j: (i, j))\n"
 BLOCKED_GRID = "        grid=(pl.cdiv(rows, bm), pl.cdiv(cols, bn)),\n"
 ACC_SPEC = "    spec = pl.BlockSpec((bm, bn), lambda i, j: (i, j))\n"
+VMEM_ITEMSIZE = ('        if isinstance(dtype, str) and dtype == "bfloat16":\n'
+                 "            dtype = jnp.bfloat16\n"
+                 "        return np.dtype(dtype).itemsize\n")
+VMEM_RETURNS = ("    if block_shape is None:\n"
+                "        return sum(elements(s) * itemsize(d) for s, d in zip(shapes, dtypes, "
+                "strict=True))\n"
+                "    per_block = elements(block_shape)\n"
+                "    return sum(buffer_count * per_block * itemsize(d) for d in dtypes)\n")
+VMEM_CACHED = ("    key = repr((shapes, dtypes, block_shape))\n"
+               "    if key not in _LAST:\n"
+               "        if block_shape is None:\n"
+               "            answer = sum(elements(s) * itemsize(d)\n"
+               "                         for s, d in zip(shapes, dtypes))\n"
+               "        else:\n"
+               "            answer = sum(buffer_count * elements(block_shape) * itemsize(d)\n"
+               "                         for d in dtypes)\n"
+               "        _LAST.clear()\n"
+               "        _LAST[key] = answer\n"
+               "    return _LAST[key]\n")
 ACC_GRID = "        grid=(pl.cdiv(acc.shape[0], bm), pl.cdiv(acc.shape[1], bn)),\n"
 
 MUTANTS: list[Mutant] = [
@@ -98,6 +117,31 @@ MUTANTS: list[Mutant] = [
            "every block counted twice (2 x buffer_count buffers): at one buffer this is the "
            "answer a forgotten buffer_count gives, but buffer_count is read (a TA's walk "
            "found it told \"buffer_count is ignored\")", kept=0,
+           never=("buffer_count is ignored",)),
+    Mutant("vmem-dtype-names-only", A1, "1.5",
+           ((VMEM_ITEMSIZE,
+             '        return {"float32": 4, "bfloat16": 2, "int32": 4, "int8": 1,\n'
+             '                "float16": 2}[dtype]\n'),),
+           "dtypes read from a table of names: a NumPy or jnp dtype (which the handout "
+           "allows, and its own example passes) raises KeyError (a red team's vmem_bytes "
+           "took names only and had full marks)", kept=0, says=("KeyError",)),
+    Mutant("vmem-2d-blocks-only", A1, "1.5",
+           (("    per_block = elements(block_shape)\n",
+             "    per_block = elements(block_shape[:2])\n"),),
+           "only a block's first two entries counted: a 3-D block's last entry is left out "
+           "(a red team's 2-D-only vmem_bytes had full marks)", kept=6),
+    Mutant("vmem-buffers-capped", A1, "1.5",
+           (("return sum(buffer_count * per_block * itemsize(d) for d in dtypes)",
+             "return sum(min(buffer_count, 4) * per_block * itemsize(d) for d in dtypes)"),),
+           "buffer_count capped at 4 (a red team's vmem_bytes had full marks: no check "
+           "asked for more than four buffers)", kept=6),
+    Mutant("vmem-cache-without-buffers", A1, "1.5",
+           (("def vmem_bytes(shapes", "_LAST: dict = {}\n\n\ndef vmem_bytes(shapes"),
+            (VMEM_RETURNS, VMEM_CACHED)),
+           "the last answer kept and returned again for the same shapes, dtypes and block "
+           "whatever the buffer count (a red team's cache made the diagnosis' second "
+           "question at another buffer count return the kept answer: \"buffer_count is "
+           "ignored\" was shown although the formula reads it)", kept=6,
            never=("buffer_count is ignored",)),
 ]
 

@@ -290,17 +290,17 @@ def test_both_checks_name_the_column_inner_mistake_in_the_same_words() -> None:
 @pytest.mark.task("1.5")
 def test_vmem_diagnoses() -> None:
     shapes, dtypes = [(64, 64)] * 3, ["float32"] * 3
-    whole, block = 3 * 64 * 64 * 4, 3 * 8 * 8 * 4
 
-    def times_buffers(n: int) -> int:  # whole arrays counted buffer_count times
-        return n * whole
+    def times_buffers(shapes, dtypes, n: int) -> int:  # whole arrays counted n times
+        return n * a1.ref.vmem_bytes(shapes, dtypes)
 
-    def two_buffers(n: int) -> int:  # buffer_count ignored
-        return 2 * block
+    def two_buffers(shapes, dtypes, n: int) -> int:  # buffer_count ignored
+        return a1.ref.vmem_bytes(shapes, dtypes, (8, 8), 2)
 
+    whole, block = times_buffers(shapes, dtypes, 1), two_buffers(shapes, dtypes, 2)
     assert "counted buffer_count times" in a1.diagnose_vmem(3 * whole, shapes, dtypes, None, 3,
                                                             times_buffers)
-    assert "buffer_count is ignored" in a1.diagnose_vmem(2 * block, shapes, dtypes, (8, 8), 4,
+    assert "buffer_count is ignored" in a1.diagnose_vmem(block, shapes, dtypes, (8, 8), 4,
                                                           two_buffers)
     assert a1.diagnose_vmem(whole + 1, shapes, dtypes, None, 2, times_buffers) is None
     assert a1.diagnose_vmem(3 * whole, shapes, dtypes, None, 3) is None, "unverified: none"
@@ -313,17 +313,41 @@ def test_a_doubled_vmem_is_not_called_buffer_count_ignored() -> None:
     forgotten buffer_count gives), while the worked check, at two buffers, had just shown
     that buffer_count is read. The diagnosis is now verified at a second buffer count."""
     shapes, dtypes = [(64, 64)] * 3, ["float32"] * 3
-    block = 3 * 8 * 8 * 4
 
-    def doubled(n: int) -> int:
-        return 2 * n * block
+    def doubled(shapes, dtypes, n: int) -> int:
+        return 2 * a1.ref.vmem_bytes(shapes, dtypes, (8, 8), n)
 
-    assert a1.diagnose_vmem(doubled(1), shapes, dtypes, (8, 8), 1, doubled) is None
+    assert a1.diagnose_vmem(doubled(shapes, dtypes, 1), shapes, dtypes, (8, 8), 1,
+                            doubled) is None
 
-    def raises(n: int) -> int:
+    def raises(shapes, dtypes, n: int) -> int:
         raise CheckFailure("vmem_bytes raised ValueError")
 
-    assert a1.diagnose_vmem(2 * block, shapes, dtypes, (8, 8), 1, raises) is None
+    assert a1.diagnose_vmem(doubled(shapes, dtypes, 1), shapes, dtypes, (8, 8), 1,
+                            raises) is None
+
+
+@pytest.mark.task("1.5")
+def test_a_kept_answer_is_not_called_buffer_count_ignored() -> None:
+    """A red team's vmem_bytes kept its last answer for the same shapes, dtypes and block:
+    asked again at another buffer count only, it returned the two-buffer answer it had kept,
+    and the TA read "buffer_count is ignored" of a formula that reads it. The diagnosis'
+    second question changes the shapes and dtypes too, so a kept answer does not fit."""
+    shapes, dtypes, block = [(512, 1024)] * 2, ["float32", "int8"], (256, 512)
+    kept: dict[str, int] = {}
+
+    def cached(shapes, dtypes, n: int) -> int:
+        key = repr((shapes, dtypes))
+        if key not in kept:
+            kept.clear()
+            kept[key] = a1.ref.vmem_bytes(shapes, dtypes, block, n)
+        return kept[key]
+
+    first = cached(shapes, dtypes, 2)
+    assert cached(shapes, dtypes, 3) == first
+    assert a1.diagnose_vmem(first, shapes, dtypes, block, 3, cached) is None
+    assert a1.second_question(shapes, dtypes, 3) == ([(1024, 1024)] * 2,
+                                                    ["bfloat16", "float32"], 4)
 
 
 # --- a2: the schedule, utilization and bandwidth ----------------------------------------------

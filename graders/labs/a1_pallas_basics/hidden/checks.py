@@ -26,7 +26,6 @@ from graders.checking.framework import (
     CheckFailure,
     Session,
     check,
-    describe_value,
     run_property,
 )
 from graders.checking.strategies import BF16, F32, I32, Case, blocked_2d, make_array, seeds
@@ -36,6 +35,7 @@ from graders.labs.a1_pallas_basics.hidden.diagnose import (
     diagnose_vmem,
 )
 from graders.labs.a1_pallas_basics.public import worked
+from graders.labs.a1_pallas_basics.public.public_harness import DTYPE_FORMS
 
 A = "a1"
 MiB = worked.MiB
@@ -385,45 +385,73 @@ def accumulate_trace(s: Session) -> None:
 
 
 # --- Task 1.5 vmem_bytes -------------------------------------------------------------------
+# The questions cross to the worker as dtype names with the form each is passed in
+# (``public_harness.vmem_bytes``): the handout allows names, NumPy dtypes and jnp dtypes.
+
+_VMEM_ARGS = ("shapes", "dtypes", "block_shape", "buffer_count")
+
+
+def _ask_vmem(s: Session, shapes, dtypes, block, buffers: int, forms) -> object:
+    """The student's vmem_bytes on these arguments, each dtype name passed in its form."""
+    return s.invoke("vmem_bytes", ([*shapes], [*dtypes], block, buffers, [*forms]),
+                    harness="a1_public").value
+
+
+def _vmem_call(shapes, dtypes, block, buffers: int, forms) -> str:
+    """The question as the student would write the call (dtypes in the form they were
+    passed: ``'float32'``, ``np.float32``, ``np.dtype('float32')`` or ``jnp.float32``)."""
+    shown = {"name": "{!r}", "type": "np.{}", "dtype": "np.dtype({!r})", "jnp": "jnp.{}"}
+    text = ", ".join(shown[form].format(name) for name, form in zip(dtypes, forms, strict=True))
+    return (f"vmem_bytes({[tuple(shape) for shape in shapes]}, [{text}], "
+            f"block_shape={None if block is None else tuple(block)}, buffer_count={buffers})")
+
+
+def _vmem_question(s: Session, shapes, dtypes, block, buffers: int, forms) -> None:
+    """Ask one vmem_bytes question and compare with the reference; a wrong answer fails with
+    the call shown and a verified diagnosis (``diagnose_vmem``: its second question keeps
+    the block and the dtype forms)."""
+    got = _ask_vmem(s, shapes, dtypes, block, buffers, forms)
+    try:
+        assert_equal_int(got, int(ref.vmem_bytes(shapes, dtypes, block, buffers)),
+                         "vmem_bytes")
+    except CheckFailure as failure:
+        failure.input = _vmem_call(shapes, dtypes, block, buffers, forms)
+
+        def rerun(shapes2, dtypes2, buffers2):
+            return _ask_vmem(s, shapes2, dtypes2, block, buffers2, forms)
+
+        failure.diagnosis = diagnose_vmem(got, shapes, dtypes, block, buffers, rerun)
+        raise
+
 
 @check(A, "1.5", 6, "worked answers: 48 MiB, 192 MiB and 6 MiB (lecture §2.1, Ex1)")
 def vmem_worked(s: Session) -> None:
-    """Task 1.5: worked answers: 48 MiB, 192 MiB and 6 MiB (lecture §2.1, Ex1)."""
-    for answer in worked.VMEM:
-        shapes, dtypes = [*answer.shapes], [*answer.dtypes]
-        block, buffers = answer.block_shape, answer.buffer_count
-        got = s.invoke("vmem_bytes", (shapes, dtypes, block, buffers)).value
-        try:
-            assert_equal_int(got, answer.vmem_bytes, f"vmem_bytes for {answer.label}")
-        except CheckFailure as failure:
-            failure.input = (f"shapes={shapes}, dtypes={dtypes}, block_shape={block}, "
-                             f"buffer_count={buffers}")
-            failure.diagnosis = diagnose_vmem(got, shapes, dtypes, block, buffers,
-                                              _vmem_rerun(s, shapes, dtypes, block))
-            raise
+    """Task 1.5: worked answers: 48 MiB, 192 MiB and 6 MiB (lecture §2.1, Ex1); the dtypes
+    passed as the handout's own example passes them (names, then ``np.float32``)."""
+    for answer, form in zip(worked.VMEM, ("name", "type", "type"), strict=True):
+        _vmem_question(s, answer.shapes, answer.dtypes, answer.block_shape,
+                       answer.buffer_count, [form] * len(answer.dtypes))
 
 
-def _vmem_rerun(s: Session, shapes, dtypes, block):
-    """The student's vmem_bytes on these shapes, dtypes and block at another buffer count:
-    the second answer a vmem_bytes diagnosis is verified on (``diagnose_vmem``)."""
-    return lambda buffers: s.invoke("vmem_bytes", (shapes, dtypes, block, buffers)).value
+#: Block entries Task 1.5 draws per dimension, from the last one back: a None entry is a
+#: squeezed dimension, one element of it per block (the handout).
+_BLOCK_ENTRIES = ([None, 128, 256, 512, 1024], [None, 8, 128, 256, 512], [None, 1, 2, 4])
 
 
 @st.composite
 def vmem_cases(draw) -> Case:
-    """Strategy: operand shapes, dtype names, an optional 2-D block and a buffer count."""
+    """Strategy: 1-4 operands of one rank (1-3), dtype names each passed in a drawn form
+    (``public_harness.DTYPE_FORMS``), an optional block of that rank and 1-8 buffers."""
     n = draw(st.integers(1, 4))
-    blocked = draw(st.booleans())
-    ndim = 2 if blocked else draw(st.integers(1, 3))
+    ndim = draw(st.integers(1, 3))
     shapes = [tuple(draw(st.integers(1, 4096)) for _ in range(ndim)) for _ in range(n)]
     dtypes = [draw(st.sampled_from(["float32", "bfloat16", "int32", "int8", "float16"]))
               for _ in range(n)]
-    # a None entry is a squeezed dimension: one element of it per block (the handout)
-    block = (draw(st.sampled_from([None, 8, 128, 256, 512])),
-             draw(st.sampled_from([None, 128, 256, 512, 1024]))) if blocked else None
-    buffers = draw(st.integers(1, 4))
-    return Case((shapes, dtypes, block, buffers), {},
-                ("shapes", "dtypes", "block_shape", "buffer_count"))
+    forms = [draw(st.sampled_from(DTYPE_FORMS)) for _ in range(n)]
+    block = (tuple(draw(st.sampled_from(_BLOCK_ENTRIES[ndim - 1 - axis]))
+                   for axis in range(ndim)) if draw(st.booleans()) else None)
+    buffers = draw(st.integers(1, 8))
+    return Case((shapes, dtypes, block, buffers), {"forms": forms}, _VMEM_ARGS)
 
 
 @check(A, "1.5", 9, "vmem_bytes agrees with the reference on drawn shapes, dtypes, blocks "
@@ -433,31 +461,31 @@ def vmem_property(s: Session) -> None:
     counts.
     """
     def body(case: Case) -> None:
-        got = s.invoke("vmem_bytes", case.args).value
-        expected = ref.vmem_bytes(*case.args)
-        try:
-            assert_equal_int(got, int(expected), "vmem_bytes")
-        except CheckFailure as failure:
-            failure.diagnosis = diagnose_vmem(got, *case.args,
-                                              rerun=_vmem_rerun(s, *case.args[:3]))
-            raise
+        _vmem_question(s, *case.args, case.kwargs["forms"])
     for case in VMEM_EDGES:  # drawn examples need not include these, so they always run
-        try:
-            body(case)
-        except CheckFailure as failure:
-            if failure.input is None:
-                failure.input = describe_value(case)
-            raise
+        body(case)
     run_property(vmem_cases(), body, max_examples=30)
 
 
-#: Cases every run of vmem_property checks first: whole arrays with several buffers, one
-#: buffer of a block, and a block with a None (squeezed) entry, which counts as 1 (an
-#: honest student's walk: None read as the whole dimension, or as 0, got full marks).
-VMEM_EDGES = tuple(Case(args, {}, ("shapes", "dtypes", "block_shape", "buffer_count"))
-                   for args in (([(64, 256), (256, 128)], ["float32", "bfloat16"], None, 3),
-                                ([(1024, 1024)], ["int8"], (8, 128), 1),
-                                ([(4096, 512), (16, 512)], ["float32", "bfloat16"],
-                                 (None, 512), 2)))
+def _edge(shapes, dtypes, block, buffers, forms) -> Case:
+    return Case((shapes, dtypes, block, buffers), {"forms": forms}, _VMEM_ARGS)
 
 
+#: Cases every run of vmem_property checks first (drawn examples need not include them):
+#: whole arrays with several buffers; one buffer of a block; a block with a None (squeezed)
+#: entry, which counts as 1 (an honest student's walk: None read as the whole dimension, or
+#: as 0, got full marks); one question asked at two buffer counts (an answer kept from the
+#: first must not serve the second); more than four buffers of a 3-D block and a 1-D block,
+#: with NumPy and jnp dtype objects (a red team's names-only, 2-D-only vmem_bytes capping
+#: buffer_count at 4 had full marks).
+VMEM_EDGES = (
+    _edge([(64, 256), (256, 128)], ["float32", "bfloat16"], None, 3, ["name", "name"]),
+    _edge([(1024, 1024)], ["int8"], (8, 128), 1, ["name"]),
+    _edge([(4096, 512), (16, 512)], ["float32", "bfloat16"], (None, 512), 2, ["name", "jnp"]),
+    _edge([(512, 1024)] * 2, ["float32", "int8"], (256, 512), 2, ["name", "name"]),
+    _edge([(512, 1024)] * 2, ["float32", "int8"], (256, 512), 3, ["name", "name"]),
+    _edge([(8, 1024, 512), (8, 1024, 512)], ["float32", "bfloat16"], (None, 256, 512), 6,
+          ["type", "jnp"]),
+    _edge([(65536,), (65536,), (65536,)], ["bfloat16", "int8", "float16"], (1024,), 3,
+          ["dtype", "jnp", "type"]),
+)

@@ -82,40 +82,60 @@ def operands(call) -> list[tuple]:
             for op in call.operands if op.role in ("in", "out")]
 
 
+#: A dtype of another width for each dtype Task 1.5 draws: the diagnosis' second question
+#: changes every operand's bytes per element, so a remembered answer cannot pass for it.
+OTHER_WIDTH = {"float32": "bfloat16", "bfloat16": "float32", "float16": "int32",
+               "int32": "float16", "int8": "float32"}
+
+
+def second_question(shapes, dtypes, buffers: int) -> tuple[list, list, int]:
+    """The arguments a vmem_bytes diagnosis is verified on, besides the failing ones: every
+    shape's first dimension doubled, every dtype one of another width (``OTHER_WIDTH``), and
+    a buffer count that is neither ``buffers`` nor 2. Shapes, dtypes and the count all
+    change, so an answer kept from an earlier call (a cache keyed on any of them, or the last
+    answer returned again) does not fit a mistake model by accident."""
+    other = next(n for n in (3, 4, 5) if n != buffers)
+    return ([(2 * shape[0], *shape[1:]) if len(shape) else shape for shape in shapes],
+            [OTHER_WIDTH.get(d, "float32") for d in dtypes], other)
+
+
 def diagnose_vmem(got: object, shapes, dtypes, block, buffers: int,
-                  rerun: Callable[[int], object] | None = None) -> str | None:
+                  rerun: Callable[[list, list, int], object] | None = None) -> str | None:
     """The known vmem_bytes mistake that gives ``got`` on these arguments, else None:
     buffer_count ignored (always two block buffers), or whole arrays (no block_shape)
-    counted buffer_count times.
+    counted buffer_count times. ``dtypes`` are names (``OTHER_WIDTH``'s keys).
 
-    ``rerun(n)`` is the student's vmem_bytes on the same shapes, dtypes and block with
-    buffer_count n: a mistake is named only when it also gives the student's answer at a
-    second buffer count (one answer cannot tell "buffer_count ignored" from "every block
-    counted twice" when buffer_count is 1). Without ``rerun`` (or when the re-run raises)
-    no diagnosis is made."""
+    ``rerun(shapes, dtypes, n)`` is the student's vmem_bytes on other shapes and dtypes with
+    buffer_count n, with the same block: a mistake is named only when it also gives the
+    student's answer to that second question (``second_question``; one answer cannot tell
+    "buffer_count ignored" from "every block counted twice" when buffer_count is 1, and an
+    answer remembered from an earlier call must not pass for a mistake). Without ``rerun``
+    (or when the re-run raises) no diagnosis is made."""
     if isinstance(got, bool) or not isinstance(got, int | np.integer):
         return None
     expected = ref.vmem_bytes(shapes, dtypes, block, buffers)
     if got == expected or rerun is None:
         return None
-    other = next(n for n in (3, 4, 5) if n != buffers)  # neither this count nor 2
+    shapes2, dtypes2, other = second_question(shapes, dtypes, buffers)
     if block is not None and got == ref.vmem_bytes(shapes, dtypes, block, 2):
-        if _same_int(rerun, other, ref.vmem_bytes(shapes, dtypes, block, 2)):
+        if _same_int(rerun, (shapes2, dtypes2, other),
+                     ref.vmem_bytes(shapes2, dtypes2, block, 2)):
             return ("buffer_count is ignored: every operand holds buffer_count buffers of "
                     "one block (lecture §2.2, §3.1)")
     if block is None and got == buffers * expected:
-        if _same_int(rerun, other, other * expected):
+        if _same_int(rerun, (shapes2, dtypes2, other),
+                     other * ref.vmem_bytes(shapes2, dtypes2, None, other)):
             return (f"whole arrays are counted buffer_count times ({buffers}): without "
                     "BlockSpecs there is no pipeline, and every operand is resident once, "
                     "whole (lecture §2.1)")
     return None
 
 
-def _same_int(rerun: Callable[[int], object], buffers: int, answer: int) -> bool:
-    """Whether the student's vmem_bytes with ``buffers`` buffers returns ``answer``; False
-    when it raises, times out or returns anything but that integer."""
+def _same_int(rerun: Callable[[list, list, int], object], args: tuple, answer: int) -> bool:
+    """Whether the student's vmem_bytes on ``args`` (shapes, dtypes, buffer count) returns
+    ``answer``; False when it raises, times out or returns anything but that integer."""
     try:
-        got = rerun(buffers)
+        got = rerun(*args)
     except CheckFailure:
         return False
     return isinstance(got, int | np.integer) and not isinstance(got, bool) and got == answer

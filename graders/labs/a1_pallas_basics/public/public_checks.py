@@ -15,6 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from graders.labs.a1_pallas_basics.public import worked
+from graders.labs.a1_pallas_basics.public.public_harness import DTYPE_FORMS
 from graders.student.public import (
     Api,
     Mismatch,
@@ -280,16 +281,16 @@ def vmem_formula(api: Api) -> None:
     """
     @st.composite
     def cases(draw) -> dict:
-        n = draw(st.integers(1, 4))
-        blocked = draw(st.booleans())
-        ndim = 2 if blocked else draw(st.integers(1, 3))
+        n, ndim = draw(st.integers(1, 4)), draw(st.integers(1, 3))
         shapes = [tuple(draw(st.integers(1, 4096)) for _ in range(ndim)) for _ in range(n)]
         dtypes = [draw(st.sampled_from(list(size))) for _ in range(n)]
         # a None entry is a squeezed dimension: one element of it per block
-        block = (draw(st.sampled_from([None, 8, 128, 256, 512])),
-                 draw(st.sampled_from([None, 128, 256, 512, 1024]))) if blocked else None
+        entries = ([None, 128, 256, 512, 1024], [None, 8, 128, 256, 512], [None, 1, 2, 4])
+        block = (tuple(draw(st.sampled_from(entries[ndim - 1 - axis])) for axis in range(ndim))
+                 if draw(st.booleans()) else None)
         return {"shapes": shapes, "dtypes": dtypes, "block_shape": block,
-                "buffer_count": draw(st.integers(1, 4))}
+                "buffer_count": draw(st.integers(1, 8)),
+                "forms": [draw(st.sampled_from(DTYPE_FORMS)) for _ in range(n)]}
 
     size = {"float32": 4, "bfloat16": 2, "int32": 4, "int8": 1, "float16": 2}
 
@@ -300,12 +301,23 @@ def vmem_formula(api: Api) -> None:
         else:
             block = math.prod(1 if b is None else b for b in case["block_shape"])
             expected = sum(case["buffer_count"] * block * size[d] for d in case["dtypes"])
-        got = api.call("vmem_bytes", case["shapes"], case["dtypes"], case["block_shape"],
-                       case["buffer_count"]).value
+        # each dtype name is passed as the form drawn for it: a name, a NumPy or a jnp dtype
+        got = api.kernel("a1_public", "vmem_bytes", case["shapes"], case["dtypes"],
+                         case["block_shape"], case["buffer_count"], case["forms"])
         if got != expected:
             raise Mismatch("vmem_bytes differs from the formula", expected=str(expected),
                            got=repr(got))
-    # always: a block with a None (squeezed) entry, one element of that dimension
+    # always: a block with a None (squeezed) entry, one element of that dimension; more than
+    # four buffers of a 3-D block and a 1-D block, with NumPy and jnp dtype objects; the
+    # same question at two buffer counts
     body({"shapes": [(4096, 512)], "dtypes": ["float32"], "block_shape": (None, 512),
-          "buffer_count": 2})
+          "buffer_count": 2, "forms": ["name"]})
+    body({"shapes": [(8, 1024, 512)] * 2, "dtypes": ["float32", "bfloat16"],
+          "block_shape": (None, 256, 512), "buffer_count": 6, "forms": ["type", "jnp"]})
+    body({"shapes": [(65536,)] * 2, "dtypes": ["bfloat16", "int8"], "block_shape": (1024,),
+          "buffer_count": 3, "forms": ["dtype", "jnp"]})
+    # one question at two buffer counts: an answer kept from the first must not serve both
+    for buffers in (2, 3):
+        body({"shapes": [(512, 1024)] * 2, "dtypes": ["float32", "int8"],
+              "block_shape": (256, 512), "buffer_count": buffers, "forms": ["name", "name"]})
     api.run_property(cases(), body)

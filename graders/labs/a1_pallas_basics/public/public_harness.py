@@ -13,7 +13,7 @@ from types import ModuleType
 
 import numpy as np
 
-from pallas_sim import jax, pl
+from pallas_sim import jax, jnp, pl
 
 
 def add_kernel(sub: ModuleType, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -28,3 +28,40 @@ def add_kernel(sub: ModuleType, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if not callable(kernel):
         raise NameError("function 'add_kernel' is not defined in the submission")
     return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, y)
+
+
+#: How a dtype reaches the student's vmem_bytes: the handout allows a name, a NumPy dtype
+#: (the scalar type such as ``np.float32``, or ``np.dtype("float32")``) or a jnp dtype.
+DTYPE_FORMS = ("name", "type", "dtype", "jnp")
+
+
+def dtype_in_form(name: str, form: str) -> object:
+    """The dtype ``name`` ("float32", "bfloat16", "int32", "int8", "float16") as the handout's
+    ``form`` (``DTYPE_FORMS``): the name itself, NumPy's scalar type (``np.float32``;
+    bfloat16 is ml_dtypes' type, as ``jnp.bfloat16`` is), ``np.dtype(name)``, or
+    ``jnp.<name>``. Raises ``ValueError`` for another form."""
+    if form == "name":
+        return name
+    if form == "jnp":
+        return getattr(jnp, name)
+    scalar = np.dtype(jnp.bfloat16 if name == "bfloat16" else name)
+    if form == "dtype":
+        return scalar
+    if form == "type":
+        return scalar.type
+    raise ValueError(f"unknown dtype form {form!r}; one of {DTYPE_FORMS}")
+
+
+def vmem_bytes(sub: ModuleType, shapes: list, dtypes: list[str], block_shape: object,
+               buffer_count: int, forms: list[str]) -> object:
+    """The student's ``vmem_bytes(shapes, dtypes, block_shape, buffer_count)`` with each dtype
+    name of ``dtypes`` passed in its form of ``forms`` (``dtype_in_form``), since a check's
+    arguments cross to the worker as names only (Task 1.5 accepts NumPy and jnp dtypes too).
+    Shapes and block entries are passed as tuples. Returns what the student's function
+    returns; raises ``NameError`` when the submission defines no ``vmem_bytes``."""
+    func = getattr(sub, "vmem_bytes", None)
+    if not callable(func):
+        raise NameError("function 'vmem_bytes' is not defined in the submission")
+    return func([tuple(shape) for shape in shapes],
+                [dtype_in_form(name, form) for name, form in zip(dtypes, forms, strict=True)],
+                None if block_shape is None else tuple(block_shape), buffer_count)
