@@ -135,6 +135,75 @@ MUTANTS: list[Mutant] = [
              "return sum(min(buffer_count, 4) * per_block * itemsize(d) for d in dtypes)"),),
            "buffer_count capped at 4 (a red team's vmem_bytes had full marks: no check "
            "asked for more than four buffers)", kept=6),
+    Mutant("vmem-one-buffer", A1, "1.5",
+           (("return sum(buffer_count * per_block * itemsize(d) for d in dtypes)",
+             "return sum(per_block * itemsize(d) for d in dtypes)"),),
+           "one buffer of each block, buffer_count never applied (an honest student's walk: "
+           "no diagnosis was shown)", kept=0, says=("one buffer of each block",)),
+    Mutant("vmem-blocked-whole-arrays", A1, "1.5",
+           (("    per_block = elements(block_shape)\n"
+             "    return sum(buffer_count * per_block * itemsize(d) for d in dtypes)\n",
+             "    return sum(buffer_count * elements(s) * itemsize(d)\n"
+             "               for s, d in zip(shapes, dtypes, strict=True))\n"),),
+           "with a block_shape, buffer_count buffers of each whole array (an honest "
+           "student's walk: no diagnosis was shown)", kept=0,
+           says=("with a block_shape, whole arrays are counted buffer_count times",)),
+    Mutant("vmem-bfloat16-as-4-bytes", A1, "1.5",
+           (('        if isinstance(dtype, str) and dtype == "bfloat16":\n'
+             "            dtype = jnp.bfloat16\n",
+             '        if "bfloat16" in str(dtype):\n'
+             "            return 4\n"),),
+           "bfloat16 counted as 4 bytes (an honest student's walk: no diagnosis was shown)",
+           kept=6, says=("bfloat16 is counted as 4 bytes",)),
+    Mutant("vmem-first-dtype-only", A1, "1.5",
+           (("zip(shapes, dtypes, strict=True))", "zip(shapes, [dtypes[0]] * len(dtypes)))"),
+            ("per_block * itemsize(d) for d in dtypes)",
+             "per_block * itemsize(d) for d in [dtypes[0]] * len(dtypes))")),
+           "every operand counted with the first operand's dtype (an honest student's walk: "
+           "the same answer as bfloat16 at 4 bytes on the failing input, and no diagnosis)",
+           kept=6, says=("the first operand's dtype",)),
+    # a red team's general-looking formulas, each wrong outside the questions once asked
+    Mutant("vmem-five-dtype-table", A1, "1.5",
+           (("        return np.dtype(dtype).itemsize\n",
+             '        return {"float32": 4, "bfloat16": 2, "int32": 4, "int8": 1,\n'
+             '                "float16": 2}[np.dtype(dtype).name]\n'),),
+           "bytes per element from a table of the TPU's five dtypes: float64, int16, uint8 "
+           "and bool raise KeyError", kept=6),
+    Mutant("vmem-power-of-two-blocks", A1, "1.5",
+           (("        count *= 1 if size is None else int(size)\n",
+             "        count *= 1 if size is None else 1 << (int(size).bit_length() - 1)\n"),),
+           "sizes rounded down to a power of two (right for the handout's blocks, wrong for "
+           "a block of 384 or 24)", kept=6),
+    Mutant("vmem-rank-3-blocks", A1, "1.5",
+           (("    per_block = elements(block_shape)\n",
+             "    per_block = elements(block_shape[-3:])\n"),),
+           "only a block's last three entries counted", kept=6),
+    Mutant("vmem-eight-buffers-at-most", A1, "1.5",
+           (("return sum(buffer_count * per_block * itemsize(d) for d in dtypes)",
+             "return sum((buffer_count if buffer_count <= 8 else 2) * per_block * itemsize(d)"
+             " for d in dtypes)"),),
+           "more than eight buffers counted as two", kept=6),
+    Mutant("vmem-four-operands-at-most", A1, "1.5",
+           (("zip(shapes, dtypes, strict=True))", "zip(shapes[:4], dtypes[:4]))"),
+            ("per_block * itemsize(d) for d in dtypes)", "per_block * itemsize(d) for d in "
+             "dtypes[:4])")),
+           "only the first four operands counted", kept=6),
+    Mutant("vmem-dims-capped", A1, "1.5",
+           (("        count *= 1 if size is None else int(size)\n",
+             "        count *= 1 if size is None else min(int(size), 4096)\n"),),
+           "dimensions capped at 4096 (a whole 1-D array of 100000 elements counted as "
+           "4096)", kept=6),
+    Mutant("vmem-float-result", A1, "1.5",
+           (("return sum(buffer_count * per_block * itemsize(d) for d in dtypes)",
+             "return float(sum(buffer_count * per_block * itemsize(d) for d in dtypes))"),),
+           "the right number of bytes as a float in blocked mode (the self-check passed it, "
+           "the grader gave it nothing: it now says an int is required)", kept=0,
+           says=("must be an int",)),
+    Mutant("vmem-at-most-two-buffers", A1, "1.5",
+           (("return sum(buffer_count * per_block * itemsize(d) for d in dtypes)",
+             "return sum(min(buffer_count, 2) * per_block * itemsize(d) for d in dtypes)"),),
+           "at most two buffers: right at one and two, wrong above (a red team was told "
+           "\"buffer_count is ignored\")", kept=6, never=("buffer_count is ignored",)),
     Mutant("vmem-cache-without-buffers", A1, "1.5",
            (("def vmem_bytes(shapes", "_LAST: dict = {}\n\n\ndef vmem_bytes(shapes"),
             (VMEM_RETURNS, VMEM_CACHED)),

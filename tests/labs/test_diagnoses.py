@@ -327,6 +327,38 @@ def test_a_doubled_vmem_is_not_called_buffer_count_ignored() -> None:
                             raises) is None
 
 
+#: An honest student's walk: mistakes that had no "looks like" line, as functions of
+#: (shapes, dtypes, block, buffer count), and the phrase their diagnosis holds.
+HONEST_VMEM_MISTAKES = {
+    "one buffer of each block": lambda sh, dt, b, n: a1.ref.vmem_bytes(sh, dt, b, 1),
+    "with a block_shape, whole arrays": lambda sh, dt, b, n: n * a1.ref.vmem_bytes(sh, dt),
+    "bfloat16 is counted as 4 bytes": lambda sh, dt, b, n: a1.ref.vmem_bytes(
+        sh, ["float32" if d == "bfloat16" else d for d in dt], b, n),
+    "the first operand's dtype": lambda sh, dt, b, n: a1.ref.vmem_bytes(
+        sh, [dt[0]] * len(dt), b, n),
+}
+
+
+@pytest.mark.task("1.5")
+@pytest.mark.parametrize("phrase", list(HONEST_VMEM_MISTAKES))
+def test_honest_vmem_mistakes_are_named(phrase: str) -> None:
+    mistake = HONEST_VMEM_MISTAKES[phrase]
+    shapes, dtypes, block = [(64, 256), (256, 128)], ["float32", "bfloat16"], (8, 128)
+    if phrase.startswith(("bfloat16", "the first")):
+        block = None
+
+    def student(sh, dt, n):
+        return mistake(sh, dt, block, n)
+
+    got = student(shapes, dtypes, 2)
+    diagnosis = a1.diagnose_vmem(got, shapes, dtypes, block, 2, student)
+    assert diagnosis is not None and phrase in diagnosis
+    # the same answer without the mistake at the second question: not named
+    right = a1.diagnose_vmem(got, shapes, dtypes, block, 2,
+                             lambda sh, dt, n: a1.ref.vmem_bytes(sh, dt, block, n))
+    assert right is None
+
+
 @pytest.mark.task("1.5")
 def test_a_kept_answer_is_not_called_buffer_count_ignored() -> None:
     """A red team's vmem_bytes kept its last answer for the same shapes, dtypes and block:
@@ -346,8 +378,21 @@ def test_a_kept_answer_is_not_called_buffer_count_ignored() -> None:
     first = cached(shapes, dtypes, 2)
     assert cached(shapes, dtypes, 3) == first
     assert a1.diagnose_vmem(first, shapes, dtypes, block, 3, cached) is None
-    assert a1.second_question(shapes, dtypes, 3) == ([(1024, 1024)] * 2,
-                                                    ["bfloat16", "float32"], 4)
+    assert a1.second_questions(shapes, dtypes, 3) == [
+        ([(1024, 1024)] * 2, ["bfloat16", "float32"], n) for n in (1, 4)]
+
+
+@pytest.mark.task("1.5")
+def test_at_most_two_buffers_is_not_called_buffer_count_ignored() -> None:
+    """A red team's vmem_bytes capped the count at two (right at one and two buffers) and
+    was told "buffer_count is ignored": the second questions now include one buffer."""
+    shapes, dtypes, block = [(512, 1024)] * 2, ["float32", "int8"], (256, 512)
+
+    def capped(shapes, dtypes, n: int) -> int:
+        return a1.ref.vmem_bytes(shapes, dtypes, block, min(n, 2))
+
+    assert a1.diagnose_vmem(capped(shapes, dtypes, 4), shapes, dtypes, block, 4,
+                            capped) is None
 
 
 # --- a2: the schedule, utilization and bandwidth ----------------------------------------------

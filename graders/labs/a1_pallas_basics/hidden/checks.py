@@ -35,7 +35,8 @@ from graders.labs.a1_pallas_basics.hidden.diagnose import (
     diagnose_vmem,
 )
 from graders.labs.a1_pallas_basics.public import worked
-from graders.labs.a1_pallas_basics.public.public_harness import DTYPE_FORMS
+from graders.labs.a1_pallas_basics.public.public_harness import vmem_call_text
+from graders.labs.a1_pallas_basics.public.vmem_space import WIDE_QUESTIONS, vmem_questions
 
 A = "a1"
 MiB = worked.MiB
@@ -397,15 +398,6 @@ def _ask_vmem(s: Session, shapes, dtypes, block, buffers: int, forms) -> object:
                     harness="a1_public").value
 
 
-def _vmem_call(shapes, dtypes, block, buffers: int, forms) -> str:
-    """The question as the student would write the call (dtypes in the form they were
-    passed: ``'float32'``, ``np.float32``, ``np.dtype('float32')`` or ``jnp.float32``)."""
-    shown = {"name": "{!r}", "type": "np.{}", "dtype": "np.dtype({!r})", "jnp": "jnp.{}"}
-    text = ", ".join(shown[form].format(name) for name, form in zip(dtypes, forms, strict=True))
-    return (f"vmem_bytes({[tuple(shape) for shape in shapes]}, [{text}], "
-            f"block_shape={None if block is None else tuple(block)}, buffer_count={buffers})")
-
-
 def _vmem_question(s: Session, shapes, dtypes, block, buffers: int, forms) -> None:
     """Ask one vmem_bytes question and compare with the reference; a wrong answer fails with
     the call shown and a verified diagnosis (``diagnose_vmem``: its second question keeps
@@ -415,7 +407,7 @@ def _vmem_question(s: Session, shapes, dtypes, block, buffers: int, forms) -> No
         assert_equal_int(got, int(ref.vmem_bytes(shapes, dtypes, block, buffers)),
                          "vmem_bytes")
     except CheckFailure as failure:
-        failure.input = _vmem_call(shapes, dtypes, block, buffers, forms)
+        failure.input = vmem_call_text(shapes, dtypes, block, buffers, forms)
 
         def rerun(shapes2, dtypes2, buffers2):
             return _ask_vmem(s, shapes2, dtypes2, block, buffers2, forms)
@@ -433,25 +425,11 @@ def vmem_worked(s: Session) -> None:
                        answer.buffer_count, [form] * len(answer.dtypes))
 
 
-#: Block entries Task 1.5 draws per dimension, from the last one back: a None entry is a
-#: squeezed dimension, one element of it per block (the handout).
-_BLOCK_ENTRIES = ([None, 128, 256, 512, 1024], [None, 8, 128, 256, 512], [None, 1, 2, 4])
-
-
-@st.composite
-def vmem_cases(draw) -> Case:
-    """Strategy: 1-4 operands of one rank (1-3), dtype names each passed in a drawn form
-    (``public_harness.DTYPE_FORMS``), an optional block of that rank and 1-8 buffers."""
-    n = draw(st.integers(1, 4))
-    ndim = draw(st.integers(1, 3))
-    shapes = [tuple(draw(st.integers(1, 4096)) for _ in range(ndim)) for _ in range(n)]
-    dtypes = [draw(st.sampled_from(["float32", "bfloat16", "int32", "int8", "float16"]))
-              for _ in range(n)]
-    forms = [draw(st.sampled_from(DTYPE_FORMS)) for _ in range(n)]
-    block = (tuple(draw(st.sampled_from(_BLOCK_ENTRIES[ndim - 1 - axis]))
-                   for axis in range(ndim)) if draw(st.booleans()) else None)
-    buffers = draw(st.integers(1, 8))
-    return Case((shapes, dtypes, block, buffers), {"forms": forms}, _VMEM_ARGS)
+def vmem_cases() -> st.SearchStrategy[Case]:
+    """Strategy: Task 1.5's questions (``vmem_space.vmem_questions``) as cases."""
+    return vmem_questions().map(lambda q: Case(
+        (q["shapes"], q["dtypes"], q["block_shape"], q["buffer_count"]),
+        {"forms": q["forms"]}, _VMEM_ARGS))
 
 
 @check(A, "1.5", 9, "vmem_bytes agrees with the reference on drawn shapes, dtypes, blocks "
@@ -464,11 +442,19 @@ def vmem_property(s: Session) -> None:
         _vmem_question(s, *case.args, case.kwargs["forms"])
     for case in VMEM_EDGES:  # drawn examples need not include these, so they always run
         body(case)
-    run_property(vmem_cases(), body, max_examples=30)
+    run_property(vmem_cases(), body, max_examples=50)
 
 
 def _edge(shapes, dtypes, block, buffers, forms) -> Case:
     return Case((shapes, dtypes, block, buffers), {"forms": forms}, _VMEM_ARGS)
+
+
+#: A general formula beyond the TPU's dtypes and the handout's sizes (a red team had full
+#: marks with a five-dtype table, power-of-two block entries, blocks of rank 3 at most, at
+#: most 8 buffers or 4 operands, or dimensions capped at 4096): the same questions are in
+#: the public check (``vmem_space.WIDE_QUESTIONS``).
+WIDE_EDGES = tuple(_edge(q["shapes"], q["dtypes"], q["block_shape"], q["buffer_count"],
+                         q["forms"]) for q in WIDE_QUESTIONS)
 
 
 #: Cases every run of vmem_property checks first (drawn examples need not include them):
@@ -488,4 +474,5 @@ VMEM_EDGES = (
           ["type", "jnp"]),
     _edge([(65536,), (65536,), (65536,)], ["bfloat16", "int8", "float16"], (1024,), 3,
           ["dtype", "jnp", "type"]),
+    *WIDE_EDGES,
 )

@@ -82,60 +82,105 @@ def operands(call) -> list[tuple]:
             for op in call.operands if op.role in ("in", "out")]
 
 
-#: A dtype of another width for each dtype Task 1.5 draws: the diagnosis' second question
-#: changes every operand's bytes per element, so a remembered answer cannot pass for it.
+#: A dtype of another width for each dtype Task 1.5 draws: the diagnosis' second questions
+#: change every operand's bytes per element, so a remembered answer cannot pass for them.
 OTHER_WIDTH = {"float32": "bfloat16", "bfloat16": "float32", "float16": "int32",
-               "int32": "float16", "int8": "float32"}
+               "int32": "float16", "int8": "float32", "float64": "int16", "int16": "float64",
+               "uint8": "uint32", "uint32": "uint8", "bool": "float32"}
 
 
-def second_question(shapes, dtypes, buffers: int) -> tuple[list, list, int]:
+def second_questions(shapes, dtypes, buffers: int) -> list[tuple[list, list, int]]:
     """The arguments a vmem_bytes diagnosis is verified on, besides the failing ones: every
-    shape's first dimension doubled, every dtype one of another width (``OTHER_WIDTH``), and
-    a buffer count that is neither ``buffers`` nor 2. Shapes, dtypes and the count all
-    change, so an answer kept from an earlier call (a cache keyed on any of them, or the last
-    answer returned again) does not fit a mistake model by accident."""
-    other = next(n for n in (3, 4, 5) if n != buffers)
-    return ([(2 * shape[0], *shape[1:]) if len(shape) else shape for shape in shapes],
-            [OTHER_WIDTH.get(d, "float32") for d in dtypes], other)
+    shape's first dimension doubled, every dtype one of another width (``OTHER_WIDTH``), at
+    one buffer (unless ``buffers`` is 1) and at a count that is neither ``buffers`` nor 2.
+    Shapes, dtypes and the count all change, so an answer kept from an earlier call (a cache
+    keyed on any of them, or the last answer returned again) does not fit a mistake model by
+    accident; two counts tell "always two buffers" from "at most two"."""
+    shapes2 = [(2 * shape[0], *shape[1:]) if len(shape) else shape for shape in shapes]
+    dtypes2 = [OTHER_WIDTH.get(d, "float32") for d in dtypes]
+    counts = ([] if buffers == 1 else [1]) + [next(n for n in (3, 4, 5) if n != buffers)]
+    return [(shapes2, dtypes2, n) for n in counts]
+
+
+def _whole(shapes, dtypes) -> int:
+    return ref.vmem_bytes(shapes, dtypes, None, 1)
+
+
+#: The vmem_bytes mistakes a diagnosis can name: (what the mistake returns for shapes,
+#: dtypes, block and buffer count, or None where it does not apply; the diagnosis). The
+#: first whose answer to both questions is the student's is named (``diagnose_vmem``).
+VMEM_MISTAKES: tuple[tuple[Callable[[list, list, object, int], int | None], str], ...] = (
+    (lambda sh, dt, b, n: None if b is None else ref.vmem_bytes(sh, dt, b, 2),
+     "buffer_count is ignored: every operand holds buffer_count buffers of one block "
+     "(lecture §2.2, §3.1)"),
+    (lambda sh, dt, b, n: None if b is None else ref.vmem_bytes(sh, dt, b, 1),
+     "buffer_count is ignored (one buffer of each block): with BlockSpecs every operand holds "
+     "buffer_count buffers of its block, two by default for double buffering (lecture §2.2, "
+     "§3.1)"),
+    (lambda sh, dt, b, n: None if b is not None else n * _whole(sh, dt),
+     "whole arrays are counted buffer_count times: without BlockSpecs there is no pipeline, "
+     "and every operand is resident once, whole (lecture §2.1)"),
+    (lambda sh, dt, b, n: None if b is None else n * _whole(sh, dt),
+     "with a block_shape, whole arrays are counted buffer_count times: each buffer holds one "
+     "block, not the whole array (lecture §2.2)"),
+    (lambda sh, dt, b, n: None if b is None else _whole(sh, dt),
+     "block_shape is ignored: with BlockSpecs each operand holds buffer_count buffers of one "
+     "block, not the whole array (lecture §2.2)"),
+    (lambda sh, dt, b, n: None if "bfloat16" not in dt else ref.vmem_bytes(
+        sh, ["float32" if d == "bfloat16" else d for d in dt], b, n),
+     "bfloat16 is counted as 4 bytes per element; it is a 2-byte type (16 bits: 8 exponent, "
+     "7 mantissa; lecture §2.1)"),
+    (lambda sh, dt, b, n: None if len(set(dt)) < 2 else ref.vmem_bytes(
+        sh, [dt[0]] * len(dt), b, n),
+     "every operand is counted with the first operand's dtype: each operand has its own "
+     "dtype, and its bytes per element are that dtype's"),
+)
 
 
 def diagnose_vmem(got: object, shapes, dtypes, block, buffers: int,
                   rerun: Callable[[list, list, int], object] | None = None) -> str | None:
-    """The known vmem_bytes mistake that gives ``got`` on these arguments, else None:
-    buffer_count ignored (always two block buffers), or whole arrays (no block_shape)
-    counted buffer_count times. ``dtypes`` are names (``OTHER_WIDTH``'s keys).
+    """The known vmem_bytes mistake that gives ``got`` on these arguments, else None
+    (``VMEM_MISTAKES``: buffer_count ignored, whole arrays counted buffer_count times,
+    block_shape ignored, bfloat16 as 4 bytes, the first dtype for every operand).
+    ``dtypes`` are names (``OTHER_WIDTH``'s keys).
 
     ``rerun(shapes, dtypes, n)`` is the student's vmem_bytes on other shapes and dtypes with
-    buffer_count n, with the same block: a mistake is named only when it also gives the
-    student's answer to that second question (``second_question``; one answer cannot tell
-    "buffer_count ignored" from "every block counted twice" when buffer_count is 1, and an
-    answer remembered from an earlier call must not pass for a mistake). Without ``rerun``
-    (or when the re-run raises) no diagnosis is made."""
+    buffer_count n, with the same block (``second_questions``, each asked at most once): a
+    mistake is named only when its answers to them are the student's and one at least
+    differs from the right one (one answer cannot tell "buffer_count ignored" from "every
+    block counted twice" when buffer_count is 1, nor from "at most two buffers" when it is
+    above 2, and an answer remembered from an earlier call must not pass for a mistake).
+    Without ``rerun`` (or when the re-run raises) no diagnosis is made."""
     if isinstance(got, bool) or not isinstance(got, int | np.integer):
         return None
     expected = ref.vmem_bytes(shapes, dtypes, block, buffers)
     if got == expected or rerun is None:
         return None
-    shapes2, dtypes2, other = second_question(shapes, dtypes, buffers)
-    if block is not None and got == ref.vmem_bytes(shapes, dtypes, block, 2):
-        if _same_int(rerun, (shapes2, dtypes2, other),
-                     ref.vmem_bytes(shapes2, dtypes2, block, 2)):
-            return ("buffer_count is ignored: every operand holds buffer_count buffers of "
-                    "one block (lecture §2.2, §3.1)")
-    if block is None and got == buffers * expected:
-        if _same_int(rerun, (shapes2, dtypes2, other),
-                     other * ref.vmem_bytes(shapes2, dtypes2, None, other)):
-            return (f"whole arrays are counted buffer_count times ({buffers}): without "
-                    "BlockSpecs there is no pipeline, and every operand is resident once, "
-                    "whole (lecture §2.1)")
+    questions = second_questions(shapes, dtypes, buffers)
+    answers: dict[int, int | None] = {}  # the student's answer to each, asked once
+
+    def student(k: int) -> int | None:
+        if k not in answers:
+            answers[k] = _answer(rerun, questions[k])
+        return answers[k]
+
+    for mistake, diagnosis in VMEM_MISTAKES:
+        if mistake(shapes, dtypes, block, buffers) != got:
+            continue
+        models = [mistake(sh, dt, block, n) for sh, dt, n in questions]
+        rights = [ref.vmem_bytes(sh, dt, block, n) for sh, dt, n in questions]
+        if any(m is None for m in models) or models == rights:
+            continue  # the second questions would not tell this mistake from a right answer
+        if all(student(k) == m for k, m in enumerate(models)):
+            return diagnosis
     return None
 
 
-def _same_int(rerun: Callable[[list, list, int], object], args: tuple, answer: int) -> bool:
-    """Whether the student's vmem_bytes on ``args`` (shapes, dtypes, buffer count) returns
-    ``answer``; False when it raises, times out or returns anything but that integer."""
+def _answer(rerun: Callable[[list, list, int], object], args: tuple) -> int | None:
+    """The student's vmem_bytes on ``args`` (shapes, dtypes, buffer count) when it returns
+    an integer; None when it raises, times out or returns anything else."""
     try:
         got = rerun(*args)
     except CheckFailure:
-        return False
-    return isinstance(got, int | np.integer) and not isinstance(got, bool) and got == answer
+        return None
+    return int(got) if isinstance(got, int | np.integer) and not isinstance(got, bool) else None

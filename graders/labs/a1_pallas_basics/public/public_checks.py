@@ -15,7 +15,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from graders.labs.a1_pallas_basics.public import worked
-from graders.labs.a1_pallas_basics.public.public_harness import DTYPE_FORMS
+from graders.labs.a1_pallas_basics.public.public_harness import vmem_call_text
+from graders.labs.a1_pallas_basics.public.vmem_space import WIDE_QUESTIONS, vmem_questions
 from graders.student.public import (
     Api,
     Mismatch,
@@ -279,34 +280,28 @@ def vmem_formula(api: Api) -> None:
     """Task 1.5: vmem_bytes follows the formula: whole arrays once, or buffer_count buffers of
     one block per operand.
     """
-    @st.composite
-    def cases(draw) -> dict:
-        n, ndim = draw(st.integers(1, 4)), draw(st.integers(1, 3))
-        shapes = [tuple(draw(st.integers(1, 4096)) for _ in range(ndim)) for _ in range(n)]
-        dtypes = [draw(st.sampled_from(list(size))) for _ in range(n)]
-        # a None entry is a squeezed dimension: one element of it per block
-        entries = ([None, 128, 256, 512, 1024], [None, 8, 128, 256, 512], [None, 1, 2, 4])
-        block = (tuple(draw(st.sampled_from(entries[ndim - 1 - axis])) for axis in range(ndim))
-                 if draw(st.booleans()) else None)
-        return {"shapes": shapes, "dtypes": dtypes, "block_shape": block,
-                "buffer_count": draw(st.integers(1, 8)),
-                "forms": [draw(st.sampled_from(DTYPE_FORMS)) for _ in range(n)]}
-
-    size = {"float32": 4, "bfloat16": 2, "int32": 4, "int8": 1, "float16": 2}
+    def size(name: str) -> int:
+        return 2 if name == "bfloat16" else np.dtype(name).itemsize
 
     def body(case: dict) -> None:
         if case["block_shape"] is None:
-            expected = sum(math.prod(s) * size[d]
+            expected = sum(math.prod(s) * size(d)
                            for s, d in zip(case["shapes"], case["dtypes"], strict=True))
         else:
             block = math.prod(1 if b is None else b for b in case["block_shape"])
-            expected = sum(case["buffer_count"] * block * size[d] for d in case["dtypes"])
+            expected = sum(case["buffer_count"] * block * size(d) for d in case["dtypes"])
         # each dtype name is passed as the form drawn for it: a name, a NumPy or a jnp dtype
         got = api.kernel("a1_public", "vmem_bytes", case["shapes"], case["dtypes"],
                          case["block_shape"], case["buffer_count"], case["forms"])
+        asked = vmem_call_text(case["shapes"], case["dtypes"], case["block_shape"],
+                               case["buffer_count"], case["forms"])
+        if isinstance(got, bool) or not isinstance(got, int | np.integer):
+            raise Mismatch("vmem_bytes must return an int number of bytes (the grader "
+                           "gives no points to a float or another type)", input=asked,
+                           expected=f"{expected} (int)", got=f"{got!r} ({type(got).__name__})")
         if got != expected:
             raise Mismatch("vmem_bytes differs from the formula", expected=str(expected),
-                           got=repr(got))
+                           got=repr(got), input=asked)
     # always: a block with a None (squeezed) entry, one element of that dimension; more than
     # four buffers of a 3-D block and a 1-D block, with NumPy and jnp dtype objects; the
     # same question at two buffer counts
@@ -316,8 +311,11 @@ def vmem_formula(api: Api) -> None:
           "block_shape": (None, 256, 512), "buffer_count": 6, "forms": ["type", "jnp"]})
     body({"shapes": [(65536,)] * 2, "dtypes": ["bfloat16", "int8"], "block_shape": (1024,),
           "buffer_count": 3, "forms": ["dtype", "jnp"]})
-    # one question at two buffer counts: an answer kept from the first must not serve both
-    for buffers in (2, 3):
+    for question in WIDE_QUESTIONS:
+        body(dict(question))
+    # one question at three buffer counts: an answer kept from the first must not serve
+    # the others, and one buffer is one buffer
+    for buffers in (2, 3, 1):
         body({"shapes": [(512, 1024)] * 2, "dtypes": ["float32", "int8"],
               "block_shape": (256, 512), "buffer_count": buffers, "forms": ["name", "name"]})
-    api.run_property(cases(), body)
+    api.run_property(vmem_questions(), body)

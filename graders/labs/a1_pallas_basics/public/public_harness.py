@@ -36,14 +36,14 @@ DTYPE_FORMS = ("name", "type", "dtype", "jnp")
 
 
 def dtype_in_form(name: str, form: str) -> object:
-    """The dtype ``name`` ("float32", "bfloat16", "int32", "int8", "float16") as the handout's
+    """The dtype ``name`` (a NumPy dtype name, or "bfloat16") as the handout's
     ``form`` (``DTYPE_FORMS``): the name itself, NumPy's scalar type (``np.float32``;
     bfloat16 is ml_dtypes' type, as ``jnp.bfloat16`` is), ``np.dtype(name)``, or
     ``jnp.<name>``. Raises ``ValueError`` for another form."""
     if form == "name":
         return name
     if form == "jnp":
-        return getattr(jnp, name)
+        return getattr(jnp, "bool_" if name == "bool" else name)
     scalar = np.dtype(jnp.bfloat16 if name == "bfloat16" else name)
     if form == "dtype":
         return scalar
@@ -65,3 +65,18 @@ def vmem_bytes(sub: ModuleType, shapes: list, dtypes: list[str], block_shape: ob
     return func([tuple(shape) for shape in shapes],
                 [dtype_in_form(name, form) for name, form in zip(dtypes, forms, strict=True)],
                 None if block_shape is None else tuple(block_shape), buffer_count)
+
+
+def vmem_call_text(shapes: list, dtypes: list[str], block_shape: object, buffer_count: int,
+                   forms: list[str]) -> str:
+    """The ``vmem_bytes`` question as a student would write the call, each dtype in the form
+    it is passed (``'float32'``, ``np.float32``, ``np.dtype('float32')``, ``jnp.float32``):
+    the input a failing Task 1.5 check shows."""
+    shown = {"name": "{!r}", "type": "np.{}", "dtype": "np.dtype({!r})", "jnp": "jnp.{}"}
+    text = ", ".join(shown[form].format(f"{name}_" if name == "bool" and form in ("type", "jnp")
+                                        else name)
+                     for name, form in zip(dtypes, forms, strict=True))
+    block = None if block_shape is None else tuple(block_shape)
+    return (f"vmem_bytes({[tuple(shape) for shape in shapes]}, [{text}], "
+            f"block_shape={block}, buffer_count={buffer_count})")
+
