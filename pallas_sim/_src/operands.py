@@ -83,7 +83,7 @@ class Operand:
     __slots__ = ("role", "name", "shape", "dtype", "dims", "index_map", "space", "buffers",
                  "idx", "hbm", "buf", "ref", "dma_count", "hbm_bytes", "ragged", "pads",
                  "element_dims", "sizes", "kernel_shape", "padded_shape", "needs_padding",
-                 "_low", "_high", "_sizes", "_dims")
+                 "_low", "_high", "_sizes", "_dims", "changed", "writeback")
 
     def __init__(self, role: str, name: str, shape: tuple[int, ...], dtype: np.dtype,
                  spec: Any, num_steps: int, *, default_space: str = "vmem",
@@ -115,6 +115,8 @@ class Operand:
         self.buffers = 0 if self.space in HBM_SPACES else buffer_default(num_steps, count)
         self.dma_count = 0
         self.hbm_bytes = 0
+        self.changed: np.ndarray | None = None  # set by account()
+        self.writeback: np.ndarray | None = None
 
     def _check_dims(self, spec: Any) -> None:
         for d in self.dims:
@@ -230,9 +232,16 @@ class Operand:
 
     def plan(self, steps: list[tuple[int, ...]], plan_in: list[list], plan_fresh: list[list],
              plan_out: list[list], *, check_revisits: str | None) -> None:
-        """Append this operand's per-step work to the plans: input copies ``(buffer, view,
-        key)``, output buffers to poison ``(buffer, value)``, write-backs ``(view, key,
-        buffer)``; and count its DMAs and HBM bytes.
+        """:meth:`account` for these steps, then :meth:`schedule` into the plans."""
+        self.account(steps, check_revisits=check_revisits)
+        self.schedule(plan_in, plan_fresh, plan_out)
+
+    def account(self, steps: list[tuple[int, ...]], *, check_revisits: str | None) -> None:
+        """Decide at which steps this operand's block is copied in (:attr:`changed`: the
+        block index differs from the previous step's) and, for an output, written back
+        (:attr:`writeback`: the next step's differs, or the last step); count its DMAs and
+        HBM bytes (:attr:`dma_count`, :attr:`hbm_bytes`). An operand left in HBM (``ANY``)
+        has none.
 
         ``check_revisits``: the call's name to check that no output block is entered again
         after its write-back, or None not to check.
@@ -248,25 +257,52 @@ class Operand:
             changed[1:] = (np.any(self.idx[1:] != self.idx[:-1], axis=1)
                            if self.idx.shape[1] else False)
         valid = self.valid_bytes()
-        view = self.window_view()
-        keys = [tuple(r) for r in self.idx.tolist()]
+        self.changed = changed
         if self.role == "in":
             self.dma_count = int(changed.sum())
             self.hbm_bytes = int(valid[changed].sum())
-            for s in np.flatnonzero(changed).tolist():
-                plan_in[s].append((self.buf, view, keys[s]))
             return
         if check_revisits is not None:
             _check_revisits(self, changed, check_revisits, steps)
         writeback = np.ones(num_steps, bool)
         writeback[:-1] = changed[1:]
+        self.writeback = writeback
         self.dma_count = int(writeback.sum())
         self.hbm_bytes = int(valid[writeback].sum())
-        poison = fill_value(self.dtype, OPTIONS.uninitialized)
-        for s in np.flatnonzero(changed).tolist():
-            plan_fresh[s].append((self.buf, poison))
-        for s in np.flatnonzero(writeback).tolist():
-            plan_out[s].append((view, keys[s], self.buf))
+
+    def schedule(self, plan_in: list[list], plan_fresh: list[list], plan_out: list[list],
+                 plan_bind: list[list] | None = None) -> None:
+        """Append this operand's per-step work (after :meth:`account`) to the plans: input
+        copies ``(buffer, view, key)``, output buffers to poison ``(buffer, value)``,
+        write-backs ``(view, key, buffer)``; or, for an output written in place
+        (``plan_bind`` given: ``direct_outputs.py``), ``(ref, view, key)`` at each block
+        change, the step pointing the ref at ``view[key]``."""
+        if self.space in HBM_SPACES:
+            return
+        view, buf, every = self.window_view(), self.buf, self.dma_count == len(plan_in)
+        keys = list(map(tuple, self.idx.tolist()))
+        if plan_bind is not None and self.role == "out":
+            for s in np.flatnonzero(self.changed).tolist():
+                plan_bind[s].append((self.ref, view, keys[s]))
+            return
+        if self.role == "in":
+            if every:  # a new block at every step
+                for work, key in zip(plan_in, keys, strict=True):
+                    work.append((buf, view, key))
+            else:
+                for s in np.flatnonzero(self.changed).tolist():
+                    plan_in[s].append((buf, view, keys[s]))
+            return
+        fresh = (buf, fill_value(self.dtype, OPTIONS.uninitialized))
+        if every:  # a new block at every step, written back after it
+            for work, out, key in zip(plan_fresh, plan_out, keys, strict=True):
+                work.append(fresh)
+                out.append((view, key, buf))
+            return
+        for s in np.flatnonzero(self.changed).tolist():
+            plan_fresh[s].append(fresh)
+        for s in np.flatnonzero(self.writeback).tolist():
+            plan_out[s].append((view, keys[s], buf))
 
 
 def _blocked_view(op: Operand) -> np.ndarray:

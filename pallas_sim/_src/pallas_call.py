@@ -31,7 +31,17 @@ from typing import Any
 
 import numpy as np
 
-from . import abstract, abstract_loop, context, dma, grid_order, memory, op_accounting, tracing
+from . import (
+    abstract,
+    abstract_loop,
+    context,
+    direct_outputs,
+    dma,
+    grid_order,
+    memory,
+    op_accounting,
+    tracing,
+)
 from .abstract import AbstractArray
 from .call_args import (
     check_in_specs,
@@ -373,12 +383,20 @@ class _Call:
         self._fill_hbm(ins, outs, arrays, aliases)
         for op in ins + outs:
             allocate_buffers(op)
+        for o, op in enumerate(ins + outs):
+            revisits = None if op.role == "in" or (o - len(ins)) in aliases else self.name
+            op.account(steps, check_revisits=revisits)
+        smem_blocks = any(op.space == "smem" for op in ins + outs)
+        concrete_steps = not abstract.ACTIVE[0] or smem_blocks
         plan_in: list[list] = [[] for _ in range(num_steps)]
         plan_fresh: list[list] = [[] for _ in range(num_steps)]
         plan_out: list[list] = [[] for _ in range(num_steps)]
-        for o, op in enumerate(ins + outs):
-            revisits = None if op.role == "in" or (o - len(ins)) in aliases else self.name
-            op.plan(steps, plan_in, plan_fresh, plan_out, check_revisits=revisits)
+        plan_bind: list[list] = [[] for _ in range(num_steps)]
+        # outputs written where they live when nothing reads HBM meanwhile (direct_outputs.py)
+        in_place = direct_outputs.can_write_in_place(ins, outs, bool(aliases))
+        if concrete_steps:
+            for op in ins + outs:
+                op.schedule(plan_in, plan_fresh, plan_out, plan_bind if in_place else None)
         mode = OPTIONS.uninitialized
         scratch_refs = [dma.SemaphoreRef.allocate(s.shape, nm)
                         if s.memory_space == dma.SEMAPHORE_SPACE else
@@ -406,7 +424,6 @@ class _Call:
         reads = np.zeros((len(ins), num_steps), np.int32)
         counter = op_accounting.begin(num_steps)
         context._STACK.append(ctx)
-        smem_blocks = any(op.space == "smem" for op in ins + outs)
         try:
             if abstract.ACTIVE[0] and not smem_blocks:  # shape-only: no data to move
                 abstract_loop.run_steps(
@@ -414,18 +431,21 @@ class _Call:
                     counter, in_refs, reads, sem_refs, returned_error=self._returned_error,
                     replicable=self.mesh_axes is None and not OPTIONS.shuffle_parallel and
                     not any(s.memory_space == "smem" for s in self.scratch))
-            for s in range(0 if not abstract.ACTIVE[0] or smem_blocks else num_steps,
-                           num_steps):
+            # the per-step loop: every name it uses is a local (this is the hot path)
+            copyto, counted, numbered_ins = np.copyto, counter.steps, list(enumerate(in_refs))
+            for s in range(0 if concrete_steps else num_steps, num_steps):
                 ctx.program_ids = steps[s]
-                counter.step(s)
+                counter.cur = counted[s]  # counter.step(s)
+                for ref, view, key in plan_bind[s]:
+                    ref._buf = view[key]
                 for buf, view, key in plan_in[s]:
-                    np.copyto(buf, view[key])
+                    copyto(buf, view[key])
                 for buf, value in plan_fresh[s]:
                     buf.fill(value)
                 returned = kernel(*refs)
                 if returned is not None:
                     raise self._returned_error(returned)
-                for j, ref in enumerate(in_refs):
+                for j, ref in numbered_ins:
                     if ref._reads:
                         reads[j, s] = ref._reads
                         ref._reads = 0
