@@ -13,7 +13,7 @@ The figure is the TOTAL cost per step: the simulator's own work (block copies,
 poisoning, bookkeeping) plus the kernel body (one NumPy add on a small block).
 The kernel body's cost is not subtracted.  Setup done once per call (index
 maps, VMEM accounting, the trace record) is amortized over the steps.
-Targets: at most 20 µs per step for the add and at most 10 µs per
+Targets: at most 20 µs per step for the add and at most 5 µs per
 step for the empty kernel (traced kernel values sit in this path);
 JAX's HLO interpreter takes 0.5–20 ms per step and TPU interpret mode 10–60 ms.
 
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in [header, *cells]:
         print("  ".join(c.rjust(w) if i >= 2 else c.ljust(w)
                         for i, (c, w) in enumerate(zip(row, widths, strict=True))))
-    print("targets: add <= 20 µs/step, empty kernel <= 10 µs/step "
+    print("targets: add <= 20 µs/step, empty kernel <= 5 µs/step "
           "(JAX HLO interpreter: 0.5-20 ms/step)")
     return 0
 

@@ -271,12 +271,15 @@ class Operand:
         self.hbm_bytes = int(valid[writeback].sum())
 
     def schedule(self, plan_in: list[list], plan_fresh: list[list], plan_out: list[list],
-                 plan_bind: list[list] | None = None) -> None:
+                 plan_bind: list[list] | None = None,
+                 every_step: list[tuple] | None = None) -> None:
         """Append this operand's per-step work (after :meth:`account`) to the plans: input
         copies ``(buffer, view, key)``, output buffers to poison ``(buffer, value)``,
         write-backs ``(view, key, buffer)``; or, for an output written in place
         (``plan_bind`` given: ``direct_outputs.py``), ``(ref, view, key)`` at each block
-        change, the step pointing the ref at ``view[key]``."""
+        change, the step pointing the ref at ``view[key]``. An input whose block changes
+        at every step goes to ``every_step`` when given, as one ``(buffer, view, keys)``
+        (step s copies ``view[keys[s]]``)."""
         if self.space in HBM_SPACES:
             return
         view, buf, every = self.window_view(), self.buf, self.dma_count == len(plan_in)
@@ -286,7 +289,9 @@ class Operand:
                 plan_bind[s].append((self.ref, view, keys[s]))
             return
         if self.role == "in":
-            if every:  # a new block at every step
+            if every and every_step is not None:  # a new block at every step
+                every_step.append((buf, view, keys))
+            elif every:
                 for work, key in zip(plan_in, keys, strict=True):
                     work.append((buf, view, key))
             else:
@@ -490,6 +495,14 @@ def _check_revisits(op: Operand, changed: np.ndarray, call_name: str,
     if rows.shape[1] == 0:  # a 0-d output: every entry is the same block
         n, first = 1, 0
     else:
+        # the common case first: every entered block distinct (one number per block index,
+        # the indices being in bounds and so non-negative)
+        try:
+            flat = np.ravel_multi_index(tuple(rows.T), tuple(int(m) + 1 for m in rows.max(0)))
+        except ValueError:  # more block indices than an int64 holds: the general path
+            flat = None
+        if flat is not None and len(np.unique(flat)) == len(flat):
+            return
         _, first_of, inverse = np.unique(rows, axis=0, return_index=True,
                                          return_inverse=True)
         if len(first_of) == len(rows):

@@ -392,11 +392,13 @@ class _Call:
         plan_fresh: list[list] = [[] for _ in range(num_steps)]
         plan_out: list[list] = [[] for _ in range(num_steps)]
         plan_bind: list[list] = [[] for _ in range(num_steps)]
+        every_step: list[tuple] = []  # inputs copied at every step: (buffer, view, keys)
         # outputs written where they live when nothing reads HBM meanwhile (direct_outputs.py)
         in_place = direct_outputs.can_write_in_place(ins, outs, bool(aliases))
         if concrete_steps:
             for op in ins + outs:
-                op.schedule(plan_in, plan_fresh, plan_out, plan_bind if in_place else None)
+                op.schedule(plan_in, plan_fresh, plan_out, plan_bind if in_place else None,
+                            every_step)
         mode = OPTIONS.uninitialized
         scratch_refs = [dma.SemaphoreRef.allocate(s.shape, nm)
                         if s.memory_space == dma.SEMAPHORE_SPACE else
@@ -432,14 +434,16 @@ class _Call:
                     replicable=self.mesh_axes is None and not OPTIONS.shuffle_parallel and
                     not any(s.memory_space == "smem" for s in self.scratch))
             # the per-step loop: every name it uses is a local (this is the hot path)
-            copyto, counted, numbered_ins = np.copyto, counter.steps, list(enumerate(in_refs))
+            counted, numbered_ins = counter.steps, list(enumerate(in_refs))
             for s in range(0 if concrete_steps else num_steps, num_steps):
                 ctx.program_ids = steps[s]
                 counter.cur = counted[s]  # counter.step(s)
                 for ref, view, key in plan_bind[s]:
                     ref._buf = view[key]
+                for buf, view, keys in every_step:  # buf[...] = is faster than np.copyto
+                    buf[...] = view[keys[s]]
                 for buf, view, key in plan_in[s]:
-                    copyto(buf, view[key])
+                    buf[...] = view[key]
                 for buf, value in plan_fresh[s]:
                     buf.fill(value)
                 returned = kernel(*refs)
