@@ -2,14 +2,15 @@
 
 Run from the repository root (needs the ``pallas-lab[jax]`` extra)::
 
-    python bench/bench_jax_kernels.py [--repeats 3] [--case NAME ...]
+    python bench/bench_jax_kernels.py [--repeats 5] [--case NAME ...]
 
 The cases are the fidelity suite's (``tests/fidelity/jax_kernel_cases.py``): each kernel
 module under ``jax/experimental/pallas/ops/tpu/`` of the installed jax, loaded unchanged
 but for its imports (``pallas_sim/backends/jax_ops.py``), at small sizes that take
 several grid steps. For each case and side: one warm-up call (JAX traces and compiles
 its interpreter there; where a wrapper is jitted, later calls reuse it), then the best
-of ``--repeats`` whole calls, wall clock, outputs brought to NumPy. The ratio is JAX's
+of ``--repeats`` whole calls (garbage collection off while timing, as ``timeit`` does),
+wall clock, outputs brought to NumPy. The ratio is JAX's
 time over pallas_sim's; the target is at least 10× on every case. OpenBLAS is pinned
 to one thread (``OPENBLAS_NUM_THREADS=1`` unless set): a block product gains nothing
 from threads and loses much to contention on a busy 2-core machine; XLA has its own
@@ -19,6 +20,7 @@ thread pool. The largest difference between the two sides' outputs is shown too.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import time
@@ -49,10 +51,15 @@ def _best(backend: str, case: str, repeats: int) -> tuple[float, list[np.ndarray
         module = load_op(name, "sim")
     out = run_case(case, backend, module)
     best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = run_case(case, backend, module)
-        best = min(best, time.perf_counter() - start)
+    gc.collect()
+    gc.disable()  # as timeit does (and compare_jax.py): no collection pause inside a call
+    try:
+        for _ in range(repeats):
+            start = time.perf_counter()
+            out = run_case(case, backend, module)
+            best = min(best, time.perf_counter() - start)
+    finally:
+        gc.enable()
     return best, out
 
 
@@ -60,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     """Time every case (or ``--case``) on both sides; print a Markdown table. Exit status
     1 when a case is below ``TARGET``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--case", action="append", choices=sorted(CASES))
     args = parser.parse_args(argv)
     print(f"load before: {os.getloadavg()[0]:.2f}")
