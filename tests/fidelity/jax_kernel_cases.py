@@ -163,12 +163,13 @@ def leaves(value: Any) -> list[np.ndarray]:
 
 
 def run_case(case: str, backend: str, module: Any = None) -> list[np.ndarray]:
-    """The outputs of ``case`` on ``backend`` ("sim", or "jax": TPU interpret mode), as
+    """The outputs of ``case`` on ``backend`` ("sim", "jax": TPU interpret mode, or "hlo":
+    ``interpret=True``), as
     NumPy arrays; ``module``: the kernel module already loaded for that backend."""
     name, call, _ = CASES[case]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if backend == "sim":
             return leaves(call(module or load_op(name, "sim")))
-        with real_jax.mode("tpu"):
+        with real_jax.mode("hlo" if backend == "hlo" else "tpu"):
             return leaves(call(module or load_op(name, "jax")))
