@@ -50,16 +50,9 @@ def batch_stamp(timeout: float, budget: float | None) -> dict[str, Any]:
             "tasks": None}
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(submission_files.read_bytes(path, MAX_RESULT_BYTES).decode("utf-8"))
-    except (OSError, ValueError, submission_files.RefusedFile):
-        return None
-
-
 def stamp_at(path: Path) -> dict[str, Any] | None:
     """The stamp of the results.json at ``path``, or None (none, unreadable, not ours)."""
-    data = _read_json(path)
+    data = submission_files.read_json(path, MAX_RESULT_BYTES)
     try:
         stamp = data["extra_data"][RECORD]["stamp"]
     except (KeyError, TypeError):
@@ -106,7 +99,7 @@ def _entry(submissions: Sequence[Submission], force: bool, tasks: Collection[str
 
 
 def _entries(out: Path) -> list[dict[str, Any]]:
-    data = _read_json(out / REGRADE_MARK)
+    data = submission_files.read_json(out / REGRADE_MARK, MAX_RESULT_BYTES)
     regrades = data.get("regrades") if isinstance(data, dict) else None
     return [e for e in regrades if isinstance(e, dict)] if isinstance(regrades, list) else []
 

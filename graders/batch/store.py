@@ -367,11 +367,7 @@ def read_notes(out: Path) -> dict[str, list[str]]:
     """The notes ``write_notes`` recorded in ``out`` (student -> lines); empty when there
     are none, or the file is larger than ``MAX_NOTES_BYTES``, a link, or not such a
     mapping of strings."""
-    try:
-        data = json.loads(submission_files.read_bytes(out / NOTES_FILE, MAX_NOTES_BYTES)
-                          .decode("utf-8"))
-    except (OSError, ValueError):
-        return {}
+    data = submission_files.read_json(out / NOTES_FILE, MAX_NOTES_BYTES)
     if not isinstance(data, dict):
         return {}
     return {student: [line for line in lines if isinstance(line, str)]

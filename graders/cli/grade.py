@@ -417,7 +417,7 @@ def _batch(args: argparse.Namespace, found: Discovery, notes: dict[str, list[str
 
     out, gradebook = _batch_paths(args)
     selected = _filtered(args, found)
-    book_notes = {**_classmates_notes(out, found), **notes}
+    book_notes = {**_classmates_notes(args, out, found), **notes}
     with contextlib.ExitStack() as stack:
         client = _dask_client(args, stack, err)
         if client is False:
@@ -510,19 +510,22 @@ def _extras(args: argparse.Namespace, out: Path, results: Sequence[SubmissionRes
     return EXIT_OK
 
 
-def _classmates_notes(out: Path, found: Discovery) -> dict[str, list[str]]:
+def _classmates_notes(args: argparse.Namespace, out: Path,
+                      found: Discovery) -> dict[str, list[str]]:
     """The notes the last batch into ``out`` recorded (``graders.batch.store.read_notes``)
     of the students this run did not find (a one-folder regrade into the class's folder):
     a batch rebuilds the gradebook from every result, and a classmate's "misnamed: hw.py"
     or "not graded yet: FILE" would otherwise be lost (a TA's walk). Not printed: they are
-    not this run's news."""
+    not this run's news. Read once per run (kept in ``args.classmates_notes``: the roster
+    match and the batch both use them)."""
     from graders.batch.store import read_notes
 
-    if not out.is_dir():
-        return {}
-    here = {s.student for s in found.submissions} | set(found.notes)
-    return {student: lines for student, lines in read_notes(out).items()
+    if getattr(args, "classmates_notes", None) is None:
+        here = {s.student for s in found.submissions} | set(found.notes)
+        args.classmates_notes = {} if not out.is_dir() else {
+            student: lines for student, lines in read_notes(out).items()
             if student not in here}
+    return args.classmates_notes
 
 
 def _say_stale_reports(args: argparse.Namespace, out: Path, err: Console) -> None:
@@ -664,7 +667,7 @@ def _roster_notes(args: argparse.Namespace, found: Discovery) -> dict[str, list[
         out = _batch_paths(args)[0]
         if out.is_dir():  # and those a stopped batch had not graded yet, misnamed files'
             students |= {r.student for r in read_results(out)}
-            students |= {student for student, lines in _classmates_notes(out, found).items()
+            students |= {student for student, lines in _classmates_notes(args, out, found).items()
                          if lines != [NO_SUBMISSION]}  # the roster's own: worked out again
     match = match_entries(roster.entries, sorted(students))
     args.roster_file, args.roster_match = roster, match

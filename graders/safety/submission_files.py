@@ -27,9 +27,11 @@ cells make then meets the 1 MiB limit). ``graders/worker/main.py`` keeps its own
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 #: The largest ``.py`` submission the grader reads, in bytes.
 MAX_SOURCE_BYTES = 1 << 20
@@ -125,6 +127,17 @@ def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
         return b"".join(_chunks(fd, limit, Path(path).name))
     finally:
         os.close(fd)
+
+
+def read_json(path: str | Path, limit: int) -> Any:
+    """The JSON value in the regular file ``path`` of at most ``limit`` bytes (``read_bytes``:
+    no link, no FIFO, never past the limit), or None when it is missing, refused, unreadable
+    or not UTF-8 JSON. For the grader's own records in a results folder, which a student's
+    name or a hand edit may have turned into anything."""
+    try:
+        return json.loads(read_bytes(path, limit).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def digest(path: str | Path, limit: int | None = None) -> tuple[str, bool]:

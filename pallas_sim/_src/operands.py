@@ -501,8 +501,10 @@ def _check_revisits(op: Operand, changed: np.ndarray, call_name: str,
             flat = np.ravel_multi_index(tuple(rows.T), tuple(int(m) + 1 for m in rows.max(0)))
         except ValueError:  # more block indices than an int64 holds: the general path
             flat = None
-        if flat is not None and len(np.unique(flat)) == len(flat):
-            return
+        if flat is not None:  # (np.sort, not np.unique: NumPy 2's imports numpy.ma lazily)
+            flat.sort()
+            if not (flat[1:] == flat[:-1]).any():
+                return
         _, first_of, inverse = np.unique(rows, axis=0, return_index=True,
                                          return_inverse=True)
         if len(first_of) == len(rows):
