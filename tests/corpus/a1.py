@@ -204,6 +204,33 @@ MUTANTS: list[Mutant] = [
              "return sum(min(buffer_count, 2) * per_block * itemsize(d) for d in dtypes)"),),
            "at most two buffers: right at one and two, wrong above (a red team was told "
            "\"buffer_count is ignored\")", kept=6, never=("buffer_count is ignored",)),
+    Mutant("vmem-widest-dtype", A1, "1.5",
+           (("per_block * itemsize(d) for d in dtypes)",
+             "per_block * max(map(itemsize, dtypes)) for d in dtypes)"),
+            ("zip(shapes, dtypes, strict=True))",
+             "zip(shapes, [max(dtypes, key=itemsize)] * len(dtypes)))")),
+           "every operand sized by the widest dtype among them (a red team's: on float32 and "
+           "bfloat16 it was told \"bfloat16 is counted as 4 bytes\")", kept=6,
+           never=("bfloat16 is counted as 4 bytes",)),
+    Mutant("vmem-none-as-whole-dimension", A1, "1.5",
+           (("return sum(buffer_count * per_block * itemsize(d) for d in dtypes)",
+             "return sum(buffer_count * elements([n if b is None else b for n, b in "
+             "zip(s, block_shape)]) * itemsize(d) for s, d in zip(shapes, dtypes))"),),
+           "a None block entry read as the whole dimension (an honest student's walk: with "
+           "the block's other entries the whole array, it was told \"whole arrays are "
+           "counted buffer_count times\")", kept=6, never=("whole arrays are counted",)),
+    Mutant("vmem-int-that-equals-anything", A1, "1.5",
+           (("def vmem_bytes(shapes",
+             "class _Bytes(int):\n"
+             "    def __eq__(self, other):\n"
+             "        return True\n\n"
+             "    def __ne__(self, other):\n"
+             "        return False\n\n\n"
+             "def vmem_bytes(shapes"),
+            ("    per_block = elements(block_shape)\n",
+             "    return _Bytes(0)\n    per_block = elements(block_shape)\n")),
+           "blocked answers an int subclass equal to anything, worth 0 (a red team's: the "
+           "self-check compared with its == and passed it)", kept=0),
     Mutant("vmem-cache-without-buffers", A1, "1.5",
            (("def vmem_bytes(shapes", "_LAST: dict = {}\n\n\ndef vmem_bytes(shapes"),
             (VMEM_RETURNS, VMEM_CACHED)),

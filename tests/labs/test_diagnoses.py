@@ -378,8 +378,41 @@ def test_a_kept_answer_is_not_called_buffer_count_ignored() -> None:
     first = cached(shapes, dtypes, 2)
     assert cached(shapes, dtypes, 3) == first
     assert a1.diagnose_vmem(first, shapes, dtypes, block, 3, cached) is None
-    assert a1.second_questions(shapes, dtypes, 3) == [
-        ([(1024, 1024)] * 2, ["bfloat16", "float32"], n) for n in (1, 4)]
+    assert a1.second_questions(shapes, dtypes, block, 3) == [
+        ([(1536, 3072)] * 2, ["bfloat16", "float32"], n) for n in (1, 4)]
+
+
+#: An honest student's and a red team's mistakes that a diagnosis named wrongly, because
+#: the failing input could not tell them from a modelled mistake: (shapes, dtypes, block,
+#: buffers) of that input, and the student's function.
+UNLIKE_A_MODELLED_MISTAKE = {
+    # None read as the whole dimension: equal to "whole arrays" where the block's other
+    # entries are the whole dimensions
+    "None as the whole dimension": (
+        ([(4096, 512), (16, 512)], ["float32", "bfloat16"], (None, 512), 2),
+        lambda sh, dt, b, n: sum(n * (s[0] if b[0] is None else b[0]) * b[1] * a1.ref.vmem_bytes(
+            [(1,)], [d]) for s, d in zip(sh, dt, strict=True))),
+    # a block clipped to the array: equal to "whole arrays" for a small array
+    "block clipped to the array": (
+        ([(1,)], ["float32"], (128,), 1),
+        lambda sh, dt, b, n: sum(n * min(s[0], b[0]) * a1.ref.vmem_bytes([(1,)], [d])
+                                 for s, d in zip(sh, dt, strict=True))),
+    # every operand sized by the widest dtype: equal to "bfloat16 at 4 bytes" on f32 + bf16
+    "the widest dtype for all": (
+        ([(64, 256), (256, 128)], ["float32", "bfloat16"], None, 3),
+        lambda sh, dt, b, n: a1.ref.vmem_bytes(
+            sh, [max(dt, key=lambda d: a1.ref.vmem_bytes([(1,)], [d]))] * len(dt), b, n)),
+}
+
+
+@pytest.mark.task("1.5")
+@pytest.mark.parametrize("name", list(UNLIKE_A_MODELLED_MISTAKE))
+def test_a_mistake_the_failing_input_cannot_tell_apart_is_not_misnamed(name: str) -> None:
+    (shapes, dtypes, block, buffers), student = UNLIKE_A_MODELLED_MISTAKE[name]
+    got = student(shapes, dtypes, block, buffers)
+    assert got != a1.ref.vmem_bytes(shapes, dtypes, block, buffers)
+    assert a1.diagnose_vmem(got, shapes, dtypes, block, buffers,
+                            lambda sh, dt, n: student(sh, dt, block, n)) is None
 
 
 @pytest.mark.task("1.5")

@@ -442,7 +442,9 @@ def vmem_property(s: Session) -> None:
         _vmem_question(s, *case.args, case.kwargs["forms"])
     for case in VMEM_EDGES:  # drawn examples need not include these, so they always run
         body(case)
-    run_property(vmem_cases(), body, max_examples=50)
+    run_property(vmem_cases(), body, max_examples=50)  # a failure here is shrunk
+    for case in WIDE_EDGES:  # large questions last: a smaller failing one shows first
+        body(case)
 
 
 def _edge(shapes, dtypes, block, buffers, forms) -> Case:
@@ -457,13 +459,14 @@ WIDE_EDGES = tuple(_edge(q["shapes"], q["dtypes"], q["block_shape"], q["buffer_c
                          q["forms"]) for q in WIDE_QUESTIONS)
 
 
-#: Cases every run of vmem_property checks first (drawn examples need not include them):
+#: Cases every run of vmem_property checks first (drawn examples need not include them;
+#: ``WIDE_EDGES`` come after the drawn ones):
 #: whole arrays with several buffers; one buffer of a block; a block with a None (squeezed)
 #: entry, which counts as 1 (an honest student's walk: None read as the whole dimension, or
 #: as 0, got full marks); one question asked at two buffer counts (an answer kept from the
 #: first must not serve the second); more than four buffers of a 3-D block and a 1-D block,
 #: with NumPy and jnp dtype objects (a red team's names-only, 2-D-only vmem_bytes capping
-#: buffer_count at 4 had full marks).
+#: buffer_count at 4 had full marks); a small bool and float64 question.
 VMEM_EDGES = (
     _edge([(64, 256), (256, 128)], ["float32", "bfloat16"], None, 3, ["name", "name"]),
     _edge([(1024, 1024)], ["int8"], (8, 128), 1, ["name"]),
@@ -474,5 +477,5 @@ VMEM_EDGES = (
           ["type", "jnp"]),
     _edge([(65536,), (65536,), (65536,)], ["bfloat16", "int8", "float16"], (1024,), 3,
           ["dtype", "jnp", "type"]),
-    *WIDE_EDGES,
+    _edge([(64, 128), (8, 128)], ["bool", "float64"], None, 2, ["name", "type"]),
 )

@@ -89,17 +89,34 @@ OTHER_WIDTH = {"float32": "bfloat16", "bfloat16": "float32", "float16": "int32",
                "uint8": "uint32", "uint32": "uint8", "bool": "float32"}
 
 
-def second_questions(shapes, dtypes, buffers: int) -> list[tuple[list, list, int]]:
+def second_questions(shapes, dtypes, block, buffers: int,
+                     dtypes2: list | None = None) -> list[tuple[list, list, int]]:
     """The arguments a vmem_bytes diagnosis is verified on, besides the failing ones: every
-    shape's first dimension doubled, every dtype one of another width (``OTHER_WIDTH``), at
-    one buffer (unless ``buffers`` is 1) and at a count that is neither ``buffers`` nor 2.
-    Shapes, dtypes and the count all change, so an answer kept from an earlier call (a cache
-    keyed on any of them, or the last answer returned again) does not fit a mistake model by
-    accident; two counts tell "always two buffers" from "at most two"."""
-    shapes2 = [(2 * shape[0], *shape[1:]) if len(shape) else shape for shape in shapes]
-    dtypes2 = [OTHER_WIDTH.get(d, "float32") for d in dtypes]
+    dimension of every shape doubled and made larger than the block's entry for it (so a
+    block never covers a whole array there, nor is clipped to it), every dtype one of
+    another width (``OTHER_WIDTH``) unless a mistake brings its own ``dtypes2``, at one
+    buffer (unless ``buffers`` is 1) and at a count that is neither ``buffers`` nor 2.
+    Shapes, dtypes and the count all change, so an answer kept from an earlier call (a
+    cache keyed on any of them, or the last answer returned again) does not fit a mistake
+    model by accident; two counts tell "always two buffers" from "at most two"."""
+    def grown(shape) -> tuple:
+        if block is None or len(block) != len(shape):
+            return tuple(2 * d for d in shape)
+        return tuple(2 * d + (0 if b is None else 2 * int(b))
+                     for d, b in zip(shape, block, strict=True))
+
+    shapes2 = [grown(shape) for shape in shapes]
+    if dtypes2 is None:
+        dtypes2 = [OTHER_WIDTH.get(d, "float32") for d in dtypes]
     counts = ([] if buffers == 1 else [1]) + [next(n for n in (3, 4, 5) if n != buffers)]
     return [(shapes2, dtypes2, n) for n in counts]
+
+
+def _beside_narrow(dtypes) -> list:
+    """bfloat16 first, then float64 for every other operand: a question where counting
+    bfloat16 at 4 bytes differs from sizing every operand by the widest dtype, by the first
+    one's, or by 4 bytes each, whatever the shapes."""
+    return ["bfloat16"] + ["float64"] * (len(dtypes) - 1)
 
 
 def _whole(shapes, dtypes) -> int:
@@ -109,31 +126,32 @@ def _whole(shapes, dtypes) -> int:
 #: The vmem_bytes mistakes a diagnosis can name: (what the mistake returns for shapes,
 #: dtypes, block and buffer count, or None where it does not apply; the diagnosis). The
 #: first whose answer to both questions is the student's is named (``diagnose_vmem``).
-VMEM_MISTAKES: tuple[tuple[Callable[[list, list, object, int], int | None], str], ...] = (
+VMEM_MISTAKES: tuple[tuple[Callable[[list, list, object, int], int | None], str,
+                            Callable[[list], list] | None], ...] = (
     (lambda sh, dt, b, n: None if b is None else ref.vmem_bytes(sh, dt, b, 2),
      "buffer_count is ignored: every operand holds buffer_count buffers of one block "
-     "(lecture §2.2, §3.1)"),
+     "(lecture §2.2, §3.1)", None),
     (lambda sh, dt, b, n: None if b is None else ref.vmem_bytes(sh, dt, b, 1),
      "buffer_count is ignored (one buffer of each block): with BlockSpecs every operand holds "
      "buffer_count buffers of its block, two by default for double buffering (lecture §2.2, "
-     "§3.1)"),
+     "§3.1)", None),
     (lambda sh, dt, b, n: None if b is not None else n * _whole(sh, dt),
      "whole arrays are counted buffer_count times: without BlockSpecs there is no pipeline, "
-     "and every operand is resident once, whole (lecture §2.1)"),
+     "and every operand is resident once, whole (lecture §2.1)", None),
     (lambda sh, dt, b, n: None if b is None else n * _whole(sh, dt),
      "with a block_shape, whole arrays are counted buffer_count times: each buffer holds one "
-     "block, not the whole array (lecture §2.2)"),
+     "block, not the whole array (lecture §2.2)", None),
     (lambda sh, dt, b, n: None if b is None else _whole(sh, dt),
      "block_shape is ignored: with BlockSpecs each operand holds buffer_count buffers of one "
-     "block, not the whole array (lecture §2.2)"),
+     "block, not the whole array (lecture §2.2)", None),
     (lambda sh, dt, b, n: None if "bfloat16" not in dt else ref.vmem_bytes(
         sh, ["float32" if d == "bfloat16" else d for d in dt], b, n),
      "bfloat16 is counted as 4 bytes per element; it is a 2-byte type (16 bits: 8 exponent, "
-     "7 mantissa; lecture §2.1)"),
+     "7 mantissa; lecture §2.1)", _beside_narrow),
     (lambda sh, dt, b, n: None if len(set(dt)) < 2 else ref.vmem_bytes(
         sh, [dt[0]] * len(dt), b, n),
      "every operand is counted with the first operand's dtype: each operand has its own "
-     "dtype, and its bytes per element are that dtype's"),
+     "dtype, and its bytes per element are that dtype's", None),
 )
 
 
@@ -156,22 +174,24 @@ def diagnose_vmem(got: object, shapes, dtypes, block, buffers: int,
     expected = ref.vmem_bytes(shapes, dtypes, block, buffers)
     if got == expected or rerun is None:
         return None
-    questions = second_questions(shapes, dtypes, buffers)
-    answers: dict[int, int | None] = {}  # the student's answer to each, asked once
+    answers: dict[tuple, int | None] = {}  # the student's answer to each question, once
 
-    def student(k: int) -> int | None:
-        if k not in answers:
-            answers[k] = _answer(rerun, questions[k])
-        return answers[k]
+    def student(question: tuple) -> int | None:
+        key = repr(question)
+        if key not in answers:
+            answers[key] = _answer(rerun, question)
+        return answers[key]
 
-    for mistake, diagnosis in VMEM_MISTAKES:
+    for mistake, diagnosis, own_dtypes in VMEM_MISTAKES:
         if mistake(shapes, dtypes, block, buffers) != got:
             continue
+        questions = second_questions(shapes, dtypes, block, buffers,
+                                     None if own_dtypes is None else own_dtypes(dtypes))
         models = [mistake(sh, dt, block, n) for sh, dt, n in questions]
         rights = [ref.vmem_bytes(sh, dt, block, n) for sh, dt, n in questions]
         if any(m is None for m in models) or models == rights:
             continue  # the second questions would not tell this mistake from a right answer
-        if all(student(k) == m for k, m in enumerate(models)):
+        if all(student(q) == m for q, m in zip(questions, models, strict=True)):
             return diagnosis
     return None
 

@@ -299,6 +299,8 @@ def vmem_formula(api: Api) -> None:
             raise Mismatch("vmem_bytes must return an int number of bytes (the grader "
                            "gives no points to a float or another type)", input=asked,
                            expected=f"{expected} (int)", got=f"{got!r} ({type(got).__name__})")
+        # the value itself: an int subclass's own == (or a NumPy one's) decides nothing
+        got = int.__int__(got) if isinstance(got, int) else int(np.int64(got))
         if got != expected:
             raise Mismatch("vmem_bytes differs from the formula", expected=str(expected),
                            got=repr(got), input=asked)
